@@ -1,0 +1,25 @@
+# The README's two commands: `make demo` and `make test`.
+# Both create .venv from the pinned requirements when it is missing.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: test demo venv clean
+
+venv: $(STAMP)
+
+# requirements.txt pins our direct dependencies; constraints.txt pins every
+# transitive one, so a fresh machine gets the stack these tests ran on.
+$(STAMP): requirements.txt constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache
