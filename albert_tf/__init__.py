@@ -1,0 +1,22 @@
+"""ALBERT (A Lite BERT) for TensorFlow 2 / Keras.
+
+Public names are imported lazily so that light modules (config, errors) can be
+used without paying TensorFlow's import time.
+"""
+
+import importlib
+
+_LAZY = {
+    "AlbertConfig": "albert_tf.config",
+    "AlbertEncoder": "albert_tf.networks.albert_encoder",
+    "AlbertPretrainer": "albert_tf.models.albert_pretrainer",
+    "UserInputError": "albert_tf.errors",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+  if name in _LAZY:
+    return getattr(importlib.import_module(_LAZY[name]), name)
+  raise AttributeError(f"module 'albert_tf' has no attribute {name!r}")
