@@ -1,0 +1,231 @@
+"""ALBERT text normalisation and SentencePiece tokenization (Python path).
+
+Matches google-research/albert `tokenization.py`: `preprocess_text` collapses
+whitespace, turns `` and '' into ", strips accents (NFKD, then drops combining
+characters) unless `keep_accents`, and optionally lowercases; `encode_pieces`
+re-splits a piece such as "▁1,000," that ends in a comma after a digit, so the
+comma becomes its own piece.
+
+The SentencePiece model is expected to be trained with the `identity`
+normalization rule on text already passed through `preprocess_text` (as
+`data_pipeline.sentencepiece_trainer` does). All normalisation then happens
+here, identically in this module and in the in-graph tokenizer
+(`data_pipeline.tf_tokenization`), instead of inside SentencePiece.
+
+This module does not import TensorFlow.
+"""
+
+import os
+import unicodedata
+from typing import Iterable, List, Sequence
+
+import numpy as np
+import sentencepiece as spm
+
+from albert_tf.errors import UserInputError
+
+SPIECE_UNDERLINE = "\u2581"  # "▁", SentencePiece's word-start marker.
+
+# The official `_is_start_piece` set (create_pretraining_data.py). It writes
+# '"' twice and has no "'", so an apostrophe piece continues the word.
+_START_PUNCTUATION = frozenset('!"#$%&"()*+,-./:;?@[\\]^_`{|}~')
+
+_CONTROL_PIECES = {
+    "pad_id": "<pad>",
+    "unk_id": "<unk>",
+    "cls_id": "[CLS]",
+    "sep_id": "[SEP]",
+    "mask_id": "[MASK]",
+}
+
+
+def preprocess_text(text: str,
+                    remove_space: bool = True,
+                    keep_accents: bool = False,
+                    lower: bool = False) -> str:
+  """ALBERT normalisation of one string (official `preprocess_text`).
+
+  Args:
+    text: str (bytes are decoded as UTF-8, dropping invalid bytes).
+    remove_space: strip, and collapse every run of whitespace to one space.
+    keep_accents: if False, NFKD-normalise and drop combining characters
+      (`unicodedata.combining(c) != 0`).
+    lower: lowercase with `str.lower`.
+
+  Returns:
+    The normalised str.
+  """
+  if isinstance(text, bytes):
+    text = text.decode("utf-8", "ignore")
+  if remove_space:
+    text = " ".join(text.strip().split())
+  text = text.replace("``", '"').replace("''", '"')
+  if not keep_accents:
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c))
+  if lower:
+    text = text.lower()
+  return text
+
+
+def is_start_piece(piece: str) -> bool:
+  """True if `piece` starts a word (official `_is_start_piece`)."""
+  return (piece.startswith(SPIECE_UNDERLINE) or piece.startswith("<") or
+          piece in _START_PUNCTUATION)
+
+
+def _needs_comma_split(piece: str) -> bool:
+  return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
+
+
+def _split_digit_comma(sp_model, piece: str) -> List[str]:
+  """Re-encodes "<...digit>," without the comma, then appends ",".
+
+  A piece that did not start a word must not start one after re-encoding, so
+  the leading "▁" SentencePiece adds is removed (or the bare "▁" dropped).
+  """
+  sub = sp_model.EncodeAsPieces(piece[:-1].replace(SPIECE_UNDERLINE, ""))
+  if (not piece.startswith(SPIECE_UNDERLINE) and sub and
+      sub[0].startswith(SPIECE_UNDERLINE)):
+    if len(sub[0]) == 1:
+      sub = sub[1:]
+    else:
+      sub[0] = sub[0][1:]
+  return sub + [piece[-1]]
+
+
+def resplit_pieces(sp_model, pieces: Iterable[str]) -> List[str]:
+  """Applies the digit-comma rule of `encode_pieces` to encoded pieces."""
+  out = []
+  for piece in pieces:
+    if _needs_comma_split(piece):
+      out.extend(_split_digit_comma(sp_model, piece))
+    else:
+      out.append(piece)
+  return out
+
+
+def encode_pieces(sp_model, text: str) -> List[str]:
+  """Pieces of already-preprocessed `text` (official `encode_pieces`).
+
+  Args:
+    sp_model: anything with `EncodeAsPieces(str) -> list[str]`, normally a
+      `sentencepiece.SentencePieceProcessor`.
+    text: str, output of `preprocess_text`.
+  """
+  return resplit_pieces(sp_model, sp_model.EncodeAsPieces(text))
+
+
+def load_sentencepiece(spm_model_file: str) -> spm.SentencePieceProcessor:
+  """Loads a `.model` file; UserInputError naming the path if it cannot."""
+  if not os.path.isfile(spm_model_file):
+    raise UserInputError(
+        f"SentencePiece model file not found: {spm_model_file}")
+  sp = spm.SentencePieceProcessor()
+  try:
+    sp.Load(spm_model_file)
+  except (OSError, RuntimeError) as e:
+    raise UserInputError(
+        f"cannot read SentencePiece model file {spm_model_file}: {e}") from e
+  return sp
+
+
+class SentencePieceTokenizer:
+  """ALBERT tokenizer: `preprocess_text` + SentencePiece + digit-comma rule.
+
+  Args:
+    spm_model_file: str, path to a SentencePiece `.model` file.
+    do_lower_case: bool, lowercase before encoding (released ALBERT: True).
+    keep_accents: bool, keep accents instead of stripping them.
+  """
+
+  def __init__(self, spm_model_file: str, do_lower_case: bool = True,
+               keep_accents: bool = False):
+    self.spm_model_file = spm_model_file
+    self.do_lower_case = do_lower_case
+    self.keep_accents = keep_accents
+    self.sp_model = load_sentencepiece(spm_model_file)
+
+  def preprocess(self, text: str) -> str:
+    return preprocess_text(text, keep_accents=self.keep_accents,
+                           lower=self.do_lower_case)
+
+  def tokenize(self, text: str) -> List[str]:
+    """Pieces of `text`, e.g. ["▁hello", "▁world", "."]."""
+    return encode_pieces(self.sp_model, self.preprocess(text))
+
+  def encode(self, text: str) -> List[int]:
+    """Ids of `text`: list of int in [0, vocab_size)."""
+    return self.convert_tokens_to_ids(self.tokenize(text))
+
+  def encode_batch(self, texts: Sequence[str],
+                   num_threads: int = -1) -> List[List[int]]:
+    """Ids of many texts; equal to `[encode(t) for t in texts]`, but faster.
+
+    Args:
+      texts: list of str.
+      num_threads: SentencePiece encoding threads; -1 uses all cores.
+
+    Returns:
+      list (one per text) of lists of int ids.
+    """
+    normalised = [self.preprocess(t) for t in texts]
+    batch = self.sp_model.Encode(normalised, out_type=int,
+                                 num_threads=num_threads)
+    unk = self.sp_model.unk_id()
+    out = []
+    for text, ids in zip(normalised, batch):
+      # The comma rule is rare; only re-encode as pieces where it may apply.
+      # An unknown piece's surface is not its id's piece, so check those too.
+      if "," in text and any(
+          i == unk or _needs_comma_split(self.sp_model.IdToPiece(i))
+          for i in ids):
+        ids = self.convert_tokens_to_ids(encode_pieces(self.sp_model, text))
+      out.append(ids)
+    return out
+
+  def convert_tokens_to_ids(self, tokens: Iterable[str]) -> List[int]:
+    return [self.sp_model.PieceToId(t) for t in tokens]
+
+  def convert_ids_to_tokens(self, ids: Iterable[int]) -> List[str]:
+    return [self.sp_model.IdToPiece(int(i)) for i in ids]
+
+  @property
+  def vocab_size(self) -> int:
+    return self.sp_model.GetPieceSize()
+
+  def _control_id(self, name: str) -> int:
+    piece = _CONTROL_PIECES[name]
+    piece_id = self.sp_model.PieceToId(piece)
+    # PieceToId returns the unk id for an unknown piece.
+    if self.sp_model.IdToPiece(piece_id) != piece:
+      raise UserInputError(
+          f"SentencePiece model {self.spm_model_file} has no {piece} piece; "
+          "ALBERT needs <pad>, <unk>, [CLS], [SEP] and [MASK] (train it with "
+          "python -m tools.train_sentencepiece)")
+    return piece_id
+
+  @property
+  def pad_id(self) -> int:
+    return self._control_id("pad_id")
+
+  @property
+  def unk_id(self) -> int:
+    return self._control_id("unk_id")
+
+  @property
+  def cls_id(self) -> int:
+    return self._control_id("cls_id")
+
+  @property
+  def sep_id(self) -> int:
+    return self._control_id("sep_id")
+
+  @property
+  def mask_id(self) -> int:
+    return self._control_id("mask_id")
+
+  def start_piece_table(self) -> np.ndarray:
+    """bool array [vocab_size]: `is_start_piece` of every id's piece."""
+    return np.array([is_start_piece(self.sp_model.IdToPiece(i))
+                     for i in range(self.vocab_size)], dtype=bool)
