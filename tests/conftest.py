@@ -15,3 +15,37 @@ def english_corpus(tmp_path_factory):
   path = str(tmp_path_factory.mktemp("corpus") / "stdlib_docs.txt")
   stdlib_corpus.write_stdlib_corpus(path, max_bytes=300_000)
   return path
+
+
+@pytest.fixture
+def tiny_config():
+  """A tiny AlbertConfig (H=32, 2 layers) for fast model tests."""
+  from albert_tf.config import AlbertConfig
+  return AlbertConfig(vocab_size=97, embedding_size=16, hidden_size=32,
+                      num_hidden_layers=2, num_attention_heads=4,
+                      intermediate_size=64, max_position_embeddings=40,
+                      hidden_act="gelu", initializer_range=0.1)
+
+
+def _make_encoder_inputs(batch_size=3, seq_length=12, vocab_size=97, seed=0):
+  """Random word ids, a padding mask (varied lengths) and two segments."""
+  import numpy as np
+  rng = np.random.default_rng(seed)
+  word_ids = rng.integers(5, vocab_size, size=(batch_size, seq_length))
+  lengths = np.linspace(seq_length, seq_length // 2, batch_size).astype(int)
+  mask = (np.arange(seq_length)[None, :] < lengths[:, None]).astype(np.int32)
+  type_ids = (np.arange(seq_length)[None, :] >= lengths[:, None] // 2)
+  type_ids = (type_ids & mask.astype(bool)).astype(np.int32)
+  return dict(input_word_ids=(word_ids * mask).astype(np.int32),
+              input_mask=mask, input_type_ids=type_ids)
+
+
+@pytest.fixture
+def make_inputs():
+  """make_inputs(batch_size, seq_length, vocab_size, seed) -> encoder inputs."""
+  return _make_encoder_inputs
+
+
+@pytest.fixture
+def encoder_inputs():
+  return _make_encoder_inputs()

@@ -1,0 +1,13 @@
+"""Building blocks of ALBERT: embeddings, transformer sublayers and heads.
+
+`layers/` holds blocks, `networks/` the encoder built from them (not trained
+alone), `models/` the trainable models (pretrainer, fine-tuning models).
+"""
+
+from albert_tf.layers.activations import get_activation
+from albert_tf.layers.albert_embeddings import AlbertEmbeddings
+from albert_tf.layers.attention_sublayer import AttentionSublayer
+from albert_tf.layers.feed_forward_sublayer import FeedForwardSublayer
+from albert_tf.layers.float32_softmax_attention import Float32SoftmaxAttention
+from albert_tf.layers.masked_lm_head import MaskedLMHead
+from albert_tf.layers.sentence_order_head import SentenceOrderHead

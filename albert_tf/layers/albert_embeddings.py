@@ -1,0 +1,106 @@
+"""Factorized embeddings: a V x E word table projected up to the hidden width H."""
+
+import tensorflow as tf
+import tf_keras
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertEmbeddings(tf_keras.layers.Layer):
+  """Word + position + token-type embeddings, LayerNorm, dropout, E -> H.
+
+  As the official model: the three E-wide embeddings are summed, normalised
+  (epsilon 1e-12, in float32) and dropped out, then projected to H (the
+  `embedding_hidden_mapping_in` dense) when E != H.
+
+  Args:
+    vocab_size: int, rows V of the word table.
+    embedding_size: int, embedding width E.
+    hidden_size: int, output width H.
+    max_position_embeddings: int, rows of the position table.
+    type_vocab_size: int, rows of the token-type table.
+    initializer_range: float, stddev of the truncated-normal initializers.
+    dropout_rate: float, dropout after the LayerNorm.
+
+  Call args:
+    word_ids: int32 [batch, seq].
+    type_ids: int32 [batch, seq].
+    training: bool, enables dropout.
+
+  Returns:
+    float [batch, seq, H] in the layer's compute dtype.
+  """
+
+  def __init__(self, vocab_size, embedding_size, hidden_size,
+               max_position_embeddings, type_vocab_size, initializer_range,
+               dropout_rate=0.0, **kwargs):
+    super().__init__(**kwargs)
+    self.vocab_size = vocab_size
+    self.embedding_size = embedding_size
+    self.hidden_size = hidden_size
+    self.max_position_embeddings = max_position_embeddings
+    self.type_vocab_size = type_vocab_size
+    self.initializer_range = initializer_range
+    self.dropout_rate = dropout_rate
+
+    def init():
+      return tf_keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+    self.word_embeddings = tf_keras.layers.Embedding(
+        vocab_size, embedding_size, embeddings_initializer=init(),
+        dtype=self.dtype_policy, name="word_embeddings")
+    self.token_type_embeddings = tf_keras.layers.Embedding(
+        type_vocab_size, embedding_size, embeddings_initializer=init(),
+        dtype=self.dtype_policy, name="token_type_embeddings")
+    self.layer_norm = tf_keras.layers.LayerNormalization(
+        epsilon=1e-12, dtype="float32", name="layer_norm")
+    self.dropout = tf_keras.layers.Dropout(dropout_rate,
+                                           dtype=self.dtype_policy)
+    self.projection = None
+    # Explicit rank-3 einsum equations: TF 2.20's CPU float16 einsum with an
+    # ellipsis ("...e,eh->...h") returns wrong values past the first row.
+    if embedding_size != hidden_size:
+      self.projection = tf_keras.layers.EinsumDense(
+          "bse,eh->bsh", output_shape=(None, hidden_size), bias_axes="h",
+          kernel_initializer=init(), dtype=self.dtype_policy,
+          name="embedding_projection")
+
+  def build(self, input_shape):
+    self.position_embeddings = self.add_weight(
+        "position_embeddings",
+        shape=[self.max_position_embeddings, self.embedding_size],
+        initializer=tf_keras.initializers.TruncatedNormal(
+            stddev=self.initializer_range))
+    super().build(input_shape)
+
+  @property
+  def embedding_table(self):
+    """The word table [V, E]; the masked-LM decoder is tied to it."""
+    return self.word_embeddings.embeddings
+
+  def call(self, word_ids, type_ids, training=None):
+    seq_length = word_ids.shape[1]
+    if seq_length is not None and seq_length > self.max_position_embeddings:
+      raise ValueError(
+          f"sequence length {seq_length} exceeds max_position_embeddings "
+          f"({self.max_position_embeddings})")
+    words = self.word_embeddings(word_ids)  # (B, S, E)
+    types = self.token_type_embeddings(type_ids)  # (B, S, E)
+    positions = self.position_embeddings[:tf.shape(word_ids)[1]]  # (S, E)
+    embeddings = words + types + tf.cast(positions, words.dtype)[None]
+    embeddings = self.layer_norm(embeddings)
+    embeddings = self.dropout(embeddings, training=training)
+    if self.projection is not None:
+      embeddings = self.projection(embeddings)  # (B, S, H)
+    return embeddings
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(
+        vocab_size=self.vocab_size,
+        embedding_size=self.embedding_size,
+        hidden_size=self.hidden_size,
+        max_position_embeddings=self.max_position_embeddings,
+        type_vocab_size=self.type_vocab_size,
+        initializer_range=self.initializer_range,
+        dropout_rate=self.dropout_rate)
+    return config

@@ -1,0 +1,66 @@
+"""The feed-forward half of an ALBERT transformer block (post-LN)."""
+
+import tf_keras
+
+from albert_tf.layers.activations import get_activation
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class FeedForwardSublayer(tf_keras.layers.Layer):
+  """LayerNorm(x + Dropout(W2 act(W1 x))), as the official `ffn_1`.
+
+  Args:
+    hidden_size: int, width H.
+    intermediate_size: int, inner width I.
+    hidden_act: str, an AlbertConfig activation name ("gelu" is tanh GELU).
+    initializer_range: float, stddev of the truncated-normal kernels.
+    dropout_rate: float, dropout on the output projection.
+
+  Call args:
+    x: float [batch, seq, H].
+    training: bool, enables dropout.
+
+  Returns:
+    float32 [batch, seq, H].
+  """
+
+  def __init__(self, hidden_size, intermediate_size, hidden_act,
+               initializer_range, dropout_rate=0.0, **kwargs):
+    super().__init__(**kwargs)
+    self.hidden_size = hidden_size
+    self.intermediate_size = intermediate_size
+    self.hidden_act = hidden_act
+    self.initializer_range = initializer_range
+    self.dropout_rate = dropout_rate
+
+    def init():
+      return tf_keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+    # Rank-3 equations on purpose: see the float16 note in albert_embeddings.
+    self.intermediate = tf_keras.layers.EinsumDense(
+        "bsh,hi->bsi", output_shape=(None, intermediate_size), bias_axes="i",
+        activation=get_activation(hidden_act), kernel_initializer=init(),
+        dtype=self.dtype_policy, name="intermediate")
+    self.output_dense = tf_keras.layers.EinsumDense(
+        "bsi,ih->bsh", output_shape=(None, hidden_size), bias_axes="h",
+        kernel_initializer=init(), dtype=self.dtype_policy, name="output")
+    self.dropout = tf_keras.layers.Dropout(dropout_rate,
+                                           dtype=self.dtype_policy)
+    self.layer_norm = tf_keras.layers.LayerNormalization(
+        epsilon=1e-12, dtype="float32", name="layer_norm")
+
+  def call(self, x, training=None):
+    y = self.intermediate(x)  # (B, S, I)
+    y = self.output_dense(y)  # (B, S, H)
+    y = self.dropout(y, training=training)
+    return self.layer_norm(x + y)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(
+        hidden_size=self.hidden_size,
+        intermediate_size=self.intermediate_size,
+        hidden_act=self.hidden_act,
+        initializer_range=self.initializer_range,
+        dropout_rate=self.dropout_rate)
+    return config

@@ -1,0 +1,28 @@
+"""Multi-head attention whose softmax runs in float32 under mixed precision."""
+
+import tensorflow as tf
+import tf_keras
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class Float32SoftmaxAttention(tf_keras.layers.MultiHeadAttention):
+  """`tf_keras.layers.MultiHeadAttention` with a float32 masked softmax.
+
+  Under mixed_float16 / mixed_bfloat16 the projections and einsums run in the
+  compute dtype, but the softmax over attention scores runs in float32 (as the
+  official model and Model Garden do) and the probabilities are cast back.
+  Constructor arguments are those of MultiHeadAttention.
+
+  The attention mask may be [batch, 1, to] (broadcast over query positions),
+  which avoids materialising a [batch, from, to] mask.
+  """
+
+  def _build_attention(self, rank):
+    super()._build_attention(rank)
+    self._softmax = tf_keras.layers.Softmax(axis=self._softmax.axis,
+                                            dtype="float32")
+
+  def _masked_softmax(self, attention_scores, attention_mask=None):
+    probs = super()._masked_softmax(tf.cast(attention_scores, tf.float32),
+                                    attention_mask)
+    return tf.cast(probs, self.compute_dtype)

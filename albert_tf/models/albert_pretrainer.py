@@ -1,0 +1,65 @@
+"""AlbertPretrainer: the encoder with the masked-LM and sentence-order heads."""
+
+import tensorflow as tf
+import tf_keras
+
+from albert_tf.layers.masked_lm_head import MaskedLMHead
+from albert_tf.layers.sentence_order_head import SentenceOrderHead
+from albert_tf.networks.albert_encoder import AlbertEncoder
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertPretrainer(tf_keras.Model):
+  """ALBERT pretraining model: masked LM (tied decoder) + sentence order.
+
+  Args:
+    encoder: an AlbertEncoder; its word table is the MLM decoder.
+
+  Inputs (dict):
+    input_word_ids, input_mask, input_type_ids: int32 [batch, seq].
+    masked_lm_positions: int32 [batch, P], positions to score (padding slots
+      may hold 0; their loss weight is 0).
+
+  Outputs (dict):
+    mlm_logits: float32 [batch, P, V].
+    sop_logits: float32 [batch, 2].
+    sequence_output, pooled_output: the encoder's.
+  """
+
+  def __init__(self, encoder: AlbertEncoder, **kwargs):
+    config = encoder.config
+    inputs = {
+        name: tf_keras.Input(shape=(None,), dtype=tf.int32, name=name)
+        for name in ("input_word_ids", "input_mask", "input_type_ids",
+                     "masked_lm_positions")
+    }
+    encoder_inputs = {k: inputs[k] for k in
+                      ("input_word_ids", "input_mask", "input_type_ids")}
+    encoder_outputs = encoder(encoder_inputs)
+    mlm_head = MaskedLMHead(
+        encoder.embedding_layer, hidden_act=config.hidden_act,
+        initializer_range=config.initializer_range,
+        dtype=encoder._dtype_arg, name="masked_lm")
+    sop_head = SentenceOrderHead(config.initializer_range,
+                                 name="sentence_order")
+    outputs = dict(
+        mlm_logits=mlm_head(encoder_outputs["sequence_output"],
+                            inputs["masked_lm_positions"]),
+        sop_logits=sop_head(encoder_outputs["pooled_output"]),
+        sequence_output=encoder_outputs["sequence_output"],
+        pooled_output=encoder_outputs["pooled_output"])
+    super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+    self.encoder = encoder
+    self.masked_lm = mlm_head
+    self.sentence_order = sop_head
+
+  def get_config(self):
+    return dict(encoder=tf_keras.layers.serialize(self.encoder),
+                name=self.name)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    config = dict(config)
+    config["encoder"] = tf_keras.layers.deserialize(
+        config["encoder"], custom_objects=custom_objects)
+    return cls(**config)

@@ -1,0 +1,132 @@
+"""AlbertEncoder: factorized embeddings + shared transformer sublayers + pooler."""
+
+from typing import Dict, List, Optional, Union
+
+import tensorflow as tf
+import tf_keras
+
+from albert_tf.config import AlbertConfig
+from albert_tf.layers.albert_embeddings import AlbertEmbeddings
+from albert_tf.layers.attention_sublayer import AttentionSublayer
+from albert_tf.layers.feed_forward_sublayer import FeedForwardSublayer
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertEncoder(tf_keras.Model):
+  """The ALBERT encoder with the TF Hub BERT/ALBERT encoder interface.
+
+  Layer l (0 <= l < L) applies `inner_group_num` blocks, each an attention
+  sublayer then a feed-forward sublayer (post-LN). Which weights a layer uses
+  follows `share_parameters`:
+    "all": both sublayers come from group int(l * G / L), the official ALBERT
+      (G = num_hidden_groups; G = 1 shares one block across all layers);
+    "attention": attention from the group, feed-forward owned by layer l;
+    "ffn": feed-forward from the group, attention owned by layer l;
+    "none": every layer owns both (BERT).
+  Each shared sublayer is built once and called as many times as it is used.
+
+  Args:
+    config: AlbertConfig (or its dict form, as stored by `get_config`).
+    dtype: optional Keras dtype policy for every layer, e.g. "mixed_bfloat16";
+      None uses the global policy. Softmax and LayerNorm always run in
+      float32.
+
+  Inputs (dict, int32 [batch, seq]):
+    input_word_ids, input_mask (1 = token, 0 = padding), input_type_ids.
+
+  Outputs (dict):
+    sequence_output: float32 [batch, seq, H], the last layer.
+    pooled_output: float32 [batch, H], tanh dense on the first token.
+    encoder_outputs: list of L float32 [batch, seq, H], one per layer.
+  """
+
+  def __init__(self, config: Union[AlbertConfig, Dict],
+               dtype: Optional[str] = None, **kwargs):
+    if not isinstance(config, AlbertConfig):
+      config = AlbertConfig.from_dict(config)
+    inputs = {
+        name: tf_keras.Input(shape=(None,), dtype=tf.int32, name=name)
+        for name in ("input_word_ids", "input_mask", "input_type_ids")
+    }
+    embedding_layer = AlbertEmbeddings(
+        vocab_size=config.vocab_size,
+        embedding_size=config.embedding_size,
+        hidden_size=config.hidden_size,
+        max_position_embeddings=config.max_position_embeddings,
+        type_vocab_size=config.type_vocab_size,
+        initializer_range=config.initializer_range,
+        dropout_rate=config.hidden_dropout_prob,
+        dtype=dtype,
+        name="embeddings")
+    attention_for_layer = _sublayers_by_layer(
+        config, "attention", lambda name: AttentionSublayer(
+            hidden_size=config.hidden_size,
+            num_attention_heads=config.num_attention_heads,
+            initializer_range=config.initializer_range,
+            dropout_rate=config.hidden_dropout_prob,
+            attention_dropout_rate=config.attention_probs_dropout_prob,
+            dtype=dtype, name=name))
+    ffn_for_layer = _sublayers_by_layer(
+        config, "ffn", lambda name: FeedForwardSublayer(
+            hidden_size=config.hidden_size,
+            intermediate_size=config.intermediate_size,
+            hidden_act=config.hidden_act,
+            initializer_range=config.initializer_range,
+            dropout_rate=config.hidden_dropout_prob,
+            dtype=dtype, name=name))
+
+    x = embedding_layer(inputs["input_word_ids"], inputs["input_type_ids"])
+    encoder_outputs = []
+    for layer_index in range(config.num_hidden_layers):
+      for attention, ffn in zip(attention_for_layer[layer_index],
+                                ffn_for_layer[layer_index]):
+        x = attention(x, inputs["input_mask"])
+        x = ffn(x)
+      encoder_outputs.append(x)
+    pooled_output = tf_keras.layers.Dense(
+        config.hidden_size, activation="tanh",
+        kernel_initializer=tf_keras.initializers.TruncatedNormal(
+            stddev=config.initializer_range),
+        dtype="float32", name="pooler")(x[:, 0, :])
+    outputs = dict(sequence_output=x, pooled_output=pooled_output,
+                   encoder_outputs=encoder_outputs)
+    super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+    self.config = config
+    self.embedding_layer = embedding_layer
+    self._dtype_arg = dtype
+
+  def get_embedding_table(self) -> tf.Variable:
+    """The word-embedding table [V, E]."""
+    return self.embedding_layer.embedding_table
+
+  def get_config(self):
+    return dict(config=self.config.to_dict(), dtype=self._dtype_arg,
+                name=self.name)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    return cls(**config)
+
+
+def _sublayers_by_layer(config: AlbertConfig, kind: str,
+                        make) -> List[List[tf_keras.layers.Layer]]:
+  """For each layer l, the `inner_group_num` sublayers of `kind` it applies.
+
+  Shared sublayers are built once per group and appear in several layers'
+  lists; unshared ones are built per layer.
+  """
+  shared = config.share_parameters in ("all", kind)
+  built = {}
+  by_layer = []
+  for layer_index in range(config.num_hidden_layers):
+    owner = config.group_of_layer(layer_index) if shared else layer_index
+    prefix = f"group_{owner}" if shared else f"layer_{owner}"
+    row = []
+    for inner in range(config.inner_group_num):
+      name = f"{prefix}_inner_{inner}_{kind}"
+      if name not in built:
+        built[name] = make(name)
+      row.append(built[name])
+    by_layer.append(row)
+  return by_layer
