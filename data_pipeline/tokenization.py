@@ -74,7 +74,8 @@ def is_start_piece(piece: str) -> bool:
           piece in _START_PUNCTUATION)
 
 
-def _needs_comma_split(piece: str) -> bool:
+def needs_comma_split(piece: str) -> bool:
+  """True if `encode_pieces` re-splits `piece`: it ends in a digit and ","."""
   return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
 
 
@@ -98,7 +99,7 @@ def resplit_pieces(sp_model, pieces: Iterable[str]) -> List[str]:
   """Applies the digit-comma rule of `encode_pieces` to encoded pieces."""
   out = []
   for piece in pieces:
-    if _needs_comma_split(piece):
+    if needs_comma_split(piece):
       out.extend(_split_digit_comma(sp_model, piece))
     else:
       out.append(piece)
@@ -178,7 +179,7 @@ class SentencePieceTokenizer:
       # The comma rule is rare; only re-encode as pieces where it may apply.
       # An unknown piece's surface is not its id's piece, so check those too.
       if "," in text and any(
-          i == unk or _needs_comma_split(self.sp_model.IdToPiece(i))
+          i == unk or needs_comma_split(self.sp_model.IdToPiece(i))
           for i in ids):
         ids = self.convert_tokens_to_ids(encode_pieces(self.sp_model, text))
       out.append(ids)
