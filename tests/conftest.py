@@ -49,3 +49,14 @@ def make_inputs():
 @pytest.fixture
 def encoder_inputs():
   return _make_encoder_inputs()
+
+
+@pytest.fixture(scope="session")
+def spm_model(tmp_path_factory, english_corpus):
+  """A lowercased 2000-piece ALBERT SentencePiece model of `english_corpus`."""
+  from data_pipeline import sentencepiece_trainer  # pylint: disable=g-import-not-at-top
+  prefix = str(tmp_path_factory.mktemp("spm") / "albert_2k")
+  sentencepiece_trainer.train_sentencepiece(
+      english_corpus, prefix, vocab_size=2000, do_lower_case=True,
+      num_threads=4)
+  return prefix + ".model"
