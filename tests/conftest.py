@@ -2,7 +2,7 @@
 
 import os
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import pytest  # noqa: E402
 
@@ -54,7 +54,7 @@ def encoder_inputs():
 @pytest.fixture(scope="session")
 def spm_model(tmp_path_factory, english_corpus):
   """A lowercased 2000-piece ALBERT SentencePiece model of `english_corpus`."""
-  from data_pipeline import sentencepiece_trainer  # pylint: disable=g-import-not-at-top
+  from data_pipeline import sentencepiece_trainer
   prefix = str(tmp_path_factory.mktemp("spm") / "albert_2k")
   sentencepiece_trainer.train_sentencepiece(
       english_corpus, prefix, vocab_size=2000, do_lower_case=True,

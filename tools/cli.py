@@ -4,12 +4,17 @@
 file / bad flag value) becomes one clear line on stderr and exit status 1.
 """
 
+import os
 import sys
 
-from absl import app
-from absl import flags
+# TensorFlow's C++ start-up chatter (e.g. "failed call to cuInit" on machines
+# without a GPU) would bury our one-line messages; users may override this.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from albert_tf.errors import UserInputError
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+from albert_tf.errors import UserInputError  # noqa: E402
 
 
 def _main_with_clean_errors(main):

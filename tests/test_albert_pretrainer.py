@@ -1,0 +1,96 @@
+"""AlbertPretrainer: MLM at masked positions with a tied decoder, SOP head."""
+
+import math
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertEncoder, AlbertPretrainer
+
+
+@pytest.fixture
+def pretrainer(tiny_config):
+  return AlbertPretrainer(AlbertEncoder(tiny_config))
+
+
+@pytest.fixture
+def pretrain_inputs(encoder_inputs):
+  positions = np.array([[1, 4, 7, 0], [2, 3, 0, 0], [5, 0, 0, 0]], np.int32)
+  return dict(encoder_inputs, masked_lm_positions=positions)
+
+
+def _layer_norm(x, gamma, beta):
+  mean = x.mean(-1, keepdims=True)
+  var = ((x - mean) ** 2).mean(-1, keepdims=True)
+  return (x - mean) / np.sqrt(var + 1e-12) * gamma + beta
+
+
+def test_output_shapes(pretrainer, pretrain_inputs):
+  outputs = pretrainer(pretrain_inputs)
+  assert outputs["mlm_logits"].shape == (3, 4, 97)
+  assert outputs["sop_logits"].shape == (3, 2)
+  assert outputs["mlm_logits"].dtype == tf.float32
+
+
+def test_mlm_logits_match_official_head(pretrainer, pretrain_inputs):
+  """cls/predictions of the official model, in NumPy, at the positions."""
+  outputs = pretrainer(pretrain_inputs)
+  w = {v.name[:-2]: v.numpy().astype(np.float64)
+       for v in pretrainer.trainable_variables}
+  sequence = outputs["sequence_output"].numpy().astype(np.float64)
+  positions = pretrain_inputs["masked_lm_positions"]
+  gathered = np.take_along_axis(sequence, positions[..., None], axis=1)
+  x = gathered @ w["masked_lm/transform/kernel"] + w["masked_lm/transform/bias"]
+  x = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+  x = _layer_norm(x, w["masked_lm/layer_norm/gamma"],
+                  w["masked_lm/layer_norm/beta"])
+  logits = x @ w["embeddings/word_embeddings/embeddings"].T + w[
+      "masked_lm/output_bias"]
+  np.testing.assert_allclose(outputs["mlm_logits"], logits, atol=1e-5)
+  sop = outputs["pooled_output"].numpy() @ w["sentence_order/dense/kernel"] + w[
+      "sentence_order/dense/bias"]
+  np.testing.assert_allclose(outputs["sop_logits"], sop, atol=1e-5)
+
+
+def test_decoder_is_tied_to_word_embeddings(pretrainer, pretrain_inputs):
+  table = pretrainer.encoder.get_embedding_table()
+  names = [v.name for v in pretrainer.trainable_variables]
+  assert len(names) == len(set(names))
+  assert sum("word_embeddings" in n for n in names) == 1
+  # Encoder variables + transform (2) + LayerNorm (2) + output bias + SOP (2).
+  assert len(names) == len(pretrainer.encoder.trainable_variables) + 7
+  with tf.GradientTape() as tape:
+    logits = pretrainer(pretrain_inputs)["mlm_logits"]
+    # Only the decoder path touches rows never fed as input ids.
+    loss = tf.reduce_sum(logits[..., :5])
+  gradient = tf.convert_to_tensor(tape.gradient(loss, table))
+  assert gradient.shape == (97, 16)
+  assert np.abs(gradient.numpy()[:5]).sum() > 0  # rows 0-4: decoder only
+
+
+def test_changing_the_table_changes_the_logits(pretrainer, pretrain_inputs):
+  before = pretrainer(pretrain_inputs)["mlm_logits"].numpy()
+  table = pretrainer.encoder.get_embedding_table()
+  table.assign(table * 2.0)
+  after = pretrainer(pretrain_inputs)["mlm_logits"].numpy()
+  assert np.abs(after - before).max() > 1e-2
+
+
+def test_get_config_round_trip(pretrainer, pretrain_inputs):
+  clone = AlbertPretrainer.from_config(pretrainer.get_config())
+  clone.set_weights(pretrainer.get_weights())
+  for key in ("mlm_logits", "sop_logits"):
+    np.testing.assert_allclose(clone(pretrain_inputs)[key],
+                               pretrainer(pretrain_inputs)[key], atol=1e-6)
+
+
+def test_mixed_precision_logits_are_float32(tiny_config, pretrain_inputs):
+  full = AlbertPretrainer(AlbertEncoder(tiny_config))
+  mixed = AlbertPretrainer(AlbertEncoder(tiny_config, dtype="mixed_bfloat16"))
+  mixed.set_weights(full.get_weights())
+  outputs = mixed(pretrain_inputs)
+  assert outputs["mlm_logits"].dtype == tf.float32
+  assert outputs["sop_logits"].dtype == tf.float32
+  np.testing.assert_allclose(outputs["mlm_logits"],
+                             full(pretrain_inputs)["mlm_logits"], atol=0.15)
