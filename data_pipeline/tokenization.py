@@ -146,6 +146,7 @@ class SentencePieceTokenizer:
     self.do_lower_case = do_lower_case
     self.keep_accents = keep_accents
     self.sp_model = load_sentencepiece(spm_model_file)
+    self._split_ids = None
 
   def preprocess(self, text: str) -> str:
     return preprocess_text(text, keep_accents=self.keep_accents,
@@ -173,17 +174,27 @@ class SentencePieceTokenizer:
     normalised = [self.preprocess(t) for t in texts]
     batch = self.sp_model.Encode(normalised, out_type=int,
                                  num_threads=num_threads)
-    unk = self.sp_model.unk_id()
+    check = self._comma_split_ids()
     out = []
     for text, ids in zip(normalised, batch):
-      # The comma rule is rare; only re-encode as pieces where it may apply.
-      # An unknown piece's surface is not its id's piece, so check those too.
-      if "," in text and any(
-          i == unk or needs_comma_split(self.sp_model.IdToPiece(i))
-          for i in ids):
+      # The comma rule is rare: re-encode as pieces only where it may apply.
+      if "," in text and not check.isdisjoint(ids):
         ids = self.convert_tokens_to_ids(encode_pieces(self.sp_model, text))
       out.append(ids)
     return out
+
+  def _comma_split_ids(self) -> frozenset:
+    """Ids whose piece the comma rule re-splits, plus the unknown id.
+
+    An unknown piece's surface text is not the piece of its id, so texts with
+    unknown pieces are always checked piece by piece.
+    """
+    if self._split_ids is None:
+      self._split_ids = frozenset(
+          [i for i in range(self.vocab_size)
+           if needs_comma_split(self.sp_model.IdToPiece(i))] +
+          [self.sp_model.unk_id()])
+    return self._split_ids
 
   def convert_tokens_to_ids(self, tokens: Iterable[str]) -> List[int]:
     return [self.sp_model.PieceToId(t) for t in tokens]
