@@ -26,9 +26,13 @@ from albert_tf.errors import UserInputError
 
 SPIECE_UNDERLINE = "\u2581"  # "▁", SentencePiece's word-start marker.
 
-# The official `_is_start_piece` set (create_pretraining_data.py). It writes
-# '"' twice and has no "'", so an apostrophe piece continues the word.
+# The official `_is_start_piece_sp` sets (create_pretraining_data.py). The
+# punctuation set writes '"' twice and has no "'". (The official code also adds
+# "€" and "£" as UTF-8 bytes, which never equal a str piece under Python 3;
+# those characters start a piece anyway as non-English characters.)
 _START_PUNCTUATION = frozenset('!"#$%&"()*+,-./:;?@[\\]^_`{|}~')
+_ENGLISH_OR_PUNCTUATION = (frozenset("abcdefghijklmnopqrstuvwxyz") |
+                           _START_PUNCTUATION)
 
 _CONTROL_PIECES = {
     "pad_id": "<pad>",
@@ -69,9 +73,16 @@ def preprocess_text(text: str,
 
 
 def is_start_piece(piece: str) -> bool:
-  """True if `piece` starts a word (official `_is_start_piece`)."""
-  return (piece.startswith(SPIECE_UNDERLINE) or piece.startswith("<") or
-          piece in _START_PUNCTUATION)
+  """True if `piece` starts a word (official `_is_start_piece_sp`).
+
+  A piece starts a word if it starts with "▁" or "<", is one punctuation
+  character of the official set, or holds any character other than English
+  letters and that punctuation ("for foreign characters, we always treat them
+  as a whole piece"): digits, "'", accented letters, CJK all start a piece.
+  """
+  return (piece.startswith((SPIECE_UNDERLINE, "<")) or
+          piece in _START_PUNCTUATION or
+          not all(c.lower() in _ENGLISH_OR_PUNCTUATION for c in piece))
 
 
 def needs_comma_split(piece: str) -> bool:

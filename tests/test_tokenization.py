@@ -61,8 +61,11 @@ def test_preprocess_text_golden(text, kwargs, expected):
 @pytest.mark.parametrize("piece,expected", [
     ("▁the", True), ("▁", True), ("<pad>", True), ("<unk>", True),
     (",", True), ("-", True), ("[", True), ('"', True), ("~", True),
-    ("ing", False), ("'", False), ("[CLS]", False), ("–", False),
-    ("1", False), (",,", False), ("", False),
+    ("ing", False), ("ING", False), ("[CLS]", False), (",,", False),
+    ("s.", False), ("", False),
+    # Any character outside English letters and the punctuation set:
+    ("'", True), ("s'", True), ("1", True), ("a1", True), ("é", True),
+    ("–", True), ("€", True), ("語", True),
 ])
 def test_is_start_piece(piece, expected):
   assert tokenization.is_start_piece(piece) is expected
