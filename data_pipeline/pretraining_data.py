@@ -1,0 +1,516 @@
+"""Documents -> ALBERT pretraining instances: segments, SOP, n-gram masking.
+
+The algorithm of google-research/albert `create_pretraining_data.py`, on token
+ids and numpy arrays instead of token strings:
+
+* Segments. Per document, `target_seq_length` is `max_seq_length - 3`, or
+  with probability `short_seq_prob` uniform in [2, max_seq_length - 3].
+  Sentences accumulate into a chunk until it reaches the target or the
+  document ends; A is the chunk's first `a_end` sentences (`a_end` uniform in
+  [1, n - 1]), B the rest.
+* Sentence order prediction. A and B are swapped with probability 0.5;
+  `next_sentence_labels` is 1 when swapped. With `random_next_sentence` (the
+  official flag) the task is NSP instead: with probability 0.5 B comes from a
+  random document (label 1) and the unused sentences are put back.
+* A chunk of one sentence. The official code always gives it a B from a
+  random document, labelled 1: an NSP negative inside SOP data
+  (google-research/albert issue #234). Here, by default, the sentence is split
+  in two at a random word start (any token if it is one word) and the halves
+  go through SOP like any pair; a one-token chunk is dropped. The official
+  behaviour is kept behind `single_segment_random_document=True` (and is what
+  NSP mode, `random_next_sentence=True`, always does).
+* Truncation as `truncate_seq_pair`: trim the longer of A and B (B on ties)
+  one token at a time, from the front or the back with probability 0.5 each.
+* Masking (`mask_instances`): whole-word n-gram masking with the official
+  rules, vectorised across a batch of instances; see its docstring.
+
+Random documents (NSP mode and the official single-sentence rule) are drawn
+from the documents of the same input piece (see `pretraining_writer`), not
+from the whole corpus, so memory does not grow with the corpus.
+
+Every random draw for a document comes from its own `numpy.random.Generator`
+(`document_rng`), seeded from (random_seed, dupe index, document key), and the
+masking randoms of an instance are drawn from it when the instance is made, so
+the output does not depend on how documents are spread over processes.
+"""
+
+import dataclasses
+from typing import Dict, List, NamedTuple, Sequence
+
+import numpy as np
+
+from albert_tf.errors import UserInputError
+
+# Uniform draws each instance takes for masking: [4, max_seq_length], rows are
+# candidate order keys, n-gram draws, 80/10/10 draws, random-token draws.
+_NUM_MASK_DRAWS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceOptions:
+  """How instances are made; fields mirror the official flags.
+
+  Attributes:
+    max_seq_length: tokens per instance, [CLS] and two [SEP] included.
+    max_predictions_per_seq: masked positions stored per instance.
+    masked_lm_prob: fraction of tokens to mask.
+    short_seq_prob: probability of a shorter target length for a document.
+    ngram: longest masked n-gram, in words.
+    favor_shorter_ngram: P(n) proportional to 1/n if True, else reversed.
+    do_whole_word_mask: mask whole words (SentencePiece start pieces).
+    random_next_sentence: NSP instead of SOP (official meaning).
+    single_segment_random_document: the official single-sentence rule (an
+      NSP negative in SOP data); see the module docstring.
+  """
+  max_seq_length: int = 512
+  max_predictions_per_seq: int = 20
+  masked_lm_prob: float = 0.15
+  short_seq_prob: float = 0.1
+  ngram: int = 3
+  favor_shorter_ngram: bool = True
+  do_whole_word_mask: bool = True
+  random_next_sentence: bool = False
+  single_segment_random_document: bool = False
+
+  def validate(self) -> None:
+    """Raises UserInputError naming the flag that is out of range."""
+    checks = [
+        (self.max_seq_length >= 5, "max_seq_length",
+         "must be at least 5 ([CLS] A [SEP] B [SEP])"),
+        (self.max_predictions_per_seq >= 1, "max_predictions_per_seq",
+         "must be at least 1"),
+        (0.0 <= self.masked_lm_prob <= 1.0, "masked_lm_prob",
+         "must be in [0, 1]"),
+        (0.0 <= self.short_seq_prob <= 1.0, "short_seq_prob",
+         "must be in [0, 1]"),
+        (self.ngram >= 1, "ngram", "must be at least 1"),
+    ]
+    for ok, flag, what in checks:
+      if not ok:
+        raise UserInputError(
+            f"--{flag}={getattr(self, flag)} {what}")
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabInfo:
+  """What masking needs to know about the vocabulary.
+
+  Attributes:
+    vocab_size: number of ids.
+    cls_id, sep_id, mask_id: control token ids.
+    start_piece: bool [vocab_size], True where the piece starts a word.
+  """
+  vocab_size: int
+  cls_id: int
+  sep_id: int
+  mask_id: int
+  start_piece: np.ndarray
+
+
+class Document(NamedTuple):
+  """A tokenised document inside a piece's token pool.
+
+  Attributes:
+    starts: int list, pool offset of each sentence (sentences are contiguous).
+    lengths: int list, tokens per sentence (all >= 1).
+    key: int, a corpus-wide unique key (seeds the document's Generator).
+  """
+  starts: List[int]
+  lengths: List[int]
+  key: int
+
+
+class InstanceSpans(NamedTuple):
+  """Instances before masking: token ranges of the pool, plus their randoms.
+
+  Attributes:
+    a_start, a_len, b_start, b_len: int64 [n], segment A and B ranges.
+    label: int64 [n], next_sentence_labels.
+    draws: float32 [n, 4, max_seq_length], the masking randoms.
+  """
+  a_start: np.ndarray
+  a_len: np.ndarray
+  b_start: np.ndarray
+  b_len: np.ndarray
+  label: np.ndarray
+  draws: np.ndarray
+
+
+def document_rng(random_seed: int, dupe: int,
+                 document_key: int) -> np.random.Generator:
+  """The Generator of one (dupe, document): Philox keyed by the three ints."""
+  key = [random_seed % (1 << 64), document_key % (1 << 64)]
+  return np.random.Generator(
+      np.random.Philox(key=key, counter=[0, 0, 0, dupe % (1 << 64)]))
+
+
+def shuffle_rng(random_seed: int, piece_key: int) -> np.random.Generator:
+  """The Generator that shuffles a piece's instances."""
+  key = [random_seed % (1 << 64), piece_key % (1 << 64)]
+  return np.random.Generator(np.random.Philox(key=key, counter=[0, 0, 1, 0]))
+
+
+def _truncation(len_a: int, len_b: int, max_tokens: int,
+                rng: np.random.Generator):
+  """Tokens removed by `truncate_seq_pair`: (a_front, a_back, b_front, b_back).
+
+  The official loop trims the longer segment (B on ties) one token per step,
+  from the front with probability 0.5. The side of every step follows from the
+  lengths alone: |A - B| steps on the longer one, then B, A, B, A, ...
+  """
+  excess = len_a + len_b - max_tokens
+  if excess <= 0:
+    return 0, 0, 0, 0
+  first = min(abs(len_a - len_b), excess)
+  on_a = np.empty(excess, dtype=bool)
+  on_a[:first] = len_a > len_b
+  on_a[first:] = np.arange(excess - first) % 2 == 1
+  front = rng.random(excess) < 0.5
+  a_steps = int(on_a.sum())
+  a_front = int((front & on_a).sum())
+  b_front = int(front.sum()) - a_front
+  return a_front, a_steps - a_front, b_front, excess - a_steps - b_front
+
+
+class _SpanCollector:
+  """Accumulates instance ranges and their masking draws."""
+
+  def __init__(self, options: InstanceOptions):
+    self.options = options
+    self.rows: List[tuple] = []
+    self.draws: List[np.ndarray] = []
+
+  def add(self, a_start, a_len, b_start, b_len, label, rng):
+    a_front, a_back, b_front, b_back = _truncation(
+        a_len, b_len, self.options.max_seq_length - 3, rng)
+    self.rows.append((a_start + a_front, a_len - a_front - a_back,
+                      b_start + b_front, b_len - b_front - b_back, label))
+    self.draws.append(rng.random(
+        (_NUM_MASK_DRAWS, self.options.max_seq_length), dtype=np.float32))
+
+  def spans(self) -> InstanceSpans:
+    rows = np.array(self.rows, dtype=np.int64).reshape(-1, 5)
+    draws = (np.stack(self.draws) if self.draws else np.zeros(
+        (0, _NUM_MASK_DRAWS, self.options.max_seq_length), np.float32))
+    return InstanceSpans(*(rows[:, i] for i in range(5)), draws=draws)
+
+
+def _random_document_b(documents, index, target_b_length, rng):
+  """(start, length) of B taken from a random other document (official)."""
+  for _ in range(10):
+    other = int(rng.integers(len(documents)))
+    if other != index:
+      break
+  doc = documents[other]
+  first = int(rng.integers(len(doc.starts)))
+  length = 0
+  for j in range(first, len(doc.starts)):
+    length += doc.lengths[j]
+    if length >= target_b_length:
+      break
+  return doc.starts[first], length
+
+
+def _split_single_segment(start, length, pool, start_piece, rng):
+  """Splits one sentence at a random word start: (a_len) or 0 if too short."""
+  if length < 2:
+    return 0
+  starts = np.flatnonzero(start_piece[pool[start + 1:start + length]]) + 1
+  if starts.size:
+    return int(starts[rng.integers(starts.size)])
+  return int(rng.integers(1, length))
+
+
+def _add_document_instances(collector: _SpanCollector,
+                            documents: Sequence[Document], index: int,
+                            pool: np.ndarray, start_piece: np.ndarray,
+                            rng: np.random.Generator) -> int:
+  """Appends one document's instances; returns how many chunks were dropped."""
+  options = collector.options
+  doc = documents[index]
+  max_num_tokens = options.max_seq_length - 3
+  target = max_num_tokens
+  if rng.random() < options.short_seq_prob:
+    target = int(rng.integers(2, max_num_tokens + 1))
+  dropped = 0
+  lengths = doc.lengths
+  num_segments = len(lengths)
+  chunk_first = 0
+  current_length = 0
+  i = 0
+  while i < num_segments:
+    current_length += lengths[i]
+    if i == num_segments - 1 or current_length >= target:
+      n = i - chunk_first + 1
+      a_end = 1 if n < 2 else int(rng.integers(1, n))
+      a_start = doc.starts[chunk_first]
+      a_len = sum(lengths[chunk_first:chunk_first + a_end])
+      rest_start = a_start + a_len
+      rest_len = current_length - a_len
+      nsp = options.random_next_sentence
+      if n == 1 and not nsp and not options.single_segment_random_document:
+        split = _split_single_segment(a_start, a_len, pool, start_piece, rng)
+        if split:
+          a_len, rest_start, rest_len = split, a_start + split, a_len - split
+          label = int(rng.random() < 0.5)
+          if label:
+            a_start, a_len, rest_start, rest_len = (
+                rest_start, rest_len, a_start, a_len)
+          collector.add(a_start, a_len, rest_start, rest_len, label, rng)
+        else:
+          dropped += 1
+      elif n == 1 or (nsp and rng.random() < 0.5):
+        b_start, b_len = _random_document_b(documents, index, target - a_len,
+                                            rng)
+        collector.add(a_start, a_len, b_start, b_len, 1, rng)
+        i -= n - a_end  # Put the unused sentences back.
+      elif not nsp and rng.random() < 0.5:
+        collector.add(rest_start, rest_len, a_start, a_len, 1, rng)
+      else:
+        collector.add(a_start, a_len, rest_start, rest_len, 0, rng)
+      chunk_first = i + 1
+      current_length = 0
+    i += 1
+  return dropped
+
+
+def create_instance_spans(documents: Sequence[Document], pool: np.ndarray,
+                          options: InstanceOptions, vocab: VocabInfo,
+                          random_seed: int, dupe_factor: int):
+  """Instances of every document, for every dupe, in (dupe, document) order.
+
+  Args:
+    documents: the documents of one piece.
+    pool: int32 [num_tokens], the piece's token ids, sentences back to back.
+    options: InstanceOptions.
+    vocab: VocabInfo.
+    random_seed: the run's seed.
+    dupe_factor: how many times each document is used (new randoms each time).
+
+  Returns:
+    (InstanceSpans, number of dropped one-token chunks).
+  """
+  collector = _SpanCollector(options)
+  dropped = 0
+  for dupe in range(dupe_factor):
+    for index, doc in enumerate(documents):
+      rng = document_rng(random_seed, dupe, doc.key)
+      dropped += _add_document_instances(collector, documents, index, pool,
+                                         vocab.start_piece, rng)
+  return collector.spans(), dropped
+
+
+class MaskedBatch(NamedTuple):
+  """Padded features of a batch of instances (official names).
+
+  Attributes:
+    input_ids, input_mask, segment_ids, token_boundary: int32 [n, seq].
+    masked_lm_positions, masked_lm_ids: int32 [n, max_predictions_per_seq].
+    masked_lm_weights: float32 [n, max_predictions_per_seq].
+    next_sentence_labels: int32 [n, 1].
+    ngram_draws: int64 [ngram + 1], n drawn at each visited candidate.
+    span_words: int64 [ngram + 1], masked spans by length in words (after
+      shortening to fit the budget; spans are never merged).
+    replacements: int64 [3], masked tokens set to [MASK] / kept / random.
+  """
+  input_ids: np.ndarray
+  input_mask: np.ndarray
+  segment_ids: np.ndarray
+  token_boundary: np.ndarray
+  masked_lm_positions: np.ndarray
+  masked_lm_ids: np.ndarray
+  masked_lm_weights: np.ndarray
+  next_sentence_labels: np.ndarray
+  ngram_draws: np.ndarray
+  span_words: np.ndarray
+  replacements: np.ndarray
+
+  def features(self) -> Dict[str, np.ndarray]:
+    return {k: getattr(self, k) for k in self._fields[:8]}
+
+
+def assemble(spans: InstanceSpans, pool: np.ndarray, vocab: VocabInfo,
+             max_seq_length: int):
+  """[CLS] A [SEP] B [SEP], padded: (input_ids, segment_ids, lengths).
+
+  Returns:
+    input_ids int32 [n, seq] (0-padded), segment_ids int32 [n, seq],
+    lengths int64 [n].
+  """
+  pos = np.arange(max_seq_length)[None, :]
+  la = spans.a_len[:, None]
+  lb = spans.b_len[:, None]
+  # Source index into pool + [CLS, SEP, pad].
+  cls_i, sep_i, pad_i = len(pool), len(pool) + 1, len(pool) + 2
+  src = np.full((len(spans.a_len), max_seq_length), pad_i, dtype=np.int64)
+  in_a = (pos >= 1) & (pos <= la)
+  in_b = (pos >= la + 2) & (pos < la + lb + 2)
+  src = np.where(in_a, spans.a_start[:, None] + pos - 1, src)
+  src = np.where(in_b, spans.b_start[:, None] + pos - la - 2, src)
+  src = np.where((pos == la + 1) | (pos == la + lb + 2), sep_i, src)
+  src[:, 0] = cls_i
+  table = np.concatenate(
+      [pool.astype(np.int32), np.array([vocab.cls_id, vocab.sep_id, 0],
+                                       np.int32)])
+  input_ids = table[src]
+  segment_ids = ((pos >= la + 2) & (pos <= la + lb + 2)).astype(np.int32)
+  return input_ids, segment_ids, spans.a_len + spans.b_len + 3
+
+
+def _ngram_cdf(ngram: int, favor_shorter: bool) -> np.ndarray:
+  pvals = 1.0 / np.arange(1, ngram + 1)
+  pvals /= pvals.sum()
+  if not favor_shorter:
+    pvals = pvals[::-1]
+  return np.cumsum(pvals)[:-1]
+
+
+def mask_instances(spans: InstanceSpans, pool: np.ndarray,
+                   options: InstanceOptions, vocab: VocabInfo) -> MaskedBatch:
+  """Assembles and masks a batch of instances (official rules, vectorised).
+
+  Per instance, as the official `create_masked_lm_predictions`:
+  candidates are words (a start piece and the pieces after it; every token
+  if `do_whole_word_mask` is False) -- unlike the official code, a word never
+  continues across [SEP]; [CLS]/[SEP] are never candidates.
+  num_to_predict = min(max_predictions_per_seq,
+  max(1, round(len(tokens) * masked_lm_prob))). Candidates are visited in a
+  random order; at each, n is drawn from 1..ngram with P(n) ~ 1/n (reversed
+  if not favor_shorter_ngram) and the n words from it are masked, or the
+  longest shorter n-gram that fits the budget; a span that does not fit or
+  overlaps a masked one is skipped. Each masked token becomes [MASK] with
+  p 0.8, stays with p 0.1, becomes a uniformly random id with p 0.1.
+
+  The visits run in lock step over the batch: step j handles the j-th
+  candidate of every instance still below its budget.
+
+  Args:
+    spans: the instances, with their draws.
+    pool: int32 [num_tokens], the token pool the spans index.
+    options: InstanceOptions.
+    vocab: VocabInfo.
+
+  Returns:
+    MaskedBatch; masked_lm_positions sorted ascending, then 0-padded.
+  """
+  seq = options.max_seq_length
+  num_pred = options.max_predictions_per_seq
+  ngram = options.ngram
+  ids, segment_ids, lengths = assemble(spans, pool, vocab, seq)
+  n = ids.shape[0]
+  pos = np.arange(seq)[None, :]
+  valid = pos < lengths[:, None]
+  special = (ids == vocab.cls_id) | (ids == vocab.sep_id)
+  is_tok = valid & ~special
+  start = vocab.start_piece[ids]
+  token_boundary = (valid & (special | start)).astype(np.int32)
+
+  # Words: a candidate starts at a start piece or after [CLS]/[SEP].
+  after_special = np.ones_like(is_tok)
+  after_special[:, 1:] = ~is_tok[:, :-1]
+  if options.do_whole_word_mask:
+    word_start = is_tok & (start | after_special)
+  else:
+    word_start = is_tok
+  continues = is_tok & ~word_start
+  word_last = is_tok.copy()
+  word_last[:, :-1] &= ~continues[:, 1:]
+  word_id = np.cumsum(word_start, axis=1) - 1  # [n, seq]
+  num_words = word_start.sum(axis=1)  # [n]
+  max_words = max(int(num_words.max()) if n else 0, 1)
+  rows, cols = np.nonzero(word_start)
+  word_begin = np.zeros((n, max_words), np.int64)
+  word_begin[rows, word_id[rows, cols]] = cols
+  rows_e, cols_e = np.nonzero(word_last)
+  word_end = np.zeros((n, max_words), np.int64)
+  word_end[rows_e, word_id[rows_e, cols_e]] = cols_e + 1
+  # Tokens in words [0, w): cum_tokens[:, w]; a span of k words from c has
+  # cum_tokens[c + k] - cum_tokens[c] tokens (cut at the last word).
+  cum_tokens = np.zeros((n, max_words + ngram + 1), np.int64)
+  np.cumsum(word_end - word_begin, axis=1, out=cum_tokens[:, 1:max_words + 1])
+  cum_tokens[:, max_words + 1:] = cum_tokens[:, max_words:max_words + 1]
+  last_word = num_words[:, None]
+  clipped = np.minimum(np.arange(max_words + ngram + 1)[None, :], last_word)
+  cum_tokens = np.take_along_axis(cum_tokens, clipped, axis=1)
+
+  if options.masked_lm_prob > 0:
+    to_predict = np.minimum(num_pred, np.maximum(
+        1, np.rint(lengths * options.masked_lm_prob))).astype(np.int64)
+  else:
+    to_predict = np.zeros(n, np.int64)
+
+  keys = spans.draws[:, 0, :max_words].copy()
+  keys[np.arange(max_words)[None, :] >= last_word] = 2.0
+  order = np.argsort(keys, axis=1, kind="stable")  # [n, max_words]
+  drawn_n = 1 + np.searchsorted(
+      _ngram_cdf(ngram, options.favor_shorter_ngram),
+      spans.draws[:, 1, :max_words], side="right")
+
+  covered = np.zeros((n, max_words + ngram), bool)
+  masked = np.zeros(n, np.int64)
+  span_words = np.zeros(ngram + 1, np.int64)
+  ngram_draws = np.zeros(ngram + 1, np.int64)
+  active = np.flatnonzero((to_predict > 0) & (num_words > 0))
+  for j in range(max_words):
+    active = active[(masked[active] < to_predict[active]) &
+                    (j < num_words[active])]
+    if not active.size:
+      break
+    c = order[active, j]
+    budget = to_predict[active] - masked[active]
+    ngram_draws += np.bincount(drawn_n[active, j], minlength=ngram + 1)
+    first = cum_tokens[active, c]
+    chosen = np.zeros(active.size, np.int64)
+    chosen_len = np.zeros(active.size, np.int64)
+    for k in range(1, ngram + 1):
+      span_len = cum_tokens[active, c + k] - first
+      fits = (k <= drawn_n[active, j]) & (span_len <= budget)
+      chosen = np.where(fits, k, chosen)
+      chosen_len = np.where(fits, span_len, chosen_len)
+    overlap = np.zeros(active.size, bool)
+    for k in range(ngram):
+      overlap |= (k < chosen) & covered[active, c + k]
+    take = (chosen > 0) & ~overlap
+    for k in range(ngram):
+      hit = take & (k < chosen)
+      covered[active[hit], c[hit] + k] = True
+    masked[active[take]] += chosen_len[take]
+    words = np.minimum(chosen[take], num_words[active[take]] - c[take])
+    span_words += np.bincount(words, minlength=ngram + 1)
+
+  token_masked = is_tok & np.take_along_axis(covered, np.maximum(word_id, 0),
+                                             axis=1)
+  replace = spans.draws[:, 2, :seq]
+  random_ids = np.minimum(
+      (spans.draws[:, 3, :seq] * vocab.vocab_size).astype(np.int64),
+      vocab.vocab_size - 1)
+  output_ids = np.where(
+      token_masked,
+      np.where(replace < 0.8, vocab.mask_id,
+               np.where(replace < 0.9, ids, random_ids)), ids).astype(np.int32)
+  replacements = np.array([
+      np.count_nonzero(token_masked & (replace < 0.8)),
+      np.count_nonzero(token_masked & (replace >= 0.8) & (replace < 0.9)),
+      np.count_nonzero(token_masked & (replace >= 0.9))], np.int64)
+
+  # Masked positions ascending: a stable sort puts True (as 0) first.
+  first_masked = np.argsort(~token_masked, axis=1, kind="stable")
+  if num_pred > seq:
+    first_masked = np.pad(first_masked, ((0, 0), (0, num_pred - seq)))
+  first_masked = first_masked[:, :num_pred]
+  in_use = np.arange(num_pred)[None, :] < token_masked.sum(axis=1)[:, None]
+  positions = np.where(in_use, first_masked, 0).astype(np.int32)
+  labels = np.where(in_use, np.take_along_axis(ids, first_masked, axis=1),
+                    0).astype(np.int32)
+  return MaskedBatch(
+      input_ids=output_ids,
+      input_mask=valid.astype(np.int32),
+      segment_ids=segment_ids,
+      token_boundary=token_boundary,
+      masked_lm_positions=positions,
+      masked_lm_ids=labels,
+      masked_lm_weights=in_use.astype(np.float32),
+      next_sentence_labels=spans.label.astype(np.int32)[:, None],
+      ngram_draws=ngram_draws,
+      span_words=span_words,
+      replacements=replacements)

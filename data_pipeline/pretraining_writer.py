@@ -1,0 +1,436 @@
+"""Corpus -> sharded pretraining TFRecords, in parallel and in bounded memory.
+
+How a run goes (`create_pretraining_data`):
+
+1. The corpus is streamed as pieces of `piece_bytes` input bytes
+   (`corpus_pieces`); a piece is the unit of work. Worker processes tokenize a
+   piece (one batched SentencePiece call), make its instances for every dupe
+   (`pretraining_data`), shuffle them, encode them as `tf.train.Example`s and
+   frame them as TFRecords (`tfrecord_io`, no TensorFlow in the workers).
+2. The main process writes piece results in corpus order. Shards hold
+   consecutive pieces (piece p goes to shard p * num_shards // num_pieces), so
+   shards complete one after another: each is written under a hidden
+   temporary name and renamed when complete, with its stats in a hidden
+   sidecar `.<shard name>.stats.json`. A rerun skips every shard whose file
+   and sidecar exist for the same inputs and settings.
+3. At most `2 * num_workers` pieces are in flight, so memory does not grow
+   with the corpus.
+
+Shuffling. The official script holds every instance in memory and shuffles
+them globally. Here the instances of a piece (all dupes of ~`piece_bytes` of
+text) are shuffled together; the input pipeline (`pretraining_input`) then
+interleaves shards and shuffles again. Use many shards and a shuffle buffer
+larger than a piece's instances (logged at the end) for a good mix.
+
+Determinism. Pieces, document seeds and piece shuffles depend only on the
+input files, `piece_bytes` and the seed, so the same settings give the same
+bytes whatever `num_workers` is; the concatenation of the shards in order is
+also the same whatever `num_output_shards` is.
+
+Output names. `output_file` is a path or a comma-separated list of paths (as
+the official flag). One path and `num_output_shards` = 1: that file. One path
+and N > 1 shards: `<path>-00000-of-0000N` ... A list of K paths: K shards with
+those names. Stats of the whole run go to `<first output>.stats.json`, or
+`<path>.stats.json` for numbered shards.
+"""
+
+import collections
+import concurrent.futures
+import dataclasses
+import hashlib
+import json
+import multiprocessing
+import os
+import sys
+import time
+from typing import Dict, List, Optional, Sequence
+
+from absl import logging
+import numpy as np
+
+from albert_tf.errors import UserInputError
+from data_pipeline import corpus_pieces
+from data_pipeline import pretraining_data
+from data_pipeline import tfrecord_io
+from data_pipeline import tfrecord_schema
+from data_pipeline.pretraining_stats import PretrainingStats
+from data_pipeline.pretraining_stats import write_json
+from data_pipeline.tokenization import SentencePieceTokenizer
+
+DEFAULT_PIECE_BYTES = 256 * 1024
+# Instances masked and encoded together (bounds the [n, seq] temporaries).
+_BATCH = 2048
+_SMALL_FEATURES = ("input_mask", "segment_ids", "token_boundary",
+                   "next_sentence_labels")
+
+
+def output_paths(output_file: str,
+                 num_output_shards: Optional[int] = None) -> List[str]:
+  """Shard paths for `--output_file` and `--num_output_shards` (see above)."""
+  paths = [p.strip() for p in (output_file or "").split(",") if p.strip()]
+  if not paths:
+    raise UserInputError("no output file given (--output_file)")
+  if len(paths) > 1:
+    if num_output_shards not in (None, len(paths)):
+      raise UserInputError(
+          f"--num_output_shards={num_output_shards} does not match the "
+          f"{len(paths)} paths in --output_file")
+    return paths
+  num = num_output_shards or 1
+  if num < 1:
+    raise UserInputError(f"--num_output_shards={num} must be at least 1")
+  if num == 1:
+    return paths
+  return [f"{paths[0]}-{i:05d}-of-{num:05d}" for i in range(num)]
+
+
+def stats_path(output_file: str, num_output_shards: Optional[int]) -> str:
+  first = output_paths(output_file, num_output_shards)[0]
+  if (num_output_shards or 1) > 1 and "," not in output_file:
+    first = output_file.strip()
+  return first + ".stats.json"
+
+
+def _sidecar(path: str) -> str:
+  head, tail = os.path.split(path)
+  return os.path.join(head, f".{tail}.stats.json")
+
+
+def _temp_name(path: str) -> str:
+  head, tail = os.path.split(path)
+  return os.path.join(head, f".{tail}.tmp-{os.getpid()}")
+
+
+# ---------------------------------------------------------------- workers --
+
+_WORKER = {}
+
+
+def _init_worker(spm_model_file, do_lower_case, options, vocab, random_seed,
+                 dupe_factor, num_threads):
+  _WORKER.update(
+      tokenizer=SentencePieceTokenizer(spm_model_file,
+                                       do_lower_case=do_lower_case),
+      options=options, vocab=vocab, random_seed=random_seed,
+      dupe_factor=dupe_factor, num_threads=num_threads,
+      encoder=tfrecord_io.ExampleEncoder(
+          [(f.name, f.dtype) for f in tfrecord_schema.FEATURES],
+          _SMALL_FEATURES))
+
+
+def _tokenize_piece(piece: corpus_pieces.Piece):
+  """(pool int32 [tokens], documents, stats) of a piece."""
+  texts = [s for _, sentences in piece.documents for s in sentences]
+  ids = _WORKER["tokenizer"].encode_batch(texts, num_threads=_WORKER[
+      "num_threads"]) if texts else []
+  lengths = [len(x) for x in ids]
+  pool = np.fromiter((i for x in ids for i in x), dtype=np.int32,
+                     count=sum(lengths))
+  documents = []
+  stats = PretrainingStats(pieces=1)
+  offset = 0
+  sentence = 0
+  for key, sentences in piece.documents:
+    starts, lens = [], []
+    for _ in sentences:
+      n = lengths[sentence]
+      if n:  # The official code drops sentences with no tokens.
+        starts.append(offset)
+        lens.append(n)
+      offset += n
+      sentence += 1
+    if lens:
+      documents.append(pretraining_data.Document(starts, lens, key))
+      stats.sentences += len(lens)
+      stats.corpus_tokens += sum(lens)
+  stats.documents = len(documents)
+  return pool, documents, stats
+
+
+def process_piece(piece: corpus_pieces.Piece):
+  """(piece index, TFRecord bytes, PretrainingStats) of one piece."""
+  options = _WORKER["options"]
+  vocab = _WORKER["vocab"]
+  seed = _WORKER["random_seed"]
+  pool, documents, stats = _tokenize_piece(piece)
+  spans, dropped = pretraining_data.create_instance_spans(
+      documents, pool, options, vocab, seed, _WORKER["dupe_factor"])
+  stats.dropped_chunks = dropped
+  order = pretraining_data.shuffle_rng(seed, piece.key).permutation(
+      len(spans.label))
+  span_words = np.zeros(options.ngram + 1, np.int64)
+  ngram_draws = np.zeros(options.ngram + 1, np.int64)
+  replacements = np.zeros(3, np.int64)
+  examples = []
+  for begin in range(0, len(order), _BATCH):
+    part = pretraining_data.InstanceSpans(
+        *(field[order[begin:begin + _BATCH]] for field in spans))
+    batch = pretraining_data.mask_instances(part, pool, options, vocab)
+    span_words += batch.span_words
+    ngram_draws += batch.ngram_draws
+    replacements += batch.replacements
+    stats.instances += len(part.label)
+    stats.tokens += int(batch.input_mask.sum())
+    stats.masked_tokens += int(batch.masked_lm_weights.sum())
+    stats.swapped += int(batch.next_sentence_labels.sum())
+    examples.extend(_WORKER["encoder"].encode(batch.features()))
+  stats.span_words = span_words.tolist()
+  stats.ngram_draws = ngram_draws.tolist()
+  stats.replacements = replacements.tolist()
+  return piece.index, tfrecord_io.frame_records(examples), stats
+
+
+# ----------------------------------------------------------------- writer --
+
+
+def _fingerprint(files, spm_model_file, settings: Dict, shard: str) -> str:
+  digest = hashlib.sha256()
+  with open(spm_model_file, "rb") as f:
+    digest.update(f.read())
+  for path in files:
+    st = os.stat(path)
+    digest.update(f"{os.path.abspath(path)}|{st.st_size}|{st.st_mtime_ns}|"
+                  .encode())
+  digest.update(json.dumps(settings, sort_keys=True).encode())
+  digest.update(os.path.basename(shard).encode())
+  return digest.hexdigest()
+
+
+def _complete_shard_stats(path: str, fingerprint: str):
+  """Stats of a shard a previous run completed, or None."""
+  try:
+    with open(_sidecar(path), encoding="utf-8") as f:
+      sidecar = json.load(f)
+  except (OSError, ValueError):
+    return None
+  if not os.path.isfile(path) or sidecar.get("fingerprint") != fingerprint:
+    return None
+  return PretrainingStats.from_dict(sidecar["stats"])
+
+
+class _ShardWriter:
+  """Appends pieces to a hidden temporary file; publishes it when complete."""
+
+  def __init__(self, path: str, fingerprint: str):
+    self.path = path
+    self.fingerprint = fingerprint
+    self.temp = _temp_name(path)
+    self.file = open(self.temp, "wb")
+    self.stats = PretrainingStats()
+
+  def write(self, data: bytes, stats: PretrainingStats):
+    self.file.write(data)
+    self.stats.add(stats)
+
+  def close(self):
+    self.file.close()
+
+  def publish(self):
+    write_json(_sidecar(self.path), {"fingerprint": self.fingerprint,
+                                     "stats": self.stats.to_dict()})
+    os.replace(self.temp, self.path)
+
+  def discard(self):
+    if not self.file.closed:
+      self.file.close()
+    if os.path.exists(self.temp):
+      os.remove(self.temp)
+
+
+def _progress(total: int, enabled: bool):
+  try:
+    import tqdm  # pylint: disable=g-import-not-at-top
+  except ImportError:
+    return None
+  return tqdm.tqdm(total=total, unit="piece", disable=not enabled,
+                   file=sys.stderr, dynamic_ncols=True)
+
+
+def create_pretraining_data(
+    input_file: str,
+    output_file: str,
+    spm_model_file: str,
+    options: pretraining_data.InstanceOptions,
+    do_lower_case: bool = True,
+    dupe_factor: int = 40,
+    random_seed: int = 12345,
+    num_workers: Optional[int] = None,
+    num_output_shards: Optional[int] = None,
+    piece_bytes: int = DEFAULT_PIECE_BYTES,
+    skip_non_utf8_lines: bool = False,
+    show_progress: bool = True) -> Dict:
+  """Writes pretraining TFRecords for a corpus; returns the stats summary.
+
+  Args:
+    input_file: comma-separated paths or globs of text files.
+    output_file: output path or comma-separated paths (see module doc).
+    spm_model_file: SentencePiece model (pieces <pad> <unk> [CLS] [SEP]
+      [MASK]).
+    options: InstanceOptions (validated here).
+    do_lower_case: lowercase text before SentencePiece.
+    dupe_factor: instances are made this many times per document.
+    random_seed: seed of every random draw.
+    num_workers: worker processes; default os.cpu_count(); 1 runs in-process.
+    num_output_shards: number of shards for a single output path.
+    piece_bytes: input bytes per unit of work / seeding / shuffling. Part of
+      the output's identity: change it and the bytes change.
+    skip_non_utf8_lines: skip (and count) lines that are not UTF-8 instead of
+      failing.
+    show_progress: show a progress bar on stderr.
+
+  Returns:
+    dict: the PretrainingStats fields, their `derived()` ratios, "outputs",
+    "seconds", "instances_per_second"; also written as JSON (`stats_path`).
+
+  Raises:
+    UserInputError: missing input, empty corpus, bad flag value, non-UTF-8
+      text; no file is then left under an output name by this run.
+  """
+  started = time.time()
+  options.validate()
+  if dupe_factor < 1:
+    raise UserInputError(f"--dupe_factor={dupe_factor} must be at least 1")
+  num_workers = num_workers or os.cpu_count() or 1
+  if num_workers < 1:
+    raise UserInputError(f"--num_workers={num_workers} must be at least 1")
+  if piece_bytes < 1:
+    raise UserInputError(f"piece_bytes={piece_bytes} must be at least 1")
+  if not spm_model_file:
+    raise UserInputError("--spm_model_file is required (WordPiece-only "
+                         "--vocab_file input is not supported)")
+  files = corpus_pieces.resolve_input_files(input_file)
+  if all(os.path.getsize(p) == 0 for p in files):
+    raise UserInputError(f"--input_file: empty corpus: {', '.join(files)}")
+  paths = output_paths(output_file, num_output_shards)
+  for path in paths:
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+  tokenizer = SentencePieceTokenizer(spm_model_file,
+                                     do_lower_case=do_lower_case)
+  vocab = pretraining_data.VocabInfo(
+      vocab_size=tokenizer.vocab_size, cls_id=tokenizer.cls_id,
+      sep_id=tokenizer.sep_id, mask_id=tokenizer.mask_id,
+      start_piece=tokenizer.start_piece_table())
+
+  num_pieces = sum(corpus_pieces.pieces_per_file(files, piece_bytes))
+  num_shards = len(paths)
+  if num_pieces < num_shards:
+    logging.warning("%d input pieces for %d shards: some shards are empty "
+                    "(lower --num_output_shards)", num_pieces, num_shards)
+  settings = {"options": dataclasses.asdict(options),
+              "do_lower_case": do_lower_case, "dupe_factor": dupe_factor,
+              "random_seed": random_seed, "piece_bytes": piece_bytes,
+              "skip_non_utf8_lines": skip_non_utf8_lines,
+              "num_shards": num_shards}
+  fingerprints = [_fingerprint(files, spm_model_file, settings, p)
+                  for p in paths]
+  total = PretrainingStats()
+  done = {}
+  for shard, path in enumerate(paths):
+    previous = _complete_shard_stats(path, fingerprints[shard])
+    if previous is not None:
+      done[shard] = previous
+      total.add(previous)
+  if done:
+    logging.info("skipping %d complete shard(s) of a previous run", len(done))
+
+  def shard_of(piece_index):
+    return piece_index * num_shards // num_pieces
+
+  last_piece = {}
+  for p in range(num_pieces):
+    last_piece[shard_of(p)] = p
+  pieces_todo = sum(1 for p in range(num_pieces) if shard_of(p) not in done)
+
+  initargs = (spm_model_file, do_lower_case, options, vocab, random_seed,
+              dupe_factor, 1)
+  workers = min(num_workers, max(pieces_todo, 1))
+  executor = None
+  if workers > 1:
+    # Not fork: the parent may have imported TensorFlow (threads).
+    executor = concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker, initargs=initargs)
+  else:
+    _init_worker(*initargs)
+
+  writers: Dict[int, _ShardWriter] = {}
+  unpublished: List[_ShardWriter] = []
+  counters = {}
+  bar = _progress(pieces_todo, show_progress)
+  written = PretrainingStats()
+
+  def publish(writer):
+    # Until some instance exists the corpus may still turn out empty.
+    if total.instances + written.instances > 0:
+      writer.publish()
+    else:
+      unpublished.append(writer)
+
+  def handle(result):
+    index, data, stats = result
+    shard = shard_of(index)
+    writer = writers.get(shard)
+    if writer is None:
+      writer = writers[shard] = _ShardWriter(paths[shard], fingerprints[shard])
+    writer.write(data, stats)
+    written.add(stats)
+    if bar is not None:
+      bar.update(1)
+      bar.set_postfix(instances=written.instances, refresh=False)
+    if index == last_piece[shard]:
+      writer.close()
+      publish(writer)
+      del writers[shard]
+      while unpublished and written.instances:
+        unpublished.pop(0).publish()
+
+  try:
+    pending = collections.deque()
+    for piece in corpus_pieces.iter_pieces(files, piece_bytes,
+                                           skip_non_utf8_lines, counters):
+      if shard_of(piece.index) in done:
+        continue
+      if executor is None:
+        handle(process_piece(piece))
+        continue
+      pending.append(executor.submit(process_piece, piece))
+      while len(pending) >= 2 * workers:
+        handle(pending.popleft().result())
+    while pending:
+      handle(pending.popleft().result())
+    if total.instances + written.instances == 0:
+      reason = ("no documents" if not counters.get("documents") else
+                "documents too short for any instance")
+      raise UserInputError(
+          f"--input_file: empty corpus ({reason}; "
+          f"{counters.get('skipped_lines', 0)} non-UTF-8 lines skipped): "
+          f"{', '.join(files)}")
+  except BaseException:
+    for writer in list(writers.values()) + unpublished:
+      writer.discard()
+    if executor is not None:
+      executor.shutdown(wait=False, cancel_futures=True)
+      executor = None
+    raise
+  finally:
+    if bar is not None:
+      bar.close()
+    if executor is not None:
+      executor.shutdown()
+
+  written.skipped_lines = counters.get("skipped_lines", 0)
+  total.add(written)
+  seconds = time.time() - started
+  summary = total.to_dict()
+  summary.update(total.derived())
+  summary.update(
+      outputs=paths, seconds=seconds,
+      instances_per_second=written.instances / max(seconds, 1e-9),
+      instances_per_piece=total.instances / max(num_pieces, 1),
+      settings=settings)
+  write_json(stats_path(output_file, num_output_shards), summary)
+  logging.info("wrote %d shard(s), %d instances in %.1f s\n%s", num_shards,
+               total.instances, seconds, total.summary())
+  return summary
+
