@@ -430,7 +430,7 @@ def create_pretraining_data(
       instances_per_piece=total.instances / max(num_pieces, 1),
       settings=settings)
   write_json(stats_path(output_file, num_output_shards), summary)
-  logging.info("wrote %d shard(s), %d instances in %.1f s\n%s", num_shards,
-               total.instances, seconds, total.summary())
+  logging.info("wrote %d shard(s), %d instances in %.1f s", num_shards,
+               total.instances, seconds)
   return summary
 

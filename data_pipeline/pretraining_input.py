@@ -1,0 +1,176 @@
+"""tf.data input pipeline for pretraining TFRecords (official schema).
+
+`pretraining_dataset` reads files written by `create_pretraining_data` (ours
+or the official script), shards them across input pipelines, interleaves,
+shuffles, repeats, batches with static shapes (drop_remainder, as TPUs need)
+and maps the official feature names to the model's inputs:
+
+| model input | from | dtype, shape |
+| --- | --- | --- |
+| input_word_ids | input_ids | int32 [batch, max_seq_length] |
+| input_mask | input_mask | int32 [batch, max_seq_length] |
+| input_type_ids | segment_ids | int32 [batch, max_seq_length] |
+| masked_lm_positions | masked_lm_positions | int32 [batch, max_predictions_per_seq] |
+| masked_lm_ids | masked_lm_ids | int32 [batch, max_predictions_per_seq] |
+| masked_lm_weights | masked_lm_weights | float32 [batch, max_predictions_per_seq] |
+| next_sentence_labels | next_sentence_labels | int32 [batch] (1 = swapped) |
+
+Bad files. Every file's first record is parsed with the expected schema when
+the dataset is built (`validate_tfrecord_file`); a file that is not a TFRecord,
+has a corrupt first record, or lacks a feature or has one of the wrong length
+(e.g. written with another max_seq_length) raises a UserInputError naming
+it. Corruption further inside a file surfaces while iterating, as TF's
+DataLossError; `validate_tfrecord_file(path, ..., max_records=None)` checks a
+whole file and names it.
+"""
+
+from typing import List, Optional, Union, Sequence
+
+import tensorflow as tf
+
+from albert_tf.errors import UserInputError
+from data_pipeline import tfrecord_schema
+
+_MODEL_INPUTS = {f.name: f.model_name for f in tfrecord_schema.FEATURES
+                 if f.name != "token_boundary"}
+
+
+def resolve_files(file_pattern: Union[str, Sequence[str]]) -> List[str]:
+  """Files matching comma-separated paths / globs (stats JSON excluded).
+
+  Raises:
+    UserInputError: naming a pattern that matches no file.
+  """
+  if isinstance(file_pattern, str):
+    file_pattern = [file_pattern]
+  patterns = [p.strip() for item in file_pattern for p in item.split(",")
+              if p.strip()]
+  if not patterns:
+    raise UserInputError("no input file pattern given")
+  files = []
+  for pattern in patterns:
+    matches = sorted(m for m in tf.io.gfile.glob(pattern)
+                     if not m.endswith(".json") and
+                     not tf.io.gfile.isdir(m))
+    if not matches:
+      raise UserInputError(f"no TFRecord file matches {pattern}")
+    files.extend(matches)
+  return files
+
+
+def _parse_batch(serialized, max_seq_length, max_predictions_per_seq):
+  spec = tfrecord_schema.name_to_features(max_seq_length,
+                                          max_predictions_per_seq)
+  spec.pop("token_boundary")
+  parsed = tf.io.parse_example(serialized, spec)
+  out = {}
+  for name, model_name in _MODEL_INPUTS.items():
+    value = parsed[name]
+    if value.dtype == tf.int64:
+      value = tf.cast(value, tf.int32)
+    out[model_name] = value
+  out["next_sentence_labels"] = tf.squeeze(out["next_sentence_labels"], -1)
+  return out
+
+
+def validate_tfrecord_file(path: str, max_seq_length: int,
+                           max_predictions_per_seq: int,
+                           max_records: Optional[int] = 1) -> int:
+  """Checks records of `path` against the schema; returns how many it read.
+
+  Args:
+    path: a TFRecord file.
+    max_seq_length, max_predictions_per_seq: the expected lengths.
+    max_records: records to check from the start; None checks all (and every
+      record's CRC).
+
+  Raises:
+    UserInputError: naming the file, if a record is corrupt, is not a
+      tf.train.Example, or has a missing or wrong-length feature.
+  """
+  spec = tfrecord_schema.name_to_features(max_seq_length,
+                                          max_predictions_per_seq)
+  dataset = tf.data.TFRecordDataset(path)
+  if max_records is not None:
+    dataset = dataset.take(max_records)
+  count = 0
+  try:
+    for record in dataset.batch(256):
+      tf.io.parse_example(record, spec)
+      count += int(record.shape[0])
+  except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+    detail = e.message.split("\n")[0]
+    raise UserInputError(
+        f"{path}: not a pretraining TFRecord file with max_seq_length="
+        f"{max_seq_length}, max_predictions_per_seq={max_predictions_per_seq}"
+        f" (official schema): {detail}") from None
+  except tf.errors.NotFoundError:
+    raise UserInputError(f"no such TFRecord file: {path}") from None
+  return count
+
+
+def pretraining_dataset(
+    file_pattern: Union[str, Sequence[str]],
+    batch_size: int,
+    max_seq_length: int,
+    max_predictions_per_seq: int,
+    is_training: bool = True,
+    input_context: Optional[tf.distribute.InputContext] = None,
+    seed: Optional[int] = None,
+    shuffle_buffer_size: int = 10000,
+    cycle_length: Optional[int] = None,
+    validate: bool = True) -> tf.data.Dataset:
+  """Batches of model inputs from pretraining TFRecords.
+
+  Args:
+    file_pattern: comma-separated paths / globs, or a list of them.
+    batch_size: global batch size; with `input_context`, each pipeline
+      yields `input_context.get_per_replica_batch_size(batch_size)`.
+    max_seq_length, max_predictions_per_seq: as the files were written with.
+    is_training: shuffle files and records and repeat forever; otherwise one
+      pass in file order.
+    input_context: a tf.distribute.InputContext; files are sharded by
+      `input_pipeline_id` (records instead, if there are fewer files than
+      pipelines).
+    seed: seeds the shuffles and makes the interleave order deterministic.
+    shuffle_buffer_size: records in the shuffle buffer (training only).
+    cycle_length: files read at once; default min(#files, 8).
+    validate: check each file's first record (see module docstring).
+
+  Returns:
+    A tf.data.Dataset of dicts (see the table above), batch dimension static.
+  """
+  files = resolve_files(file_pattern)
+  if validate:
+    for path in files:
+      validate_tfrecord_file(path, max_seq_length, max_predictions_per_seq)
+  per_replica = batch_size
+  num_pipelines, pipeline_id = 1, 0
+  if input_context is not None:
+    per_replica = input_context.get_per_replica_batch_size(batch_size)
+    num_pipelines = input_context.num_input_pipelines
+    pipeline_id = input_context.input_pipeline_id
+  shard_files = len(files) >= num_pipelines
+
+  dataset = tf.data.Dataset.from_tensor_slices(files)
+  if shard_files and num_pipelines > 1:
+    dataset = dataset.shard(num_pipelines, pipeline_id)
+  if is_training:
+    dataset = dataset.shuffle(len(files), seed=seed)
+    dataset = dataset.repeat()
+  cycle = cycle_length or min(len(files), 8)
+  dataset = dataset.interleave(
+      tf.data.TFRecordDataset, cycle_length=cycle,
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=seed is not None or not is_training)
+  if not shard_files and num_pipelines > 1:
+    dataset = dataset.shard(num_pipelines, pipeline_id)
+  if is_training:
+    dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
+  dataset = dataset.batch(per_replica, drop_remainder=True)
+  dataset = dataset.map(
+      lambda records: _parse_batch(records, max_seq_length,
+                                   max_predictions_per_seq),
+      num_parallel_calls=tf.data.AUTOTUNE,
+      deterministic=seed is not None or not is_training)
+  return dataset.prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,124 @@
+r"""Creates ALBERT pretraining TFRecords (SOP + n-gram masking) from text.
+
+Input: one sentence per line, a blank line between documents. The official
+google-research/albert flags keep their meaning; added: --num_workers,
+--num_output_shards, --single_segment_random_document,
+--skip_non_utf8_lines, --piece_bytes. See data_pipeline/pretraining_writer.py
+for sharding, shuffling and determinism, data_pipeline/pretraining_data.py
+for the algorithm.
+
+  python -m tools.create_pretraining_data \
+    --input_file=corpus/*.txt \
+    --output_file=data/train.tfrecord --num_output_shards=64 \
+    --spm_model_file=30k-clean.model \
+    --max_seq_length=512 --max_predictions_per_seq=20 \
+    --dupe_factor=10 --random_seed=12345
+"""
+
+import os
+
+from absl import flags
+from absl import logging
+
+from albert_tf.errors import UserInputError
+from tools import cli
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("input_file", None,
+                    "Input text file(s): comma-separated paths or globs.")
+flags.DEFINE_string(
+    "output_file", None,
+    "Output TFRecord path, or comma-separated paths (one shard each).")
+flags.DEFINE_string("vocab_file", None,
+                    "Accepted for compatibility; the vocabulary comes from "
+                    "--spm_model_file.")
+flags.DEFINE_string("spm_model_file", None,
+                    "SentencePiece model (<pad> <unk> [CLS] [SEP] [MASK]).")
+flags.DEFINE_bool("do_lower_case", True, "Lowercase the input text.")
+flags.DEFINE_bool("do_whole_word_mask", True,
+                  "Mask whole words (SentencePiece start pieces), not pieces.")
+flags.DEFINE_bool("favor_shorter_ngram", True,
+                  "P(n) proportional to 1/n; if False, the reverse.")
+flags.DEFINE_integer("ngram", 3, "Longest masked n-gram, in words.")
+flags.DEFINE_bool(
+    "random_next_sentence", False,
+    "Official meaning: NSP instead of SOP, B from a random document with "
+    "probability 0.5.")
+flags.DEFINE_bool(
+    "single_segment_random_document", False,
+    "Official behaviour for a one-sentence chunk: B from a random document, "
+    "labelled 1 (an NSP negative in SOP data, google-research/albert #234). "
+    "Default: split the sentence at a random word start instead.")
+flags.DEFINE_integer("max_seq_length", 512, "Maximum sequence length.")
+flags.DEFINE_integer("max_predictions_per_seq", 20,
+                     "Maximum masked LM predictions per sequence.")
+flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation.")
+flags.DEFINE_integer("dupe_factor", 40,
+                     "Times each document is used (with different masks).")
+flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
+flags.DEFINE_float("short_seq_prob", 0.1,
+                   "Probability of a shorter target length for a document.")
+flags.DEFINE_integer("num_workers", None,
+                     "Worker processes (default: all cores). The output does "
+                     "not depend on it.")
+flags.DEFINE_integer(
+    "num_output_shards", None,
+    "Shards for a single --output_file: <output_file>-00000-of-0000N ...")
+flags.DEFINE_bool("skip_non_utf8_lines", False,
+                  "Skip (and count) input lines that are not UTF-8 instead "
+                  "of failing.")
+flags.DEFINE_integer(
+    "piece_bytes", 256 * 1024,
+    "Input bytes per unit of work, seeding and shuffling. Changing it "
+    "changes the output.")
+flags.DEFINE_bool("progress", True, "Show a progress bar.")
+
+
+def main(argv):
+  del argv
+  # Imported here so that `--help` stays fast.
+  from data_pipeline import pretraining_data  # pylint: disable=g-import-not-at-top
+  from data_pipeline import pretraining_writer  # pylint: disable=g-import-not-at-top
+  for name in ("input_file", "output_file", "spm_model_file"):
+    if not getattr(FLAGS, name):
+      raise UserInputError(f"--{name} is required")
+  if FLAGS.vocab_file and not os.path.isfile(FLAGS.vocab_file):
+    raise UserInputError(f"--vocab_file: no such file: {FLAGS.vocab_file}")
+  logging.set_verbosity(logging.INFO)
+  options = pretraining_data.InstanceOptions(
+      max_seq_length=FLAGS.max_seq_length,
+      max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+      masked_lm_prob=FLAGS.masked_lm_prob,
+      short_seq_prob=FLAGS.short_seq_prob,
+      ngram=FLAGS.ngram,
+      favor_shorter_ngram=FLAGS.favor_shorter_ngram,
+      do_whole_word_mask=FLAGS.do_whole_word_mask,
+      random_next_sentence=FLAGS.random_next_sentence,
+      single_segment_random_document=FLAGS.single_segment_random_document)
+  stats = pretraining_writer.create_pretraining_data(
+      input_file=FLAGS.input_file,
+      output_file=FLAGS.output_file,
+      spm_model_file=FLAGS.spm_model_file,
+      options=options,
+      do_lower_case=FLAGS.do_lower_case,
+      dupe_factor=FLAGS.dupe_factor,
+      random_seed=FLAGS.random_seed,
+      num_workers=FLAGS.num_workers,
+      num_output_shards=FLAGS.num_output_shards,
+      piece_bytes=FLAGS.piece_bytes,
+      skip_non_utf8_lines=FLAGS.skip_non_utf8_lines,
+      show_progress=FLAGS.progress)
+  from data_pipeline.pretraining_stats import PretrainingStats  # pylint: disable=g-import-not-at-top
+  print(PretrainingStats.from_dict(stats).summary())
+  print(f"wrote {stats['instances']:,} instances to "
+        f"{len(stats['outputs'])} file(s); stats: "
+        f"{pretraining_writer.stats_path(FLAGS.output_file, FLAGS.num_output_shards)}")
+
+
+def run():
+  cli.run(main)
+
+
+if __name__ == "__main__":
+  run()
