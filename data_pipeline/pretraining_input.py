@@ -24,6 +24,7 @@ DataLossError; `validate_tfrecord_file(path, ..., max_records=None)` checks a
 whole file and names it.
 """
 
+import re
 from typing import List, Optional, Union, Sequence
 
 import tensorflow as tf
@@ -99,7 +100,8 @@ def validate_tfrecord_file(path: str, max_seq_length: int,
       tf.io.parse_example(record, spec)
       count += int(record.shape[0])
   except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
-    detail = e.message.split("\n")[0]
+    detail = re.sub(r"\{\{function_node.*?\}\}\s*|\s*\[Op:\w+\]", "",
+                    e.message.split("\n")[0])
     raise UserInputError(
         f"{path}: not a pretraining TFRecord file with max_seq_length="
         f"{max_seq_length}, max_predictions_per_seq={max_predictions_per_seq}"
