@@ -1,0 +1,189 @@
+"""Pretraining an AlbertPretrainer end to end: data, strategy, loop, checkpoints.
+
+`run_pretraining(params)` is what `python -m tools.run_pretraining` calls.
+Layout of `output_dir`:
+  ckpt-<step>.*        checkpoints (model + optimizer: weights, slots, step)
+  train/, eval/        TensorBoard summaries
+  albert_config.json   the config the run used
+  eval_results.json    the last evaluation's metrics
+"""
+
+import dataclasses
+import json
+import os
+from typing import Dict, Optional
+
+import orbit
+import tensorflow as tf
+import tf_keras
+from absl import logging
+
+from albert_tf import optimization
+from albert_tf.config import AlbertConfig
+from albert_tf.errors import UserInputError
+from albert_tf.models.albert_pretrainer import AlbertPretrainer
+from albert_tf.networks.albert_encoder import AlbertEncoder
+from albert_tf.training import checkpoints
+from albert_tf.training.pretraining_runner import PretrainingRunner
+from albert_tf.training.strategy import create_strategy
+from data_pipeline import pretraining_input
+
+DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16",
+                  "float16": "mixed_float16"}
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingParams:
+  """Settings of a pretraining run; names as the official flags."""
+
+  input_file: str
+  output_dir: str
+  albert_config_file: str
+  eval_file: str = ""
+  init_checkpoint: str = ""
+  train_batch_size: int = 4096
+  eval_batch_size: int = 64
+  max_seq_length: int = 512
+  max_predictions_per_seq: int = 20
+  optimizer: str = "lamb"
+  learning_rate: float = 0.00176
+  poly_power: float = 1.0
+  weight_decay_rate: float = 0.01
+  num_train_steps: int = 125000
+  num_warmup_steps: int = 3125
+  save_checkpoints_steps: int = 5000
+  keep_checkpoint_max: int = 5
+  iterations_per_loop: int = 1000
+  max_eval_steps: int = 100
+  strategy: str = "default"
+  tpu: str = ""
+  dtype: str = "float32"
+  jit_compile: bool = False
+  seed: Optional[int] = None
+  shuffle_buffer_size: int = 10000
+
+
+def _validate(params: PretrainingParams, config: AlbertConfig) -> None:
+  if params.max_seq_length > config.max_position_embeddings:
+    raise UserInputError(
+        f"--max_seq_length={params.max_seq_length} exceeds "
+        f"max_position_embeddings={config.max_position_embeddings} in "
+        f"{params.albert_config_file}")
+  if params.dtype not in DTYPE_POLICIES:
+    raise UserInputError(f"--dtype must be one of {sorted(DTYPE_POLICIES)}, "
+                         f"got {params.dtype!r}")
+  for name in ("train_batch_size", "eval_batch_size", "num_train_steps",
+               "save_checkpoints_steps", "keep_checkpoint_max",
+               "iterations_per_loop", "max_seq_length",
+               "max_predictions_per_seq"):
+    if getattr(params, name) <= 0:
+      raise UserInputError(f"--{name} must be positive, got "
+                           f"{getattr(params, name)}")
+  if params.save_checkpoints_steps % params.iterations_per_loop:
+    raise UserInputError(
+        f"--save_checkpoints_steps ({params.save_checkpoints_steps}) must be "
+        f"a multiple of --iterations_per_loop ({params.iterations_per_loop})")
+
+
+def _distributed_dataset(strategy, params: PretrainingParams, file_pattern,
+                         batch_size, is_training):
+  def dataset_fn(input_context):
+    return pretraining_input.pretraining_dataset(
+        file_pattern, batch_size=batch_size,
+        max_seq_length=params.max_seq_length,
+        max_predictions_per_seq=params.max_predictions_per_seq,
+        is_training=is_training, input_context=input_context,
+        seed=params.seed, shuffle_buffer_size=params.shuffle_buffer_size)
+
+  if batch_size % strategy.num_replicas_in_sync:
+    raise UserInputError(
+        f"batch size {batch_size} is not divisible by the "
+        f"{strategy.num_replicas_in_sync} replicas")
+  return strategy.distribute_datasets_from_function(dataset_fn)
+
+
+def _prepare_output_dir(path: str) -> None:
+  try:
+    tf.io.gfile.makedirs(path)
+    probe = os.path.join(path, ".write_test")
+    with tf.io.gfile.GFile(probe, "w") as f:
+      f.write("ok")
+    tf.io.gfile.remove(probe)
+  except (tf.errors.OpError, OSError) as e:
+    raise UserInputError(f"--output_dir={path} is not writable: {e}") from e
+
+
+def run_pretraining(params: PretrainingParams) -> Dict[str, float]:
+  """Trains to `num_train_steps` (resuming from `output_dir` if it holds a
+  checkpoint), evaluating at each checkpoint; returns the last eval metrics
+  (or the last train metrics when there is no eval_file)."""
+  config = AlbertConfig.from_json_file(params.albert_config_file)
+  _validate(params, config)
+  _prepare_output_dir(params.output_dir)
+  if params.seed is not None:
+    tf_keras.utils.set_random_seed(params.seed)
+
+  strategy = create_strategy(params.strategy, params.tpu)
+  train_dataset = _distributed_dataset(strategy, params, params.input_file,
+                                       params.train_batch_size, True)
+  eval_dataset = None
+  if params.eval_file:
+    eval_dataset = _distributed_dataset(strategy, params, params.eval_file,
+                                        params.eval_batch_size, False)
+
+  with strategy.scope():
+    encoder = AlbertEncoder(config, dtype=DTYPE_POLICIES[params.dtype])
+    model = AlbertPretrainer(encoder)
+    optimizer = optimization.create_optimizer(
+        params.optimizer, params.learning_rate, params.num_train_steps,
+        params.num_warmup_steps, params.poly_power, params.weight_decay_rate)
+    if params.dtype == "float16":
+      optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+    runner = PretrainingRunner(
+        strategy, model, optimizer, train_dataset, eval_dataset,
+        global_batch_size=params.train_batch_size,
+        jit_compile=params.jit_compile)
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    manager = tf.train.CheckpointManager(
+        checkpoint, params.output_dir,
+        max_to_keep=params.keep_checkpoint_max,
+        checkpoint_interval=params.save_checkpoints_steps,
+        step_counter=optimizer.iterations,
+        init_fn=(lambda: checkpoints.warm_start(model, params.init_checkpoint))
+        if params.init_checkpoint else None)
+
+  config.to_json_file(os.path.join(params.output_dir, "albert_config.json"))
+  train_actions = []
+  if params.strategy in ("multi_worker", "tpu"):
+    train_actions.append(orbit.actions.SaveCheckpointIfPreempted(
+        strategy.cluster_resolver, manager, optimizer.iterations))
+  controller = orbit.Controller(
+      strategy=strategy, trainer=runner,
+      evaluator=runner if eval_dataset is not None else None,
+      global_step=optimizer.iterations,
+      steps_per_loop=params.iterations_per_loop,
+      checkpoint_manager=manager,
+      summary_dir=os.path.join(params.output_dir, "train"),
+      eval_summary_dir=os.path.join(params.output_dir, "eval"),
+      train_actions=train_actions)
+  if manager.latest_checkpoint is None:
+    # A fresh run: checkpoint the initial (or warm-started) weights, which
+    # also makes later saves fall on multiples of save_checkpoints_steps.
+    manager.save(checkpoint_number=0)
+
+  if eval_dataset is not None:
+    results = controller.train_and_evaluate(
+        train_steps=params.num_train_steps, eval_steps=params.max_eval_steps,
+        eval_interval=params.save_checkpoints_steps)
+  else:
+    controller.train(steps=params.num_train_steps)
+    results = None
+  results = {k: float(v) for k, v in (results or {}).items()}
+  if results:
+    with tf.io.gfile.GFile(os.path.join(params.output_dir,
+                                        "eval_results.json"), "w") as f:
+      json.dump(dict(results, step=int(optimizer.iterations.numpy())), f,
+                indent=2)
+  logging.info("finished at step %d: %s", int(optimizer.iterations.numpy()),
+               results)
+  return results

@@ -1,0 +1,42 @@
+"""Choosing a tf.distribute strategy by name."""
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.errors import UserInputError
+
+STRATEGIES = ("default", "one_device", "mirrored", "multi_worker", "tpu")
+
+
+def create_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
+  """The strategy for `--strategy`.
+
+  Args:
+    name: "default" (no distribution: a laptop), "one_device" (the first GPU,
+      else the CPU), "mirrored" (all local GPUs, or the CPU if none),
+      "multi_worker" (MultiWorkerMirroredStrategy; the cluster comes from
+      TF_CONFIG), or "tpu" (TPUStrategy).
+    tpu: for "tpu", the address or name given to TPUClusterResolver ("" means
+      the TPU in the environment).
+  """
+  if name == "default":
+    strategy = tf.distribute.get_strategy()
+  elif name == "one_device":
+    gpus = tf.config.list_logical_devices("GPU")
+    strategy = tf.distribute.OneDeviceStrategy(gpus[0].name if gpus
+                                               else "/cpu:0")
+  elif name == "mirrored":
+    strategy = tf.distribute.MirroredStrategy()
+  elif name == "multi_worker":
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+  elif name == "tpu":
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    strategy = tf.distribute.TPUStrategy(resolver)
+  else:
+    raise UserInputError(f"--strategy must be one of {STRATEGIES}, "
+                         f"got {name!r}")
+  logging.info("strategy %s with %d replica(s)", type(strategy).__name__,
+               strategy.num_replicas_in_sync)
+  return strategy
