@@ -162,14 +162,44 @@ def _truncation(len_a: int, len_b: int, max_tokens: int,
   if excess <= 0:
     return 0, 0, 0, 0
   first = min(abs(len_a - len_b), excess)
-  on_a = np.empty(excess, dtype=bool)
-  on_a[:first] = len_a > len_b
-  on_a[first:] = np.arange(excess - first) % 2 == 1
   front = rng.random(excess) < 0.5
-  a_steps = int(on_a.sum())
-  a_front = int((front & on_a).sum())
-  b_front = int(front.sum()) - a_front
-  return a_front, a_steps - a_front, b_front, excess - a_steps - b_front
+  alternating = front[first:]
+  head_front = int(np.count_nonzero(front[:first]))
+  a_alt_front = int(np.count_nonzero(alternating[1::2]))
+  b_alt_front = int(np.count_nonzero(alternating[0::2]))
+  a_alt = alternating.size // 2
+  b_alt = alternating.size - a_alt
+  if len_a > len_b:
+    a_front, a_steps = head_front + a_alt_front, first + a_alt
+    b_front, b_steps = b_alt_front, b_alt
+  else:
+    a_front, a_steps = a_alt_front, a_alt
+    b_front, b_steps = head_front + b_alt_front, first + b_alt
+  return a_front, a_steps - a_front, b_front, b_steps - b_front
+
+
+class _DocumentRngs:
+  """Hands out `document_rng` generators, reusing one bit generator.
+
+  Setting a Philox state costs a quarter of building a new Generator; the
+  result is the same stream. A returned Generator is valid until the next
+  call.
+  """
+
+  def __init__(self):
+    self._philox = np.random.Philox(key=[0, 0])
+    self._generator = np.random.Generator(self._philox)
+    self._template = self._philox.state
+
+  def __call__(self, random_seed: int, dupe: int,
+               document_key: int) -> np.random.Generator:
+    state = dict(self._template)
+    state["state"] = {
+        "counter": np.array([0, 0, 0, dupe % (1 << 64)], np.uint64),
+        "key": np.array([random_seed % (1 << 64), document_key % (1 << 64)],
+                        np.uint64)}
+    self._philox.state = state
+    return self._generator
 
 
 class _SpanCollector:
@@ -291,10 +321,11 @@ def create_instance_spans(documents: Sequence[Document], pool: np.ndarray,
     (InstanceSpans, number of dropped one-token chunks).
   """
   collector = _SpanCollector(options)
+  rngs = _DocumentRngs()
   dropped = 0
   for dupe in range(dupe_factor):
     for index, doc in enumerate(documents):
-      rng = document_rng(random_seed, dupe, doc.key)
+      rng = rngs(random_seed, dupe, doc.key)
       dropped += _add_document_instances(collector, documents, index, pool,
                                          vocab.start_piece, rng)
   return collector.spans(), dropped
@@ -337,24 +368,25 @@ def assemble(spans: InstanceSpans, pool: np.ndarray, vocab: VocabInfo,
     input_ids int32 [n, seq] (0-padded), segment_ids int32 [n, seq],
     lengths int64 [n].
   """
+  n = len(spans.a_len)
   pos = np.arange(max_seq_length)[None, :]
   la = spans.a_len[:, None]
   lb = spans.b_len[:, None]
-  # Source index into pool + [CLS, SEP, pad].
-  cls_i, sep_i, pad_i = len(pool), len(pool) + 1, len(pool) + 2
-  src = np.full((len(spans.a_len), max_seq_length), pad_i, dtype=np.int64)
-  in_a = (pos >= 1) & (pos <= la)
-  in_b = (pos >= la + 2) & (pos < la + lb + 2)
-  src = np.where(in_a, spans.a_start[:, None] + pos - 1, src)
-  src = np.where(in_b, spans.b_start[:, None] + pos - la - 2, src)
-  src = np.where((pos == la + 1) | (pos == la + lb + 2), sep_i, src)
-  src[:, 0] = cls_i
-  table = np.concatenate(
-      [pool.astype(np.int32), np.array([vocab.cls_id, vocab.sep_id, 0],
-                                       np.int32)])
-  input_ids = table[src]
-  segment_ids = ((pos >= la + 2) & (pos <= la + lb + 2)).astype(np.int32)
-  return input_ids, segment_ids, spans.a_len + spans.b_len + 3
+  lengths = spans.a_len + spans.b_len + 3
+  # Pool index of every position (A tokens at 1..la, B after the first SEP);
+  # [CLS], [SEP] and padding are written over afterwards.
+  src = pos + np.where(pos <= la, spans.a_start[:, None] - 1,
+                       spans.b_start[:, None] - la - 2)
+  np.clip(src, 0, max(len(pool) - 1, 0), out=src)
+  valid = pos < lengths[:, None]
+  input_ids = (pool[src] if len(pool) else np.zeros(src.shape, np.int32))
+  input_ids = input_ids.astype(np.int32) * valid
+  rows = np.arange(n)
+  input_ids[:, 0] = vocab.cls_id
+  input_ids[rows, spans.a_len + 1] = vocab.sep_id
+  input_ids[rows, lengths - 1] = vocab.sep_id
+  segment_ids = ((pos > la + 1) & valid).astype(np.int32)
+  return input_ids, segment_ids, lengths
 
 
 def _ngram_cdf(ngram: int, favor_shorter: bool) -> np.ndarray:
@@ -412,26 +444,19 @@ def mask_instances(spans: InstanceSpans, pool: np.ndarray,
     word_start = is_tok & (start | after_special)
   else:
     word_start = is_tok
-  continues = is_tok & ~word_start
-  word_last = is_tok.copy()
-  word_last[:, :-1] &= ~continues[:, 1:]
-  word_id = np.cumsum(word_start, axis=1) - 1  # [n, seq]
-  num_words = word_start.sum(axis=1)  # [n]
+  word_id = np.cumsum(word_start, axis=1, dtype=np.int32) - 1  # [n, seq]
+  num_words = word_id[:, -1].astype(np.int64) + 1  # [n]
   max_words = max(int(num_words.max()) if n else 0, 1)
-  rows, cols = np.nonzero(word_start)
-  word_begin = np.zeros((n, max_words), np.int64)
-  word_begin[rows, word_id[rows, cols]] = cols
-  rows_e, cols_e = np.nonzero(word_last)
-  word_end = np.zeros((n, max_words), np.int64)
-  word_end[rows_e, word_id[rows_e, cols_e]] = cols_e + 1
-  # Tokens in words [0, w): cum_tokens[:, w]; a span of k words from c has
-  # cum_tokens[c + k] - cum_tokens[c] tokens (cut at the last word).
+  # Tokens per word, then tokens in words [0, w): cum_tokens[:, w]. A span of
+  # k words from c has cum_tokens[c + k] - cum_tokens[c] tokens (words past
+  # the last have 0 tokens, so spans are cut there).
+  flat_word = (np.arange(n)[:, None] * max_words + word_id)[is_tok]
+  word_tokens = np.bincount(flat_word, minlength=n * max_words).reshape(
+      n, max_words)
   cum_tokens = np.zeros((n, max_words + ngram + 1), np.int64)
-  np.cumsum(word_end - word_begin, axis=1, out=cum_tokens[:, 1:max_words + 1])
+  np.cumsum(word_tokens, axis=1, out=cum_tokens[:, 1:max_words + 1])
   cum_tokens[:, max_words + 1:] = cum_tokens[:, max_words:max_words + 1]
   last_word = num_words[:, None]
-  clipped = np.minimum(np.arange(max_words + ngram + 1)[None, :], last_word)
-  cum_tokens = np.take_along_axis(cum_tokens, clipped, axis=1)
 
   if options.masked_lm_prob > 0:
     to_predict = np.minimum(num_pred, np.maximum(
@@ -439,12 +464,18 @@ def mask_instances(spans: InstanceSpans, pool: np.ndarray,
   else:
     to_predict = np.zeros(n, np.int64)
 
-  keys = spans.draws[:, 0, :max_words].copy()
-  keys[np.arange(max_words)[None, :] >= last_word] = 2.0
-  order = np.argsort(keys, axis=1, kind="stable")  # [n, max_words]
-  drawn_n = 1 + np.searchsorted(
-      _ngram_cdf(ngram, options.favor_shorter_ngram),
-      spans.draws[:, 1, :max_words], side="right")
+  # Random visiting order: sort unique int64 keys (the draw's float32 bits,
+  # which order like the floats, then the word index), so any sort algorithm
+  # gives the same order.
+  bits = max(1, (max_words - 1).bit_length())
+  word_index = np.arange(max_words)
+  keys = spans.draws[:, 0, :max_words].view(np.int32).astype(np.int64)
+  keys[word_index[None, :] >= last_word] = 1 << 31  # Padding goes last.
+  order = np.sort((keys << bits) | word_index, axis=1) & ((1 << bits) - 1)
+  ngram_draw = spans.draws[:, 1, :max_words]
+  drawn_n = np.ones((n, max_words), np.int64)
+  for bound in _ngram_cdf(ngram, options.favor_shorter_ngram):
+    drawn_n += ngram_draw >= bound
 
   covered = np.zeros((n, max_words + ngram), bool)
   masked = np.zeros(n, np.int64)
@@ -480,28 +511,29 @@ def mask_instances(spans: InstanceSpans, pool: np.ndarray,
 
   token_masked = is_tok & np.take_along_axis(covered, np.maximum(word_id, 0),
                                              axis=1)
-  replace = spans.draws[:, 2, :seq]
+  # Masked positions ascending: np.nonzero walks each row left to right.
+  rows, cols = np.nonzero(token_masked)
+  replace = spans.draws[rows, 2, cols]
   random_ids = np.minimum(
-      (spans.draws[:, 3, :seq] * vocab.vocab_size).astype(np.int64),
+      (spans.draws[rows, 3, cols] * vocab.vocab_size).astype(np.int64),
       vocab.vocab_size - 1)
-  output_ids = np.where(
-      token_masked,
-      np.where(replace < 0.8, vocab.mask_id,
-               np.where(replace < 0.9, ids, random_ids)), ids).astype(np.int32)
-  replacements = np.array([
-      np.count_nonzero(token_masked & (replace < 0.8)),
-      np.count_nonzero(token_masked & (replace >= 0.8) & (replace < 0.9)),
-      np.count_nonzero(token_masked & (replace >= 0.9))], np.int64)
-
-  # Masked positions ascending: a stable sort puts True (as 0) first.
-  first_masked = np.argsort(~token_masked, axis=1, kind="stable")
-  if num_pred > seq:
-    first_masked = np.pad(first_masked, ((0, 0), (0, num_pred - seq)))
-  first_masked = first_masked[:, :num_pred]
-  in_use = np.arange(num_pred)[None, :] < token_masked.sum(axis=1)[:, None]
-  positions = np.where(in_use, first_masked, 0).astype(np.int32)
-  labels = np.where(in_use, np.take_along_axis(ids, first_masked, axis=1),
-                    0).astype(np.int32)
+  original = ids[rows, cols]
+  output_ids = ids.copy()
+  output_ids[rows, cols] = np.where(
+      replace < 0.8, vocab.mask_id, np.where(replace < 0.9, original,
+                                             random_ids))
+  replacements = np.array([np.count_nonzero(replace < 0.8),
+                           np.count_nonzero((replace >= 0.8) &
+                                            (replace < 0.9)),
+                           np.count_nonzero(replace >= 0.9)], np.int64)
+  counts = token_masked.sum(axis=1)
+  rank = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+  keep = rank < num_pred
+  positions = np.zeros((n, num_pred), np.int32)
+  positions[rows[keep], rank[keep]] = cols[keep]
+  labels = np.zeros((n, num_pred), np.int32)
+  labels[rows[keep], rank[keep]] = original[keep]
+  in_use = np.arange(num_pred)[None, :] < counts[:, None]
   return MaskedBatch(
       input_ids=output_ids,
       input_mask=valid.astype(np.int32),

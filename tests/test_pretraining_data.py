@@ -288,3 +288,41 @@ def test_options_validation():
     InstanceOptions(max_seq_length=4).validate()
   with pytest.raises(UserInputError, match="--masked_lm_prob"):
     InstanceOptions(masked_lm_prob=1.5).validate()
+
+
+def _official_truncate(len_a, len_b, max_tokens, fronts):
+  """google-research/albert `truncate_seq_pair`, with given coin flips."""
+  a, b = list(range(len_a)), list(range(100, 100 + len_b))
+  step = 0
+  while len(a) + len(b) > max_tokens:
+    longer = a if len(a) > len(b) else b
+    if fronts[step]:
+      del longer[0]
+    else:
+      longer.pop()
+    step += 1
+  return a, b
+
+
+def test_truncation_matches_the_official_loop():
+  for trial in range(2000):
+    rng = np.random.default_rng(trial)
+    len_a, len_b = (int(x) for x in rng.integers(1, 40, 2))
+    max_tokens = int(rng.integers(2, 60))
+    excess = max(len_a + len_b - max_tokens, 0)
+    fronts = (np.random.default_rng(trial).random(excess) < 0.5).tolist()
+    a_front, a_back, b_front, b_back = pretraining_data._truncation(
+        len_a, len_b, max_tokens, np.random.default_rng(trial))
+    a, b = _official_truncate(len_a, len_b, max_tokens, fronts)
+    assert a == list(range(len_a))[a_front:len_a - a_back]
+    assert b == list(range(100, 100 + len_b))[b_front:len_b - b_back]
+
+
+def test_reused_generators_equal_fresh_ones():
+  rngs = pretraining_data._DocumentRngs()
+  for seed, dupe, key in [(1, 0, 5), (12345, 3, 2**41 + 7), (1, 0, 5)]:
+    reused = rngs(seed, dupe, key)
+    fresh = pretraining_data.document_rng(seed, dupe, key)
+    np.testing.assert_array_equal(reused.integers(0, 9, 5),
+                                  fresh.integers(0, 9, 5))
+    np.testing.assert_array_equal(reused.random(3), fresh.random(3))
