@@ -24,6 +24,7 @@ DataLossError; `validate_tfrecord_file(path, ..., max_records=None)` checks a
 whole file and names it.
 """
 
+import os
 import re
 from typing import List, Optional, Union, Sequence
 
@@ -37,7 +38,10 @@ _MODEL_INPUTS = {f.name: f.model_name for f in tfrecord_schema.FEATURES
 
 
 def resolve_files(file_pattern: Union[str, Sequence[str]]) -> List[str]:
-  """Files matching comma-separated paths / globs (stats JSON excluded).
+  """Files matching comma-separated paths / globs.
+
+  Hidden files (the writer's temporaries and per-shard stats) and `.json`
+  files (the stats summary) are left out.
 
   Raises:
     UserInputError: naming a pattern that matches no file.
@@ -50,9 +54,10 @@ def resolve_files(file_pattern: Union[str, Sequence[str]]) -> List[str]:
     raise UserInputError("no input file pattern given")
   files = []
   for pattern in patterns:
-    matches = sorted(m for m in tf.io.gfile.glob(pattern)
-                     if not m.endswith(".json") and
-                     not tf.io.gfile.isdir(m))
+    matches = sorted(
+        m for m in tf.io.gfile.glob(pattern)
+        if not m.endswith(".json") and not os.path.basename(m).startswith(".")
+        and not tf.io.gfile.isdir(m))
     if not matches:
       raise UserInputError(f"no TFRecord file matches {pattern}")
     files.extend(matches)

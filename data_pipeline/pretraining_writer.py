@@ -37,6 +37,7 @@ those names. Stats of the whole run go to `<first output>.stats.json`, or
 import collections
 import concurrent.futures
 import dataclasses
+import glob
 import hashlib
 import json
 import multiprocessing
@@ -46,22 +47,16 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 from absl import logging
-import numpy as np
 
 from albert_tf.errors import UserInputError
 from data_pipeline import corpus_pieces
 from data_pipeline import pretraining_data
-from data_pipeline import tfrecord_io
-from data_pipeline import tfrecord_schema
+from data_pipeline import pretraining_worker
 from data_pipeline.pretraining_stats import PretrainingStats
 from data_pipeline.pretraining_stats import write_json
 from data_pipeline.tokenization import SentencePieceTokenizer
 
 DEFAULT_PIECE_BYTES = 256 * 1024
-# Instances masked and encoded together (bounds the [n, seq] temporaries).
-_BATCH = 2048
-_SMALL_FEATURES = ("input_mask", "segment_ids", "token_boundary",
-                   "next_sentence_labels")
 
 
 def output_paths(output_file: str,
@@ -101,89 +96,9 @@ def _temp_name(path: str) -> str:
   return os.path.join(head, f".{tail}.tmp-{os.getpid()}")
 
 
-# ---------------------------------------------------------------- workers --
-
-_WORKER = {}
-
-
-def _init_worker(spm_model_file, do_lower_case, options, vocab, random_seed,
-                 dupe_factor, num_threads):
-  _WORKER.update(
-      tokenizer=SentencePieceTokenizer(spm_model_file,
-                                       do_lower_case=do_lower_case),
-      options=options, vocab=vocab, random_seed=random_seed,
-      dupe_factor=dupe_factor, num_threads=num_threads,
-      encoder=tfrecord_io.ExampleEncoder(
-          [(f.name, f.dtype) for f in tfrecord_schema.FEATURES],
-          _SMALL_FEATURES))
-
-
-def _tokenize_piece(piece: corpus_pieces.Piece):
-  """(pool int32 [tokens], documents, stats) of a piece."""
-  texts = [s for _, sentences in piece.documents for s in sentences]
-  ids = _WORKER["tokenizer"].encode_batch(texts, num_threads=_WORKER[
-      "num_threads"]) if texts else []
-  lengths = [len(x) for x in ids]
-  pool = np.fromiter((i for x in ids for i in x), dtype=np.int32,
-                     count=sum(lengths))
-  documents = []
-  stats = PretrainingStats(pieces=1)
-  offset = 0
-  sentence = 0
-  for key, sentences in piece.documents:
-    starts, lens = [], []
-    for _ in sentences:
-      n = lengths[sentence]
-      if n:  # The official code drops sentences with no tokens.
-        starts.append(offset)
-        lens.append(n)
-      offset += n
-      sentence += 1
-    if lens:
-      documents.append(pretraining_data.Document(starts, lens, key))
-      stats.sentences += len(lens)
-      stats.corpus_tokens += sum(lens)
-  stats.documents = len(documents)
-  return pool, documents, stats
-
-
-def process_piece(piece: corpus_pieces.Piece):
-  """(piece index, TFRecord bytes, PretrainingStats) of one piece."""
-  options = _WORKER["options"]
-  vocab = _WORKER["vocab"]
-  seed = _WORKER["random_seed"]
-  pool, documents, stats = _tokenize_piece(piece)
-  spans, dropped = pretraining_data.create_instance_spans(
-      documents, pool, options, vocab, seed, _WORKER["dupe_factor"])
-  stats.dropped_chunks = dropped
-  order = pretraining_data.shuffle_rng(seed, piece.key).permutation(
-      len(spans.label))
-  span_words = np.zeros(options.ngram + 1, np.int64)
-  ngram_draws = np.zeros(options.ngram + 1, np.int64)
-  replacements = np.zeros(3, np.int64)
-  examples = []
-  for begin in range(0, len(order), _BATCH):
-    part = pretraining_data.InstanceSpans(
-        *(field[order[begin:begin + _BATCH]] for field in spans))
-    batch = pretraining_data.mask_instances(part, pool, options, vocab)
-    span_words += batch.span_words
-    ngram_draws += batch.ngram_draws
-    replacements += batch.replacements
-    stats.instances += len(part.label)
-    stats.tokens += int(batch.input_mask.sum())
-    stats.masked_tokens += int(batch.masked_lm_weights.sum())
-    stats.swapped += int(batch.next_sentence_labels.sum())
-    examples.extend(_WORKER["encoder"].encode(batch.features()))
-  stats.span_words = span_words.tolist()
-  stats.ngram_draws = ngram_draws.tolist()
-  stats.replacements = replacements.tolist()
-  return piece.index, tfrecord_io.frame_records(examples), stats
-
-
-# ----------------------------------------------------------------- writer --
-
-
-def _fingerprint(files, spm_model_file, settings: Dict, shard: str) -> str:
+def _fingerprints(files, spm_model_file, settings: Dict,
+                  paths: Sequence[str]) -> List[str]:
+  """One digest per shard of everything its bytes depend on."""
   digest = hashlib.sha256()
   with open(spm_model_file, "rb") as f:
     digest.update(f.read())
@@ -192,8 +107,20 @@ def _fingerprint(files, spm_model_file, settings: Dict, shard: str) -> str:
     digest.update(f"{os.path.abspath(path)}|{st.st_size}|{st.st_mtime_ns}|"
                   .encode())
   digest.update(json.dumps(settings, sort_keys=True).encode())
-  digest.update(os.path.basename(shard).encode())
-  return digest.hexdigest()
+  out = []
+  for path in paths:
+    shard = digest.copy()
+    shard.update(os.path.basename(path).encode())
+    out.append(shard.hexdigest())
+  return out
+
+
+def _remove_stale_temps(path: str) -> None:
+  """Deletes temporaries of `path` left by runs that were killed."""
+  head, tail = os.path.split(path)
+  for stale in glob.glob(os.path.join(glob.escape(head) or ".",
+                                      f".{glob.escape(tail)}.tmp-*")):
+    os.remove(stale)
 
 
 def _complete_shard_stats(path: str, fingerprint: str):
@@ -322,11 +249,11 @@ def create_pretraining_data(
               "random_seed": random_seed, "piece_bytes": piece_bytes,
               "skip_non_utf8_lines": skip_non_utf8_lines,
               "num_shards": num_shards}
-  fingerprints = [_fingerprint(files, spm_model_file, settings, p)
-                  for p in paths]
+  fingerprints = _fingerprints(files, spm_model_file, settings, paths)
   total = PretrainingStats()
   done = {}
   for shard, path in enumerate(paths):
+    _remove_stale_temps(path)
     previous = _complete_shard_stats(path, fingerprints[shard])
     if previous is not None:
       done[shard] = previous
@@ -350,9 +277,9 @@ def create_pretraining_data(
     # Not fork: the parent may have imported TensorFlow (threads).
     executor = concurrent.futures.ProcessPoolExecutor(
         workers, mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_worker, initargs=initargs)
+        initializer=pretraining_worker.init_worker, initargs=initargs)
   else:
-    _init_worker(*initargs)
+    pretraining_worker.init_worker(*initargs)
 
   writers: Dict[int, _ShardWriter] = {}
   unpublished: List[_ShardWriter] = []
@@ -392,9 +319,9 @@ def create_pretraining_data(
       if shard_of(piece.index) in done:
         continue
       if executor is None:
-        handle(process_piece(piece))
+        handle(pretraining_worker.process_piece(piece))
         continue
-      pending.append(executor.submit(process_piece, piece))
+      pending.append(executor.submit(pretraining_worker.process_piece, piece))
       while len(pending) >= 2 * workers:
         handle(pending.popleft().result())
     while pending:

@@ -1,0 +1,101 @@
+"""One piece of corpus -> framed TFRecord bytes (runs in worker processes).
+
+Tokenizes the piece's sentences in one batched SentencePiece call, makes the
+instances of every dupe (`pretraining_data`), shuffles them with the piece's
+own Generator, masks and encodes them in batches and frames the records
+(`tfrecord_io`). Imports no TensorFlow. `init_worker` sets the per-process
+state, so the same code runs in a pool worker or in the main process.
+"""
+
+import numpy as np
+
+from data_pipeline import corpus_pieces
+from data_pipeline import pretraining_data
+from data_pipeline import tfrecord_io
+from data_pipeline import tfrecord_schema
+from data_pipeline.pretraining_stats import PretrainingStats
+from data_pipeline.tokenization import SentencePieceTokenizer
+
+# Instances masked and encoded together (bounds the [n, seq] temporaries).
+_BATCH = 2048
+# int64 features whose values fit one varint byte.
+_SMALL_FEATURES = ("input_mask", "segment_ids", "token_boundary",
+                   "next_sentence_labels")
+
+# Per-process state, set by `init_worker` (the pool initializer).
+_WORKER = {}
+
+
+def init_worker(spm_model_file, do_lower_case, options, vocab, random_seed,
+                dupe_factor, num_threads):
+  """Loads what `process_piece` needs (once per process)."""
+  _WORKER.update(
+      tokenizer=SentencePieceTokenizer(spm_model_file,
+                                       do_lower_case=do_lower_case),
+      options=options, vocab=vocab, random_seed=random_seed,
+      dupe_factor=dupe_factor, num_threads=num_threads,
+      encoder=tfrecord_io.ExampleEncoder(
+          [(f.name, f.dtype) for f in tfrecord_schema.FEATURES],
+          _SMALL_FEATURES))
+
+
+def _tokenize_piece(piece: corpus_pieces.Piece):
+  """(pool int32 [tokens], documents, stats) of a piece."""
+  texts = [s for _, sentences in piece.documents for s in sentences]
+  ids = _WORKER["tokenizer"].encode_batch(texts, num_threads=_WORKER[
+      "num_threads"]) if texts else []
+  lengths = [len(x) for x in ids]
+  pool = np.fromiter((i for x in ids for i in x), dtype=np.int32,
+                     count=sum(lengths))
+  documents = []
+  stats = PretrainingStats(pieces=1)
+  offset = 0
+  sentence = 0
+  for key, sentences in piece.documents:
+    starts, lens = [], []
+    for _ in sentences:
+      n = lengths[sentence]
+      if n:  # The official code drops sentences with no tokens.
+        starts.append(offset)
+        lens.append(n)
+      offset += n
+      sentence += 1
+    if lens:
+      documents.append(pretraining_data.Document(starts, lens, key))
+      stats.sentences += len(lens)
+      stats.corpus_tokens += sum(lens)
+  stats.documents = len(documents)
+  return pool, documents, stats
+
+
+def process_piece(piece: corpus_pieces.Piece):
+  """(piece index, TFRecord bytes, PretrainingStats) of one piece."""
+  options = _WORKER["options"]
+  vocab = _WORKER["vocab"]
+  seed = _WORKER["random_seed"]
+  pool, documents, stats = _tokenize_piece(piece)
+  spans, dropped = pretraining_data.create_instance_spans(
+      documents, pool, options, vocab, seed, _WORKER["dupe_factor"])
+  stats.dropped_chunks = dropped
+  order = pretraining_data.shuffle_rng(seed, piece.key).permutation(
+      len(spans.label))
+  span_words = np.zeros(options.ngram + 1, np.int64)
+  ngram_draws = np.zeros(options.ngram + 1, np.int64)
+  replacements = np.zeros(3, np.int64)
+  examples = []
+  for begin in range(0, len(order), _BATCH):
+    part = pretraining_data.InstanceSpans(
+        *(field[order[begin:begin + _BATCH]] for field in spans))
+    batch = pretraining_data.mask_instances(part, pool, options, vocab)
+    span_words += batch.span_words
+    ngram_draws += batch.ngram_draws
+    replacements += batch.replacements
+    stats.instances += len(part.label)
+    stats.tokens += int(batch.input_mask.sum())
+    stats.masked_tokens += int(batch.masked_lm_weights.sum())
+    stats.swapped += int(batch.next_sentence_labels.sum())
+    examples.extend(_WORKER["encoder"].encode(batch.features()))
+  stats.span_words = span_words.tolist()
+  stats.ngram_draws = ngram_draws.tolist()
+  stats.replacements = replacements.tolist()
+  return piece.index, tfrecord_io.frame_records(examples), stats
