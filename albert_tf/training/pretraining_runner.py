@@ -55,6 +55,7 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
     self.optimizer = optimizer
     self.global_batch_size = global_batch_size
     self.clip_norm = clip_norm
+    self.has_eval = eval_dataset is not None
     self._loss_scaled = isinstance(
         optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
     with strategy.scope():

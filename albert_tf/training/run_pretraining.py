@@ -113,10 +113,35 @@ def _prepare_output_dir(path: str) -> None:
     raise UserInputError(f"--output_dir={path} is not writable: {e}") from e
 
 
-def run_pretraining(params: PretrainingParams) -> Dict[str, float]:
-  """Trains to `num_train_steps` (resuming from `output_dir` if it holds a
-  checkpoint), evaluating at each checkpoint; returns the last eval metrics
-  (or the last train metrics when there is no eval_file)."""
+def _is_chief(strategy: tf.distribute.Strategy) -> bool:
+  """Whether this process writes checkpoints and summaries (multi-worker)."""
+  resolver = getattr(strategy, "cluster_resolver", None)
+  if resolver is None or not resolver.cluster_spec().as_dict():
+    return True
+  cluster = resolver.cluster_spec().as_dict()
+  if "chief" in cluster:
+    return resolver.task_type == "chief"
+  return resolver.task_type in (None, "worker") and resolver.task_id == 0
+
+
+@dataclasses.dataclass
+class PretrainingSetup:
+  """Everything a run builds; `controller` resumes from output_dir."""
+
+  params: PretrainingParams
+  config: AlbertConfig
+  strategy: tf.distribute.Strategy
+  model: AlbertPretrainer
+  optimizer: tf_keras.optimizers.legacy.Optimizer
+  runner: PretrainingRunner
+  manager: tf.train.CheckpointManager
+  controller: orbit.Controller
+  write_dir: str
+
+
+def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
+  """Builds strategy, data, model and optimizer, and restores the latest
+  checkpoint of `output_dir` (or warm-starts from `init_checkpoint`)."""
   config = AlbertConfig.from_json_file(params.albert_config_file)
   _validate(params, config)
   _prepare_output_dir(params.output_dir)
@@ -124,6 +149,11 @@ def run_pretraining(params: PretrainingParams) -> Dict[str, float]:
     tf_keras.utils.set_random_seed(params.seed)
 
   strategy = create_strategy(params.strategy, params.tpu)
+  # In a multi-worker run every worker saves (saving is collective), but only
+  # the chief into output_dir; the others into a scratch directory.
+  chief = _is_chief(strategy)
+  write_dir = params.output_dir if chief else os.path.join(
+      params.output_dir, f".worker_{strategy.cluster_resolver.task_id}")
   train_dataset = _distributed_dataset(strategy, params, params.input_file,
                                        params.train_batch_size, True)
   eval_dataset = None
@@ -144,15 +174,23 @@ def run_pretraining(params: PretrainingParams) -> Dict[str, float]:
         global_batch_size=params.train_batch_size,
         jit_compile=params.jit_compile)
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
-    manager = tf.train.CheckpointManager(
-        checkpoint, params.output_dir,
-        max_to_keep=params.keep_checkpoint_max,
-        checkpoint_interval=params.save_checkpoints_steps,
-        step_counter=optimizer.iterations,
-        init_fn=(lambda: checkpoints.warm_start(model, params.init_checkpoint))
-        if params.init_checkpoint else None)
 
-  config.to_json_file(os.path.join(params.output_dir, "albert_config.json"))
+    def init_fn():
+      """Runs when write_dir holds no checkpoint."""
+      chief_latest = (None if chief else
+                      tf.train.latest_checkpoint(params.output_dir))
+      if chief_latest:
+        checkpoint.restore(chief_latest)
+      elif params.init_checkpoint:
+        checkpoints.warm_start(model, params.init_checkpoint)
+
+    manager = tf.train.CheckpointManager(
+        checkpoint, write_dir, max_to_keep=params.keep_checkpoint_max,
+        checkpoint_interval=params.save_checkpoints_steps,
+        step_counter=optimizer.iterations, init_fn=init_fn)
+
+  if chief:
+    config.to_json_file(os.path.join(params.output_dir, "albert_config.json"))
   train_actions = []
   if params.strategy in ("multi_worker", "tpu"):
     train_actions.append(orbit.actions.SaveCheckpointIfPreempted(
@@ -163,27 +201,36 @@ def run_pretraining(params: PretrainingParams) -> Dict[str, float]:
       global_step=optimizer.iterations,
       steps_per_loop=params.iterations_per_loop,
       checkpoint_manager=manager,
-      summary_dir=os.path.join(params.output_dir, "train"),
-      eval_summary_dir=os.path.join(params.output_dir, "eval"),
+      summary_dir=os.path.join(write_dir, "train"),
+      eval_summary_dir=os.path.join(write_dir, "eval"),
       train_actions=train_actions)
   if manager.latest_checkpoint is None:
     # A fresh run: checkpoint the initial (or warm-started) weights, which
     # also makes later saves fall on multiples of save_checkpoints_steps.
-    manager.save(checkpoint_number=0)
+    manager.save(checkpoint_number=int(optimizer.iterations.numpy()))
+  return PretrainingSetup(params, config, strategy, model, optimizer, runner,
+                          manager, controller, write_dir)
 
-  if eval_dataset is not None:
-    results = controller.train_and_evaluate(
+
+def run_pretraining(params: PretrainingParams) -> Dict[str, float]:
+  """Trains to `num_train_steps` (resuming from `output_dir` if it holds a
+  checkpoint), evaluating at each checkpoint; returns the last eval metrics
+  (empty without an eval_file)."""
+  setup = build_pretraining(params)
+  step = setup.optimizer.iterations
+  if setup.runner.has_eval:
+    results = setup.controller.train_and_evaluate(
         train_steps=params.num_train_steps, eval_steps=params.max_eval_steps,
         eval_interval=params.save_checkpoints_steps)
   else:
-    controller.train(steps=params.num_train_steps)
+    setup.controller.train(steps=params.num_train_steps)
     results = None
   results = {k: float(v) for k, v in (results or {}).items()}
-  if results:
+  if results and setup.write_dir == params.output_dir:
     with tf.io.gfile.GFile(os.path.join(params.output_dir,
                                         "eval_results.json"), "w") as f:
-      json.dump(dict(results, step=int(optimizer.iterations.numpy())), f,
-                indent=2)
-  logging.info("finished at step %d: %s", int(optimizer.iterations.numpy()),
-               results)
+      json.dump(dict(results, step=int(step.numpy())), f, indent=2)
+  if setup.write_dir != params.output_dir:
+    tf.io.gfile.rmtree(setup.write_dir)
+  logging.info("finished at step %d: %s", int(step.numpy()), results)
   return results

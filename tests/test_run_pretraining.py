@@ -1,0 +1,167 @@
+"""run_pretraining: learning, resume, warm start, metrics, NaN handling."""
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from albert_tf.config import AlbertConfig
+from albert_tf.training import pretraining_objective
+from albert_tf.training import run_pretraining as lib
+from albert_tf.training.pretraining_runner import NonFiniteLossError
+
+
+def read_scalars(event_dir):
+  """{tag: [(step, value), ...]} from TensorBoard event files."""
+  scalars = {}
+  for name in sorted(tf.io.gfile.listdir(event_dir)):
+    for record in tf.data.TFRecordDataset(os.path.join(event_dir, name)):
+      event = tf.compat.v1.Event.FromString(record.numpy())
+      for value in event.summary.value:
+        number = float(tf.make_ndarray(value.tensor))
+        scalars.setdefault(value.tag, []).append((event.step, number))
+  return scalars
+
+
+@pytest.fixture
+def params(tmp_path, pretraining_records, spm_model):
+  config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=32)
+  config_path = str(tmp_path / "albert_config.json")
+  config.to_json_file(config_path)
+  return lib.PretrainingParams(
+      input_file=pretraining_records["path"],
+      eval_file=pretraining_records["path"],
+      output_dir=str(tmp_path / "run"), albert_config_file=config_path,
+      train_batch_size=16, eval_batch_size=16, max_seq_length=32,
+      max_predictions_per_seq=5, learning_rate=5e-2, num_train_steps=40,
+      num_warmup_steps=4, save_checkpoints_steps=20, iterations_per_loop=10,
+      max_eval_steps=4, seed=3, shuffle_buffer_size=100)
+
+
+def test_loss_falls_and_summaries_are_written(params):
+  results = lib.run_pretraining(params)
+  train = read_scalars(os.path.join(params.output_dir, "train"))
+  losses = [v for _, v in sorted(train["loss"])]
+  assert [s for s, _ in sorted(train["loss"])] == [10, 20, 30, 40]
+  assert losses[-1] < losses[0] - 0.5, losses
+  assert {"mlm_accuracy", "sop_accuracy", "learning_rate",
+          "gradient_norm"} <= set(train)
+  evals = read_scalars(os.path.join(params.output_dir, "eval"))
+  assert sorted(s for s, _ in evals["mlm_loss"]) == [20, 40]
+  assert results["loss"] == pytest.approx(evals["loss"][-1][1], rel=1e-5)
+  with open(os.path.join(params.output_dir, "eval_results.json")) as f:
+    assert json.load(f)["step"] == 40
+  kept = sorted(os.path.basename(p) for p in
+                tf.train.get_checkpoint_state(
+                    params.output_dir).all_model_checkpoint_paths)
+  assert kept == ["ckpt-0", "ckpt-20", "ckpt-40"]
+
+
+def test_resume_restores_step_slots_and_learning_rate(params):
+  first = dataclasses.replace(params, num_train_steps=20)
+  lib.run_pretraining(first)
+  saved = tf.train.load_checkpoint(os.path.join(params.output_dir, "ckpt-20"))
+  setup = lib.build_pretraining(params)  # same output_dir: resumes
+  assert int(setup.optimizer.iterations.numpy()) == 20
+  kernel = setup.model.get_layer("masked_lm").transform.kernel
+  with setup.strategy.scope():
+    # Slots are created lazily; the checkpoint fills them as they appear.
+    setup.optimizer._create_all_weights(setup.model.trainable_variables)
+  slot = setup.optimizer.get_slot(kernel, "m")
+  saved_slot = [saved.get_tensor(k) for k in
+                saved.get_variable_to_shape_map()
+                if "transform/kernel/.OPTIMIZER_SLOT/optimizer/m/" in k]
+  assert len(saved_slot) == 1 and np.abs(saved_slot[0]).max() > 0
+  np.testing.assert_array_equal(slot.numpy(), saved_slot[0])
+  expected_lr = params.learning_rate * (1 - 20 / 40)
+  assert setup.runner.learning_rate() == pytest.approx(expected_lr, rel=1e-6)
+  setup.controller.train(steps=30)
+  assert int(setup.optimizer.iterations.numpy()) == 30
+  assert tf.train.latest_checkpoint(params.output_dir).endswith("ckpt-30")
+
+
+def test_warm_start_from_our_checkpoint(params, tmp_path):
+  source = dataclasses.replace(params, num_train_steps=10,
+                               save_checkpoints_steps=10, eval_file="")
+  lib.run_pretraining(source)
+  target = dataclasses.replace(
+      params, output_dir=str(tmp_path / "warm"),
+      init_checkpoint=params.output_dir)  # a directory: its latest
+  setup = lib.build_pretraining(target)
+  assert int(setup.optimizer.iterations.numpy()) == 0  # weights only
+  saved = tf.train.load_checkpoint(os.path.join(params.output_dir, "ckpt-10"))
+  table = setup.model.encoder.get_embedding_table().numpy()
+  key = [k for k in saved.get_variable_to_shape_map()
+         if "word_embeddings" in k and "OPTIMIZER_SLOT" not in k]
+  np.testing.assert_array_equal(table, saved.get_tensor(key[0]))
+
+
+def test_warm_start_rejects_another_architecture(params, tmp_path):
+  lib.run_pretraining(dataclasses.replace(
+      params, num_train_steps=10, save_checkpoints_steps=10, eval_file=""))
+  bigger = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=48,
+                        num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=32)
+  config_path = str(tmp_path / "bigger.json")
+  bigger.to_json_file(config_path)
+  with pytest.raises(lib.UserInputError, match="does not fit this model"):
+    lib.build_pretraining(dataclasses.replace(
+        params, output_dir=str(tmp_path / "other"),
+        albert_config_file=config_path, init_checkpoint=params.output_dir))
+
+
+def test_nan_loss_stops_with_message_and_keeps_last_good_checkpoint(params):
+  bad = dataclasses.replace(params, learning_rate=1e6, num_warmup_steps=0,
+                            eval_file="")
+  with pytest.raises(NonFiniteLossError,
+                     match=r"training loss is nan at step \d+ .*last good"):
+    lib.run_pretraining(bad)
+  assert tf.train.latest_checkpoint(params.output_dir).endswith("ckpt-0")
+
+
+def test_bad_params_are_user_errors(params):
+  with pytest.raises(lib.UserInputError,
+                     match=r"--max_seq_length=64 exceeds "
+                     r"max_position_embeddings=32"):
+    lib.build_pretraining(dataclasses.replace(params, max_seq_length=64))
+  with pytest.raises(lib.UserInputError, match=r"--save_checkpoints_steps"):
+    lib.build_pretraining(dataclasses.replace(params,
+                                              save_checkpoints_steps=15))
+
+
+def test_metrics_on_a_crafted_batch():
+  # Two sequences, three masked slots each; the third slot of row 0 and the
+  # last two of row 1 are padding (weight 0).
+  ids = np.array([[1, 2, 3], [0, 3, 3]], np.int32)
+  weights = np.array([[1, 1, 0], [1, 0, 0]], np.float32)
+  logits = np.full((2, 3, 4), -2.0, np.float32)
+  logits[0, 0, 1] = 3.0  # correct
+  logits[0, 1, 0] = 3.0  # wrong (label 2)
+  logits[0, 2, 3] = 3.0  # correct but padding
+  logits[1, 0, 0] = 1.0  # correct, less confident
+  sop_logits = np.array([[2.0, -1.0], [0.5, 0.0]], np.float32)  # both say 0
+  batch = dict(masked_lm_ids=ids, masked_lm_weights=weights,
+               next_sentence_labels=np.array([0, 1], np.int32))
+  outputs = dict(mlm_logits=logits, sop_logits=sop_logits)
+  loss, per_token = pretraining_objective.replica_loss(
+      batch, outputs, global_mlm_weight=tf.constant(3.0), global_batch_size=2)
+
+  def ce(row, label):
+    return -(row[label] - np.log(np.exp(row).sum()))
+
+  mlm = [ce(logits[0, 0], 1), ce(logits[0, 1], 2), ce(logits[1, 0], 0)]
+  sop = [ce(sop_logits[0], 0), ce(sop_logits[1], 1)]
+  assert float(loss) == pytest.approx(np.mean(mlm) + np.mean(sop), rel=1e-5)
+  metrics = pretraining_objective.PretrainingMetrics()
+  metrics.update(batch, outputs, per_token)
+  results = {k: float(v) for k, v in metrics.result().items()}
+  assert results["mlm_accuracy"] == pytest.approx(2 / 3)
+  assert results["mlm_loss"] == pytest.approx(np.mean(mlm), rel=1e-5)
+  assert results["sop_accuracy"] == pytest.approx(0.5)
+  assert results["sop_loss"] == pytest.approx(np.mean(sop), rel=1e-5)
