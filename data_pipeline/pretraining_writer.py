@@ -14,7 +14,9 @@ How a run goes (`create_pretraining_data`):
    sidecar `.<shard name>.stats.json`. A rerun skips every shard whose file
    and sidecar exist for the same inputs and settings.
 3. At most `2 * num_workers` pieces are in flight, so memory does not grow
-   with the corpus.
+   with the corpus: at worst about 2 * num_workers piece results, each
+   roughly piece_bytes * dupe_factor * 4 bytes for max_seq_length 128 (e.g.
+   ~85 MB for 8 workers, dupe_factor 5); lower `piece_bytes` to shrink it.
 
 Shuffling. The official script holds every instance in memory and shuffles
 them globally. Here the instances of a piece (all dupes of ~`piece_bytes` of
@@ -164,13 +166,37 @@ class _ShardWriter:
       os.remove(self.temp)
 
 
+class _LogProgress:
+  """Progress as absl log lines (about every 10%), when tqdm is missing."""
+
+  def __init__(self, total: int):
+    self.total, self.done, self.next = total, 0, 0.1
+    self.postfix = {}
+
+  def update(self, n: int):
+    self.done += n
+    if self.done >= self.next * self.total:
+      logging.info("pieces %d/%d %s", self.done, self.total, self.postfix)
+      self.next += 0.1
+
+  def set_postfix(self, refresh=False, **values):
+    del refresh
+    self.postfix = values
+
+  def close(self):
+    pass
+
+
 def _progress(total: int, enabled: bool):
+  """A tqdm bar on stderr (absl log lines without tqdm), or None."""
+  if not enabled:
+    return None
   try:
     import tqdm  # pylint: disable=g-import-not-at-top
   except ImportError:
-    return None
-  return tqdm.tqdm(total=total, unit="piece", disable=not enabled,
-                   file=sys.stderr, dynamic_ncols=True)
+    return _LogProgress(total)
+  return tqdm.tqdm(total=total, unit="piece", file=sys.stderr,
+                   dynamic_ncols=True)
 
 
 def create_pretraining_data(
