@@ -359,6 +359,14 @@ def create_pretraining_data(
           f"--input_file: empty corpus ({reason}; "
           f"{counters.get('skipped_lines', 0)} non-UTF-8 lines skipped): "
           f"{', '.join(files)}")
+    # More shards than pieces: the shards without a piece are empty files.
+    for shard, path in enumerate(paths):
+      if shard not in last_piece and shard not in done:
+        writer = _ShardWriter(path, fingerprints[shard])
+        writer.close()
+        writer.publish()
+    while unpublished:
+      unpublished.pop(0).publish()
   except BaseException:
     for writer in list(writers.values()) + unpublished:
       writer.discard()

@@ -220,3 +220,12 @@ def test_cli_bad_input(case, tmp_path, spm_model):
   assert "Traceback" not in result.stderr
   leftovers = list(out.parent.iterdir()) if out.parent.exists() else []
   assert leftovers == []
+
+
+def test_more_shards_than_pieces_gives_empty_shards(tmp_path, english_corpus,
+                                                    spm_model):
+  base = str(tmp_path / "many.tfrecord")
+  stats = _create(english_corpus, base, spm_model, num_output_shards=16,
+                  piece_bytes=100_000)
+  sizes = [os.path.getsize(p) for p in stats["outputs"]]
+  assert len(sizes) == 16 and sizes.count(0) == 16 - stats["pieces"]

@@ -73,6 +73,14 @@ flags.DEFINE_integer(
     "Input bytes per unit of work, seeding and shuffling. Changing it "
     "changes the output.")
 flags.DEFINE_bool("progress", True, "Show a progress bar.")
+# Official flags kept so existing commands run unchanged.
+flags.DEFINE_string("input_file_mode", "r",
+                    "Accepted for compatibility; input is read as UTF-8.")
+flags.DEFINE_bool("parallel", False,
+                  "Accepted for compatibility; see --num_workers.")
+flags.DEFINE_bool("do_permutation", False,
+                  "Official permutation LM option; not supported (must be "
+                  "False).")
 
 
 def main(argv):
@@ -83,6 +91,8 @@ def main(argv):
   for name in ("input_file", "output_file", "spm_model_file"):
     if not getattr(FLAGS, name):
       raise UserInputError(f"--{name} is required")
+  if FLAGS.do_permutation:
+    raise UserInputError("--do_permutation is not supported")
   if FLAGS.vocab_file and not os.path.isfile(FLAGS.vocab_file):
     raise UserInputError(f"--vocab_file: no such file: {FLAGS.vocab_file}")
   logging.set_verbosity(logging.INFO)
