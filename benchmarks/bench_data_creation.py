@@ -117,7 +117,8 @@ def main(argv):
     print(f"{workers:>7} {r['seconds']:>8.2f} {r['instances']:>10,} "
           f"{r['instances'] / r['seconds']:>9,.0f} "
           f"{r['tokens'] / r['seconds']:>11,.0f} {r['cpu_seconds']:>6.2f} "
-          f"{r['instances'] / r['cpu_seconds']:>10,.0f} {r['main_rss_mb']:>11.0f} "
+          f"{r['instances'] / r['cpu_seconds']:>10,.0f} "
+          f"{r['main_rss_mb']:>11.0f} "
           f"{r['worker_rss_mb']:>13.0f}")
 
 

@@ -97,7 +97,7 @@ def masked_crc(crc: np.ndarray) -> np.ndarray:
 
 
 def frame_records(payloads: Sequence[bytes]) -> bytes:
-  """TFRecord file bytes holding `payloads`, as `tf.io.TFRecordWriter` writes."""
+  """TFRecord bytes of `payloads`, exactly as `tf.io.TFRecordWriter` writes."""
   if not payloads:
     return b""
   headers = [struct.pack("<Q", len(p)) for p in payloads]

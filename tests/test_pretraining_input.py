@@ -94,7 +94,8 @@ def test_more_pipelines_than_files_shards_records(shards):
 
 def test_wrong_length_file_names_the_file(shards):
   paths, _ = shards
-  with pytest.raises(UserInputError, match=paths[0] + ".*max_seq_length=128.*token_boundary"):
+  with pytest.raises(UserInputError,
+                     match=paths[0] + ".*max_seq_length=128.*token_boundary"):
     pretraining_dataset(paths, batch_size=4, max_seq_length=128,
                         max_predictions_per_seq=PRED)
 

@@ -87,6 +87,7 @@ def main(argv):
   del argv
   # Imported here so that `--help` stays fast.
   from data_pipeline import pretraining_data  # pylint: disable=g-import-not-at-top
+  from data_pipeline import pretraining_stats  # pylint: disable=g-import-not-at-top
   from data_pipeline import pretraining_writer  # pylint: disable=g-import-not-at-top
   for name in ("input_file", "output_file", "spm_model_file"):
     if not getattr(FLAGS, name):
@@ -119,11 +120,12 @@ def main(argv):
       piece_bytes=FLAGS.piece_bytes,
       skip_non_utf8_lines=FLAGS.skip_non_utf8_lines,
       show_progress=FLAGS.progress)
-  from data_pipeline.pretraining_stats import PretrainingStats  # pylint: disable=g-import-not-at-top
-  print(PretrainingStats.from_dict(stats).summary())
+  summary = pretraining_stats.PretrainingStats.from_dict(stats).summary()
+  json_path = pretraining_writer.stats_path(FLAGS.output_file,
+                                            FLAGS.num_output_shards)
+  print(summary)
   print(f"wrote {stats['instances']:,} instances to "
-        f"{len(stats['outputs'])} file(s); stats: "
-        f"{pretraining_writer.stats_path(FLAGS.output_file, FLAGS.num_output_shards)}")
+        f"{len(stats['outputs'])} file(s); stats: {json_path}")
 
 
 def run():
