@@ -1,0 +1,76 @@
+"""Convert ALBERT checkpoints between our, the official TF1 and Hugging Face layouts.
+
+  # A released google-research/albert checkpoint (or TF-Hub module/ names) -> ours:
+  python -m tools.convert_checkpoint \
+      --albert_config_file=albert_base/albert_config.json \
+      --input_checkpoint=albert_base/model.ckpt-best \
+      --output_checkpoint=/tmp/albert_base_tf2/ckpt --output_format=ours
+
+  # Hugging Face (model.safetensors + config.json, no torch needed) -> ours:
+  python -m tools.convert_checkpoint --input_checkpoint=albert-base-v2/ \
+      --output_checkpoint=/tmp/albert_base_v2/ckpt --output_format=ours
+
+  # Ours -> the official TF1 layout / Hugging Face safetensors:
+  python -m tools.convert_checkpoint --albert_config_file=albert_config.json \
+      --input_checkpoint=/tmp/run/ckpt-10000 \
+      --output_checkpoint=/tmp/official/model.ckpt --output_format=official
+
+The input layout (ours, official, huggingface, garden = Model Garden
+AlbertEncoder) is detected from the contents. --albert_config_file may be an
+official albert_config.json or a Hugging Face config.json; it defaults to the
+config.json of a Hugging Face input folder. Any variable that does not map,
+is missing or has the wrong shape stops the conversion with a list of all of
+them.
+"""
+
+import os
+
+from absl import flags
+
+from tools import cli
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("albert_config_file", None,
+                    "albert_config.json or Hugging Face config.json of the "
+                    "model (default: config.json of a Hugging Face input "
+                    "folder).")
+flags.DEFINE_string("input_checkpoint", None,
+                    "Checkpoint prefix, .safetensors file or a directory.",
+                    required=True)
+flags.DEFINE_string("output_checkpoint", None,
+                    "Checkpoint prefix (ours, official) or directory / "
+                    ".safetensors file (huggingface).", required=True)
+flags.DEFINE_enum("output_format", "ours", ["ours", "official", "huggingface"],
+                  "Layout to write.")
+flags.DEFINE_enum("input_format", "auto",
+                  ["auto", "ours", "official", "huggingface", "garden"],
+                  "Layout to read; auto detects it from the contents.")
+
+
+def main(argv):
+  del argv
+  # Imported here so that --help answers without loading TensorFlow.
+  from albert_tf.checkpoints import configs  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
+  from albert_tf.errors import UserInputError  # pylint: disable=g-import-not-at-top
+
+  config_file = FLAGS.albert_config_file
+  if config_file is None:
+    candidate = os.path.join(FLAGS.input_checkpoint, "config.json")
+    if not os.path.isfile(candidate):
+      raise UserInputError(
+          "--albert_config_file is required (only a Hugging Face input folder "
+          "with a config.json provides its own)")
+    config_file = candidate
+  config = configs.load_albert_config(config_file)
+  print(converter.convert_checkpoint(
+      config, FLAGS.input_checkpoint, FLAGS.output_checkpoint,
+      FLAGS.output_format, input_format=FLAGS.input_format))
+
+
+def run():
+  cli.run(main)
+
+
+if __name__ == "__main__":
+  run()
