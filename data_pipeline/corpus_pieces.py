@@ -1,23 +1,23 @@
-"""Streams a pretraining corpus as fixed pieces of documents.
+"""A pretraining corpus as fixed pieces of documents, each read on its own.
 
 Input format (official): one sentence per line, blank (or whitespace-only)
 lines between documents. Each file is cut into pieces of `piece_bytes` bytes;
-a document belongs to the piece its first line starts in. Pieces depend only
-on the files and `piece_bytes`, never on the number of workers, so they are
-the unit of work, of seeding and of shuffling in `pretraining_writer`, and
-their number is known from the file sizes before anything is read.
-
-Files are read line by line; only the documents of the pieces in flight are
-in memory (a single document is never split, so it must fit).
+a document belongs to the piece its first line starts in, and is read whole
+by that piece even where it runs past the piece's end. Pieces depend only on
+the files and `piece_bytes`, never on the number of workers, so they are the
+unit of work, of seeding and of shuffling in `pretraining_writer`; their
+number is known from the file sizes, and each worker reads its own pieces
+(`read_piece`), so the main process never reads the text.
 
 Lines that are not valid UTF-8 raise a UserInputError naming the file and
-line, or with `skip_non_utf8_lines` are skipped and counted.
+line; with `skip_non_utf8_lines` they are skipped, counted, and end the
+document they are in (as a blank line would).
 """
 
 import glob
 import math
 import os
-from typing import Dict, Iterator, List, NamedTuple, Sequence
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from absl import logging
 
@@ -25,19 +25,46 @@ from albert_tf.errors import UserInputError
 
 # Document keys are file_index * 2**40 + byte offset: files up to 1 TiB.
 _MAX_FILE_BYTES = 1 << 40
+_BACK_SCAN = 1 << 16
 
 
-class Piece(NamedTuple):
-  """Documents whose first line starts in one byte range of one file.
+class PieceSpec(NamedTuple):
+  """A byte range [start, end) of one input file.
 
   Attributes:
     index: int, position of the piece in the corpus (files in order).
-    key: int, file_index * 2**40 + the range's first byte.
-    documents: list of (document key, list of str sentences).
+    path: str, the file.
+    file_index: int, position of the file in the input list.
+    start, end: int, the byte range.
+  """
+  index: int
+  path: str
+  file_index: int
+  start: int
+  end: int
+
+  @property
+  def key(self) -> int:
+    """Corpus-wide unique int (seeds the piece's shuffle)."""
+    return self.file_index * _MAX_FILE_BYTES + self.start
+
+
+class Piece(NamedTuple):
+  """The documents of a piece.
+
+  Attributes:
+    index: int, as PieceSpec.index.
+    key: int, as PieceSpec.key.
+    documents: list of (document key, list of str sentences); the key is
+      file_index * 2**40 + the byte offset of the document's first line.
+    lines: lines starting in the piece's range.
+    skipped_lines: those of them skipped as not UTF-8.
   """
   index: int
   key: int
-  documents: List
+  documents: List[Tuple[int, List[str]]]
+  lines: int = 0
+  skipped_lines: int = 0
 
 
 def resolve_input_files(input_file: str) -> List[str]:
@@ -69,67 +96,149 @@ def pieces_per_file(files: Sequence[str], piece_bytes: int) -> List[int]:
   return counts
 
 
-def iter_pieces(files: Sequence[str], piece_bytes: int,
-                skip_non_utf8_lines: bool = False,
-                counters: Dict[str, int] = None) -> Iterator[Piece]:
-  """Yields every piece of every file in order, empty ones included.
+def plan_pieces(files: Sequence[str], piece_bytes: int) -> Iterator[PieceSpec]:
+  """Every piece of every file, in order."""
+  index = 0
+  for file_index, (path, count) in enumerate(
+      zip(files, pieces_per_file(files, piece_bytes))):
+    for k in range(count):
+      yield PieceSpec(index, path, file_index, k * piece_bytes,
+                      (k + 1) * piece_bytes)
+      index += 1
 
-  Args:
-    files: input paths.
-    piece_bytes: bytes per piece.
-    skip_non_utf8_lines: skip lines that are not UTF-8 instead of failing.
-    counters: optional dict; "lines", "documents" and "skipped_lines" are
-      added to it.
+
+def _line_number(path: str, offset: int) -> int:
+  """1-based number of the line starting at byte `offset` (error path)."""
+  count = 1
+  with open(path, "rb") as f:
+    remaining = offset
+    while remaining > 0:
+      block = f.read(min(remaining, 1 << 20))
+      if not block:
+        break
+      count += block.count(b"\n")
+      remaining -= len(block)
+  return count
+
+
+def _decode(raw: bytes, path: str, offset: int,
+            skip: bool) -> Optional[str]:
+  """The line as str, or None if it is not UTF-8 and `skip`."""
+  try:
+    text = raw.decode("utf-8")
+  except UnicodeDecodeError as e:
+    if skip:
+      return None
+    raise UserInputError(
+        f"{path}:{_line_number(path, offset)}: not UTF-8 text ({e.reason} at "
+        f"byte {offset + e.start}); fix the file or pass "
+        "--skip_non_utf8_lines") from None
+  if offset == 0:
+    text = text.lstrip("\ufeff")  # A byte order mark is not text.
+  return text
+
+
+def _is_separator(raw: bytes, offset: int) -> bool:
+  """True for a blank line or one that is not UTF-8 (both end documents)."""
+  try:
+    text = raw.decode("utf-8")
+  except UnicodeDecodeError:
+    return True
+  if offset == 0:
+    text = text.lstrip("\ufeff")
+  return not text.strip()
+
+
+def _previous_line_is_separator(f, line_start: int) -> bool:
+  """Whether the line before the one starting at `line_start` ends a doc."""
+  if line_start == 0:
+    return True
+  # Find where the previous line starts: the byte after the last "\n"
+  # before its own "\n" at line_start - 1.
+  end = line_start - 1
+  pos = end
+  chunks = []
+  while pos > 0:
+    step = min(_BACK_SCAN, pos)
+    f.seek(pos - step)
+    block = f.read(step)
+    cut = block.rfind(b"\n")
+    if cut >= 0:
+      chunks.append(block[cut + 1:])
+      pos = pos - step + cut + 1
+      break
+    chunks.append(block)
+    pos -= step
+  raw = b"".join(reversed(chunks))
+  return _is_separator(raw, pos)
+
+
+def read_piece(spec: PieceSpec, skip_non_utf8_lines: bool = False) -> Piece:
+  """Reads the documents whose first line starts in `spec`'s byte range.
 
   Raises:
-    UserInputError: a line is not UTF-8 and skip_non_utf8_lines is False.
+    UserInputError: a line in the range is not UTF-8 and
+      skip_non_utf8_lines is False.
   """
-  counters = {} if counters is None else counters
-  for key in ("lines", "documents", "skipped_lines"):
-    counters.setdefault(key, 0)
-  index = 0
-  for file_index, (path, num_pieces) in enumerate(
-      zip(files, pieces_per_file(files, piece_bytes))):
-    base = file_index * _MAX_FILE_BYTES
-    current = 0  # Piece of this file being filled.
-    documents = []
+  documents = []
+  lines = skipped = 0
+  base = spec.file_index * _MAX_FILE_BYTES
+  with open(spec.path, "rb") as f:
+    offset = spec.start
+    if offset > 0:
+      # Start at the first line that begins at or after `start`.
+      f.seek(offset - 1)
+      offset += len(f.readline()) - 1
+      separator_before = _previous_line_is_separator(f, offset)
+      f.seek(offset)
+    else:
+      separator_before = True
     sentences = None  # The open document's sentences.
-    offset = 0
-    with open(path, "rb") as f:
-      for line_number, raw in enumerate(f, start=1):
-        line_offset = offset
-        offset += len(raw)
-        counters["lines"] += 1
-        try:
-          text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-          if not skip_non_utf8_lines:
-            raise UserInputError(
-                f"{path}:{line_number}: not UTF-8 text ({e.reason} at byte "
-                f"{line_offset + e.start}); fix the file or pass "
-                "--skip_non_utf8_lines") from None
-          counters["skipped_lines"] += 1
-          if counters["skipped_lines"] <= 5:
-            logging.warning("%s:%d: skipping a line that is not UTF-8", path,
-                            line_number)
-          continue
-        text = text.strip()
-        if not text:
-          sentences = None
-          continue
-        if sentences is None:
-          piece = line_offset // piece_bytes
-          while current < piece:
-            yield Piece(index, base + current * piece_bytes, documents)
-            index += 1
-            current += 1
-            documents = []
+    for raw in f:
+      line_offset = offset
+      offset += len(raw)
+      in_range = line_offset < spec.end
+      if not in_range and sentences is None:
+        break
+      if in_range:
+        lines += 1
+      text = _decode(raw, spec.path, line_offset,
+                     skip_non_utf8_lines or not in_range)
+      if text is None:
+        if in_range:
+          skipped += 1
+          if skipped <= 3:
+            logging.warning("%s: skipping a line that is not UTF-8 (byte %d)",
+                            spec.path, line_offset)
+        sentences = None
+        separator_before = True
+        continue
+      text = text.strip()
+      if not text:
+        sentences = None
+        separator_before = True
+        continue
+      if sentences is None:
+        if not in_range:
+          break
+        if separator_before:
           sentences = []
           documents.append((base + line_offset, sentences))
-          counters["documents"] += 1
+      separator_before = False
+      if sentences is not None:
         sentences.append(text)
-    while current < num_pieces:
-      yield Piece(index, base + current * piece_bytes, documents)
-      index += 1
-      current += 1
-      documents = []
+  return Piece(spec.index, spec.key, documents, lines, skipped)
+
+
+def iter_pieces(files: Sequence[str], piece_bytes: int,
+                skip_non_utf8_lines: bool = False,
+                counters: Optional[Dict[str, int]] = None) -> Iterator[Piece]:
+  """Reads every piece in order in this process (for tests and tools)."""
+  counters = {} if counters is None else counters
+  for spec in plan_pieces(files, piece_bytes):
+    piece = read_piece(spec, skip_non_utf8_lines)
+    for name, value in (("lines", piece.lines),
+                        ("skipped_lines", piece.skipped_lines),
+                        ("documents", len(piece.documents))):
+      counters[name] = counters.get(name, 0) + value
+    yield piece

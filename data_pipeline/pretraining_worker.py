@@ -1,6 +1,6 @@
 """One piece of corpus -> framed TFRecord bytes (runs in worker processes).
 
-Tokenizes the piece's sentences in one batched SentencePiece call, makes the
+Reads the piece (`corpus_pieces.read_piece`), tokenizes its sentences in one batched SentencePiece call, makes the
 instances of every dupe (`pretraining_data`), shuffles them with the piece's
 own Generator, masks and encodes them in batches and frames the records
 (`tfrecord_io`). Imports no TensorFlow. `init_worker` sets the per-process
@@ -27,9 +27,10 @@ _WORKER = {}
 
 
 def init_worker(spm_model_file, do_lower_case, options, vocab, random_seed,
-                dupe_factor, num_threads):
+                dupe_factor, num_threads, skip_non_utf8_lines):
   """Loads what `process_piece` needs (once per process)."""
   _WORKER.update(
+      skip_non_utf8_lines=skip_non_utf8_lines,
       tokenizer=SentencePieceTokenizer(spm_model_file,
                                        do_lower_case=do_lower_case),
       options=options, vocab=vocab, random_seed=random_seed,
@@ -48,7 +49,7 @@ def _tokenize_piece(piece: corpus_pieces.Piece):
   pool = np.fromiter((i for x in ids for i in x), dtype=np.int32,
                      count=sum(lengths))
   documents = []
-  stats = PretrainingStats(pieces=1)
+  stats = PretrainingStats(pieces=1, skipped_lines=piece.skipped_lines)
   offset = 0
   sentence = 0
   for key, sentences in piece.documents:
@@ -68,8 +69,9 @@ def _tokenize_piece(piece: corpus_pieces.Piece):
   return pool, documents, stats
 
 
-def process_piece(piece: corpus_pieces.Piece):
+def process_piece(spec: corpus_pieces.PieceSpec):
   """(piece index, TFRecord bytes, PretrainingStats) of one piece."""
+  piece = corpus_pieces.read_piece(spec, _WORKER["skip_non_utf8_lines"])
   options = _WORKER["options"]
   vocab = _WORKER["vocab"]
   seed = _WORKER["random_seed"]

@@ -2,11 +2,12 @@
 
 How a run goes (`create_pretraining_data`):
 
-1. The corpus is streamed as pieces of `piece_bytes` input bytes
-   (`corpus_pieces`); a piece is the unit of work. Worker processes tokenize a
-   piece (one batched SentencePiece call), make its instances for every dupe
-   (`pretraining_data`), shuffle them, encode them as `tf.train.Example`s and
-   frame them as TFRecords (`tfrecord_io`, no TensorFlow in the workers).
+1. The corpus is cut into pieces of `piece_bytes` input bytes
+   (`corpus_pieces`); a piece is the unit of work. Worker processes
+   (`pretraining_worker`) read a piece, tokenize it (one batched
+   SentencePiece call), make its instances for every dupe
+   (`pretraining_data`), shuffle them, encode them as `tf.train.Example`s
+   and frame them as TFRecords (`tfrecord_io`, no TensorFlow in workers).
 2. The main process writes piece results in corpus order. Shards hold
    consecutive pieces (piece p goes to shard p * num_shards // num_pieces), so
    shards complete one after another: each is written under a hidden
@@ -296,7 +297,7 @@ def create_pretraining_data(
   pieces_todo = sum(1 for p in range(num_pieces) if shard_of(p) not in done)
 
   initargs = (spm_model_file, do_lower_case, options, vocab, random_seed,
-              dupe_factor, 1)
+              dupe_factor, 1, skip_non_utf8_lines)
   workers = min(num_workers, max(pieces_todo, 1))
   executor = None
   if workers > 1:
@@ -309,7 +310,6 @@ def create_pretraining_data(
 
   writers: Dict[int, _ShardWriter] = {}
   unpublished: List[_ShardWriter] = []
-  counters = {}
   bar = _progress(pieces_todo, show_progress)
   written = PretrainingStats()
 
@@ -340,24 +340,23 @@ def create_pretraining_data(
 
   try:
     pending = collections.deque()
-    for piece in corpus_pieces.iter_pieces(files, piece_bytes,
-                                           skip_non_utf8_lines, counters):
-      if shard_of(piece.index) in done:
+    for spec in corpus_pieces.plan_pieces(files, piece_bytes):
+      if shard_of(spec.index) in done:
         continue
       if executor is None:
-        handle(pretraining_worker.process_piece(piece))
+        handle(pretraining_worker.process_piece(spec))
         continue
-      pending.append(executor.submit(pretraining_worker.process_piece, piece))
+      pending.append(executor.submit(pretraining_worker.process_piece, spec))
       while len(pending) >= 2 * workers:
         handle(pending.popleft().result())
     while pending:
       handle(pending.popleft().result())
     if total.instances + written.instances == 0:
-      reason = ("no documents" if not counters.get("documents") else
+      reason = ("no documents" if not written.documents else
                 "documents too short for any instance")
       raise UserInputError(
           f"--input_file: empty corpus ({reason}; "
-          f"{counters.get('skipped_lines', 0)} non-UTF-8 lines skipped): "
+          f"{written.skipped_lines} non-UTF-8 lines skipped): "
           f"{', '.join(files)}")
     # More shards than pieces: the shards without a piece are empty files.
     for shard, path in enumerate(paths):
@@ -380,7 +379,6 @@ def create_pretraining_data(
     if executor is not None:
       executor.shutdown()
 
-  written.skipped_lines = counters.get("skipped_lines", 0)
   total.add(written)
   seconds = time.time() - started
   summary = total.to_dict()

@@ -1,0 +1,53 @@
+"""corpus_pieces: any piece size partitions the documents the same way."""
+
+import pytest
+
+from albert_tf.errors import UserInputError
+from data_pipeline import corpus_pieces
+
+_TEXT = (
+    "\ufeffFirst doc, first line.\r\nFirst doc, second line.\r\n\r\n"
+    "Second doc.\n   \n\n\u3000\nThird doc, a long line " + "x" * 300 + "\n"
+    "Third doc, more.\nStill third.\n\n\n"
+    "Fourth caf\xe9.\n")
+
+
+def _documents(path, piece_bytes, skip=False):
+  docs = []
+  for piece in corpus_pieces.iter_pieces([path], piece_bytes, skip):
+    docs.extend(piece.documents)
+  return docs
+
+
+@pytest.mark.parametrize("piece_bytes", [1, 2, 3, 7, 16, 31, 64, 100, 4096])
+def test_every_piece_size_gives_the_same_documents(tmp_path, piece_bytes):
+  path = tmp_path / "c.txt"
+  path.write_bytes(_TEXT.encode("utf-8"))
+  whole = _documents(str(path), 1 << 20)
+  assert [d for _, d in whole] == [
+      ["First doc, first line.", "First doc, second line."],
+      ["Second doc."],
+      ["Third doc, a long line " + "x" * 300, "Third doc, more.",
+       "Still third."],
+      ["Fourth caf\xe9."]]
+  assert _documents(str(path), piece_bytes) == whole
+
+
+@pytest.mark.parametrize("piece_bytes", [1, 5, 13, 50, 4096])
+def test_non_utf8_lines_end_documents_when_skipped(tmp_path, piece_bytes):
+  path = tmp_path / "bad.txt"
+  path.write_bytes(b"One a.\nOne b.\n\xff\xfe broken\nTwo a.\n\nThree.\n")
+  docs = _documents(str(path), piece_bytes, skip=True)
+  assert [d for _, d in docs] == [["One a.", "One b."], ["Two a."],
+                                  ["Three."]]
+  with pytest.raises(UserInputError, match=r"bad.txt:3: not UTF-8"):
+    _documents(str(path), piece_bytes)
+
+
+def test_pieces_per_file_and_keys(tmp_path):
+  a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+  a.write_text("x\n" * 50)
+  b.write_text("")
+  specs = list(corpus_pieces.plan_pieces([str(a), str(b)], 30))
+  assert [s.index for s in specs] == [0, 1, 2, 3, 4]
+  assert [s.key for s in specs] == [0, 30, 60, 90, 1 << 40]
