@@ -326,3 +326,20 @@ def test_reused_generators_equal_fresh_ones():
     np.testing.assert_array_equal(reused.integers(0, 9, 5),
                                   fresh.integers(0, 9, 5))
     np.testing.assert_array_equal(reused.random(3), fresh.random(3))
+
+
+@pytest.mark.parametrize("favor_shorter", [True, False])
+def test_ngram_draws_follow_one_over_n(favor_shorter):
+  documents, pool = _toy_documents(60, 4, 30)
+  vocab = _toy_vocab(10000)
+  options = InstanceOptions(max_seq_length=128, max_predictions_per_seq=40,
+                            masked_lm_prob=0.3,
+                            favor_shorter_ngram=favor_shorter)
+  spans, _ = pretraining_data.create_instance_spans(
+      documents, pool, options, vocab, random_seed=11, dupe_factor=10)
+  batch = pretraining_data.mask_instances(spans, pool, options, vocab)
+  drawn = batch.ngram_draws[1:] / batch.ngram_draws.sum()
+  expected = np.array([6, 3, 2]) / 11
+  if not favor_shorter:
+    expected = expected[::-1]
+  np.testing.assert_allclose(drawn, expected, atol=0.02)
