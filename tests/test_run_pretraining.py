@@ -165,3 +165,34 @@ def test_metrics_on_a_crafted_batch():
   assert results["mlm_loss"] == pytest.approx(np.mean(mlm), rel=1e-5)
   assert results["sop_accuracy"] == pytest.approx(0.5)
   assert results["sop_loss"] == pytest.approx(np.mean(sop), rel=1e-5)
+
+
+def _final_weights(output_dir):
+  reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(output_dir))
+  return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
+          if k.startswith("model/") and "OPTIMIZER_SLOT" not in k}
+
+
+def test_xla_compiled_step_matches_eager_step(params, tmp_path):
+  short = dataclasses.replace(params, num_train_steps=6,
+                              save_checkpoints_steps=3, iterations_per_loop=3,
+                              eval_file="")
+  lib.run_pretraining(short)
+  lib.run_pretraining(dataclasses.replace(
+      short, output_dir=str(tmp_path / "xla"), jit_compile=True,
+      init_checkpoint=os.path.join(params.output_dir, "ckpt-0")))
+  eager, xla = _final_weights(params.output_dir), _final_weights(
+      str(tmp_path / "xla"))
+  assert eager.keys() == xla.keys()
+  for key in eager:
+    np.testing.assert_allclose(xla[key], eager[key], atol=2e-4, err_msg=key)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_mixed_precision_training_runs(params, dtype):
+  results = lib.run_pretraining(dataclasses.replace(
+      params, dtype=dtype, num_train_steps=6, save_checkpoints_steps=3,
+      iterations_per_loop=3))
+  assert np.isfinite(results["loss"])
+  weights = _final_weights(params.output_dir)
+  assert all(w.dtype == np.float32 for w in weights.values())

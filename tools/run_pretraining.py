@@ -56,6 +56,8 @@ flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
 flags.DEFINE_bool("jit_compile", False,
                   "Compile the forward/backward pass with XLA.")
 flags.DEFINE_integer("seed", None, "Seed for initialisation and shuffling.")
+flags.DEFINE_integer("shuffle_buffer_size", 10000,
+                     "Records in the training shuffle buffer.")
 flags.mark_flags_as_required(["input_file", "output_dir",
                               "albert_config_file"])
 

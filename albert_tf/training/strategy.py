@@ -26,7 +26,11 @@ def create_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
     strategy = tf.distribute.OneDeviceStrategy(gpus[0].name if gpus
                                                else "/cpu:0")
   elif name == "mirrored":
-    strategy = tf.distribute.MirroredStrategy()
+    # All GPUs; without GPUs, every logical CPU device (MirroredStrategy's
+    # own default would use a single CPU replica).
+    devices = (tf.config.list_logical_devices("GPU")
+               or tf.config.list_logical_devices("CPU"))
+    strategy = tf.distribute.MirroredStrategy([d.name for d in devices])
   elif name == "multi_worker":
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
   elif name == "tpu":
@@ -37,6 +41,7 @@ def create_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
   else:
     raise UserInputError(f"--strategy must be one of {STRATEGIES}, "
                          f"got {name!r}")
-  logging.info("strategy %s with %d replica(s)", type(strategy).__name__,
+  logging.info("strategy %s (%s) with %d replica(s)", name,
+               type(strategy).__name__,
                strategy.num_replicas_in_sync)
   return strategy
