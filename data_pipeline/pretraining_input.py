@@ -64,13 +64,18 @@ def resolve_files(file_pattern: Union[str, Sequence[str]]) -> List[str]:
   return files
 
 
-def _parse_batch(serialized, max_seq_length, max_predictions_per_seq):
+def _parse_batch(serialized, max_seq_length, max_predictions_per_seq,
+                 include_token_boundary):
   spec = tfrecord_schema.name_to_features(max_seq_length,
                                           max_predictions_per_seq)
-  spec.pop("token_boundary")
+  names = dict(_MODEL_INPUTS)
+  if include_token_boundary:
+    names["token_boundary"] = "token_boundary"
+  else:
+    spec.pop("token_boundary")
   parsed = tf.io.parse_example(serialized, spec)
   out = {}
-  for name, model_name in _MODEL_INPUTS.items():
+  for name, model_name in names.items():
     value = parsed[name]
     if value.dtype == tf.int64:
       value = tf.cast(value, tf.int32)
@@ -126,7 +131,8 @@ def pretraining_dataset(
     seed: Optional[int] = None,
     shuffle_buffer_size: int = 10000,
     cycle_length: Optional[int] = None,
-    validate: bool = True) -> tf.data.Dataset:
+    validate: bool = True,
+    include_token_boundary: bool = False) -> tf.data.Dataset:
   """Batches of model inputs from pretraining TFRecords.
 
   Args:
@@ -143,6 +149,8 @@ def pretraining_dataset(
     shuffle_buffer_size: records in the shuffle buffer (training only).
     cycle_length: files read at once; default min(#files, 8).
     validate: check each file's first record (see module docstring).
+    include_token_boundary: also yield `token_boundary` (int32 [batch, seq],
+      1 at word starts and [CLS]/[SEP]), e.g. for masking on the fly.
 
   Returns:
     A tf.data.Dataset of dicts (see the table above), batch dimension static.
@@ -177,7 +185,8 @@ def pretraining_dataset(
   dataset = dataset.batch(per_replica, drop_remainder=True)
   dataset = dataset.map(
       lambda records: _parse_batch(records, max_seq_length,
-                                   max_predictions_per_seq),
+                                   max_predictions_per_seq,
+                                   include_token_boundary),
       num_parallel_calls=tf.data.AUTOTUNE,
       deterministic=seed is not None or not is_training)
   return dataset.prefetch(tf.data.AUTOTUNE)

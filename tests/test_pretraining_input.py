@@ -46,6 +46,17 @@ def test_shapes_dtypes_and_static_batch(shards):
   assert set(np.unique(batch["next_sentence_labels"])) <= {0, 1}
 
 
+def test_token_boundary_on_request(shards):
+  paths, _ = shards
+  dataset = pretraining_dataset(paths, batch_size=2, max_seq_length=SEQ,
+                                max_predictions_per_seq=PRED,
+                                is_training=False,
+                                include_token_boundary=True)
+  batch = next(iter(dataset))
+  assert batch["token_boundary"].dtype == tf.int32
+  assert np.all(batch["token_boundary"].numpy()[:, 0] == 1)
+
+
 def test_eval_reads_every_record_once_in_order(shards):
   paths, instances = shards
   dataset = pretraining_dataset(",".join(paths), batch_size=1,
