@@ -238,7 +238,8 @@ def create_pretraining_data(
 
   Raises:
     UserInputError: missing input, empty corpus, bad flag value, non-UTF-8
-      text; no file is then left under an output name by this run.
+      text. No partial file is left under an output name; shards completed
+      before the error stay (they are complete, and a rerun reuses them).
   """
   started = time.time()
   options.validate()
