@@ -258,8 +258,10 @@ def create_pretraining_data(
     raise UserInputError(f"--input_file: empty corpus: {', '.join(files)}")
   paths = output_paths(output_file, num_output_shards)
   for path in paths:
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
+    if os.path.isdir(path):
+      raise UserInputError(f"--output_file: {path} is a directory; give a "
+                           "file path (shards get -NNNNN-of-NNNNN suffixes)")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   tokenizer = SentencePieceTokenizer(spm_model_file,
                                      do_lower_case=do_lower_case)
   vocab = pretraining_data.VocabInfo(

@@ -162,6 +162,11 @@ def test_examples_parse_like_protobuf_serialised_ones():
     assert ours == theirs
 
 
+def test_output_directory_is_refused(tmp_path, english_corpus, spm_model):
+  with pytest.raises(UserInputError, match="is a directory"):
+    _create(english_corpus, str(tmp_path), spm_model)
+
+
 def test_skip_non_utf8_lines(tmp_path, english_corpus, spm_model):
   corpus = tmp_path / "mixed.txt"
   text = open(english_corpus, "rb").read()
