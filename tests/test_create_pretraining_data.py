@@ -179,6 +179,16 @@ def test_skip_non_utf8_lines(tmp_path, english_corpus, spm_model):
   assert stats["skipped_lines"] == 1 and stats["instances"] > 0
 
 
+def test_worker_errors_reach_the_caller(tmp_path, english_corpus, spm_model):
+  corpus = tmp_path / "late.txt"
+  text = open(english_corpus, "rb").read()[:100_000]
+  corpus.write_bytes(text + b"\n\nlate \xff line.\n")
+  with pytest.raises(UserInputError, match=r"late.txt:\d+: not UTF-8"):
+    _create(str(corpus), str(tmp_path / "z.tfrecord"), spm_model,
+            num_workers=2)
+  assert not [f for f in os.listdir(tmp_path) if "z.tfrecord" in f]
+
+
 def _cli(*args):
   return subprocess.run(
       [sys.executable, "-m", "tools.create_pretraining_data", *args],
