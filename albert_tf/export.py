@@ -32,6 +32,8 @@
   (`text_a`, `text_b`), both at `seq_length`. Assets as the encoder's.
 
 Both are written under a temporary name and renamed into place when complete.
+Loading the preprocessor needs the tensorflow-text ops registered:
+`import tensorflow_text` first (`load_saved_model` and `hub_layer` here do).
 """
 
 import os
@@ -248,6 +250,9 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
 
 
 def _check_saved_model(path: str) -> None:
+  """Raises UserInputError unless `path` is a SavedModel; registers the
+  tensorflow-text ops the preprocessor needs (as `import tensorflow_text`)."""
+  import tensorflow_text  # pylint: disable=g-import-not-at-top,unused-import
   if not tf.saved_model.contains_saved_model(path):
     raise UserInputError(
         f"{path} is not a SavedModel (no saved_model.pb); expected "

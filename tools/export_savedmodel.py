@@ -1,0 +1,65 @@
+"""Export an ALBERT checkpoint as TF Hub-style encoder and preprocessor SavedModels.
+
+  python -m tools.export_savedmodel \
+      --albert_config_file=albert_base/albert_config.json \
+      --init_checkpoint=albert_base/model.ckpt-best \
+      --spm_model_file=albert_base/30k-clean.model \
+      --export_dir=/tmp/albert_base_export --do_lower_case --with_mlm \
+      --seq_length=128
+
+writes /tmp/albert_base_export/encoder and /tmp/albert_base_export/preprocessor
+(see albert_tf/export.py for their interfaces). --init_checkpoint may be ours,
+a released TF1 checkpoint, a Hugging Face model.safetensors (or its folder)
+or a Model Garden encoder checkpoint; the layout is detected from its
+contents. Use them from Keras:
+
+  encoder = hub.KerasLayer("/tmp/albert_base_export/encoder", trainable=True)
+  preprocessor = hub.KerasLayer("/tmp/albert_base_export/preprocessor")
+"""
+
+from absl import flags
+
+from tools import cli
+
+FLAGS = flags.FLAGS
+flags.DEFINE_string("albert_config_file", None,
+                    "albert_config.json (or Hugging Face config.json) of the "
+                    "model.", required=True)
+flags.DEFINE_string("init_checkpoint", None,
+                    "Checkpoint prefix, .safetensors file or directory.",
+                    required=True)
+flags.DEFINE_string("spm_model_file", None,
+                    "SentencePiece model of the checkpoint.", required=True)
+flags.DEFINE_string("export_dir", None,
+                    "Output directory; must not exist yet.", required=True)
+flags.DEFINE_bool("do_lower_case", True,
+                  "Lowercase in the preprocessor (released ALBERT: true).")
+flags.DEFINE_bool("with_mlm", False,
+                  "Also export the masked-LM head as the encoder's `mlm` "
+                  "sub-object and signature.")
+flags.DEFINE_integer("seq_length", 128,
+                     "Default sequence length of the preprocessor.")
+flags.DEFINE_enum("input_format", "auto",
+                  ["auto", "ours", "official", "huggingface", "garden"],
+                  "Layout of --init_checkpoint; auto detects it.")
+
+
+def main(argv):
+  del argv
+  # Imported here so that --help answers without loading TensorFlow.
+  from albert_tf import export  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import configs  # pylint: disable=g-import-not-at-top
+
+  config = configs.load_albert_config(FLAGS.albert_config_file)
+  print(export.export_savedmodel(
+      config, FLAGS.init_checkpoint, FLAGS.spm_model_file, FLAGS.export_dir,
+      do_lower_case=FLAGS.do_lower_case, with_mlm=FLAGS.with_mlm,
+      seq_length=FLAGS.seq_length, input_format=FLAGS.input_format))
+
+
+def run():
+  cli.run(main)
+
+
+if __name__ == "__main__":
+  run()
