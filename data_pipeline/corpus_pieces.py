@@ -173,6 +173,25 @@ def _previous_line_is_separator(f, line_start: int) -> bool:
   return _is_separator(raw, pos)
 
 
+def _first_line_start(f, start: int, end: int) -> int:
+  """Offset of the first line starting at or after `start` (>= end: none).
+
+  Reads in blocks and gives up at `end`, so pieces inside one very long line
+  cost O(piece) each.
+  """
+  pos = start - 1
+  f.seek(pos)
+  while pos < end:
+    block = f.read(_BACK_SCAN)
+    if not block:
+      return pos  # End of file.
+    cut = block.find(b"\n")
+    if cut >= 0:
+      return pos + cut + 1
+    pos += len(block)
+  return pos
+
+
 def read_piece(spec: PieceSpec, skip_non_utf8_lines: bool = False) -> Piece:
   """Reads the documents whose first line starts in `spec`'s byte range.
 
@@ -186,9 +205,9 @@ def read_piece(spec: PieceSpec, skip_non_utf8_lines: bool = False) -> Piece:
   with open(spec.path, "rb") as f:
     offset = spec.start
     if offset > 0:
-      # Start at the first line that begins at or after `start`.
-      f.seek(offset - 1)
-      offset += len(f.readline()) - 1
+      offset = _first_line_start(f, offset, spec.end)
+      if offset >= spec.end:  # No line starts in the range.
+        return Piece(spec.index, spec.key, [], 0, 0)
       separator_before = _previous_line_is_separator(f, offset)
       f.seek(offset)
     else:

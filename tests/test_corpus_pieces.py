@@ -44,6 +44,16 @@ def test_non_utf8_lines_end_documents_when_skipped(tmp_path, piece_bytes):
     _documents(str(path), piece_bytes)
 
 
+@pytest.mark.parametrize("piece_bytes", [10, 1000, 70_000])
+def test_very_long_lines(tmp_path, piece_bytes):
+  path = tmp_path / "long.txt"
+  long_line = "word " * 40_000
+  path.write_text(f"{long_line}\nshort.\n\n{long_line}\n\nlast.\n")
+  docs = [d for _, d in _documents(str(path), piece_bytes)]
+  assert docs == [[long_line.strip(), "short."], [long_line.strip()],
+                  ["last."]]
+
+
 def test_pieces_per_file_and_keys(tmp_path):
   a, b = tmp_path / "a.txt", tmp_path / "b.txt"
   a.write_text("x\n" * 50)
