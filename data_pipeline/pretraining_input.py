@@ -32,6 +32,8 @@ import tensorflow as tf
 
 from albert_tf.errors import UserInputError
 from data_pipeline import tfrecord_schema
+from data_pipeline.dynamic_masking import DynamicMasking
+from data_pipeline.dynamic_masking import remask
 
 _MODEL_INPUTS = {f.name: f.model_name for f in tfrecord_schema.FEATURES
                  if f.name != "token_boundary"}
@@ -132,7 +134,8 @@ def pretraining_dataset(
     shuffle_buffer_size: int = 10000,
     cycle_length: Optional[int] = None,
     validate: bool = True,
-    include_token_boundary: bool = False) -> tf.data.Dataset:
+    include_token_boundary: bool = False,
+    dynamic_masking: Optional[DynamicMasking] = None) -> tf.data.Dataset:
   """Batches of model inputs from pretraining TFRecords.
 
   Args:
@@ -151,6 +154,8 @@ def pretraining_dataset(
     validate: check each file's first record (see module docstring).
     include_token_boundary: also yield `token_boundary` (int32 [batch, seq],
       1 at word starts and [CLS]/[SEP]), e.g. for masking on the fly.
+    dynamic_masking: a `dynamic_masking.DynamicMasking`: mask every batch
+      anew as it is read (new masks each epoch), with the offline rules.
 
   Returns:
     A tf.data.Dataset of dicts (see the table above), batch dimension static.
@@ -184,9 +189,16 @@ def pretraining_dataset(
     dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
   dataset = dataset.batch(per_replica, drop_remainder=True)
   dataset = dataset.map(
-      lambda records: _parse_batch(records, max_seq_length,
-                                   max_predictions_per_seq,
-                                   include_token_boundary),
+      lambda records: _parse_batch(
+          records, max_seq_length, max_predictions_per_seq,
+          include_token_boundary or dynamic_masking is not None),
       num_parallel_calls=tf.data.AUTOTUNE,
       deterministic=seed is not None or not is_training)
+  if dynamic_masking is not None:
+    def new_masks(batch):
+      batch = remask(batch, dynamic_masking, seed=seed)
+      if not include_token_boundary:
+        batch.pop("token_boundary")
+      return batch
+    dataset = dataset.map(new_masks)
   return dataset.prefetch(tf.data.AUTOTUNE)
