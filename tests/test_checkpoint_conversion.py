@@ -494,3 +494,42 @@ def test_unshared_model_cannot_be_written_to_official(tmp_path, tiny_config):
   converter.convert_checkpoint(config, ours, str(tmp_path / "o2" / "m"),
                                "ours")
   assert not (tmp_path / "off").exists()
+
+
+def test_fine_tuning_model_checkpoint_gives_its_encoder(tmp_path, tiny_config):
+  """tf.train.Checkpoint(model=<model with .encoder and a task head>)."""
+  import tf_keras
+  encoder = AlbertEncoder(tiny_config)
+  _randomize(encoder)
+  inputs = {k: tf_keras.Input(shape=(None,), dtype=tf.int32, name=k)
+            for k in ("input_word_ids", "input_mask", "input_type_ids")}
+  logits = tf_keras.layers.Dense(3)(encoder(inputs)["pooled_output"])
+  classifier = tf_keras.Model(inputs, logits)
+  classifier.encoder = encoder
+  path = str(tmp_path / "ft" / "ckpt")
+  tf.train.Checkpoint(model=classifier).write(path)
+  target = AlbertEncoder(tiny_config)
+  report = converter.load_weights_into(target, path)
+  assert report.format == "ours" and not report.unused
+  _assert_same_weights(encoder, target)
+  # Into a pretrainer: the heads are reported as not in the checkpoint.
+  report = converter.load_weights_into(
+      AlbertPretrainer(AlbertEncoder(tiny_config)), path)
+  assert len(report.not_in_checkpoint) == 7
+
+
+def test_garden_checkpoint_with_other_config_fails(tmp_path, tiny_config):
+  from official.nlp.modeling import networks
+  garden = networks.AlbertEncoder(
+      vocab_size=97, embedding_width=16, hidden_size=32, num_layers=2,
+      num_attention_heads=4, intermediate_size=64, max_sequence_length=40,
+      type_vocab_size=2, dict_outputs=True)
+  path = str(tmp_path / "garden" / "ckpt")
+  tf.train.Checkpoint(encoder=garden).write(path)
+  with pytest.raises(UserInputError) as info:
+    converter.load_weights_into(
+        AlbertEncoder(_config(tiny_config, intermediate_size=48)), path)
+  assert "Model Garden" in str(info.value) and "[32, 64]" in str(info.value)
+  with pytest.raises(UserInputError, match="one shared transformer block"):
+    converter.load_weights_into(
+        AlbertEncoder(_config(tiny_config, num_hidden_groups=2)), path)

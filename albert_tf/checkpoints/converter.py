@@ -49,7 +49,8 @@ OUTPUT_FORMATS = ("ours", "official", "huggingface")
 # TF1 optimizer state in released / official-trainer checkpoints.
 _TF1_SLOT_SUFFIXES = ("/adam_m", "/adam_v", "/lamb_m", "/lamb_v", "/Adam",
                       "/Adam_1", "/Momentum", "/Adagrad", "/RMSProp",
-                      "/RMSProp_1")
+                      "/RMSProp_1", "/AdamWeightDecayOptimizer",
+                      "/AdamWeightDecayOptimizer_1")
 _TF1_NON_WEIGHTS = ("global_step", "beta1_power", "beta2_power")
 
 

@@ -294,7 +294,8 @@ HUGGINGFACE_TIED = {
     "predictions.decoder.bias": "predictions.bias",
 }
 # Buffers, not weights.
-HUGGINGFACE_BUFFERS = ("albert.embeddings.position_ids",)
+HUGGINGFACE_BUFFERS = ("albert.embeddings.position_ids",
+                       "albert.embeddings.token_type_ids")
 
 
 def garden_table(config: AlbertConfig) -> List[Entry]:
