@@ -100,7 +100,7 @@ def remask(batch: Dict[str, tf.Tensor], config: DynamicMasking,
                   2.0)
   order = tf.argsort(keys, axis=1, stable=True)  # [b, s]
   drawn_n = tf.ones([b, s], tf.int32)
-  for bound in pretraining_data._ngram_cdf(ngram, config.favor_shorter_ngram):  # pylint: disable=protected-access
+  for bound in pretraining_data.ngram_cdf(ngram, config.favor_shorter_ngram):
     drawn_n += tf.cast(tf.cast(draws[:, 1, :], tf.float64) >= bound,
                        tf.int32)
 

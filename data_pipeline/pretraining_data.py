@@ -389,7 +389,8 @@ def assemble(spans: InstanceSpans, pool: np.ndarray, vocab: VocabInfo,
   return input_ids, segment_ids, lengths
 
 
-def _ngram_cdf(ngram: int, favor_shorter: bool) -> np.ndarray:
+def ngram_cdf(ngram: int, favor_shorter: bool) -> np.ndarray:
+  """Upper bounds of P(n <= k), k = 1..ngram-1: P(n) ~ 1/n (or reversed)."""
   pvals = 1.0 / np.arange(1, ngram + 1)
   pvals /= pvals.sum()
   if not favor_shorter:
@@ -474,7 +475,7 @@ def mask_instances(spans: InstanceSpans, pool: np.ndarray,
   order = np.sort((keys << bits) | word_index, axis=1) & ((1 << bits) - 1)
   ngram_draw = spans.draws[:, 1, :max_words]
   drawn_n = np.ones((n, max_words), np.int64)
-  for bound in _ngram_cdf(ngram, options.favor_shorter_ngram):
+  for bound in ngram_cdf(ngram, options.favor_shorter_ngram):
     drawn_n += ngram_draw >= bound
 
   covered = np.zeros((n, max_words + ngram), bool)
