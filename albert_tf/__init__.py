@@ -11,6 +11,7 @@ _LAZY = {
     "AlbertEncoder": "albert_tf.networks.albert_encoder",
     "AlbertPretrainer": "albert_tf.models.albert_pretrainer",
     "UserInputError": "albert_tf.errors",
+    "load_weights_into": "albert_tf.checkpoints.converter",
 }
 
 __all__ = sorted(_LAZY)

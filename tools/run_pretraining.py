@@ -74,5 +74,9 @@ def main(argv):
   lib.run_pretraining(params)
 
 
-if __name__ == "__main__":
+def run():
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

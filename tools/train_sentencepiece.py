@@ -58,5 +58,9 @@ def main(argv):
         "skipped)")
 
 
-if __name__ == "__main__":
+def run():
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()
