@@ -1,0 +1,60 @@
+"""AlbertClassifier: sequence classification / regression on the pooled output."""
+
+from typing import Optional
+
+import tensorflow as tf
+import tf_keras
+
+from albert_tf.layers.classification_head import ClassificationHead
+
+_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@tf_keras.utils.register_keras_serializable(package="albert_tf")
+class AlbertClassifier(tf_keras.Model):
+  """Encoder -> pooled [CLS] -> dropout -> dense (official run_classifier).
+
+  Args:
+    encoder: an AlbertEncoder, or any layer with the TF Hub encoder interface
+      (e.g. hub.KerasLayer of an exported encoder): dict of int32
+      [batch, seq] inputs -> dict with `pooled_output` [batch, H].
+    num_classes: int, number of labels; 1 for regression (STS-B).
+    dropout_rate: float, dropout before the dense layer (official: 0.1).
+    initializer_range: float, stddev of the head's truncated-normal init;
+      None takes the encoder config's (0.02 for released models).
+
+  Inputs (dict): input_word_ids, input_mask, input_type_ids: int32
+    [batch, seq].
+  Outputs (dict): logits: float32 [batch, num_classes].
+  """
+
+  def __init__(self, encoder, num_classes: int, dropout_rate: float = 0.1,
+               initializer_range: Optional[float] = None, **kwargs):
+    if initializer_range is None:
+      config = getattr(encoder, "config", None)
+      initializer_range = getattr(config, "initializer_range", 0.02)
+    inputs = {name: tf_keras.Input(shape=(None,), dtype=tf.int32, name=name)
+              for name in _INPUT_NAMES}
+    pooled = encoder(inputs)["pooled_output"]
+    head = ClassificationHead(num_classes, dropout_rate, initializer_range,
+                              name="classifier")
+    outputs = dict(logits=head(pooled))
+    kwargs.setdefault("name", "albert_classifier")
+    super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+    self.encoder = encoder
+    self.classifier = head
+    self.num_classes = num_classes
+    self.dropout_rate = dropout_rate
+    self.initializer_range = initializer_range
+
+  def get_config(self):
+    return dict(encoder=tf_keras.layers.serialize(self.encoder),
+                num_classes=self.num_classes, dropout_rate=self.dropout_rate,
+                initializer_range=self.initializer_range, name=self.name)
+
+  @classmethod
+  def from_config(cls, config, custom_objects=None):
+    config = dict(config)
+    config["encoder"] = tf_keras.layers.deserialize(
+        config["encoder"], custom_objects=custom_objects)
+    return cls(**config)

@@ -1,0 +1,514 @@
+"""Generic fine-tuning: any task model on an ALBERT encoder, under a strategy.
+
+A task (GLUE, SQuAD, RACE, ...) describes itself with a `FinetuningTask`: how
+to build its model on an encoder, its per-example loss, its training data and
+how to evaluate on its dev set. `FinetuningRunner` does the rest, the same for
+every task:
+
+  - strategy (`--strategy`), mixed precision (`--dtype`), seed;
+  - the encoder: a fresh AlbertEncoder, warm-started from `init_checkpoint`
+    (ours, a released TF1 checkpoint, Hugging Face safetensors or Model
+    Garden; see albert_tf.training.checkpoints), or an exported encoder
+    SavedModel (`init_savedmodel`, loaded as a trainable hub.KerasLayer);
+  - the optimizer from albert_tf.optimization (AdamW by default, as the
+    official ALBERT GLUE/SQuAD/RACE recipes), warmup + linear decay, gradients
+    all-reduced and clipped to global norm 1.0 as the official optimizer does;
+  - checkpoints every `save_checkpoints_steps` (resumed when `output_dir`
+    already holds one), each followed by a dev evaluation; the checkpoint with
+    the best `task.main_metric` is kept under `output_dir/best/`;
+  - TensorBoard summaries (`output_dir/train`, `output_dir/eval`);
+  - `eval_results.json` (metric -> value, plus `step`) in `output_dir`;
+  - a NaN/Inf training loss stops the run with a NonFiniteLossError.
+
+Why Keras `fit` here and Orbit for pretraining: fine-tuning runs are short
+(hundreds to tens of thousands of steps) on small in-memory data sets, and
+what they need beyond a plain training loop (evaluation with non-streaming
+metrics such as Matthews correlation or SQuAD F1 after each checkpoint,
+keeping the best one, stopping on NaN) fits in one callback. `fit` already
+distributes the batches under any strategy (including TPU) and runs
+`steps_per_execution` steps per host call. The step itself is ours
+(`_TrainingModel.train_step`): the same all-reduce, clip and apply as the
+pretraining runner.
+
+Layout of `output_dir`:
+  ckpt-<step>.*              model + optimizer, for resuming
+  best/ckpt-<step>.*         the best dev checkpoint (model weights)
+  best/best_eval_results.json  its metrics and step
+  train/, eval/              TensorBoard summaries
+  albert_config.json         the encoder config the run used
+  eval_results.json          written by `evaluate(..., write=True)`
+"""
+
+import dataclasses
+import json
+import math
+import os
+from typing import Any, Callable, Dict, Optional
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+from absl import logging
+
+from albert_tf import optimization
+from albert_tf.config import AlbertConfig
+from albert_tf.errors import UserInputError
+from albert_tf.training import checkpoints
+from albert_tf.training.pretraining_runner import NonFiniteLossError
+from albert_tf.training.strategy import create_strategy
+
+DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16",
+                  "float16": "mixed_float16"}
+BEST_DIR = "best"
+EVAL_RESULTS = "eval_results.json"
+BEST_RESULTS = "best_eval_results.json"
+
+# (features, labels) -> model outputs dict -> per-example loss [batch].
+LossFn = Callable[[Any, Dict[str, tf.Tensor]], tf.Tensor]
+# predict(dataset of feature dicts) -> dict of numpy arrays (concatenated).
+PredictFn = Callable[[tf.data.Dataset], Dict[str, np.ndarray]]
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningParams:
+  """Settings shared by every fine-tuning task; names as the official flags.
+
+  Defaults are the official run_classifier.py defaults; task tools fill in
+  their own (see tools/finetune_flags.py).
+  """
+
+  output_dir: str
+  spm_model_file: str = ""
+  albert_config_file: str = ""
+  init_checkpoint: str = ""
+  init_savedmodel: str = ""
+  do_lower_case: bool = True
+  do_train: bool = False
+  do_eval: bool = False
+  do_predict: bool = False
+  max_seq_length: int = 512
+  train_batch_size: int = 32
+  eval_batch_size: int = 8
+  learning_rate: float = 5e-5
+  train_step: int = 1000
+  warmup_step: int = 0
+  optimizer: str = "adamw"
+  weight_decay_rate: float = 0.01
+  poly_power: float = 1.0
+  clip_norm: float = 1.0
+  save_checkpoints_steps: int = 1000
+  keep_checkpoint_max: int = 2
+  iterations_per_loop: int = 100
+  log_steps: int = 100
+  strategy: str = "default"
+  tpu: str = ""
+  dtype: str = "float32"
+  jit_compile: bool = False
+  seed: Optional[int] = None
+
+
+@dataclasses.dataclass
+class FinetuningTask:
+  """What a task gives the runner.
+
+  Args:
+    name: for logs.
+    build_model: (encoder, config) -> tf_keras.Model taking the task's feature
+      dict and returning a dict of float32 outputs. `encoder` is an
+      AlbertEncoder or a hub.KerasLayer of an exported encoder: call it on
+      dict(input_word_ids=..., input_mask=..., input_type_ids=...). Keep it as
+      `model.encoder` (warm start looks for the AlbertEncoder there).
+    loss_fn: (labels, outputs) -> per-example float32 loss [batch].
+    train_dataset: (global_batch_size, seed) -> tf.data.Dataset of
+      (features, labels), repeated, shuffled, batched with drop_remainder.
+    evaluate: (predict) -> {metric: float}; `predict(dataset)` runs the model
+      over a finite dataset of feature dicts and returns its outputs as numpy
+      arrays in dataset order.
+    main_metric: key of `evaluate`'s result that selects the best checkpoint.
+    higher_is_better: direction of main_metric.
+  """
+
+  name: str
+  build_model: Callable[[Any, AlbertConfig], tf_keras.Model]
+  loss_fn: LossFn
+  train_dataset: Optional[Callable[[int, Optional[int]],
+                                   tf.data.Dataset]] = None
+  evaluate: Optional[Callable[[PredictFn], Dict[str, float]]] = None
+  main_metric: str = "accuracy"
+  higher_is_better: bool = True
+
+
+def validate_params(params: FinetuningParams,
+                    config: Optional[AlbertConfig] = None) -> None:
+  """Raises UserInputError for inconsistent settings (flag names quoted)."""
+  if not (params.do_train or params.do_eval or params.do_predict):
+    raise UserInputError(
+        "at least one of --do_train, --do_eval, --do_predict must be set")
+  if params.init_checkpoint and params.init_savedmodel:
+    raise UserInputError("give --init_checkpoint or --init_savedmodel, "
+                         "not both")
+  if not params.albert_config_file and not params.init_savedmodel:
+    raise UserInputError("--albert_config_file is required (or "
+                         "--init_savedmodel, whose config is used)")
+  if params.dtype not in DTYPE_POLICIES:
+    raise UserInputError(f"--dtype must be one of {sorted(DTYPE_POLICIES)}, "
+                         f"got {params.dtype!r}")
+  if params.init_savedmodel and params.dtype != "float32":
+    raise UserInputError("--init_savedmodel runs in float32 (the exported "
+                         f"encoder's dtype); got --dtype={params.dtype}")
+  for name in ("max_seq_length", "train_batch_size", "eval_batch_size",
+               "train_step", "save_checkpoints_steps", "keep_checkpoint_max",
+               "iterations_per_loop", "log_steps"):
+    if getattr(params, name) <= 0:
+      raise UserInputError(f"--{name} must be positive, got "
+                           f"{getattr(params, name)}")
+  if params.do_train and not params.learning_rate > 0:
+    raise UserInputError(f"--learning_rate must be positive, got "
+                         f"{params.learning_rate}")
+  if config is not None and params.max_seq_length > \
+      config.max_position_embeddings:
+    raise UserInputError(
+        f"--max_seq_length={params.max_seq_length} exceeds "
+        f"max_position_embeddings={config.max_position_embeddings} of the "
+        f"model config ({params.albert_config_file or params.init_savedmodel})")
+  for name in ("spm_model_file", "albert_config_file", "init_savedmodel"):
+    path = getattr(params, name)
+    if path and not tf.io.gfile.exists(path):
+      raise UserInputError(f"--{name}={path} does not exist")
+
+
+def load_config(params: FinetuningParams) -> AlbertConfig:
+  """The encoder config: --albert_config_file, else the SavedModel's asset."""
+  if params.albert_config_file:
+    if not tf.io.gfile.exists(params.albert_config_file):
+      raise UserInputError(
+          f"--albert_config_file={params.albert_config_file} does not exist")
+    return AlbertConfig.from_json_file(params.albert_config_file)
+  path = os.path.join(params.init_savedmodel, "assets", "albert_config.json")
+  if not tf.io.gfile.exists(path):
+    raise UserInputError(
+        f"--init_savedmodel={params.init_savedmodel} has no "
+        "assets/albert_config.json; pass --albert_config_file")
+  return AlbertConfig.from_json_file(path)
+
+
+def build_encoder(params: FinetuningParams, config: AlbertConfig):
+  """An AlbertEncoder in the run's dtype, or the exported encoder as a
+  trainable hub.KerasLayer. Call inside the strategy's scope."""
+  if params.init_savedmodel:
+    from albert_tf import export  # pylint: disable=g-import-not-at-top
+    return export.hub_layer(params.init_savedmodel, trainable=True,
+                            name="encoder")
+  from albert_tf.networks.albert_encoder import AlbertEncoder  # pylint: disable=g-import-not-at-top
+  return AlbertEncoder(config, dtype=DTYPE_POLICIES[params.dtype],
+                       name="encoder")
+
+
+class _TrainingModel(tf_keras.Model):
+  """Wraps a task model for `fit`: our train step, the task's loss."""
+
+  def __init__(self, model: tf_keras.Model, loss_fn: LossFn,
+               clip_norm: float = 1.0):
+    super().__init__(name="finetuning")
+    self.model = model
+    self.loss_fn = loss_fn
+    self.clip_norm = clip_norm
+    self.loss_tracker = tf_keras.metrics.Mean("loss")
+
+  def call(self, inputs, training=None):
+    return self.model(inputs, training=training)
+
+  @property
+  def metrics(self):
+    return [self.loss_tracker]
+
+  def _learning_rate(self):
+    schedule = self.optimizer.learning_rate
+    if callable(schedule):
+      return schedule(self.optimizer.iterations)
+    return tf.convert_to_tensor(schedule)
+
+  def train_step(self, data):
+    features, labels = data
+    loss_scaled = isinstance(self.optimizer,
+                             tf_keras.mixed_precision.LossScaleOptimizer)
+    context = tf.distribute.get_replica_context()
+    with tf.GradientTape() as tape:
+      outputs = self.model(features, training=True)
+      loss = tf.reduce_mean(tf.cast(self.loss_fn(labels, outputs),
+                                    tf.float32))
+      # Each replica's share of the mean over the global batch.
+      replica_loss = loss / context.num_replicas_in_sync
+      scaled = (self.optimizer.get_scaled_loss(replica_loss) if loss_scaled
+                else replica_loss)
+    variables = self.model.trainable_variables
+    grads = tape.gradient(scaled, variables)
+    grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+    if loss_scaled:
+      grads = self.optimizer.get_unscaled_gradients(grads)
+    grads, norm = tf.clip_by_global_norm(grads, self.clip_norm)
+    self.optimizer.apply_gradients(zip(grads, variables),
+                                   experimental_aggregate_gradients=False)
+    self.loss_tracker.update_state(loss)
+    return {"loss": self.loss_tracker.result(), "step_loss": loss,
+            "gradient_norm": norm, "learning_rate": self._learning_rate()}
+
+  def predict_step(self, data):
+    if isinstance(data, tuple):
+      data = data[0]
+    return self.model(data, training=False)
+
+
+def _is_better(value: float, best: Optional[float], higher: bool) -> bool:
+  if best is None:
+    return True
+  return value > best if higher else value < best
+
+
+class _CheckpointEvalCallback(tf_keras.callbacks.Callback):
+  """At each `fit` epoch end (= save_checkpoints_steps): checkpoint, evaluate,
+  keep the best; on every batch: NaN check, summaries, stop at train_step."""
+
+  def __init__(self, runner: "FinetuningRunner"):
+    super().__init__()
+    self.runner = runner
+    self._last_saved = None
+
+  def on_train_batch_end(self, batch, logs=None):
+    runner = self.runner
+    step = int(runner.optimizer.iterations.numpy())
+    step_loss = float(logs["step_loss"])
+    if not math.isfinite(step_loss):
+      raise NonFiniteLossError(
+          f"{runner.task.name}: training loss is {step_loss} at step {step} "
+          f"(learning rate {float(logs['learning_rate']):.3g}); stopping. "
+          f"The last checkpoint in {runner.params.output_dir} is the last "
+          "good one; lower --learning_rate or raise --warmup_step.")
+    if step % runner.params.log_steps < runner.steps_per_execution or \
+        step >= runner.params.train_step:
+      with runner.train_writer.as_default(step=step):
+        for key in ("loss", "learning_rate", "gradient_norm"):
+          tf.summary.scalar(key, float(logs[key]))
+      logging.info("%s step %d: loss %.4f lr %.3g", runner.task.name, step,
+                   float(logs["loss"]), float(logs["learning_rate"]))
+    if step >= runner.params.train_step:
+      self.model.stop_training = True
+
+  def on_epoch_end(self, epoch, logs=None):
+    step = int(self.runner.optimizer.iterations.numpy())
+    if step != self._last_saved:
+      self._last_saved = step
+      self.runner.save_and_evaluate()
+
+
+class FinetuningRunner:
+  """Builds everything for one task and runs train / evaluate / predict.
+
+  Args:
+    params: FinetuningParams.
+    task: FinetuningTask.
+
+  Attributes:
+    model: the task model (holds `.encoder`).
+    config: the encoder's AlbertConfig.
+    strategy, optimizer, manager (resume checkpoints), best_manager.
+  """
+
+  def __init__(self, params: FinetuningParams, task: FinetuningTask):
+    self.params = params
+    self.task = task
+    self.config = load_config(params)
+    validate_params(params, self.config)
+    _prepare_output_dir(params.output_dir)
+    if params.seed is not None:
+      tf_keras.utils.set_random_seed(params.seed)
+    self.strategy = create_strategy(params.strategy, params.tpu)
+    self.steps_per_execution = min(params.iterations_per_loop,
+                                   params.save_checkpoints_steps)
+    with self.strategy.scope():
+      self.encoder = build_encoder(params, self.config)
+      self.model = task.build_model(self.encoder, self.config)
+      train_steps = max(params.train_step, params.warmup_step + 1)
+      optimizer = optimization.create_optimizer(
+          params.optimizer, params.learning_rate, train_steps,
+          params.warmup_step, params.poly_power, params.weight_decay_rate)
+      if params.dtype == "float16":
+        optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+      self.optimizer = optimizer
+      self.trainer = _TrainingModel(self.model, task.loss_fn,
+                                    params.clip_norm)
+      self.trainer.compile(optimizer=optimizer,
+                           steps_per_execution=self.steps_per_execution,
+                           jit_compile=params.jit_compile)
+      self.checkpoint = tf.train.Checkpoint(model=self.model,
+                                            optimizer=optimizer)
+      self.manager = tf.train.CheckpointManager(
+          self.checkpoint, params.output_dir,
+          max_to_keep=params.keep_checkpoint_max,
+          step_counter=optimizer.iterations)
+      self.best_checkpoint = tf.train.Checkpoint(model=self.model)
+      self.best_manager = tf.train.CheckpointManager(
+          self.best_checkpoint, os.path.join(params.output_dir, BEST_DIR),
+          max_to_keep=1, step_counter=optimizer.iterations)
+    self.train_writer = tf.summary.create_file_writer(
+        os.path.join(params.output_dir, "train"))
+    self.eval_writer = tf.summary.create_file_writer(
+        os.path.join(params.output_dir, "eval"))
+    self.config.to_json_file(os.path.join(params.output_dir,
+                                          "albert_config.json"))
+    self.warm_start_summary = ""
+    if self.manager.latest_checkpoint:
+      self.checkpoint.restore(self.manager.latest_checkpoint)
+      logging.info("resumed from %s", self.manager.latest_checkpoint)
+    elif params.init_checkpoint:
+      self.warm_start_summary = checkpoints.warm_start(
+          self.model, params.init_checkpoint)
+
+  # --- training -----------------------------------------------------------
+
+  @property
+  def step(self) -> int:
+    return int(self.optimizer.iterations.numpy())
+
+  def train(self) -> Optional[Dict[str, float]]:
+    """Trains to `train_step`, checkpointing and evaluating every
+    `save_checkpoints_steps`; returns the best dev metrics (None without
+    `task.evaluate`)."""
+    params = self.params
+    if self.task.train_dataset is None:
+      raise UserInputError(f"{self.task.name}: no training data")
+    if self.step < params.train_step:
+      dataset = self.task.train_dataset(params.train_batch_size, params.seed)
+      save = params.save_checkpoints_steps
+      self.trainer.fit(
+          dataset, epochs=math.ceil(params.train_step / save),
+          initial_epoch=self.step // save, steps_per_epoch=save,
+          callbacks=[_CheckpointEvalCallback(self)], verbose=0)
+    latest = self.manager.latest_checkpoint
+    if latest is None or _checkpoint_step(latest, -1) != self.step:
+      self.save_and_evaluate()
+    return self.best_results()
+
+  def save_and_evaluate(self) -> Optional[Dict[str, float]]:
+    """Checkpoints at the current step; evaluates if the task can, and keeps
+    the checkpoint as the best one when its main metric improves."""
+    step = self.step
+    self.manager.save(checkpoint_number=step)
+    if self.task.evaluate is None or not self.params.do_eval:
+      return None
+    results = self.evaluate(write=False)
+    best = self.best_results()
+    value = results[self.task.main_metric]
+    if best is None or _is_better(value, best[self.task.main_metric],
+                                  self.task.higher_is_better):
+      self.best_manager.save(checkpoint_number=step)
+      _write_json(os.path.join(self.params.output_dir, BEST_DIR,
+                               BEST_RESULTS), dict(results, step=step))
+      logging.info("new best %s %.4f at step %d", self.task.main_metric,
+                   value, step)
+    return results
+
+  def best_results(self) -> Optional[Dict[str, float]]:
+    path = os.path.join(self.params.output_dir, BEST_DIR, BEST_RESULTS)
+    if not tf.io.gfile.exists(path):
+      return None
+    with tf.io.gfile.GFile(path) as f:
+      return json.load(f)
+
+  # --- evaluation and prediction -------------------------------------------
+
+  def predict(self, dataset: tf.data.Dataset) -> Dict[str, np.ndarray]:
+    """Task-model outputs over a finite dataset of feature dicts, in order."""
+    outputs = self.trainer.predict(dataset, verbose=0)
+    if not isinstance(outputs, dict):
+      outputs = {"outputs": outputs}
+    return {k: np.asarray(v) for k, v in outputs.items()}
+
+  def evaluate(self, write: bool = True) -> Dict[str, float]:
+    """Dev metrics of the current weights; summaries at the current step;
+    with `write`, also `output_dir/eval_results.json`."""
+    if self.task.evaluate is None:
+      raise UserInputError(f"{self.task.name}: no evaluation data")
+    step = self.step
+    results = {k: float(v) for k, v in self.task.evaluate(self.predict).items()}
+    if self.task.main_metric not in results:
+      raise ValueError(f"{self.task.name}: evaluate() returned no "
+                       f"{self.task.main_metric!r}: {sorted(results)}")
+    with self.eval_writer.as_default(step=step):
+      for key, value in results.items():
+        tf.summary.scalar(key, value)
+    self.eval_writer.flush()
+    logging.info("%s eval at step %d: %s", self.task.name, step, results)
+    if write:
+      _write_json(os.path.join(self.params.output_dir, EVAL_RESULTS),
+                  dict(results, step=step))
+    return results
+
+  def restore_best(self) -> str:
+    """Loads the best dev checkpoint's weights (else the latest checkpoint's;
+    else keeps the initial weights). Returns what was loaded."""
+    path = (self.best_manager.latest_checkpoint or
+            self.manager.latest_checkpoint)
+    if path is None:
+      logging.warning("no checkpoint in %s; using the initial weights",
+                      self.params.output_dir)
+      return "initial weights"
+    if path == self.best_manager.latest_checkpoint:
+      self.best_checkpoint.restore(path).expect_partial()
+    else:
+      self.checkpoint.restore(path).expect_partial()
+    logging.info("restored %s", path)
+    return path
+
+  def evaluate_best(self) -> Dict[str, float]:
+    """Restores the best checkpoint, evaluates it and writes
+    eval_results.json (metric -> value, plus its `step`)."""
+    path = self.restore_best()
+    results = self.evaluate(write=False)
+    step = _checkpoint_step(path, self.step)
+    results = dict(results, step=step)
+    _write_json(os.path.join(self.params.output_dir, EVAL_RESULTS), results)
+    return results
+
+
+def _checkpoint_step(path: str, default: int) -> int:
+  try:
+    return int(path.rsplit("-", 1)[1])
+  except (IndexError, ValueError):
+    return default
+
+
+def _write_json(path: str, obj) -> None:
+  """Writes `obj` as JSON atomically (temporary name, then rename)."""
+  tmp = path + ".tmp"
+  with tf.io.gfile.GFile(tmp, "w") as f:
+    json.dump(obj, f, indent=2, sort_keys=True)
+  tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def _prepare_output_dir(path: str) -> None:
+  try:
+    tf.io.gfile.makedirs(path)
+    probe = os.path.join(path, ".write_test")
+    with tf.io.gfile.GFile(probe, "w") as f:
+      f.write("ok")
+    tf.io.gfile.remove(probe)
+  except (tf.errors.OpError, OSError) as e:
+    raise UserInputError(f"--output_dir={path} is not writable: {e}") from e
+
+
+def run_finetuning(params: FinetuningParams, task: FinetuningTask,
+                   runner: Optional[FinetuningRunner] = None
+                  ) -> Optional[Dict[str, float]]:
+  """--do_train then --do_eval (best checkpoint -> eval_results.json).
+
+  Prediction is task-specific: tools call `runner.restore_best()` and
+  `runner.predict(...)` afterwards. Returns the eval results (None without
+  --do_eval).
+  """
+  runner = runner or FinetuningRunner(params, task)
+  if params.do_train:
+    runner.train()
+  if params.do_eval:
+    return runner.evaluate_best()
+  return None

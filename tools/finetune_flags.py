@@ -1,0 +1,132 @@
+"""The flags every fine-tuning CLI shares, defined once.
+
+Used by tools.run_classifier, tools.run_squad and tools.run_race:
+
+  from tools import finetune_flags
+  finetune_flags.define_shared_flags()
+  ...
+  params = finetune_flags.params_from_flags(
+      dict(learning_rate=3e-5, train_step=10000, warmup_step=1000,
+           train_batch_size=128, max_seq_length=512))
+
+Hyperparameters with per-task defaults (learning_rate, train_step,
+warmup_step, train_batch_size, max_seq_length, save_checkpoints_steps) are
+None unless given on the command line; `params_from_flags(defaults)` fills
+them from the task's recipe, then from FinetuningParams' own defaults.
+"""
+
+import dataclasses
+from typing import Mapping, Optional
+
+from absl import flags
+
+FLAGS = flags.FLAGS
+
+# Flags whose default depends on the task (None = "use the task's recipe").
+TASK_DEFAULTED = ("max_seq_length", "train_batch_size", "learning_rate",
+                  "train_step", "warmup_step", "save_checkpoints_steps")
+
+
+def define_shared_flags() -> None:
+  """Defines the shared flags on absl's FLAGS (once; later calls no-op)."""
+  if "init_savedmodel" in FLAGS:
+    return
+  flags.DEFINE_string("albert_config_file", "",
+                      "albert_config.json of the encoder (optional with "
+                      "--init_savedmodel: its assets hold one).")
+  flags.DEFINE_string(
+      "init_checkpoint", "",
+      "Warm-start weights: our checkpoint (prefix or directory), a released "
+      "google-research/albert TF1 checkpoint, Hugging Face model.safetensors "
+      "(file or folder) or a Model Garden checkpoint. Ignored when "
+      "--output_dir already holds a checkpoint (the run resumes).")
+  flags.DEFINE_string("init_savedmodel", "",
+                      "An exported encoder SavedModel (<export_dir>/encoder "
+                      "of tools.export_savedmodel), fine-tuned as a "
+                      "trainable hub.KerasLayer.")
+  flags.DEFINE_string("spm_model_file", None,
+                      "SentencePiece model the encoder was trained with.")
+  flags.DEFINE_bool("do_lower_case", True,
+                    "Lowercase the input (released ALBERT models: True).")
+  flags.DEFINE_string("output_dir", None,
+                      "Checkpoints, summaries, eval_results.json and "
+                      "predictions are written here.")
+  flags.DEFINE_bool("do_train", False, "Fine-tune on the training set.")
+  flags.DEFINE_bool("do_eval", False,
+                    "Evaluate on the dev set at every checkpoint, keep the "
+                    "best, and write eval_results.json for it.")
+  flags.DEFINE_bool("do_predict", False,
+                    "Predict the test set with the best checkpoint.")
+  flags.DEFINE_integer("max_seq_length", None,
+                       "Tokens per sequence after SentencePiece (task "
+                       "default if unset).")
+  flags.DEFINE_integer("train_batch_size", None,
+                       "Global training batch size (task default if unset).")
+  flags.DEFINE_integer("eval_batch_size", 8,
+                       "Global batch size for evaluation and prediction.")
+  flags.DEFINE_float("learning_rate", None,
+                     "Peak learning rate (task default if unset).")
+  flags.DEFINE_integer("train_step", None,
+                       "Training steps (task default if unset).")
+  flags.DEFINE_integer("warmup_step", None,
+                       "Linear warmup steps (task default if unset).")
+  flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
+                    "Optimizer (the official fine-tuning recipes: adamw).")
+  flags.DEFINE_float("weight_decay_rate", 0.01, "Decoupled weight decay.")
+  flags.DEFINE_integer("save_checkpoints_steps", None,
+                       "Checkpoint and evaluate every this many steps (task "
+                       "default if unset).")
+  flags.DEFINE_integer("keep_checkpoint_max", 2,
+                       "Recent checkpoints kept for resuming (the best one "
+                       "is kept separately in <output_dir>/best).")
+  flags.DEFINE_integer("iterations_per_loop", 100,
+                       "Training steps per host call (Keras "
+                       "steps_per_execution).")
+  flags.DEFINE_integer("log_steps", 100,
+                       "Log and write training summaries every this many "
+                       "steps.")
+  flags.DEFINE_enum("strategy", "default",
+                    ["default", "one_device", "mirrored", "multi_worker",
+                     "tpu"], "tf.distribute strategy.")
+  flags.DEFINE_string("tpu", "", "TPU address or name for "
+                      "TPUClusterResolver.")
+  flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
+                    "Compute dtype (mixed precision; float16 with loss "
+                    "scaling).")
+  flags.DEFINE_bool("jit_compile", False, "Compile the train step with XLA.")
+  flags.DEFINE_integer("seed", None,
+                       "Seed for initialisation, dropout and shuffling.")
+
+
+def params_from_flags(defaults: Optional[Mapping] = None, flag_values=FLAGS):
+  """FinetuningParams from the parsed shared flags.
+
+  Args:
+    defaults: the task's recipe for flags left unset (TASK_DEFAULTED names,
+      or any FinetuningParams field whose flag is None).
+    flag_values: absl FlagValues (FLAGS).
+
+  Returns:
+    albert_tf.training.finetuning.FinetuningParams.
+  """
+  # Imported here so that --help answers without loading TensorFlow.
+  from albert_tf.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import finetuning  # pylint: disable=g-import-not-at-top
+  defaults = dict(defaults or {})
+  values = {}
+  for field in (f.name for f in
+                dataclasses.fields(finetuning.FinetuningParams)):
+    if field not in flag_values:
+      if field in defaults:
+        values[field] = defaults[field]
+      continue
+    value = getattr(flag_values, field)
+    if value is None:
+      value = defaults.get(field)
+    if value is not None:
+      values[field] = value
+  for required in ("output_dir", "spm_model_file"):
+    if not values.get(required):
+      raise UserInputError(f"--{required} is required")
+  return finetuning.FinetuningParams(**values)
+
