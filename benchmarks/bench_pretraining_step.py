@@ -1,0 +1,211 @@
+"""Pretraining step speed: ours vs Model Garden, same config, same process.
+
+  python -m benchmarks.bench_pretraining_step --sizes=base,large \
+      --batch_size=8 --seq_length=128 --repeats=8
+
+One step = forward, MLM + SOP loss, backward, clipping, LAMB update. Model
+Garden: `networks.AlbertEncoder` + `models.BertPretrainerV2` (MLM head tied
+to the embeddings, its ALBERT SOP head: dense H->H tanh on [CLS], then 2
+classes). Ours: the real training path,
+`PretrainingRunner.train_step` (all-reduce, clipping, metrics included).
+Steps alternate between the contenders; medians are reported with the ratio
+Model Garden time / our time (> 1: ours is faster), the achieved FLOP/s as a
+fraction of a float32 matmul's measured in the same run, and each
+contender's peak memory (measured in a child process of its own).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from albert_tf import model_summary
+from albert_tf import optimization
+from albert_tf.config import AlbertConfig
+from benchmarks import common
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          os.pardir, "configs")
+PREDICTIONS = 20
+
+
+def synthetic_batch(config: AlbertConfig, batch: int, seq: int, seed=0):
+  rng = np.random.default_rng(seed)
+  return dict(
+      input_word_ids=tf.constant(rng.integers(5, config.vocab_size,
+                                              (batch, seq)), tf.int32),
+      input_mask=tf.ones([batch, seq], tf.int32),
+      input_type_ids=tf.constant(np.repeat([[0] * (seq // 2) +
+                                            [1] * (seq - seq // 2)], batch,
+                                           0), tf.int32),
+      masked_lm_positions=tf.constant(
+          np.sort(rng.choice(np.arange(1, seq), (batch, PREDICTIONS)), -1),
+          tf.int32),
+      masked_lm_ids=tf.constant(rng.integers(5, config.vocab_size,
+                                             (batch, PREDICTIONS)), tf.int32),
+      masked_lm_weights=tf.ones([batch, PREDICTIONS], tf.float32),
+      next_sentence_labels=tf.constant(rng.integers(0, 2, (batch,)),
+                                       tf.int32))
+
+
+def _optimizer():
+  return optimization.create_optimizer("lamb", 1e-4, num_train_steps=10**6,
+                                       num_warmup_steps=0)
+
+
+def ours_step(config: AlbertConfig, batch, jit_compile: bool):
+  """Our training path: PretrainingRunner.train_step on the default strategy."""
+  from albert_tf.models.albert_pretrainer import AlbertPretrainer
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  from albert_tf.training.pretraining_runner import PretrainingRunner
+  strategy = tf.distribute.get_strategy()
+  model = AlbertPretrainer(AlbertEncoder(config))
+  dataset = tf.data.Dataset.from_tensors(batch).repeat()
+  runner = PretrainingRunner(strategy, model, _optimizer(), dataset,
+                             global_batch_size=int(batch["input_mask"].shape[0]),
+                             jit_compile=jit_compile)
+  iterator = iter(dataset)
+  step = tf.function(lambda: runner.train_step(iterator))
+  return lambda: (step(), runner.optimizer.iterations)[1]
+
+
+def garden_step(config: AlbertConfig, batch, jit_compile: bool):
+  """Model Garden's AlbertEncoder + BertPretrainerV2, a plain LAMB step."""
+  from official.nlp.modeling import layers, models, networks
+  init = tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+  encoder = networks.AlbertEncoder(
+      vocab_size=config.vocab_size, embedding_width=config.embedding_size,
+      hidden_size=config.hidden_size, num_layers=config.num_hidden_layers,
+      num_attention_heads=config.num_attention_heads,
+      intermediate_size=config.intermediate_size,
+      max_sequence_length=config.max_position_embeddings,
+      type_vocab_size=config.type_vocab_size, dropout_rate=0.0,
+      attention_dropout_rate=0.0, initializer=init, dict_outputs=True)
+  model = models.BertPretrainerV2(
+      encoder, mlm_activation="gelu", mlm_initializer=init,
+      classification_heads=[layers.ClassificationHead(
+          inner_dim=config.hidden_size, num_classes=2, initializer=init,
+          name="sop")])
+  optimizer = _optimizer()
+  inputs = {k: batch[k] for k in ("input_word_ids", "input_mask",
+                                  "input_type_ids", "masked_lm_positions")}
+
+  @tf.function(jit_compile=jit_compile)
+  def forward_backward():
+    with tf.GradientTape() as tape:
+      outputs = model(inputs, training=True)
+      weights = batch["masked_lm_weights"]
+      mlm = tf_keras.losses.sparse_categorical_crossentropy(
+          batch["masked_lm_ids"], outputs["mlm_logits"], from_logits=True)
+      sop = tf_keras.losses.sparse_categorical_crossentropy(
+          batch["next_sentence_labels"], outputs["sop"], from_logits=True)
+      loss = (tf.reduce_sum(mlm * weights) / tf.reduce_sum(weights)
+              + tf.reduce_mean(sop))
+    return tape.gradient(loss, model.trainable_variables)
+
+  @tf.function
+  def step():
+    grads, _ = tf.clip_by_global_norm(forward_backward(), 1.0)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return optimizer.iterations
+
+  return step
+
+
+def training_flops(config: AlbertConfig, batch: int, seq: int) -> float:
+  flops = model_summary.flops_per_token(config, seq)
+  return (batch * seq * flops["encoder_training"]
+          + batch * PREDICTIONS * flops["mlm_head_training"])
+
+
+def measure_memory(size: str, which: str, batch: int, seq: int, jit: bool):
+  """Peak RSS (MB) of a child process running 3 steps of one contender."""
+  code = (f"import json; from benchmarks import bench_pretraining_step as b; "
+          f"print(json.dumps(b._memory_child({size!r}, {which!r}, {batch}, "
+          f"{seq}, {jit})))")
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+  result = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          text=True, env=env, check=True,
+                          cwd=os.path.join(CONFIG_DIR, os.pardir))
+  return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _memory_child(size, which, batch, seq, jit):
+  config = AlbertConfig.from_json_file(
+      os.path.join(CONFIG_DIR, f"albert_{size}.json"))
+  before = common.peak_rss_mb()
+  make = ours_step if which == "ours" else garden_step
+  step = make(config, synthetic_batch(config, batch, seq), jit)
+  for _ in range(3):
+    common._block(step())
+  return common.peak_rss_mb() - before
+
+
+def run(sizes, batch, seq, repeats, jit_modes, memory=True):
+  peak = common.matmul_peak_flops()
+  print(f"float32 matmul peak here: {peak / 1e9:.1f} GFLOP/s")
+  rows = []
+  for size in sizes:
+    config = AlbertConfig.from_json_file(
+        os.path.join(CONFIG_DIR, f"albert_{size}.json"))
+    batch_tensors = synthetic_batch(config, batch, seq)
+    flops = training_flops(config, batch, seq)
+    contenders = {}
+    for jit in jit_modes:
+      tag = "XLA" if jit else "eager graph"
+      contenders[f"ours ({tag})"] = ours_step(config, batch_tensors, jit)
+      contenders[f"Model Garden ({tag})"] = garden_step(config, batch_tensors,
+                                                        jit)
+    times = common.time_alternating(contenders, repeats)
+    for jit in jit_modes:
+      tag = "XLA" if jit else "eager graph"
+      ours_s = common.median(times[f"ours ({tag})"])
+      garden_s = common.median(times[f"Model Garden ({tag})"])
+      mem = ({w: measure_memory(size, w, batch, seq, jit)
+              for w in ("ours", "garden")} if memory else
+             {"ours": float("nan"), "garden": float("nan")})
+      rows.append([size, tag, f"{ours_s:.2f}", f"{garden_s:.2f}",
+                   f"{garden_s / ours_s:.2f}x",
+                   f"{batch / ours_s:.1f}", f"{batch / garden_s:.1f}",
+                   f"{flops / ours_s / peak:.0%}",
+                   f"{flops / garden_s / peak:.0%}",
+                   f"{mem['ours']:.0f}", f"{mem['garden']:.0f}"])
+      print(rows[-1], flush=True)
+  header = ["model", "mode", "ours s/step", "Garden s/step",
+            "speed-up (Garden/ours)", "ours seq/s", "Garden seq/s",
+            "ours MFU", "Garden MFU", "ours peak MB", "Garden peak MB"]
+  table = common.markdown_table(header, rows)
+  print(table)
+  return table, peak
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--sizes", default="base,large")
+  parser.add_argument("--batch_size", type=int, default=8)
+  parser.add_argument("--seq_length", type=int, default=128)
+  parser.add_argument("--repeats", type=int, default=8)
+  parser.add_argument("--jit", default="both", choices=["both", "on", "off"])
+  parser.add_argument("--no_memory", action="store_true")
+  parser.add_argument("--write", action="store_true",
+                      help="update BENCHMARKS.md")
+  args = parser.parse_args()
+  jit_modes = {"both": (False, True), "on": (True,), "off": (False,)}[args.jit]
+  table, peak = run(args.sizes.split(","), args.batch_size, args.seq_length,
+                    args.repeats, jit_modes, memory=not args.no_memory)
+  if args.write:
+    common.update_benchmarks_md(
+        "Pretraining step", f"`python -m benchmarks.bench_pretraining_step "
+        f"--batch_size={args.batch_size} --seq_length={args.seq_length} "
+        f"--repeats={args.repeats}`; {common.machine_line()}; float32 "
+        f"matmul peak {peak / 1e9:.1f} GFLOP/s (MFU = model training FLOPs "
+        f"per second / that peak).\n\n" + table)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,93 @@
+"""Shared helpers for the benchmarks: timing, peak FLOP/s, memory, reports."""
+
+import os
+import resource
+import statistics
+import time
+from typing import Callable, Dict, List, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+BENCHMARKS_MD = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                             os.pardir, "BENCHMARKS.md")
+
+
+def time_alternating(fns: Dict[str, Callable[[], object]], repeats: int,
+                     warmup: int = 2) -> Dict[str, List[float]]:
+  """Calls each function in turn, `repeats` rounds; seconds per call.
+
+  Alternating (A, B, A, B, ...) rather than A x N then B x N spreads machine
+  noise (other processes, thermal) evenly over the contenders.
+  """
+  for fn in fns.values():
+    for _ in range(warmup):
+      _block(fn())
+  times = {name: [] for name in fns}
+  for _ in range(repeats):
+    for name, fn in fns.items():
+      start = time.perf_counter()
+      _block(fn())
+      times[name].append(time.perf_counter() - start)
+  return times
+
+
+def _block(value):
+  """Waits for a result (eager tensors are computed when read)."""
+  for t in tf.nest.flatten(value):
+    if hasattr(t, "numpy"):
+      t.numpy()
+
+
+def median(values: Sequence[float]) -> float:
+  return float(statistics.median(values))
+
+
+def matmul_peak_flops(size: int = 2048, repeats: int = 10) -> float:
+  """Achieved float32 FLOP/s of a large square matmul: the practical peak."""
+  a = tf.random.normal([size, size])
+  b = tf.random.normal([size, size])
+  matmul = tf.function(lambda x, y: tf.matmul(x, y))
+  matmul(a, b).numpy()
+  seconds = []
+  for _ in range(repeats):
+    start = time.perf_counter()
+    matmul(a, b).numpy()
+    seconds.append(time.perf_counter() - start)
+  return 2 * size**3 / median(seconds)
+
+
+def peak_rss_mb() -> float:
+  """Peak resident memory of this process so far, in MB."""
+  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
+  lines = ["| " + " | ".join(header) + " |",
+           "|" + "|".join(" --- " for _ in header) + "|"]
+  for row in rows:
+    lines.append("| " + " | ".join(str(c) for c in row) + " |")
+  return "\n".join(lines)
+
+
+def update_benchmarks_md(section: str, body: str) -> None:
+  """Replaces (or appends) `## section` in BENCHMARKS.md."""
+  path = BENCHMARKS_MD
+  text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
+  marker = f"\n## {section}\n"
+  start = text.find(marker)
+  block = f"{marker}\n{body.strip()}\n"
+  if start < 0:
+    text = text.rstrip("\n") + "\n" + block
+  else:
+    end = text.find("\n## ", start + len(marker))
+    text = text[:start] + block + (text[end:] if end >= 0 else "")
+  with open(path, "w") as f:
+    f.write(text)
+
+
+def machine_line() -> str:
+  cpus = os.cpu_count()
+  load = os.getloadavg()[0]
+  return (f"{cpus} CPU cores, TensorFlow {tf.__version__}, load average "
+          f"{load:.1f} at the start, numpy {np.__version__}")
