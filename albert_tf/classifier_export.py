@@ -1,0 +1,120 @@
+"""SavedModel of a fine-tuned classifier that serves raw text.
+
+`export_classifier(...)` writes one SavedModel whose `serving_default`
+signature takes tf.string [batch] inputs and does everything in-graph:
+ALBERT normalisation + SentencePiece (the preprocessor of albert_tf.export),
+packing `[CLS] a [SEP] (b [SEP])` with the official pair truncation, the
+encoder and the classification head.
+
+Signature inputs: `sentences` (one-segment tasks) or `text_a`, `text_b`
+(pair tasks). Outputs, classification: `probabilities` float32 [batch, C],
+`logits` float32 [batch, C], `label_ids` int32 [batch], `labels` tf.string
+[batch] (label names); regression (STS-B): `predictions` float32 [batch].
+
+Assets: the SentencePiece model, `albert_config.json` and `labels.txt`.
+Load with `albert_tf.export.load_saved_model(path)` (it registers the
+tensorflow-text ops) and call `.signatures["serving_default"]`.
+"""
+
+import os
+import shutil
+import tempfile
+from typing import Optional, Sequence
+
+import tensorflow as tf
+import tf_keras
+
+from albert_tf import export
+from albert_tf.errors import UserInputError
+
+
+class _ClassifierServing(tf.Module):
+  """Preprocessor + classifier, tracked together for tf.saved_model.save."""
+
+  def __init__(self, model: tf_keras.Model, preprocessor: tf_keras.Model,
+               labels: Optional[Sequence[str]]):
+    super().__init__(name="classifier_serving")
+    self.model = model
+    self.preprocessor = preprocessor
+    self.labels = labels
+    self.label_table = (tf.constant(list(labels), tf.string)
+                        if labels is not None else None)
+
+  def classify(self, segments):
+    tokens = [self.preprocessor.tokenize(s) for s in segments]
+    # The wrapper's __call__ is an instance attribute (a tf.function).
+    inputs = self.preprocessor.bert_pack_inputs.__call__(tokens)
+    logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
+    if self.labels is None:
+      return dict(predictions=logits[:, 0])
+    label_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    return dict(logits=logits, probabilities=tf.nn.softmax(logits, axis=-1),
+                label_ids=label_ids,
+                labels=tf.gather(self.label_table, label_ids))
+
+
+def export_classifier(model: tf_keras.Model, export_dir: str,
+                      spm_model_file: str, labels: Optional[Sequence[str]],
+                      num_segments: int, seq_length: int,
+                      do_lower_case: bool = True,
+                      albert_config_file: str = "") -> str:
+  """Writes the serving SavedModel of a fine-tuned classifier.
+
+  Args:
+    model: an AlbertClassifier (dict inputs -> dict with `logits`).
+    export_dir: must not exist; created complete (temporary name, renamed).
+    spm_model_file: the model's SentencePiece model.
+    labels: label names in logit order, or None for regression.
+    num_segments: 1 (`sentences`) or 2 (`text_a`, `text_b`).
+    seq_length: tokens per packed input (the fine-tuning max_seq_length).
+    do_lower_case: as in fine-tuning.
+    albert_config_file: copied as an asset when given.
+
+  Returns:
+    export_dir.
+  """
+  if os.path.exists(export_dir):
+    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
+                         "it or choose another")
+  if num_segments not in (1, 2):
+    raise ValueError(f"num_segments must be 1 or 2, got {num_segments}")
+  parent = os.path.dirname(os.path.abspath(export_dir))
+  os.makedirs(parent, exist_ok=True)
+  tmp_dir = tempfile.mkdtemp(prefix=".tmp-export-", dir=parent)
+  try:
+    assets = os.path.join(tmp_dir, "assets_src")
+    os.makedirs(assets)
+    sp_copy = os.path.join(assets, os.path.basename(spm_model_file))
+    shutil.copyfile(spm_model_file, sp_copy)
+    labels_file = os.path.join(assets, "labels.txt")
+    with open(labels_file, "w", encoding="utf-8") as f:
+      f.write("\n".join(labels) + "\n" if labels is not None
+              else "<regression>\n")
+
+    preprocessor = export.build_preprocessor(sp_copy, do_lower_case,
+                                             seq_length)
+    serving = _ClassifierServing(model, preprocessor, labels)
+    serving.sp_model_file = tf.saved_model.Asset(sp_copy)
+    serving.labels_file = tf.saved_model.Asset(labels_file)
+    if albert_config_file:
+      config_copy = os.path.join(assets, "albert_config.json")
+      shutil.copyfile(albert_config_file, config_copy)
+      serving.albert_config_file = tf.saved_model.Asset(config_copy)
+
+    text = tf.TensorSpec([None], tf.string)
+    if num_segments == 1:
+      @tf.function(input_signature=[text])
+      def serving_default(sentences):
+        return serving.classify([sentences])
+    else:
+      @tf.function(input_signature=[text, text])
+      def serving_default(text_a, text_b):
+        return serving.classify([text_a, text_b])
+
+    out = os.path.join(tmp_dir, "model")
+    tf.saved_model.save(serving, out,
+                        signatures={"serving_default": serving_default})
+    os.rename(out, export_dir)
+  finally:
+    shutil.rmtree(tmp_dir, ignore_errors=True)
+  return export_dir

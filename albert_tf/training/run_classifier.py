@@ -1,0 +1,211 @@
+"""GLUE fine-tuning end to end: what `python -m tools.run_classifier` calls.
+
+`run_classifier(params, task_name, data_dir)` reads the task's TSV files
+(data_pipeline.glue), fine-tunes an AlbertClassifier with the generic
+FinetuningRunner (best dev checkpoint, eval_results.json, summaries), writes
+GLUE submission files for the test splits with the best checkpoint, and can
+export the fine-tuned model as a raw-text serving SavedModel.
+
+Per-task defaults (`TASK_DEFAULTS`) are the official google-research/albert
+`run_glue.sh` recipe (ALBERT-base v1 through TF Hub; max_seq_length 512,
+AdamW): warmup, learning rate, steps, checkpoint interval and batch size.
+WNLI is not in run_glue.sh; it gets RTE's recipe (a small NLI set).
+"""
+
+import dataclasses
+import os
+from typing import Dict, Optional
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.errors import UserInputError
+from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.training import finetuning
+from data_pipeline import glue
+from data_pipeline import tokenization
+
+
+def _recipe(warmup_step, learning_rate, train_step, save_checkpoints_steps,
+            train_batch_size):
+  return dict(warmup_step=warmup_step, learning_rate=learning_rate,
+              train_step=train_step,
+              save_checkpoints_steps=save_checkpoints_steps,
+              train_batch_size=train_batch_size, max_seq_length=512)
+
+
+TASK_DEFAULTS: Dict[str, Dict] = {
+    "SST-2": _recipe(1256, 1e-5, 20935, 100, 32),
+    "MNLI": _recipe(1000, 3e-5, 10000, 100, 128),
+    "CoLA": _recipe(320, 1e-5, 5336, 100, 16),
+    "QNLI": _recipe(1986, 1e-5, 33112, 200, 32),
+    "QQP": _recipe(1000, 5e-5, 14000, 100, 128),
+    "RTE": _recipe(200, 3e-5, 800, 100, 32),
+    "STS-B": _recipe(214, 2e-5, 3598, 100, 16),
+    "MRPC": _recipe(200, 2e-5, 800, 100, 32),
+    "WNLI": _recipe(200, 3e-5, 800, 100, 32),
+}
+
+
+def task_defaults(task_name: str) -> Dict:
+  """The run_glue.sh recipe of a task (see TASK_DEFAULTS)."""
+  return dict(TASK_DEFAULTS[glue.get_task(task_name).name])
+
+
+def _loss_fn(task: glue.GlueTask):
+  if task.is_regression:
+    def mse(labels, outputs):
+      return tf.square(outputs["logits"][:, 0] - tf.cast(labels, tf.float32))
+    return mse
+
+  def cross_entropy(labels, outputs):
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.cast(labels, tf.int32), logits=outputs["logits"])
+  return cross_entropy
+
+
+@dataclasses.dataclass
+class GlueData:
+  """A task's tokenizer and lazily featurised splits."""
+
+  task: glue.GlueTask
+  data_dir: str
+  tokenizer: tokenization.SentencePieceTokenizer
+  max_seq_length: int
+  skip_malformed: bool = False
+
+  def __post_init__(self):
+    self._cache = {}
+
+  def features(self, split: str) -> glue.Features:
+    if split not in self._cache:
+      examples = glue.read_examples(self.task, self.data_dir, split,
+                                    self.skip_malformed)
+      self._cache[split] = glue.featurize(self.task, examples, self.tokenizer,
+                                          self.max_seq_length)
+      logging.info("%s %s: %d examples", self.task.name, split,
+                   len(examples))
+    return self._cache[split]
+
+  def dataset(self, split: str, batch_size: int, is_training: bool = False,
+              seed: Optional[int] = None) -> tf.data.Dataset:
+    return glue.make_dataset(self.features(split), self.max_seq_length,
+                             batch_size, is_training=is_training, seed=seed,
+                             pad_id=self.tokenizer.pad_id)
+
+
+def build_glue_task(data: GlueData, eval_batch_size: int
+                   ) -> finetuning.FinetuningTask:
+  """The FinetuningTask of a GLUE task: AlbertClassifier, its loss, train
+  data and dev metrics (MNLI: `accuracy` on matched, `mismatched_*` on
+  mismatched)."""
+  task = data.task
+
+  def evaluate(predict):
+    results = {}
+    for i, split in enumerate(task.dev_splits):
+      features = data.features(split)
+      outputs = predict(data.dataset(split, eval_batch_size))["logits"]
+      metrics = glue.compute_metrics(task, features.labels, outputs)
+      prefix = "" if i == 0 else split.replace("dev_", "") + "_"
+      results.update({prefix + k: v for k, v in metrics.items()})
+    return results
+
+  return finetuning.FinetuningTask(
+      name=task.name,
+      build_model=lambda encoder, config: AlbertClassifier(
+          encoder, task.num_classes,
+          initializer_range=config.initializer_range),
+      loss_fn=_loss_fn(task),
+      train_dataset=lambda batch_size, seed: data.dataset(
+          "train", batch_size, is_training=True, seed=seed),
+      evaluate=evaluate, main_metric=task.main_metric)
+
+
+def predict_test(runner: finetuning.FinetuningRunner, data: GlueData,
+                 eval_batch_size: int, output_dir: str) -> Dict[str, str]:
+  """Writes GLUE submission files for every available test split with the
+  runner's current weights; returns split -> path."""
+  paths = {}
+  for split in glue.available_test_splits(data.task, data.data_dir):
+    features = data.features(split)
+    outputs = runner.predict(data.dataset(split, eval_batch_size))["logits"]
+    paths[split] = glue.write_submission(data.task, split, features.guids,
+                                         outputs, output_dir)
+    logging.info("wrote %s", paths[split])
+  return paths
+
+
+def run_classifier(params: finetuning.FinetuningParams, task_name: str,
+                   data_dir: str, export_dir: str = "",
+                   skip_malformed: bool = False) -> Dict[str, object]:
+  """Fine-tunes / evaluates / predicts one GLUE task.
+
+  Args:
+    params: the shared fine-tuning settings (task defaults already filled).
+    task_name: e.g. "MNLI", "sst-2".
+    data_dir: the task's directory of GLUE TSV files.
+    export_dir: if set, also export the best checkpoint as a raw-text
+      serving SavedModel (albert_tf.classifier_export).
+    skip_malformed: skip rows with a wrong column count or label (with a
+      warning) instead of failing.
+
+  Returns:
+    {"eval": eval results or None, "predictions": split -> file,
+     "export_dir": path or ""}.
+  """
+  task = glue.get_task(task_name)
+  if not data_dir or not os.path.isdir(data_dir):
+    raise UserInputError(f"--data_dir={data_dir!r} is not a directory")
+  if not params.spm_model_file:
+    raise UserInputError("--spm_model_file is required")
+  tokenizer = tokenization.SentencePieceTokenizer(
+      params.spm_model_file, do_lower_case=params.do_lower_case)
+  data = GlueData(task, data_dir, tokenizer, params.max_seq_length,
+                  skip_malformed)
+  # Read the files first: a bad file fails before any model is built.
+  if params.do_train:
+    data.features("train")
+  if params.do_eval:
+    for split in task.dev_splits:
+      data.features(split)
+  if params.do_predict:
+    for split in glue.available_test_splits(task, data_dir):
+      data.features(split)
+
+  runner = finetuning.FinetuningRunner(
+      params, build_glue_task(data, params.eval_batch_size))
+  if runner.config.vocab_size < tokenizer.vocab_size:
+    raise UserInputError(
+        f"SentencePiece model {params.spm_model_file} has "
+        f"{tokenizer.vocab_size} pieces, more than the model's vocab_size "
+        f"({runner.config.vocab_size})")
+  results = finetuning.run_finetuning(params, runner.task, runner)
+  predictions = {}
+  if params.do_predict or export_dir:
+    runner.restore_best()
+  if params.do_predict:
+    predictions = predict_test(runner, data, params.eval_batch_size,
+                               params.output_dir)
+  if export_dir:
+    from albert_tf import classifier_export  # pylint: disable=g-import-not-at-top
+    config_file = os.path.join(params.output_dir, "albert_config.json")
+    classifier_export.export_classifier(
+        runner.model, export_dir, params.spm_model_file, task.labels,
+        task.num_segments, params.max_seq_length, params.do_lower_case,
+        config_file)
+    logging.info("exported %s", export_dir)
+  return {"eval": results, "predictions": predictions,
+          "export_dir": export_dir}
+
+
+def python_predict(model, data: GlueData, texts_a, texts_b=None,
+                   batch_size: int = 32) -> np.ndarray:
+  """Logits of raw texts through the Python featurisation (for checks)."""
+  examples = [glue.Example(str(i), a, None if texts_b is None else texts_b[i])
+              for i, a in enumerate(texts_a)]
+  features = glue.featurize(data.task, examples, data.tokenizer,
+                            data.max_seq_length)
+  inputs = features.padded(data.max_seq_length, data.tokenizer.pad_id)
+  return model.predict(inputs, batch_size=batch_size, verbose=0)["logits"]

@@ -1,0 +1,65 @@
+"""Fine-tune ALBERT on a GLUE task; evaluate; write GLUE submission files.
+
+  python -m tools.run_classifier --task_name=MNLI --data_dir=glue/MNLI \
+      --albert_config_file=albert_base/albert_config.json \
+      --init_checkpoint=albert_base/model.ckpt-best \
+      --spm_model_file=albert_base/30k-clean.model \
+      --output_dir=runs/mnli --do_train --do_eval --do_predict
+
+Hyperparameters left unset take the task's official run_glue.sh values
+(albert_tf.training.run_classifier.TASK_DEFAULTS), e.g. MNLI: lr 3e-5,
+10000 steps, 1000 warmup, batch 128, max_seq_length 512, AdamW.
+`--init_checkpoint` may be ours, a released TF1 checkpoint, Hugging Face
+model.safetensors or Model Garden; `--init_savedmodel` an exported encoder.
+Results: <output_dir>/eval_results.json (best dev checkpoint), best/,
+<TASK>.tsv submission files (MNLI-m.tsv, MNLI-mm.tsv, ...), TensorBoard
+summaries. `--export_dir` writes a SavedModel serving raw strings.
+"""
+
+from absl import flags
+
+from tools import cli
+from tools import finetune_flags
+
+FLAGS = flags.FLAGS
+finetune_flags.define_shared_flags()
+flags.DEFINE_string("task_name", None,
+                    "GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, "
+                    "RTE or WNLI.")
+flags.DEFINE_string("data_dir", None,
+                    "Directory with the task's GLUE TSV files "
+                    "(train.tsv, dev.tsv, test.tsv, ...).")
+flags.DEFINE_string("export_dir", "",
+                    "If set, export the best checkpoint as a SavedModel "
+                    "whose serving_default takes raw strings.")
+flags.DEFINE_bool("skip_malformed_rows", False,
+                  "Skip TSV rows with a wrong column count or label (with a "
+                  "warning) instead of failing.")
+
+
+def main(argv):
+  del argv
+  # Imported here so that --help answers without loading TensorFlow.
+  from albert_tf.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import run_classifier as lib  # pylint: disable=g-import-not-at-top
+  from data_pipeline import glue  # pylint: disable=g-import-not-at-top
+  if not FLAGS.task_name:
+    raise UserInputError("--task_name is required")
+  task = glue.get_task(FLAGS.task_name)
+  if not FLAGS.data_dir:
+    raise UserInputError("--data_dir is required")
+  params = finetune_flags.params_from_flags(lib.task_defaults(task.name))
+  result = lib.run_classifier(params, task.name, FLAGS.data_dir,
+                              export_dir=FLAGS.export_dir,
+                              skip_malformed=FLAGS.skip_malformed_rows)
+  if result["eval"]:
+    print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
+                   for k, v in sorted(result["eval"].items())))
+
+
+def run():
+  cli.run(main)
+
+
+if __name__ == "__main__":
+  run()
