@@ -1,0 +1,126 @@
+"""RACE fine-tuning on the shared FinetuningRunner (official run_race).
+
+AlbertMultipleChoice, softmax cross-entropy over the 4 options. Evaluation
+(`--do_eval`) on dev/ reports accuracy overall, middle and high; prediction
+(`--do_predict`) on test/ writes test_predictions.json (answer letter and
+option probabilities per question) and test_results.json (test accuracy).
+"""
+
+import dataclasses
+import json
+import os
+from typing import Dict, Optional
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
+from albert_tf.training import finetuning
+from data_pipeline import race
+from data_pipeline.tokenization import SentencePieceTokenizer
+
+# Official ALBERT RACE recipe (paper Table 16 / run_race flags).
+DEFAULTS = dict(learning_rate=1e-5, train_step=12000, warmup_step=1000,
+                train_batch_size=32, max_seq_length=512,
+                save_checkpoints_steps=1000)
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@dataclasses.dataclass(frozen=True)
+class RaceOptions:
+  """RACE-specific settings; names as the official flags.
+
+  Attributes:
+    data_dir: the released layout (see data_pipeline.race).
+    high_only, middle_only: restrict to one level.
+    max_qa_length: pieces kept of question + option (its end).
+    dropout_rate: on the pooled output.
+  """
+  data_dir: str = ""
+  high_only: bool = False
+  middle_only: bool = False
+  max_qa_length: int = 128
+  dropout_rate: float = 0.1
+
+
+def multiple_choice_loss(labels, outputs) -> tf.Tensor:
+  """Softmax cross-entropy over the options, [batch]."""
+  return tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels["label_ids"], outputs["logits"])
+
+
+class RaceData:
+  """Examples and model inputs of one split."""
+
+  def __init__(self, split: str, tokenizer, params, options: RaceOptions):
+    self.examples = race.read_race_examples(
+        options.data_dir, split, options.high_only, options.middle_only)
+    self.arrays = race.convert_examples_to_arrays(
+        self.examples, tokenizer, params.max_seq_length,
+        options.max_qa_length)
+    logging.info("RACE %s: %d questions", split, len(self.examples))
+
+  @property
+  def inputs(self) -> Dict[str, np.ndarray]:
+    return {k: self.arrays[k] for k in ENCODER_INPUTS}
+
+  def logits(self, predict, batch_size: int) -> np.ndarray:
+    dataset = tf.data.Dataset.from_tensor_slices(self.inputs).batch(
+        batch_size)
+    return predict(dataset)["logits"]
+
+
+def run_race(params: finetuning.FinetuningParams,
+             options: RaceOptions) -> Optional[Dict[str, float]]:
+  """--do_train (train/) / --do_eval (dev/) / --do_predict (test/) for RACE.
+
+  Returns the eval results (accuracy, accuracy_middle, accuracy_high, ...).
+  """
+  tokenizer = SentencePieceTokenizer(params.spm_model_file,
+                                     params.do_lower_case)
+  train = RaceData("train", tokenizer, params, options) \
+      if params.do_train else None
+  dev = RaceData("dev", tokenizer, params, options) if params.do_eval else None
+  test = RaceData("test", tokenizer, params, options) \
+      if params.do_predict else None
+
+  def train_dataset(global_batch_size, seed):
+    labels = {"label_ids": train.arrays["label_ids"]}
+    dataset = tf.data.Dataset.from_tensor_slices((train.inputs, labels))
+    dataset = dataset.repeat().shuffle(min(len(train.examples), 10000),
+                                       seed=seed)
+    return dataset.batch(global_batch_size, drop_remainder=True).prefetch(2)
+
+  def evaluate(predict):
+    logits = dev.logits(predict, params.eval_batch_size)
+    race.write_predictions(os.path.join(params.output_dir,
+                                        "dev_predictions.json"),
+                           dev.examples, logits)
+    return race.accuracy(dev.examples, logits.argmax(-1))
+
+  task = finetuning.FinetuningTask(
+      name="race",
+      build_model=lambda encoder, config: AlbertMultipleChoice(
+          encoder, num_choices=len(race.LABELS),
+          dropout_rate=options.dropout_rate,
+          initializer_range=config.initializer_range, name="race_model"),
+      loss_fn=multiple_choice_loss,
+      train_dataset=train_dataset if train else None,
+      evaluate=evaluate if dev else None,
+      main_metric="accuracy")
+  runner = finetuning.FinetuningRunner(params, task)
+  results = finetuning.run_finetuning(params, task, runner)
+  if test is not None:
+    runner.restore_best()
+    logits = test.logits(runner.predict, params.eval_batch_size)
+    race.write_predictions(os.path.join(params.output_dir,
+                                        "test_predictions.json"),
+                           test.examples, logits)
+    test_results = race.accuracy(test.examples, logits.argmax(-1))
+    path = os.path.join(params.output_dir, "test_results.json")
+    with open(path + ".tmp", "w") as f:
+      json.dump(test_results, f, indent=2, sort_keys=True)
+    os.replace(path + ".tmp", path)
+    logging.info("RACE test: %s", test_results)
+  return results

@@ -1,0 +1,250 @@
+"""SQuAD v1.1 / v2.0 fine-tuning on the shared FinetuningRunner.
+
+  * v1.1: AlbertSpanLabeler, loss = mean of the start and end cross-entropies
+    (official `run_squad_v1`).
+  * v2.0 (default, `null_score="answer_class"`): AlbertSquadV2 as the
+    official `run_squad_v2`: start / teacher-forced end log-likelihoods plus
+    0.5 x sigmoid cross-entropy of the answer class against is_impossible;
+    beam search at prediction.
+  * v2.0 with `null_score="cls"`: the BERT-style null score on a span
+    labeler (impossible windows point at [CLS]).
+
+Evaluation (`--do_eval`, on `predict_file`) writes predictions.json,
+nbest_predictions.json (and null_odds.json for v2.0) to output_dir and
+scores them with the official scripts; prediction (`--do_predict`) writes
+the same files without scoring.
+"""
+
+import dataclasses
+from typing import Dict, Optional
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.errors import UserInputError
+from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
+from albert_tf.models.albert_squad_v2 import AlbertSquadV2
+from albert_tf.training import finetuning
+from data_pipeline import squad
+from data_pipeline import squad_metrics
+from data_pipeline import squad_postprocess
+from data_pipeline.tokenization import SentencePieceTokenizer
+
+# Paper / official README recipes (batch 48; v1.1 3649 steps, v2.0 8144).
+DEFAULTS_V1 = dict(learning_rate=5e-5, train_step=3649, warmup_step=365,
+                   train_batch_size=48, max_seq_length=384,
+                   save_checkpoints_steps=1000)
+DEFAULTS_V2 = dict(learning_rate=3e-5, train_step=8144, warmup_step=814,
+                   train_batch_size=48, max_seq_length=384,
+                   save_checkpoints_steps=1000)
+NULL_SCORES = ("answer_class", "cls")
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadOptions:
+  """SQuAD-specific settings; names as the official flags.
+
+  Attributes:
+    train_file, predict_file: SQuAD JSON files.
+    version_2_with_negative: SQuAD v2.0 (unanswerable questions).
+    null_score: v2.0 null score, "answer_class" (official ALBERT) or "cls"
+      (BERT-style [CLS] span score).
+    doc_stride, max_query_length, n_best_size, max_answer_length,
+    start_n_top, end_n_top: see data_pipeline.squad / squad_postprocess.
+    null_score_diff_threshold: v2.0: answer "" above these null odds; None
+      tunes it on the dev set (official ALBERT evaluation) and, for
+      --do_predict alone, takes the best checkpoint's tuned value.
+    dropout_rate: of the answer-class head.
+  """
+  train_file: str = ""
+  predict_file: str = ""
+  version_2_with_negative: bool = False
+  null_score: str = "answer_class"
+  doc_stride: int = 128
+  max_query_length: int = 64
+  n_best_size: int = 20
+  max_answer_length: int = 30
+  start_n_top: int = 5
+  end_n_top: int = 5
+  null_score_diff_threshold: Optional[float] = None
+  dropout_rate: float = 0.1
+
+  @property
+  def beam(self) -> bool:
+    return self.version_2_with_negative and self.null_score == "answer_class"
+
+
+def _check(params, options: SquadOptions) -> None:
+  if options.null_score not in NULL_SCORES:
+    raise UserInputError(f"--null_score must be one of {NULL_SCORES}, got "
+                         f"{options.null_score!r}")
+  if params.do_train and not options.train_file:
+    raise UserInputError("--do_train needs --train_file")
+  if (params.do_eval or params.do_predict) and not options.predict_file:
+    raise UserInputError("--do_eval / --do_predict need --predict_file")
+  for name in ("n_best_size", "max_answer_length", "start_n_top",
+               "end_n_top", "max_query_length"):
+    if getattr(options, name) <= 0:
+      raise UserInputError(f"--{name} must be positive, got "
+                           f"{getattr(options, name)}")
+  if options.beam and max(options.start_n_top,
+                          options.end_n_top) > params.max_seq_length:
+    raise UserInputError("--start_n_top / --end_n_top exceed "
+                         f"--max_seq_length={params.max_seq_length}")
+
+
+def build_model(options: SquadOptions, encoder, config):
+  if options.beam:
+    return AlbertSquadV2(encoder, options.start_n_top, options.end_n_top,
+                         dropout_rate=options.dropout_rate,
+                         hidden_size=config.hidden_size,
+                         initializer_range=config.initializer_range,
+                         name="squad_v2_model")
+  return AlbertSpanLabeler(encoder,
+                           initializer_range=config.initializer_range,
+                           name="span_labeler")
+
+
+def span_loss(labels: Dict[str, tf.Tensor], outputs: Dict[str, tf.Tensor]
+             ) -> tf.Tensor:
+  """Span labeler: mean of start and end cross-entropies, [batch]."""
+  start = tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels["start_positions"], outputs["start_logits"])
+  end = tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels["end_positions"], outputs["end_logits"])
+  return (start + end) / 2.0
+
+
+def squad_v2_loss(labels: Dict[str, tf.Tensor],
+                  outputs: Dict[str, tf.Tensor]) -> tf.Tensor:
+  """Official v2.0 loss: span NLL / 2 + answer-class sigmoid CE / 2, [batch]."""
+  def nll(log_probs, positions):
+    return -tf.gather(log_probs, tf.cast(positions, tf.int32), batch_dims=1)
+  span = (nll(outputs["start_log_probs"], labels["start_positions"]) +
+          nll(outputs["end_log_probs"], labels["end_positions"])) / 2.0
+  answer_class = tf.nn.sigmoid_cross_entropy_with_logits(
+      labels=tf.cast(labels["is_impossible"], tf.float32),
+      logits=outputs["cls_logits"])
+  return span + 0.5 * answer_class
+
+
+class SquadData:
+  """Examples and features of one SQuAD file."""
+
+  def __init__(self, path: str, tokenizer, params, options: SquadOptions,
+               is_training: bool):
+    self.path = path
+    self.examples = squad.read_squad_examples(
+        path, is_training, options.version_2_with_negative)
+    self.features = squad.convert_examples_to_features(
+        self.examples, tokenizer, params.max_seq_length, options.doc_stride,
+        options.max_query_length, is_training)
+    self.arrays = squad.features_to_arrays(self.features, is_training)
+    logging.info("%s: %d questions, %d windows", path, len(self.examples),
+                 len(self.features))
+
+  def model_inputs(self, options: SquadOptions) -> Dict[str, np.ndarray]:
+    names = ENCODER_INPUTS + (("p_mask",) if options.beam else ())
+    return {k: self.arrays[k] for k in names}
+
+
+def _train_dataset(data: SquadData, options: SquadOptions):
+  features = data.model_inputs(options)
+  if options.beam:
+    features["start_positions"] = data.arrays["start_positions"]
+  labels = {k: data.arrays[k] for k in
+            ("start_positions", "end_positions", "is_impossible")}
+
+  def make(global_batch_size, seed):
+    dataset = tf.data.Dataset.from_tensor_slices((features, labels))
+    dataset = dataset.repeat().shuffle(min(len(data.features), 10000),
+                                       seed=seed)
+    return dataset.batch(global_batch_size, drop_remainder=True).prefetch(2)
+  return make
+
+
+def predict_answers(predict, data: SquadData, options: SquadOptions,
+                    eval_batch_size: int,
+                    threshold: Optional[float] = 0.0
+                   ) -> squad_postprocess.SquadPredictions:
+  """Runs the model over `data` and post-processes its outputs."""
+  dataset = tf.data.Dataset.from_tensor_slices(
+      data.model_inputs(options)).batch(eval_batch_size)
+  outputs = predict(dataset)
+  results = {f.unique_id: {k: v[i] for k, v in outputs.items()}
+             for i, f in enumerate(data.features)}
+  if options.beam:
+    return squad_postprocess.postprocess_v2(
+        data.examples, data.features, results, options.n_best_size,
+        options.max_answer_length, null_score_diff_threshold=threshold)
+  return squad_postprocess.postprocess_v1(
+      data.examples, data.features, results, options.n_best_size,
+      options.max_answer_length,
+      cls_null_score=options.version_2_with_negative,
+      null_score_diff_threshold=0.0 if threshold is None else threshold)
+
+
+def score(dataset_json, predictions: squad_postprocess.SquadPredictions,
+          options: SquadOptions):
+  """(metrics, final predictions) with the official evaluation."""
+  if options.version_2_with_negative:
+    return squad_metrics.evaluate_v2_with_threshold(
+        dataset_json, predictions, options.null_score_diff_threshold)
+  return squad_metrics.evaluate_v1(dataset_json,
+                                   predictions.predictions), predictions
+
+
+def run_squad(params: finetuning.FinetuningParams,
+              options: SquadOptions) -> Optional[Dict[str, float]]:
+  """--do_train / --do_eval / --do_predict for SQuAD; returns eval results.
+
+  Writes to params.output_dir: eval_results.json (official metric names:
+  v1.1 exact_match, f1; v2.0 exact, f1, HasAns_*, NoAns_*, best_*,
+  null_score_diff_threshold), predictions.json, nbest_predictions.json,
+  null_odds.json (v2.0), plus the runner's checkpoints and summaries.
+  """
+  _check(params, options)
+  tokenizer = SentencePieceTokenizer(params.spm_model_file,
+                                     params.do_lower_case)
+  train_data = (SquadData(options.train_file, tokenizer, params, options,
+                          is_training=True) if params.do_train else None)
+  eval_data = (SquadData(options.predict_file, tokenizer, params, options,
+                         is_training=False)
+               if params.do_eval or params.do_predict else None)
+  dataset_json = (squad.load_squad_json(options.predict_file)
+                  if params.do_eval else None)
+  output_dir = params.output_dir
+
+  def evaluate(predict):
+    predictions = predict_answers(predict, eval_data, options,
+                                  params.eval_batch_size, threshold=None)
+    metrics, final = score(dataset_json, predictions, options)
+    final.write(output_dir)
+    return metrics
+
+  name = "squad_v2" if options.version_2_with_negative else "squad_v1.1"
+  task = finetuning.FinetuningTask(
+      name=name,
+      build_model=lambda encoder, config: build_model(options, encoder,
+                                                      config),
+      loss_fn=squad_v2_loss if options.beam else span_loss,
+      train_dataset=(_train_dataset(train_data, options) if train_data
+                     else None),
+      evaluate=evaluate if params.do_eval else None,
+      main_metric="f1")
+  runner = finetuning.FinetuningRunner(params, task)
+  results = finetuning.run_finetuning(params, task, runner)
+  if params.do_predict and not params.do_eval:
+    runner.restore_best()
+    threshold = options.null_score_diff_threshold
+    if threshold is None:
+      threshold = (runner.best_results() or {}).get(
+          "null_score_diff_threshold", 0.0)
+    predictions = predict_answers(runner.predict, eval_data, options,
+                                  params.eval_batch_size, threshold)
+    paths = predictions.write(output_dir)
+    logging.info("wrote %s", ", ".join(paths))
+  return results
+

@@ -1,0 +1,53 @@
+"""Fine-tune and evaluate ALBERT on RACE.
+
+  python -m tools.run_race --data_dir=RACE \
+      --albert_config_file=albert_base/albert_config.json \
+      --init_checkpoint=albert_base/model.ckpt-best \
+      --spm_model_file=albert_base/30k-clean.model \
+      --output_dir=runs/race --do_train --do_eval --do_predict \
+      --max_seq_length=512 --max_qa_length=128 --train_batch_size=32 \
+      --learning_rate=1e-5 --train_step=12000 --warmup_step=1000
+
+--data_dir holds the released layout train|dev|test/middle|high/*.txt
+(optionally under RACE/). output_dir gets eval_results.json (dev accuracy,
+accuracy_middle, accuracy_high), dev_predictions.json, and with --do_predict
+test_predictions.json and test_results.json; checkpoints (best/ = best dev
+accuracy) and TensorBoard summaries.
+"""
+
+from absl import flags
+
+from tools import cli
+from tools import finetune_flags
+
+FLAGS = flags.FLAGS
+finetune_flags.define_shared_flags()
+flags.DEFINE_string("data_dir", None,
+                    "RACE directory: train|dev|test/middle|high/*.txt.")
+flags.DEFINE_bool("high_only", False, "Only RACE-high questions.")
+flags.DEFINE_bool("middle_only", False, "Only RACE-middle questions.")
+flags.DEFINE_integer("max_qa_length", 128,
+                     "Pieces kept of question + option (its end).")
+flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the pooled output.")
+
+
+def main(argv):
+  del argv
+  # pylint: disable=g-import-not-at-top
+  from albert_tf.errors import UserInputError
+  from albert_tf.training import race_finetuning
+  if not FLAGS.data_dir:
+    raise UserInputError("--data_dir is required")
+  params = finetune_flags.params_from_flags(race_finetuning.DEFAULTS)
+  options = race_finetuning.RaceOptions(
+      data_dir=FLAGS.data_dir, high_only=FLAGS.high_only,
+      middle_only=FLAGS.middle_only, max_qa_length=FLAGS.max_qa_length,
+      dropout_rate=FLAGS.dropout_prob)
+  results = race_finetuning.run_race(params, options)
+  if results:
+    print(" ".join(f"{k}={v:.4g}" for k, v in sorted(results.items())
+                   if isinstance(v, float)))
+
+
+if __name__ == "__main__":
+  cli.run(main)

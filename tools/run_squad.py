@@ -1,0 +1,76 @@
+"""Fine-tune and evaluate ALBERT on SQuAD v1.1 / v2.0.
+
+  python -m tools.run_squad --version_2_with_negative \
+      --train_file=squad/train-v2.0.json --predict_file=squad/dev-v2.0.json \
+      --albert_config_file=albert_base/albert_config.json \
+      --init_checkpoint=albert_base/model.ckpt-best \
+      --spm_model_file=albert_base/30k-clean.model \
+      --output_dir=runs/squad2 --do_train --do_eval \
+      --max_seq_length=384 --doc_stride=128 --max_query_length=64 \
+      --train_batch_size=48 --learning_rate=3e-5 --train_step=8144 \
+      --warmup_step=814 --n_best_size=20 --max_answer_length=30
+
+Without --version_2_with_negative the data is SQuAD v1.1 (span labeler).
+output_dir gets eval_results.json (official EM / F1; v2.0 also HasAns /
+NoAns and the best no-answer threshold), predictions.json,
+nbest_predictions.json, null_odds.json (v2.0), checkpoints (best/ = best dev
+F1) and TensorBoard summaries.
+"""
+
+from absl import flags
+
+from tools import cli
+from tools import finetune_flags
+
+FLAGS = flags.FLAGS
+finetune_flags.define_shared_flags()
+flags.DEFINE_bool("version_2_with_negative", False,
+                  "SQuAD v2.0: some questions have no answer.")
+flags.DEFINE_string("train_file", "", "SQuAD JSON for training.")
+flags.DEFINE_string("predict_file", "",
+                    "SQuAD JSON to evaluate (--do_eval) or predict.")
+flags.DEFINE_integer("doc_stride", 128,
+                     "Pieces between the starts of consecutive windows.")
+flags.DEFINE_integer("max_query_length", 64,
+                     "Question pieces kept (the rest is cut).")
+flags.DEFINE_integer("n_best_size", 20,
+                     "Candidates per window and answers in "
+                     "nbest_predictions.json.")
+flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in pieces.")
+flags.DEFINE_integer("start_n_top", 5, "v2.0 beam: start candidates.")
+flags.DEFINE_integer("end_n_top", 5, "v2.0 beam: end candidates per start.")
+flags.DEFINE_enum("null_score", "answer_class", ["answer_class", "cls"],
+                  "v2.0 no-answer score: the official ALBERT answer-class "
+                  "head (with beam search), or BERT's [CLS] span score.")
+flags.DEFINE_float("null_score_diff_threshold", None,
+                   "v2.0: answer '' above these null odds. Unset: tuned "
+                   "for best F1 on --predict_file (official evaluation).")
+flags.DEFINE_float("dropout_prob", 0.1,
+                   "Dropout in the v2.0 answer-class head.")
+
+
+def main(argv):
+  del argv
+  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import squad_finetuning
+  defaults = (squad_finetuning.DEFAULTS_V2 if FLAGS.version_2_with_negative
+              else squad_finetuning.DEFAULTS_V1)
+  params = finetune_flags.params_from_flags(defaults)
+  options = squad_finetuning.SquadOptions(
+      train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
+      version_2_with_negative=FLAGS.version_2_with_negative,
+      null_score=FLAGS.null_score, doc_stride=FLAGS.doc_stride,
+      max_query_length=FLAGS.max_query_length,
+      n_best_size=FLAGS.n_best_size,
+      max_answer_length=FLAGS.max_answer_length,
+      start_n_top=FLAGS.start_n_top, end_n_top=FLAGS.end_n_top,
+      null_score_diff_threshold=FLAGS.null_score_diff_threshold,
+      dropout_rate=FLAGS.dropout_prob)
+  results = squad_finetuning.run_squad(params, options)
+  if results:
+    print(" ".join(f"{k}={v:.4g}" for k, v in sorted(results.items())
+                   if isinstance(v, float)))
+
+
+if __name__ == "__main__":
+  cli.run(main)
