@@ -1,0 +1,205 @@
+"""The generic fine-tuning runner: training, best checkpoint, resume, warm
+start (our checkpoint and an exported SavedModel), NaN stop, shared flags."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from absl import flags
+
+from albert_tf.config import AlbertConfig
+from albert_tf.errors import UserInputError
+from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.models.albert_pretrainer import AlbertPretrainer
+from albert_tf.networks.albert_encoder import AlbertEncoder
+from albert_tf.training import finetuning
+from albert_tf.training.pretraining_runner import NonFiniteLossError
+
+SEQ = 16
+
+
+def _config(tmp_path, vocab_size=97):
+  config = AlbertConfig(vocab_size=vocab_size, embedding_size=16,
+                        hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=64,
+                        max_position_embeddings=40, initializer_range=0.1)
+  path = str(tmp_path / "albert_config.json")
+  config.to_json_file(path)
+  return config, path
+
+
+def _keyword_data(n, seed):
+  """Label 1 iff token 5 occurs."""
+  rng = np.random.default_rng(seed)
+  ids = rng.integers(10, 97, size=(n, SEQ)).astype(np.int32)
+  ids[:, 0] = 2
+  labels = rng.integers(0, 2, n).astype(np.int32)
+  positives = np.flatnonzero(labels)
+  ids[positives, rng.integers(1, SEQ, len(positives))] = 5
+  inputs = dict(input_word_ids=ids, input_mask=np.ones_like(ids),
+                input_type_ids=np.zeros_like(ids))
+  return inputs, labels
+
+
+def _cross_entropy(labels, outputs):
+  return tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=labels, logits=outputs["logits"])
+
+
+def _task(evaluate=None, loss_fn=_cross_entropy):
+  train_x, train_y = _keyword_data(512, 0)
+  dev_x, dev_y = _keyword_data(128, 1)
+
+  def train_dataset(batch_size, seed):
+    return (tf.data.Dataset.from_tensor_slices((train_x, train_y)).repeat()
+            .shuffle(512, seed=seed).batch(batch_size, drop_remainder=True))
+
+  def default_evaluate(predict):
+    logits = predict(tf.data.Dataset.from_tensor_slices(dev_x).batch(48))
+    return {"accuracy": float(np.mean(
+        logits["logits"].argmax(-1) == dev_y))}
+
+  return finetuning.FinetuningTask(
+      name="keyword",
+      build_model=lambda encoder, config: AlbertClassifier(encoder, 2),
+      loss_fn=loss_fn, train_dataset=train_dataset,
+      evaluate=evaluate or default_evaluate)
+
+
+def _params(tmp_path, config_file, **kwargs):
+  values = dict(output_dir=str(tmp_path / "run"),
+                albert_config_file=config_file, do_train=True, do_eval=True,
+                max_seq_length=SEQ, train_batch_size=32, eval_batch_size=48,
+                learning_rate=1e-3, train_step=200, warmup_step=20,
+                save_checkpoints_steps=100, iterations_per_loop=50,
+                log_steps=50, seed=1)
+  values.update(kwargs)
+  return finetuning.FinetuningParams(**values)
+
+
+def test_trains_keeps_best_and_resumes(tmp_path):
+  _, config_file = _config(tmp_path)
+  params = _params(tmp_path, config_file)
+  results = finetuning.run_finetuning(params, _task())
+  assert results["accuracy"] > 0.9
+  out = params.output_dir
+  with open(os.path.join(out, "eval_results.json")) as f:
+    assert json.load(f) == results
+  assert tf.train.latest_checkpoint(out).endswith("ckpt-200")
+  best = tf.train.latest_checkpoint(os.path.join(out, "best"))
+  assert best.endswith(f"ckpt-{results['step']}")
+  assert os.listdir(os.path.join(out, "train")) and \
+      os.listdir(os.path.join(out, "eval"))
+
+  # Rerunning resumes at step 200: nothing is trained again.
+  runner = finetuning.FinetuningRunner(params, _task())
+  assert runner.step == 200
+  before = [v.numpy() for v in runner.model.trainable_variables]
+  runner.train()
+  assert runner.step == 200
+  for a, b in zip(before, runner.model.trainable_variables):
+    np.testing.assert_array_equal(a, b.numpy())
+
+
+def test_best_checkpoint_follows_main_metric(tmp_path):
+  _, config_file = _config(tmp_path)
+  scores = iter([0.5, 0.9, 0.7])
+  task = _task(evaluate=lambda predict: {"accuracy": next(scores)})
+  params = _params(tmp_path, config_file, train_step=300)
+  runner = finetuning.FinetuningRunner(params, task)
+  runner.train()
+  assert runner.best_results() == {"accuracy": 0.9, "step": 200}
+  assert runner.best_manager.latest_checkpoint.endswith("ckpt-200")
+  saved = tf.train.load_variable(runner.best_manager.latest_checkpoint,
+                                 "model/layer_with_weights-1/dense/kernel/"
+                                 ".ATTRIBUTES/VARIABLE_VALUE")
+  runner.restore_best()
+  np.testing.assert_array_equal(runner.model.classifier.dense.kernel.numpy(),
+                                saved)
+
+
+def test_nan_loss_stops_with_clear_error(tmp_path):
+  _, config_file = _config(tmp_path)
+  task = _task(loss_fn=lambda labels, outputs: outputs["logits"][:, 0] * np.nan)
+  with pytest.raises(NonFiniteLossError, match=r"loss is nan at step \d+"):
+    finetuning.run_finetuning(_params(tmp_path, config_file), task)
+
+
+def test_warm_start_from_our_pretraining_checkpoint(tmp_path):
+  config, config_file = _config(tmp_path)
+  pretrainer = AlbertPretrainer(AlbertEncoder(config))
+  prefix = tf.train.Checkpoint(model=pretrainer).save(
+      str(tmp_path / "pretrain" / "ckpt"))
+  params = _params(tmp_path, config_file, init_checkpoint=prefix,
+                   do_train=False)
+  runner = finetuning.FinetuningRunner(params, _task())
+  assert "loaded" in runner.warm_start_summary
+  for ours, theirs in zip(runner.encoder.weights, pretrainer.encoder.weights):
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_init_savedmodel_fine_tunes_the_exported_encoder(tmp_path, spm_model):
+  from albert_tf import export  # pylint: disable=g-import-not-at-top
+  config, _ = _config(tmp_path, vocab_size=2000)
+  encoder = AlbertEncoder(config)
+  prefix = tf.train.Checkpoint(model=AlbertPretrainer(encoder)).save(
+      str(tmp_path / "pretrain"))
+  export.export_savedmodel(config, prefix, spm_model,
+                           str(tmp_path / "export"), seq_length=SEQ)
+  params = _params(tmp_path, "", init_savedmodel=str(tmp_path / "export" /
+                                                     "encoder"),
+                   train_step=20, warmup_step=2, save_checkpoints_steps=20,
+                   iterations_per_loop=10)
+  runner = finetuning.FinetuningRunner(params, _task())
+  assert runner.config == config
+  before = runner.model.classifier.dense.kernel.numpy()
+  encoder_before = [v.numpy() for v in runner.encoder.trainable_variables]
+  assert len(encoder_before) == len(encoder.trainable_variables)
+  results = finetuning.run_finetuning(params, runner.task, runner)
+  assert 0.0 <= results["accuracy"] <= 1.0
+  assert not np.allclose(before, runner.model.classifier.dense.kernel.numpy())
+  assert any(not np.allclose(a, b.numpy()) for a, b in
+             zip(encoder_before, runner.encoder.trainable_variables))
+
+
+def test_bad_settings(tmp_path):
+  _, config_file = _config(tmp_path)
+  with pytest.raises(UserInputError, match="--do_train, --do_eval"):
+    finetuning.FinetuningRunner(
+        _params(tmp_path, config_file, do_train=False, do_eval=False),
+        _task())
+  with pytest.raises(UserInputError, match="not both"):
+    finetuning.validate_params(_params(tmp_path, config_file,
+                                       init_checkpoint="a",
+                                       init_savedmodel="b"))
+  with pytest.raises(UserInputError, match="max_seq_length=64 exceeds"):
+    finetuning.FinetuningRunner(
+        _params(tmp_path, config_file, max_seq_length=64), _task())
+  with pytest.raises(UserInputError, match="albert_config_file=.*nope"):
+    finetuning.FinetuningRunner(
+        _params(tmp_path, str(tmp_path / "nope.json")), _task())
+
+
+def test_shared_flags_take_task_defaults():
+  from tools import finetune_flags  # pylint: disable=g-import-not-at-top
+  finetune_flags.define_shared_flags()
+  finetune_flags.define_shared_flags()  # idempotent
+  values = flags.FlagValues()
+  for name in flags.FLAGS:
+    if name in finetuning.FinetuningParams.__dataclass_fields__:
+      values[name] = flags.FLAGS[name]
+  values(["prog", "--output_dir=/tmp/x", "--spm_model_file=sp.model",
+          "--learning_rate=0.1", "--do_train"])
+  params = finetune_flags.params_from_flags(
+      dict(learning_rate=3e-5, train_step=10000, warmup_step=1000,
+           train_batch_size=128), flag_values=values)
+  assert (params.learning_rate, params.train_step, params.warmup_step,
+          params.train_batch_size) == (0.1, 10000, 1000, 128)
+  assert params.optimizer == "adamw" and params.do_train
+  assert params.max_seq_length == 512
+  values.unparse_flags()
+  values(["prog", "--spm_model_file=sp.model"])
+  with pytest.raises(UserInputError, match="--output_dir is required"):
+    finetune_flags.params_from_flags(flag_values=values)
