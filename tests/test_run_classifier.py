@@ -81,6 +81,7 @@ def sst2_run(tmp_path_factory, english_corpus, spm_model):
                 "--seed=0")
   assert result.returncode == 0, result.stderr[-3000:]
   return dict(output_dir=str(output_dir), export_dir=str(export_dir),
+              data_dir=str(data_dir),
               config=config, spm_model=spm_model, stdout=result.stdout,
               test=[s for s, _ in test_rows],
               test_labels=[l for _, l in test_rows])
@@ -138,6 +139,22 @@ def test_serving_signature_equals_python_path(sst2_run):
   np.testing.assert_allclose(got["probabilities"], probabilities, atol=1e-5)
   assert [s.decode() for s in got["labels"].numpy()] == [
       task.labels[i] for i in probabilities.argmax(-1)]
+
+
+def test_eval_only_run_uses_the_best_checkpoint(sst2_run):
+  from albert_tf.training import finetuning  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import run_classifier  # pylint: disable=g-import-not-at-top
+  out = sst2_run["output_dir"]
+  with open(os.path.join(out, "best", "best_eval_results.json")) as f:
+    best = json.load(f)
+  params = finetuning.FinetuningParams(
+      output_dir=out, spm_model_file=sst2_run["spm_model"],
+      albert_config_file=os.path.join(out, "albert_config.json"),
+      do_eval=True, max_seq_length=32, eval_batch_size=64)
+  result = run_classifier.run_classifier(params, "SST-2",
+                                         sst2_run["data_dir"])
+  assert result["eval"]["step"] == best["step"]
+  assert result["eval"]["accuracy"] == pytest.approx(best["accuracy"])
 
 
 def test_cli_errors_are_one_line(tmp_path, spm_model):

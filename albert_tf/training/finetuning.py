@@ -317,6 +317,7 @@ class FinetuningRunner:
   def __init__(self, params: FinetuningParams, task: FinetuningTask):
     self.params = params
     self.task = task
+    validate_params(params)
     self.config = load_config(params)
     validate_params(params, self.config)
     _prepare_output_dir(params.output_dir)
@@ -358,7 +359,9 @@ class FinetuningRunner:
                                           "albert_config.json"))
     self.warm_start_summary = ""
     if self.manager.latest_checkpoint:
-      self.checkpoint.restore(self.manager.latest_checkpoint)
+      # Optimizer slots are restored when created (deferred); an eval-only
+      # run never creates them, which is not an error.
+      self.checkpoint.restore(self.manager.latest_checkpoint).expect_partial()
       logging.info("resumed from %s", self.manager.latest_checkpoint)
     elif params.init_checkpoint:
       self.warm_start_summary = checkpoints.warm_start(
