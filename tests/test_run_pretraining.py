@@ -199,3 +199,27 @@ def test_mixed_precision_training_runs(params, dtype):
   assert np.isfinite(results["loss"])
   weights = _final_weights(params.output_dir)
   assert all(w.dtype == np.float32 for w in weights.values())
+
+
+def test_interrupted_run_resumes_exactly(params, tmp_path):
+  """Weights, optimizer slots, data position and dropout RNG state all come
+  back: an interrupted run ends where an uninterrupted one does."""
+  config = AlbertConfig.from_json_file(params.albert_config_file)
+  with_dropout = str(tmp_path / "dropout.json")
+  dataclasses.replace(config, hidden_dropout_prob=0.1,
+                      attention_probs_dropout_prob=0.1).to_json_file(
+                          with_dropout)
+  run = dataclasses.replace(params, albert_config_file=with_dropout,
+                            num_train_steps=30, save_checkpoints_steps=10,
+                            eval_file="")
+  lib.run_pretraining(dataclasses.replace(run, output_dir=str(tmp_path / "a")))
+  interrupted = dataclasses.replace(run, output_dir=str(tmp_path / "b"))
+  lib.build_pretraining(interrupted).controller.train(steps=20)
+  tf_keras.backend.clear_session()
+  lib.run_pretraining(interrupted)  # a new process would do the same
+  straight = _final_weights(str(tmp_path / "a"))
+  resumed = _final_weights(str(tmp_path / "b"))
+  assert straight.keys() == resumed.keys()
+  for key in straight:
+    np.testing.assert_allclose(resumed[key], straight[key], atol=1e-5,
+                               err_msg=key)

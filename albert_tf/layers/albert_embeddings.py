@@ -3,6 +3,7 @@
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
 class AlbertEmbeddings(tf_keras.layers.Layer):
@@ -53,8 +54,7 @@ class AlbertEmbeddings(tf_keras.layers.Layer):
         dtype=self.dtype_policy, name="token_type_embeddings")
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=1e-12, dtype="float32", name="layer_norm")
-    self.dropout = tf_keras.layers.Dropout(dropout_rate,
-                                           dtype=self.dtype_policy)
+    self.dropout = CheckpointedDropout(dropout_rate, dtype=self.dtype_policy)
     self.projection = None
     # Explicit rank-3 einsum equations: TF 2.20's CPU float16 einsum with an
     # ellipsis ("...e,eh->...h") returns wrong values past the first row.

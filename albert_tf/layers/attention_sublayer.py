@@ -3,6 +3,7 @@
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
 from albert_tf.layers.float32_softmax_attention import Float32SoftmaxAttention
 
 
@@ -42,8 +43,7 @@ class AttentionSublayer(tf_keras.layers.Layer):
             stddev=initializer_range),
         dtype=self.dtype_policy,
         name="self_attention")
-    self.dropout = tf_keras.layers.Dropout(dropout_rate,
-                                           dtype=self.dtype_policy)
+    self.dropout = CheckpointedDropout(dropout_rate, dtype=self.dtype_policy)
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=1e-12, dtype="float32", name="layer_norm")
 

@@ -2,6 +2,7 @@
 
 import tf_keras
 
+from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
 from albert_tf.layers.activations import get_activation
 
 
@@ -44,8 +45,7 @@ class FeedForwardSublayer(tf_keras.layers.Layer):
     self.output_dense = tf_keras.layers.EinsumDense(
         "bsi,ih->bsh", output_shape=(None, hidden_size), bias_axes="h",
         kernel_initializer=init(), dtype=self.dtype_policy, name="output")
-    self.dropout = tf_keras.layers.Dropout(dropout_rate,
-                                           dtype=self.dtype_policy)
+    self.dropout = CheckpointedDropout(dropout_rate, dtype=self.dtype_policy)
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=1e-12, dtype="float32", name="layer_norm")
 

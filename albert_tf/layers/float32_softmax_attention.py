@@ -3,6 +3,7 @@
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
 class Float32SoftmaxAttention(tf_keras.layers.MultiHeadAttention):
@@ -15,12 +16,17 @@ class Float32SoftmaxAttention(tf_keras.layers.MultiHeadAttention):
 
   The attention mask may be [batch, 1, to] (broadcast over query positions),
   which avoids materialising a [batch, from, to] mask.
+
+  Dropout on the probabilities draws from a tf.random.Generator (a layer
+  variable), so its state is checkpointed with the model.
   """
 
   def _build_attention(self, rank):
     super()._build_attention(rank)
     self._softmax = tf_keras.layers.Softmax(axis=self._softmax.axis,
                                             dtype="float32")
+    self._dropout_layer = CheckpointedDropout(self._dropout,
+                                              dtype=self._dtype_policy)
 
   def _masked_softmax(self, attention_scores, attention_mask=None):
     probs = super()._masked_softmax(tf.cast(attention_scores, tf.float32),

@@ -65,10 +65,15 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
     self._forward_backward = tf.function(self._forward_backward_fn,
                                          jit_compile=jit_compile)
     self._forward = tf.function(self._forward_fn, jit_compile=jit_compile)
+    self.train_iterator = None
     if train_dataset is not None:
       orbit.StandardTrainer.__init__(
           self, train_dataset,
           options=orbit.StandardTrainerOptions(use_tf_while_loop=True))
+      # The iterator is made now, not lazily by Orbit, so that it can go into
+      # the checkpoint: a resumed run continues the data where it stopped.
+      self.train_iterator = tf.nest.map_structure(iter, train_dataset)
+      self._train_iter = self.train_iterator
     if eval_dataset is not None:
       orbit.StandardEvaluator.__init__(
           self, eval_dataset,

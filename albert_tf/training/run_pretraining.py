@@ -61,6 +61,7 @@ class PretrainingParams:
   jit_compile: bool = False
   seed: Optional[int] = None
   shuffle_buffer_size: int = 10000
+  checkpoint_input_pipeline: bool = True
 
 
 def _validate(params: PretrainingParams, config: AlbertConfig) -> None:
@@ -100,6 +101,25 @@ def _distributed_dataset(strategy, params: PretrainingParams, file_pattern,
         f"batch size {batch_size} is not divisible by the "
         f"{strategy.num_replicas_in_sync} replicas")
   return strategy.distribute_datasets_from_function(dataset_fn)
+
+
+def _make_checkpoint(model, optimizer, train_iterator,
+                     save_input: bool) -> tf.train.Checkpoint:
+  """Model + optimizer (+ the input position, for an exact resume).
+
+  Iterators of one-device and multi-worker (one device per worker) runs are
+  checkpointable; those of MirroredStrategy over several local devices and
+  of TPUStrategy are not: there a resumed run restarts the data stream.
+  """
+  if save_input:
+    try:
+      return tf.train.Checkpoint(model=model, optimizer=optimizer,
+                                 train_iterator=train_iterator)
+    except ValueError:
+      logging.warning(
+          "the %s input iterator cannot be checkpointed; a resumed run will "
+          "restart the data stream", type(train_iterator).__name__)
+  return tf.train.Checkpoint(model=model, optimizer=optimizer)
 
 
 def _prepare_output_dir(path: str) -> None:
@@ -173,7 +193,8 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
         strategy, model, optimizer, train_dataset, eval_dataset,
         global_batch_size=params.train_batch_size,
         jit_compile=params.jit_compile)
-    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    checkpoint = _make_checkpoint(model, optimizer, runner.train_iterator,
+                                  params.checkpoint_input_pipeline)
 
     def init_fn():
       """Runs when write_dir holds no checkpoint."""
