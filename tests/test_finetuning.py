@@ -184,12 +184,11 @@ def test_bad_settings(tmp_path):
 
 def test_shared_flags_take_task_defaults():
   from tools import finetune_flags  # pylint: disable=g-import-not-at-top
-  finetune_flags.define_shared_flags()
-  finetune_flags.define_shared_flags()  # idempotent
+  # A private FlagValues: the global FLAGS may already hold same-named flags
+  # of other tools imported in this process.
   values = flags.FlagValues()
-  for name in flags.FLAGS:
-    if name in finetuning.FinetuningParams.__dataclass_fields__:
-      values[name] = flags.FLAGS[name]
+  finetune_flags.define_shared_flags(values)
+  finetune_flags.define_shared_flags(values)  # idempotent
   values(["prog", "--output_dir=/tmp/x", "--spm_model_file=sp.model",
           "--learning_rate=0.1", "--do_train"])
   params = finetune_flags.params_from_flags(

@@ -27,75 +27,101 @@ TASK_DEFAULTED = ("max_seq_length", "train_batch_size", "learning_rate",
                   "train_step", "warmup_step", "save_checkpoints_steps")
 
 
-def define_shared_flags() -> None:
-  """Defines the shared flags on absl's FLAGS (once; later calls no-op)."""
-  if "init_savedmodel" in FLAGS:
+def define_shared_flags(flag_values=FLAGS) -> None:
+  """Defines the shared flags on `flag_values` (once; later calls no-op)."""
+  if "init_savedmodel" in flag_values:
     return
   flags.DEFINE_string("albert_config_file", "",
                       "albert_config.json of the encoder (optional with "
-                      "--init_savedmodel: its assets hold one).")
+                      "--init_savedmodel: its assets hold one).",
+      flag_values=flag_values)
   flags.DEFINE_string(
       "init_checkpoint", "",
       "Warm-start weights: our checkpoint (prefix or directory), a released "
       "google-research/albert TF1 checkpoint, Hugging Face model.safetensors "
       "(file or folder) or a Model Garden checkpoint. Ignored when "
-      "--output_dir already holds a checkpoint (the run resumes).")
+      "--output_dir already holds a checkpoint (the run resumes).",
+      flag_values=flag_values)
   flags.DEFINE_string("init_savedmodel", "",
                       "An exported encoder SavedModel (<export_dir>/encoder "
                       "of tools.export_savedmodel), fine-tuned as a "
-                      "trainable hub.KerasLayer.")
+                      "trainable hub.KerasLayer.",
+      flag_values=flag_values)
   flags.DEFINE_string("spm_model_file", None,
-                      "SentencePiece model the encoder was trained with.")
+                      "SentencePiece model the encoder was trained with.",
+      flag_values=flag_values)
   flags.DEFINE_bool("do_lower_case", True,
-                    "Lowercase the input (released ALBERT models: True).")
+                    "Lowercase the input (released ALBERT models: True).",
+      flag_values=flag_values)
   flags.DEFINE_string("output_dir", None,
                       "Checkpoints, summaries, eval_results.json and "
-                      "predictions are written here.")
-  flags.DEFINE_bool("do_train", False, "Fine-tune on the training set.")
+                      "predictions are written here.",
+      flag_values=flag_values)
+  flags.DEFINE_bool("do_train", False, "Fine-tune on the training set.",
+      flag_values=flag_values)
   flags.DEFINE_bool("do_eval", False,
                     "Evaluate on the dev set at every checkpoint, keep the "
-                    "best, and write eval_results.json for it.")
+                    "best, and write eval_results.json for it.",
+      flag_values=flag_values)
   flags.DEFINE_bool("do_predict", False,
-                    "Predict the test set with the best checkpoint.")
+                    "Predict the test set with the best checkpoint.",
+      flag_values=flag_values)
   flags.DEFINE_integer("max_seq_length", None,
                        "Tokens per sequence after SentencePiece (task "
-                       "default if unset).")
+                       "default if unset).",
+      flag_values=flag_values)
   flags.DEFINE_integer("train_batch_size", None,
-                       "Global training batch size (task default if unset).")
+                       "Global training batch size (task default if unset).",
+      flag_values=flag_values)
   flags.DEFINE_integer("eval_batch_size", 8,
-                       "Global batch size for evaluation and prediction.")
+                       "Global batch size for evaluation and prediction.",
+      flag_values=flag_values)
   flags.DEFINE_float("learning_rate", None,
-                     "Peak learning rate (task default if unset).")
+                     "Peak learning rate (task default if unset).",
+      flag_values=flag_values)
   flags.DEFINE_integer("train_step", None,
-                       "Training steps (task default if unset).")
+                       "Training steps (task default if unset).",
+      flag_values=flag_values)
   flags.DEFINE_integer("warmup_step", None,
-                       "Linear warmup steps (task default if unset).")
+                       "Linear warmup steps (task default if unset).",
+      flag_values=flag_values)
   flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
-                    "Optimizer (the official fine-tuning recipes: adamw).")
-  flags.DEFINE_float("weight_decay_rate", 0.01, "Decoupled weight decay.")
+                    "Optimizer (the official fine-tuning recipes: adamw).",
+      flag_values=flag_values)
+  flags.DEFINE_float("weight_decay_rate", 0.01, "Decoupled weight decay.",
+      flag_values=flag_values)
   flags.DEFINE_integer("save_checkpoints_steps", None,
                        "Checkpoint and evaluate every this many steps (task "
-                       "default if unset).")
+                       "default if unset).",
+      flag_values=flag_values)
   flags.DEFINE_integer("keep_checkpoint_max", 2,
                        "Recent checkpoints kept for resuming (the best one "
-                       "is kept separately in <output_dir>/best).")
+                       "is kept separately in <output_dir>/best).",
+      flag_values=flag_values)
   flags.DEFINE_integer("iterations_per_loop", 100,
                        "Training steps per host call (Keras "
-                       "steps_per_execution).")
+                       "steps_per_execution).",
+      flag_values=flag_values)
   flags.DEFINE_integer("log_steps", 100,
                        "Log and write training summaries every this many "
-                       "steps.")
+                       "steps.",
+      flag_values=flag_values)
   flags.DEFINE_enum("strategy", "default",
                     ["default", "one_device", "mirrored", "multi_worker",
-                     "tpu"], "tf.distribute strategy.")
+                     "tpu"], "tf.distribute strategy.",
+      flag_values=flag_values)
   flags.DEFINE_string("tpu", "", "TPU address or name for "
-                      "TPUClusterResolver.")
+                      "TPUClusterResolver.",
+      flag_values=flag_values)
   flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
                     "Compute dtype (mixed precision; float16 with loss "
-                    "scaling).")
-  flags.DEFINE_bool("jit_compile", False, "Compile the train step with XLA.")
+                    "scaling).",
+      flag_values=flag_values)
+  flags.DEFINE_bool("jit_compile", False, "Compile the train step with XLA.",
+      flag_values=flag_values)
   flags.DEFINE_integer("seed", None,
-                       "Seed for initialisation, dropout and shuffling.")
+                       "Seed for initialisation, dropout and shuffling.",
+      flag_values=flag_values)
 
 
 def params_from_flags(defaults: Optional[Mapping] = None, flag_values=FLAGS):
