@@ -10,6 +10,10 @@ _LAZY = {
     "AlbertConfig": "albert_tf.config",
     "AlbertEncoder": "albert_tf.networks.albert_encoder",
     "AlbertPretrainer": "albert_tf.models.albert_pretrainer",
+    "AlbertClassifier": "albert_tf.models.albert_classifier",
+    "AlbertSpanLabeler": "albert_tf.models.albert_span_labeler",
+    "AlbertSquadV2": "albert_tf.models.albert_squad_v2",
+    "AlbertMultipleChoice": "albert_tf.models.albert_multiple_choice",
     "UserInputError": "albert_tf.errors",
     "load_weights_into": "albert_tf.checkpoints.converter",
 }

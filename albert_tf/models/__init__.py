@@ -1,3 +1,7 @@
-"""Trainable models built on the AlbertEncoder."""
+"""Trainable models built on the AlbertEncoder (each takes an encoder)."""
 
+from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
+from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
+from albert_tf.models.albert_squad_v2 import AlbertSquadV2
