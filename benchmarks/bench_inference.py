@@ -52,15 +52,9 @@ def inputs(batch: int, seq: int, vocab: int):
 
 
 def garden_encoder(config: AlbertConfig):
-  from official.nlp.modeling import networks
-  encoder = networks.AlbertEncoder(
-      vocab_size=config.vocab_size, embedding_width=config.embedding_size,
-      hidden_size=config.hidden_size, num_layers=config.num_hidden_layers,
-      num_attention_heads=config.num_attention_heads,
-      intermediate_size=config.intermediate_size,
-      max_sequence_length=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size, dropout_rate=0.0,
-      attention_dropout_rate=0.0, dict_outputs=True,
+  from albert_tf.checkpoints.converter import build_garden_encoder
+  encoder = build_garden_encoder(
+      config, dropout_rate=0.0, attention_dropout_rate=0.0,
       initializer=tf_keras.initializers.TruncatedNormal(stddev=0.02))
   return tf.function(lambda x: encoder(x, training=False)["pooled_output"])
 

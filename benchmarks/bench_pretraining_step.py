@@ -58,13 +58,21 @@ def _optimizer():
                                        num_warmup_steps=0)
 
 
-def ours_step(config: AlbertConfig, batch, jit_compile: bool):
+MODES = {  # name: (jit_compile, Keras dtype policy)
+    "float32": (False, "float32"),
+    "float32 XLA": (True, "float32"),
+    "bfloat16": (False, "mixed_bfloat16"),
+}
+
+
+def ours_step(config: AlbertConfig, batch, jit_compile: bool,
+              policy: str = "float32"):
   """Our training path: PretrainingRunner.train_step on the default strategy."""
   from albert_tf.models.albert_pretrainer import AlbertPretrainer
   from albert_tf.networks.albert_encoder import AlbertEncoder
   from albert_tf.training.pretraining_runner import PretrainingRunner
   strategy = tf.distribute.get_strategy()
-  model = AlbertPretrainer(AlbertEncoder(config))
+  model = AlbertPretrainer(AlbertEncoder(config, dtype=policy))
   dataset = tf.data.Dataset.from_tensors(batch).repeat()
   runner = PretrainingRunner(strategy, model, _optimizer(), dataset,
                              global_batch_size=int(batch["input_mask"].shape[0]),
@@ -74,18 +82,26 @@ def ours_step(config: AlbertConfig, batch, jit_compile: bool):
   return lambda: (step(), runner.optimizer.iterations)[1]
 
 
-def garden_step(config: AlbertConfig, batch, jit_compile: bool):
-  """Model Garden's AlbertEncoder + BertPretrainerV2, a plain LAMB step."""
-  from official.nlp.modeling import layers, models, networks
+def garden_step(config: AlbertConfig, batch, jit_compile: bool,
+                policy: str = "float32"):
+  """Model Garden's AlbertEncoder + BertPretrainerV2, a plain LAMB step.
+
+  Model Garden's layers follow the global dtype policy, so it is set while
+  the model is built and reset afterwards.
+  """
+  tf_keras.mixed_precision.set_global_policy(policy)
+  try:
+    return _garden_step(config, batch, jit_compile)
+  finally:
+    tf_keras.mixed_precision.set_global_policy("float32")
+
+
+def _garden_step(config: AlbertConfig, batch, jit_compile: bool):
+  from official.nlp.modeling import layers, models
+  from albert_tf.checkpoints.converter import build_garden_encoder
   init = tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
-  encoder = networks.AlbertEncoder(
-      vocab_size=config.vocab_size, embedding_width=config.embedding_size,
-      hidden_size=config.hidden_size, num_layers=config.num_hidden_layers,
-      num_attention_heads=config.num_attention_heads,
-      intermediate_size=config.intermediate_size,
-      max_sequence_length=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size, dropout_rate=0.0,
-      attention_dropout_rate=0.0, initializer=init, dict_outputs=True)
+  encoder = build_garden_encoder(config, dropout_rate=0.0,
+                                 attention_dropout_rate=0.0, initializer=init)
   model = models.BertPretrainerV2(
       encoder, mlm_activation="gelu", mlm_initializer=init,
       classification_heads=[layers.ClassificationHead(
@@ -101,9 +117,11 @@ def garden_step(config: AlbertConfig, batch, jit_compile: bool):
       outputs = model(inputs, training=True)
       weights = batch["masked_lm_weights"]
       mlm = tf_keras.losses.sparse_categorical_crossentropy(
-          batch["masked_lm_ids"], outputs["mlm_logits"], from_logits=True)
+          batch["masked_lm_ids"], tf.cast(outputs["mlm_logits"], tf.float32),
+          from_logits=True)
       sop = tf_keras.losses.sparse_categorical_crossentropy(
-          batch["next_sentence_labels"], outputs["sop"], from_logits=True)
+          batch["next_sentence_labels"], tf.cast(outputs["sop"], tf.float32),
+          from_logits=True)
       loss = (tf.reduce_sum(mlm * weights) / tf.reduce_sum(weights)
               + tf.reduce_mean(sop))
     return tape.gradient(loss, model.trainable_variables)
@@ -123,11 +141,11 @@ def training_flops(config: AlbertConfig, batch: int, seq: int) -> float:
           + batch * PREDICTIONS * flops["mlm_head_training"])
 
 
-def measure_memory(size: str, which: str, batch: int, seq: int, jit: bool):
+def measure_memory(size: str, which: str, batch: int, seq: int, mode: str):
   """Peak RSS (MB) of a child process running 3 steps of one contender."""
   code = (f"import json; from benchmarks import bench_pretraining_step as b; "
           f"print(json.dumps(b._memory_child({size!r}, {which!r}, {batch}, "
-          f"{seq}, {jit})))")
+          f"{seq}, {mode!r})))")
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
   result = subprocess.run([sys.executable, "-c", code], capture_output=True,
                           text=True, env=env, check=True,
@@ -135,53 +153,78 @@ def measure_memory(size: str, which: str, batch: int, seq: int, jit: bool):
   return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def _memory_child(size, which, batch, seq, jit):
+def _memory_child(size, which, batch, seq, mode):
   config = AlbertConfig.from_json_file(
       os.path.join(CONFIG_DIR, f"albert_{size}.json"))
   before = common.peak_rss_mb()
   make = ours_step if which == "ours" else garden_step
-  step = make(config, synthetic_batch(config, batch, seq), jit)
+  step = make(config, synthetic_batch(config, batch, seq), *MODES[mode])
   for _ in range(3):
     common._block(step())
   return common.peak_rss_mb() - before
 
 
-def run(sizes, batch, seq, repeats, jit_modes, memory=True):
+def run(sizes, batch, seq, repeats, modes, memory=True):
   peak = common.matmul_peak_flops()
   print(f"float32 matmul peak here: {peak / 1e9:.1f} GFLOP/s")
-  rows = []
+  rows, plot = [], []
   for size in sizes:
     config = AlbertConfig.from_json_file(
         os.path.join(CONFIG_DIR, f"albert_{size}.json"))
     batch_tensors = synthetic_batch(config, batch, seq)
     flops = training_flops(config, batch, seq)
-    contenders = {}
-    for jit in jit_modes:
-      tag = "XLA" if jit else "eager graph"
-      contenders[f"ours ({tag})"] = ours_step(config, batch_tensors, jit)
-      contenders[f"Model Garden ({tag})"] = garden_step(config, batch_tensors,
-                                                        jit)
+    contenders, failures = {}, {}
+    for mode in modes:
+      contenders[f"ours {mode}"] = ours_step(config, batch_tensors,
+                                             *MODES[mode])
+      try:
+        step = garden_step(config, batch_tensors, *MODES[mode])
+        common._block(step())  # pylint: disable=protected-access
+        contenders[f"garden {mode}"] = step
+      except (ValueError, TypeError, tf.errors.OpError) as e:
+        failures[mode] = str(e).strip().splitlines()[-1][:120]
+        print(f"Model Garden fails in mode {mode}: {failures[mode]}")
     times = common.time_alternating(contenders, repeats)
-    for jit in jit_modes:
-      tag = "XLA" if jit else "eager graph"
-      ours_s = common.median(times[f"ours ({tag})"])
-      garden_s = common.median(times[f"Model Garden ({tag})"])
-      mem = ({w: measure_memory(size, w, batch, seq, jit)
-              for w in ("ours", "garden")} if memory else
-             {"ours": float("nan"), "garden": float("nan")})
-      rows.append([size, tag, f"{ours_s:.2f}", f"{garden_s:.2f}",
-                   f"{garden_s / ours_s:.2f}x",
-                   f"{batch / ours_s:.1f}", f"{batch / garden_s:.1f}",
-                   f"{flops / ours_s / peak:.0%}",
-                   f"{flops / garden_s / peak:.0%}",
-                   f"{mem['ours']:.0f}", f"{mem['garden']:.0f}"])
+    for mode in modes:
+      ours_s = common.median(times[f"ours {mode}"])
+      garden_s = (common.median(times[f"garden {mode}"])
+                  if mode not in failures else float("nan"))
+      mem = {w: measure_memory(size, w, batch, seq, mode) if memory and (
+          w == "ours" or mode not in failures) else float("nan")
+             for w in ("ours", "garden")}
+      garden_cells = ([f"{garden_s:.2f}", f"{garden_s / ours_s:.2f}x"]
+                      if mode not in failures else
+                      ["fails (`MaskedLM` under this policy)", "-"])
+      rows.append([size, mode, f"{ours_s:.2f}"] + garden_cells + [
+          f"{batch / ours_s:.1f}", f"{batch / garden_s:.1f}",
+          f"{flops / ours_s / peak:.0%}", f"{flops / garden_s / peak:.0%}",
+          f"{mem['ours']:.0f}", f"{mem['garden']:.0f}"])
+      plot.append((f"{size}\n{mode}", batch / ours_s,
+                   0.0 if mode in failures else batch / garden_s))
       print(rows[-1], flush=True)
   header = ["model", "mode", "ours s/step", "Garden s/step",
             "speed-up (Garden/ours)", "ours seq/s", "Garden seq/s",
             "ours MFU", "Garden MFU", "ours peak MB", "Garden peak MB"]
   table = common.markdown_table(header, rows)
   print(table)
-  return table, peak
+  return table, peak, plot
+
+
+def save_plot(plot, path):
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  labels = [p[0] for p in plot]
+  x = np.arange(len(plot))
+  fig, ax = plt.subplots(figsize=(1.6 * len(plot) + 2, 4))
+  ax.bar(x - 0.2, [p[1] for p in plot], 0.4, label="ours")
+  ax.bar(x + 0.2, [p[2] for p in plot], 0.4, label="Model Garden")
+  ax.set_xticks(x, labels)
+  ax.set_ylabel("sequences / s (higher is better)")
+  ax.set_title("ALBERT pretraining step on this CPU")
+  ax.legend()
+  fig.tight_layout()
+  fig.savefig(path, dpi=100)
 
 
 def main():
@@ -190,21 +233,25 @@ def main():
   parser.add_argument("--batch_size", type=int, default=8)
   parser.add_argument("--seq_length", type=int, default=128)
   parser.add_argument("--repeats", type=int, default=8)
-  parser.add_argument("--jit", default="both", choices=["both", "on", "off"])
+  parser.add_argument("--modes", default=",".join(MODES),
+                      help=f"comma-separated, from {list(MODES)}")
   parser.add_argument("--no_memory", action="store_true")
   parser.add_argument("--write", action="store_true",
                       help="update BENCHMARKS.md")
   args = parser.parse_args()
-  jit_modes = {"both": (False, True), "on": (True,), "off": (False,)}[args.jit]
-  table, peak = run(args.sizes.split(","), args.batch_size, args.seq_length,
-                    args.repeats, jit_modes, memory=not args.no_memory)
+  table, peak, plot = run(args.sizes.split(","), args.batch_size,
+                          args.seq_length, args.repeats,
+                          args.modes.split(","), memory=not args.no_memory)
   if args.write:
+    save_plot(plot, os.path.join(os.path.dirname(common.BENCHMARKS_MD),
+                                 "benchmarks", "pretraining_step.png"))
     common.update_benchmarks_md(
         "Pretraining step", f"`python -m benchmarks.bench_pretraining_step "
         f"--batch_size={args.batch_size} --seq_length={args.seq_length} "
         f"--repeats={args.repeats}`; {common.machine_line()}; float32 "
         f"matmul peak {peak / 1e9:.1f} GFLOP/s (MFU = model training FLOPs "
-        f"per second / that peak).\n\n" + table)
+        f"per second / that peak).\n\n" + table +
+        "\n\n![pretraining step](benchmarks/pretraining_step.png)")
 
 
 if __name__ == "__main__":

@@ -53,12 +53,9 @@ def test_model_garden_counts_agree():
   from official.nlp.modeling import networks
   config = _preset("base")
   garden = networks.AlbertEncoder(
-      vocab_size=config.vocab_size, embedding_width=config.embedding_size,
-      hidden_size=config.hidden_size, num_layers=config.num_hidden_layers,
-      num_attention_heads=config.num_attention_heads,
-      intermediate_size=config.intermediate_size,
-      max_sequence_length=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size)
+      vocab_size=30000, embedding_width=128, hidden_size=768, num_layers=12,
+      num_attention_heads=12, intermediate_size=3072,
+      max_sequence_length=512, type_vocab_size=2)
   assert garden.count_params() == AlbertEncoder(config).count_params()
 
 

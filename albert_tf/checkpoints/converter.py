@@ -390,16 +390,25 @@ def _read_ours(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
   _fail(prefix, f"ours ({root_name}/)", *problems)
 
 
-def _read_garden(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
+def build_garden_encoder(config: AlbertConfig, **kwargs):
+  """Model Garden's `networks.AlbertEncoder` with `config`'s architecture.
+
+  kwargs go to its constructor (e.g. initializer, dropout_rate).
+  """
   from official.nlp.modeling import networks  # pylint: disable=g-import-not-at-top
-  table = name_tables.garden_table(config)
-  garden = networks.AlbertEncoder(
+  kwargs.setdefault("dict_outputs", True)
+  return networks.AlbertEncoder(
       vocab_size=config.vocab_size, embedding_width=config.embedding_size,
       hidden_size=config.hidden_size, num_layers=config.num_hidden_layers,
       num_attention_heads=config.num_attention_heads,
       intermediate_size=config.intermediate_size,
       max_sequence_length=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size, dict_outputs=True)
+      type_vocab_size=config.type_vocab_size, **kwargs)
+
+
+def _read_garden(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
+  table = name_tables.garden_table(config)
+  garden = build_garden_encoder(config)
   keys = _list_tf_checkpoint(prefix)
   problems = _object_mismatches(keys, "encoder",
                                 tf.train.Checkpoint(encoder=garden))
