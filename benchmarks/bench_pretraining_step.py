@@ -182,7 +182,9 @@ def run(sizes, batch, seq, repeats, modes, memory=True):
         common._block(step())  # pylint: disable=protected-access
         contenders[f"garden {mode}"] = step
       except (ValueError, TypeError, tf.errors.OpError) as e:
-        failures[mode] = str(e).strip().splitlines()[-1][:120]
+        lines = [l.strip() for l in str(e).splitlines()
+                 if "Error" in l or "Incompatible" in l]
+        failures[mode] = (lines or [type(e).__name__])[-1][:160]
         print(f"Model Garden fails in mode {mode}: {failures[mode]}")
     times = common.time_alternating(contenders, repeats)
     for mode in modes:
