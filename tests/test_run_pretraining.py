@@ -223,3 +223,32 @@ def test_interrupted_run_resumes_exactly(params, tmp_path):
   for key in straight:
     np.testing.assert_allclose(resumed[key], straight[key], atol=1e-5,
                                err_msg=key)
+
+
+def test_sigterm_saves_a_checkpoint_and_exits_for_restart(params):
+  """A preemption notice (SIGTERM) is handled by TensorFlow's
+  PreemptionCheckpointHandler: checkpoint after the current loop, exit 42."""
+  import signal  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  import time  # pylint: disable=g-import-not-at-top
+  root = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
+  flags = [f"--{k}={getattr(params, k)}" for k in (
+      "input_file", "output_dir", "albert_config_file", "train_batch_size",
+      "max_seq_length", "max_predictions_per_seq", "num_warmup_steps",
+      "seed")] + ["--num_train_steps=100000", "--save_checkpoints_steps=50000",
+                  "--iterations_per_loop=10"]
+  process = subprocess.Popen(
+      [sys.executable, "-m", "tools.run_pretraining"] + flags, cwd=root,
+      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+  first = os.path.join(params.output_dir, "ckpt-0.index")
+  deadline = time.time() + 120
+  while not os.path.exists(first) and time.time() < deadline:
+    time.sleep(0.5)
+  time.sleep(3)  # a few loops of training
+  process.send_signal(signal.SIGTERM)
+  _, stderr = process.communicate(timeout=120)
+  assert process.returncode == 42, stderr[-2000:]
+  latest = tf.train.latest_checkpoint(params.output_dir)
+  step = int(latest.rsplit("-", 1)[1])
+  assert step > 0 and step % 10 == 0

@@ -212,10 +212,11 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
 
   if chief:
     config.to_json_file(os.path.join(params.output_dir, "albert_config.json"))
-  train_actions = []
-  if params.strategy in ("multi_worker", "tpu"):
-    train_actions.append(orbit.actions.SaveCheckpointIfPreempted(
-        strategy.cluster_resolver, manager, optimizer.iterations))
+  # On SIGTERM (a preemption notice) TensorFlow's PreemptionCheckpointHandler
+  # saves a checkpoint after the current loop and exits; a rerun resumes.
+  train_actions = [orbit.actions.SaveCheckpointIfPreempted(
+      getattr(strategy, "cluster_resolver", None), manager,
+      optimizer.iterations)]
   controller = orbit.Controller(
       strategy=strategy, trainer=runner,
       evaluator=runner if eval_dataset is not None else None,
