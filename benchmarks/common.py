@@ -58,7 +58,18 @@ def matmul_peak_flops(size: int = 2048, repeats: int = 10) -> float:
 
 
 def peak_rss_mb() -> float:
-  """Peak resident memory of this process so far, in MB."""
+  """Peak resident memory of this process so far, in MB.
+
+  Read from /proc (VmHWM): getrusage's ru_maxrss survives exec on Linux, so
+  a child started by a big process would report its parent's peak.
+  """
+  try:
+    with open("/proc/self/status") as f:
+      for line in f:
+        if line.startswith("VmHWM:"):
+          return int(line.split()[1]) / 1024
+  except OSError:
+    pass
   return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
