@@ -79,8 +79,11 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
   if num_segments not in (1, 2):
     raise ValueError(f"num_segments must be 1 or 2, got {num_segments}")
   parent = os.path.dirname(os.path.abspath(export_dir))
-  os.makedirs(parent, exist_ok=True)
-  tmp_dir = tempfile.mkdtemp(prefix=".tmp-export-", dir=parent)
+  try:
+    os.makedirs(parent, exist_ok=True)
+    tmp_dir = tempfile.mkdtemp(prefix=".tmp-export-", dir=parent)
+  except OSError as e:
+    raise UserInputError(f"--export_dir={export_dir} is not writable: {e}") from None
   try:
     assets = os.path.join(tmp_dir, "assets_src")
     os.makedirs(assets)

@@ -216,8 +216,11 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
                          "head (cls/predictions)")
 
   parent = os.path.dirname(os.path.abspath(export_dir))
-  os.makedirs(parent, exist_ok=True)
-  tmp_dir = tempfile.mkdtemp(prefix=".tmp-export-", dir=parent)
+  try:
+    os.makedirs(parent, exist_ok=True)
+    tmp_dir = tempfile.mkdtemp(prefix=".tmp-export-", dir=parent)
+  except OSError as e:
+    raise UserInputError(f"--export_dir={export_dir} is not writable: {e}") from None
   try:
     # Asset files are copied into the SavedModels' assets/ directories.
     assets = os.path.join(tmp_dir, "assets_src")

@@ -21,7 +21,8 @@ has a corrupt first record, or lacks a feature or has one of the wrong length
 (e.g. written with another max_seq_length) raises a UserInputError naming
 it. Corruption further inside a file surfaces while iterating, as TF's
 DataLossError; `validate_tfrecord_file(path, ..., max_records=None)` checks a
-whole file and names it.
+whole file and names it (run_pretraining does so when a DataLossError stops
+training or evaluation, and reports the file).
 """
 
 import os
@@ -88,7 +89,8 @@ def _parse_batch(serialized, max_seq_length, max_predictions_per_seq,
 
 def validate_tfrecord_file(path: str, max_seq_length: int,
                            max_predictions_per_seq: int,
-                           max_records: Optional[int] = 1) -> int:
+                           max_records: Optional[int] = 1,
+                           vocab_size: Optional[int] = None) -> int:
   """Checks records of `path` against the schema; returns how many it read.
 
   Args:
@@ -96,6 +98,8 @@ def validate_tfrecord_file(path: str, max_seq_length: int,
     max_seq_length, max_predictions_per_seq: the expected lengths.
     max_records: records to check from the start; None checks all (and every
       record's CRC).
+    vocab_size: if given, token ids (input_ids, masked_lm_ids) must be below
+      it (the model's vocab_size).
 
   Raises:
     UserInputError: naming the file, if a record is corrupt, is not a
@@ -109,11 +113,20 @@ def validate_tfrecord_file(path: str, max_seq_length: int,
   count = 0
   try:
     for record in dataset.batch(256):
-      tf.io.parse_example(record, spec)
+      parsed = tf.io.parse_example(record, spec)
       count += int(record.shape[0])
+      if vocab_size is not None:
+        largest = int(tf.reduce_max(tf.concat(
+            [tf.reshape(parsed["input_ids"], [-1]),
+             tf.reshape(parsed["masked_lm_ids"], [-1])], 0)))
+        if largest >= vocab_size:
+          raise UserInputError(
+              f"{path}: token id {largest} is not below the model's "
+              f"vocab_size={vocab_size}: the records were written with a "
+              "larger SentencePiece vocabulary than the ALBERT config's")
   except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
-    detail = re.sub(r"\{\{function_node.*?\}\}\s*|\s*\[Op:\w+\]", "",
-                    e.message.split("\n")[0])
+    detail = re.sub(r"\{\{function_node.*?\}\}\s*|\s*\[Op:\w+\]|"
+                    r"\s*name: $", "", e.message.split("\n")[0])
     raise UserInputError(
         f"{path}: not a pretraining TFRecord file with max_seq_length="
         f"{max_seq_length}, max_predictions_per_seq={max_predictions_per_seq}"
@@ -135,7 +148,8 @@ def pretraining_dataset(
     cycle_length: Optional[int] = None,
     validate: bool = True,
     include_token_boundary: bool = False,
-    dynamic_masking: Optional[DynamicMasking] = None) -> tf.data.Dataset:
+    dynamic_masking: Optional[DynamicMasking] = None,
+    vocab_size: Optional[int] = None) -> tf.data.Dataset:
   """Batches of model inputs from pretraining TFRecords.
 
   Args:
@@ -152,6 +166,8 @@ def pretraining_dataset(
     shuffle_buffer_size: records in the shuffle buffer (training only).
     cycle_length: files read at once; default min(#files, 8).
     validate: check each file's first record (see module docstring).
+    vocab_size: with `validate`, also check that the first record's token
+      ids are below it.
     include_token_boundary: also yield `token_boundary` (int32 [batch, seq],
       1 at word starts and [CLS]/[SEP]), e.g. for masking on the fly.
     dynamic_masking: a `dynamic_masking.DynamicMasking`: mask every batch
@@ -163,7 +179,8 @@ def pretraining_dataset(
   files = resolve_files(file_pattern)
   if validate:
     for path in files:
-      validate_tfrecord_file(path, max_seq_length, max_predictions_per_seq)
+      validate_tfrecord_file(path, max_seq_length, max_predictions_per_seq,
+                             vocab_size=vocab_size)
   per_replica = batch_size
   num_pipelines, pipeline_id = 1, 0
   if input_context is not None:

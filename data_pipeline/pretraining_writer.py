@@ -261,7 +261,13 @@ def create_pretraining_data(
     if os.path.isdir(path):
       raise UserInputError(f"--output_file: {path} is a directory; give a "
                            "file path (shards get -NNNNN-of-NNNNN suffixes)")
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    try:
+      os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    except OSError as e:
+      raise UserInputError(f"--output_file={path}: cannot create its "
+                           f"directory: {e}") from None
+    if not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK):
+      raise UserInputError(f"--output_file={path}: directory not writable")
   tokenizer = SentencePieceTokenizer(spm_model_file,
                                      do_lower_case=do_lower_case)
   vocab = pretraining_data.VocabInfo(

@@ -3,6 +3,8 @@
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
+
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
 class ClassificationHead(tf_keras.layers.Layer):
@@ -23,7 +25,7 @@ class ClassificationHead(tf_keras.layers.Layer):
     self.num_classes = num_classes
     self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
-    self.dropout = tf_keras.layers.Dropout(dropout_rate, dtype="float32")
+    self.dropout = CheckpointedDropout(dropout_rate, dtype="float32")
     self.dense = tf_keras.layers.Dense(
         num_classes,
         kernel_initializer=tf_keras.initializers.TruncatedNormal(

@@ -3,6 +3,8 @@
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
+
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
 class MultipleChoiceHead(tf_keras.layers.Layer):
@@ -29,7 +31,7 @@ class MultipleChoiceHead(tf_keras.layers.Layer):
     self.num_choices = num_choices
     self.initializer_range = initializer_range
     self.dropout_rate = dropout_rate
-    self.dropout = tf_keras.layers.Dropout(dropout_rate)
+    self.dropout = CheckpointedDropout(dropout_rate)
     self.dense = tf_keras.layers.Dense(
         1, kernel_initializer=tf_keras.initializers.TruncatedNormal(
             stddev=initializer_range),

@@ -9,6 +9,8 @@ from [CLS] and the start-probability-weighted representation.
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
+
 _NEG = -1e30
 
 
@@ -70,7 +72,7 @@ class SquadV2Head(tf_keras.layers.Layer):
     self.end_dense_1 = _dense(1, initializer_range, "end_dense_1")
     self.answer_dense_0 = _dense(hidden_size, initializer_range,
                                  "answer_class_dense_0", activation="tanh")
-    self.answer_dropout = tf_keras.layers.Dropout(dropout_rate)
+    self.answer_dropout = CheckpointedDropout(dropout_rate)
     self.answer_dense_1 = _dense(1, initializer_range,
                                  "answer_class_dense_1", use_bias=False)
 

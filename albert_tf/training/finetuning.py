@@ -14,7 +14,10 @@ every task:
     official ALBERT GLUE/SQuAD/RACE recipes), warmup + linear decay, gradients
     all-reduced and clipped to global norm 1.0 as the official optimizer does;
   - checkpoints every `save_checkpoints_steps` (resumed when `output_dir`
-    already holds one), each followed by a dev evaluation; the checkpoint with
+    already holds one: weights, optimizer slots, step and dropout RNG state;
+    the data stream continues after the batches already trained on, so with
+    --seed a killed and rerun run ends with the same weights as an
+    uninterrupted one), each followed by a dev evaluation; the checkpoint with
     the best `task.main_metric` is kept under `output_dir/best/`;
   - TensorBoard summaries (`output_dir/train`, `output_dir/eval`);
   - `eval_results.json` (metric -> value, plus `step`) in `output_dir`;
@@ -175,6 +178,19 @@ def validate_params(params: FinetuningParams,
     path = getattr(params, name)
     if path and not tf.io.gfile.exists(path):
       raise UserInputError(f"--{name}={path} does not exist")
+
+
+def check_vocab_size(config: AlbertConfig, tokenizer,
+                     spm_model_file: str) -> None:
+  """A SentencePiece model with more pieces than the model's vocab_size
+  would feed out-of-range ids: a UserInputError. Fewer pieces are allowed
+  (vocabularies padded to a multiple of 128, say; the extra rows go
+  unused)."""
+  if config.vocab_size < tokenizer.vocab_size:
+    raise UserInputError(
+        f"SentencePiece model {spm_model_file} has "
+        f"{tokenizer.vocab_size} pieces, more than the model's vocab_size "
+        f"({config.vocab_size})")
 
 
 def load_config(params: FinetuningParams) -> AlbertConfig:
@@ -382,6 +398,12 @@ class FinetuningRunner:
       raise UserInputError(f"{self.task.name}: no training data")
     if self.step < params.train_step:
       dataset = self.task.train_dataset(params.train_batch_size, params.seed)
+      if self.step:
+        # Exact resume: the training stream is a seeded, repeated shuffle,
+        # so skipping the batches the checkpoint has already trained on
+        # continues it where the interrupted run stopped (dropout RNG
+        # states are in the checkpoint: CheckpointedDropout).
+        dataset = dataset.skip(self.step)
       save = params.save_checkpoints_steps
       self.trainer.fit(
           dataset, epochs=math.ceil(params.train_step / save),

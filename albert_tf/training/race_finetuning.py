@@ -110,6 +110,7 @@ def run_race(params: finetuning.FinetuningParams,
       evaluate=evaluate if dev else None,
       main_metric="accuracy")
   runner = finetuning.FinetuningRunner(params, task)
+  finetuning.check_vocab_size(runner.config, tokenizer, params.spm_model_file)
   results = finetuning.run_finetuning(params, task, runner)
   if test is not None:
     runner.restore_best()

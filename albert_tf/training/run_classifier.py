@@ -176,11 +176,7 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
 
   runner = finetuning.FinetuningRunner(
       params, build_glue_task(data, params.eval_batch_size))
-  if runner.config.vocab_size < tokenizer.vocab_size:
-    raise UserInputError(
-        f"SentencePiece model {params.spm_model_file} has "
-        f"{tokenizer.vocab_size} pieces, more than the model's vocab_size "
-        f"({runner.config.vocab_size})")
+  finetuning.check_vocab_size(runner.config, tokenizer, params.spm_model_file)
   results = finetuning.run_finetuning(params, runner.task, runner)
   predictions = {}
   if params.do_predict or export_dir:

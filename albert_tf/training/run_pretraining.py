@@ -11,6 +11,7 @@ Layout of `output_dir`:
 import dataclasses
 import json
 import os
+import re
 from typing import Dict, Optional
 
 import orbit
@@ -87,14 +88,15 @@ def _validate(params: PretrainingParams, config: AlbertConfig) -> None:
 
 
 def _distributed_dataset(strategy, params: PretrainingParams, file_pattern,
-                         batch_size, is_training):
+                         batch_size, is_training, vocab_size=None):
   def dataset_fn(input_context):
     return pretraining_input.pretraining_dataset(
         file_pattern, batch_size=batch_size,
         max_seq_length=params.max_seq_length,
         max_predictions_per_seq=params.max_predictions_per_seq,
         is_training=is_training, input_context=input_context,
-        seed=params.seed, shuffle_buffer_size=params.shuffle_buffer_size)
+        seed=params.seed, shuffle_buffer_size=params.shuffle_buffer_size,
+        vocab_size=vocab_size)
 
   if batch_size % strategy.num_replicas_in_sync:
     raise UserInputError(
@@ -175,11 +177,13 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
   write_dir = params.output_dir if chief else os.path.join(
       params.output_dir, f".worker_{strategy.cluster_resolver.task_id}")
   train_dataset = _distributed_dataset(strategy, params, params.input_file,
-                                       params.train_batch_size, True)
+                                       params.train_batch_size, True,
+                                       config.vocab_size)
   eval_dataset = None
   if params.eval_file:
     eval_dataset = _distributed_dataset(strategy, params, params.eval_file,
-                                        params.eval_batch_size, False)
+                                        params.eval_batch_size, False,
+                                        config.vocab_size)
 
   with strategy.scope():
     encoder = AlbertEncoder(config, dtype=DTYPE_POLICIES[params.dtype])
@@ -234,19 +238,62 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
                           manager, controller, write_dir)
 
 
+def _first_line(error: tf.errors.OpError) -> str:
+  """The informative line of a TF error (not "Graph execution error")."""
+  lines = [l.strip() for l in error.message.split("\n")]
+  lines = [l for l in lines if l and not l.startswith(
+      ("Graph execution error", "Detected at node", "File ", "[["))]
+  return re.sub(r"\{\{function_node.*?\}\}\s*|\s*\[Op:\w+\]", "",
+                (lines or [error.message])[0]).rstrip(" .:")
+
+
+def _corrupt_input_error(params: PretrainingParams,
+                         error: tf.errors.DataLossError) -> UserInputError:
+  """A truncated / corrupt record met while training or evaluating (the
+  first record of each file was checked at start): finds the file by
+  checking every record of every input file, and names it."""
+  for flag, pattern in (("input_file", params.input_file),
+                        ("eval_file", params.eval_file)):
+    if not pattern:
+      continue
+    for path in pretraining_input.resolve_files(pattern):
+      try:
+        pretraining_input.validate_tfrecord_file(
+            path, params.max_seq_length, params.max_predictions_per_seq,
+            max_records=None)
+      except UserInputError as bad:
+        return UserInputError(f"--{flag}: {bad}. The last checkpoint in "
+                              "--output_dir is intact.")
+  return UserInputError(
+      f"corrupt TFRecord data in --input_file={params.input_file} or "
+      f"--eval_file={params.eval_file}: {_first_line(error)}")
+
+
 def run_pretraining(params: PretrainingParams) -> Dict[str, float]:
   """Trains to `num_train_steps` (resuming from `output_dir` if it holds a
   checkpoint), evaluating at each checkpoint; returns the last eval metrics
   (empty without an eval_file)."""
   setup = build_pretraining(params)
   step = setup.optimizer.iterations
-  if setup.runner.has_eval:
-    results = setup.controller.train_and_evaluate(
-        train_steps=params.num_train_steps, eval_steps=params.max_eval_steps,
-        eval_interval=params.save_checkpoints_steps)
-  else:
-    setup.controller.train(steps=params.num_train_steps)
-    results = None
+  try:
+    if setup.runner.has_eval:
+      results = setup.controller.train_and_evaluate(
+          train_steps=params.num_train_steps,
+          eval_steps=params.max_eval_steps,
+          eval_interval=params.save_checkpoints_steps)
+    else:
+      setup.controller.train(steps=params.num_train_steps)
+      results = None
+  except tf.errors.DataLossError as e:
+    raise _corrupt_input_error(params, e) from None
+  except tf.errors.InvalidArgumentError as e:
+    if "is not in [0, " not in e.message:  # not an out-of-vocabulary id
+      raise
+    raise UserInputError(
+        f"a token id in --input_file/--eval_file is outside the model's "
+        f"vocabulary (vocab_size={setup.config.vocab_size} in "
+        f"{params.albert_config_file}): {_first_line(e)}. The records were "
+        "written with a larger SentencePiece vocabulary.") from None
   results = {k: float(v) for k, v in (results or {}).items()}
   if results and setup.write_dir == params.output_dir:
     with tf.io.gfile.GFile(os.path.join(params.output_dir,

@@ -235,6 +235,7 @@ def run_squad(params: finetuning.FinetuningParams,
       evaluate=evaluate if params.do_eval else None,
       main_metric="f1")
   runner = finetuning.FinetuningRunner(params, task)
+  finetuning.check_vocab_size(runner.config, tokenizer, params.spm_model_file)
   results = finetuning.run_finetuning(params, task, runner)
   if params.do_predict and not params.do_eval:
     runner.restore_best()
