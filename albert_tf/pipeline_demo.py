@@ -15,7 +15,7 @@ import dataclasses
 import os
 import random
 import time
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 from absl import logging
 
@@ -33,7 +33,7 @@ class DemoSettings:
   dupe_factor: int = 5
   train_batch_size: int = 64
   num_train_steps: int = 600
-  num_warmup_steps: int = 60
+  num_warmup_steps: Optional[int] = None  # default: 10% of the steps
   learning_rate: float = 5e-3
   save_checkpoints_steps: int = 200
   seed: int = 12345
@@ -158,7 +158,9 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
       max_predictions_per_seq=settings.max_predictions_per_seq,
       learning_rate=settings.learning_rate,
       num_train_steps=settings.num_train_steps,
-      num_warmup_steps=settings.num_warmup_steps,
+      num_warmup_steps=(settings.num_warmup_steps
+                        if settings.num_warmup_steps is not None
+                        else settings.num_train_steps // 10),
       save_checkpoints_steps=settings.save_checkpoints_steps,
       iterations_per_loop=50, max_eval_steps=-1, seed=settings.seed,
       keep_checkpoint_max=3)

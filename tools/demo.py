@@ -9,6 +9,7 @@ baselines, and exports a SavedModel. Rerunning resumes where it stopped.
 """
 
 from absl import flags
+from absl import logging
 
 from tools import cli
 
@@ -20,6 +21,8 @@ flags.DEFINE_integer("train_batch_size", 64, "Sequences per step.")
 
 def main(argv):
   del argv
+  # Orbit prints its progress lines and also logs them; keep one copy.
+  logging.set_verbosity(logging.WARNING)
   # Imported here so that --help answers without loading TensorFlow.
   from albert_tf import pipeline_demo
 

@@ -1,0 +1,47 @@
+"""The demo's own pieces: the held-out split and the chance baselines."""
+
+import collections
+
+import tensorflow as tf
+
+from albert_tf import pipeline_demo
+from data_pipeline import tfrecord_schema
+
+
+def test_split_corpus_by_document(english_corpus, tmp_path):
+  train, heldout = str(tmp_path / "train.txt"), str(tmp_path / "heldout.txt")
+  counts = pipeline_demo.split_corpus(english_corpus, train, heldout,
+                                      heldout_fraction=0.1, seed=3)
+  with open(english_corpus, encoding="utf-8") as f:
+    documents = [d for d in f.read().split("\n\n") if d.strip()]
+
+  def read(path):
+    with open(path, encoding="utf-8") as f:
+      return collections.Counter(
+          d.strip() for d in f.read().split("\n\n") if d.strip())
+
+  train_docs, heldout_docs = read(train), read(heldout)
+  assert counts == (len(documents) - len(documents) // 10,
+                    len(documents) // 10)
+  # Every document lands on exactly one side (the stdlib repeats some
+  # docstrings, so compare multisets).
+  assert train_docs + heldout_docs == collections.Counter(
+      d.strip() for d in documents)
+  assert sum(heldout_docs.values()) == len(documents) // 10
+
+
+def test_heldout_baselines_match_a_direct_count(pretraining_records):
+  path = pretraining_records["path"]
+  baselines = pipeline_demo.heldout_baselines(path, 32, 5)
+  spec = tfrecord_schema.name_to_features(32, 5)
+  tokens, labels = collections.Counter(), collections.Counter()
+  for record in tf.data.TFRecordDataset(path):
+    example = tf.io.parse_single_example(record, spec)
+    weights = example["masked_lm_weights"].numpy()
+    tokens.update(example["masked_lm_ids"].numpy()[weights > 0].tolist())
+    labels.update(example["next_sentence_labels"].numpy().tolist())
+  assert baselines["mlm"] == tokens.most_common(1)[0][1] / sum(
+      tokens.values())
+  assert baselines["sop"] == labels.most_common(1)[0][1] / sum(
+      labels.values())
+  assert 0.4 < baselines["sop"] < 0.6 and 0 < baselines["mlm"] < 0.2
