@@ -38,7 +38,9 @@ def test_mlm_logits_match_official_head(pretrainer, pretrain_inputs):
   outputs = pretrainer(pretrain_inputs)
   w = {v.name[:-2]: v.numpy().astype(np.float64)
        for v in pretrainer.trainable_variables}
-  sequence = outputs["sequence_output"].numpy().astype(np.float64)
+  encoder_outputs = pretrainer.encoder(
+      {k: v for k, v in pretrain_inputs.items() if k != "masked_lm_positions"})
+  sequence = encoder_outputs["sequence_output"].numpy().astype(np.float64)
   positions = pretrain_inputs["masked_lm_positions"]
   gathered = np.take_along_axis(sequence, positions[..., None], axis=1)
   x = gathered @ w["masked_lm/transform/kernel"] + w["masked_lm/transform/bias"]
@@ -48,7 +50,8 @@ def test_mlm_logits_match_official_head(pretrainer, pretrain_inputs):
   logits = x @ w["embeddings/word_embeddings/embeddings"].T + w[
       "masked_lm/output_bias"]
   np.testing.assert_allclose(outputs["mlm_logits"], logits, atol=1e-5)
-  sop = outputs["pooled_output"].numpy() @ w["sentence_order/dense/kernel"] + w[
+  sop = encoder_outputs["pooled_output"].numpy() @ w[
+      "sentence_order/dense/kernel"] + w[
       "sentence_order/dense/bias"]
   np.testing.assert_allclose(outputs["sop_logits"], sop, atol=1e-5)
 
@@ -94,3 +97,44 @@ def test_mixed_precision_logits_are_float32(tiny_config, pretrain_inputs):
   assert outputs["sop_logits"].dtype == tf.float32
   np.testing.assert_allclose(outputs["mlm_logits"],
                              full(pretrain_inputs)["mlm_logits"], atol=0.15)
+
+
+@pytest.mark.parametrize("overrides", [
+    dict(),
+    dict(inner_group_num=2),
+    dict(num_hidden_layers=3, num_hidden_groups=3),
+    dict(share_parameters="none"),
+    dict(share_parameters="attention"),
+    dict(num_hidden_layers=1),
+])
+def test_last_block_at_positions_equals_full_encoder(tiny_config, overrides,
+                                                     pretrain_inputs):
+  """The pretrainer's encoder computes its last block only at [CLS] and the
+  masked positions; outputs and gradients equal the full encoder's."""
+  import dataclasses
+  config = dataclasses.replace(tiny_config, **overrides)
+  encoder = AlbertEncoder(config)
+  inputs = {k: v for k, v in pretrain_inputs.items()
+            if k != "masked_lm_positions"}
+  positions = pretrain_inputs["masked_lm_positions"]
+  with tf.GradientTape(persistent=True) as tape:
+    full = encoder(inputs)
+    gathered = tf.gather(full["sequence_output"], positions, batch_dims=1)
+    fast = encoder(inputs, output_positions=positions)
+    full_loss = tf.reduce_sum(gathered ** 2) + tf.reduce_sum(
+        full["pooled_output"] ** 3)
+    fast_loss = tf.reduce_sum(
+        fast["sequence_output_at_positions"] ** 2) + tf.reduce_sum(
+            fast["pooled_output"] ** 3)
+  assert fast["sequence_output_at_positions"].shape == (3, 4, 32)
+  np.testing.assert_allclose(fast["sequence_output_at_positions"], gathered,
+                             atol=1e-5)
+  np.testing.assert_allclose(fast["pooled_output"], full["pooled_output"],
+                             atol=1e-5)
+  variables = encoder.trainable_variables
+  for full_grad, fast_grad, v in zip(tape.gradient(full_loss, variables),
+                                     tape.gradient(fast_loss, variables),
+                                     variables):
+    np.testing.assert_allclose(tf.convert_to_tensor(fast_grad),
+                               tf.convert_to_tensor(full_grad), atol=1e-4,
+                               err_msg=v.name)

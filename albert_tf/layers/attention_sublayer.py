@@ -19,12 +19,14 @@ class AttentionSublayer(tf_keras.layers.Layer):
     attention_dropout_rate: float, dropout on the attention probabilities.
 
   Call args:
-    x: float [batch, seq, H].
+    x: float [batch, seq, H], the keys and values (and, by default, queries).
     input_mask: int [batch, seq], 1 for real tokens, 0 for padding.
+    query: optional float [batch, T, H], rows of `x` to compute the output
+      for (e.g. gathered [CLS] + masked positions); default all of `x`.
     training: bool, enables dropout.
 
   Returns:
-    float32 [batch, seq, H].
+    float32 [batch, T, H] (T = seq without `query`).
   """
 
   def __init__(self, hidden_size, num_attention_heads, initializer_range,
@@ -47,13 +49,16 @@ class AttentionSublayer(tf_keras.layers.Layer):
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=1e-12, dtype="float32", name="layer_norm")
 
-  def call(self, x, input_mask, training=None):
+  def call(self, x, input_mask, query=None, training=None):
+    # Keras casts only the first argument to the compute dtype.
+    query = x if query is None else tf.cast(query, x.dtype)
     # Every query attends to the non-padding keys: (B, 1, S) broadcasts over
-    # the query axis without building a (B, S, S) mask.
+    # the query axis without building a (B, T, S) mask.
     attention_mask = tf.cast(input_mask, tf.bool)[:, tf.newaxis, :]
-    y = self.attention(x, x, attention_mask=attention_mask, training=training)
+    y = self.attention(query, x, attention_mask=attention_mask,
+                       training=training)
     y = self.dropout(y, training=training)
-    return self.layer_norm(x + y)
+    return self.layer_norm(query + y)
 
   def get_config(self):
     config = super().get_config()

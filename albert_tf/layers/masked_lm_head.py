@@ -23,7 +23,8 @@ class MaskedLMHead(tf_keras.layers.Layer):
 
   Call args:
     sequence_output: float [batch, seq, H].
-    masked_lm_positions: int32 [batch, P].
+    masked_lm_positions: int32 [batch, P]; None when `sequence_output` is
+      already the [batch, P, H] rows at those positions.
 
   Returns:
     float32 logits [batch, P, V].
@@ -50,9 +51,11 @@ class MaskedLMHead(tf_keras.layers.Layer):
         initializer="zeros")
     super().build(input_shape)
 
-  def call(self, sequence_output, masked_lm_positions):
-    x = tf.gather(sequence_output, tf.cast(masked_lm_positions, tf.int32),
-                  batch_dims=1)  # (B, P, H)
+  def call(self, sequence_output, masked_lm_positions=None):
+    x = sequence_output
+    if masked_lm_positions is not None:
+      x = tf.gather(x, tf.cast(masked_lm_positions, tf.int32),
+                    batch_dims=1)  # (B, P, H)
     x = self.layer_norm(self.transform(x))  # (B, P, E)
     x = tf.cast(x, self.compute_dtype)
     table = tf.cast(self.embedding_layer.embedding_table, self.compute_dtype)

@@ -23,7 +23,10 @@ class AlbertPretrainer(tf_keras.Model):
   Outputs (dict):
     mlm_logits: float32 [batch, P, V].
     sop_logits: float32 [batch, 2].
-    sequence_output, pooled_output: the encoder's.
+    pooled_output: the encoder's, float32 [batch, H].
+
+  The encoder runs with `output_positions`: its last block is computed only
+  at [CLS] and the masked positions, which is all the heads read.
   """
 
   def __init__(self, encoder: AlbertEncoder, **kwargs):
@@ -35,7 +38,8 @@ class AlbertPretrainer(tf_keras.Model):
     }
     encoder_inputs = {k: inputs[k] for k in
                       ("input_word_ids", "input_mask", "input_type_ids")}
-    encoder_outputs = encoder(encoder_inputs)
+    encoder_outputs = encoder(encoder_inputs,
+                              output_positions=inputs["masked_lm_positions"])
     mlm_head = MaskedLMHead(
         encoder.embedding_layer, hidden_act=config.hidden_act,
         initializer_range=config.initializer_range,
@@ -43,10 +47,8 @@ class AlbertPretrainer(tf_keras.Model):
     sop_head = SentenceOrderHead(config.initializer_range,
                                  name="sentence_order")
     outputs = dict(
-        mlm_logits=mlm_head(encoder_outputs["sequence_output"],
-                            inputs["masked_lm_positions"]),
+        mlm_logits=mlm_head(encoder_outputs["sequence_output_at_positions"]),
         sop_logits=sop_head(encoder_outputs["pooled_output"]),
-        sequence_output=encoder_outputs["sequence_output"],
         pooled_output=encoder_outputs["pooled_output"])
     super().__init__(inputs=inputs, outputs=outputs, **kwargs)
     self.encoder = encoder

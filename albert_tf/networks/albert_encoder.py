@@ -38,6 +38,16 @@ class AlbertEncoder(tf_keras.Model):
     sequence_output: float32 [batch, seq, H], the last layer.
     pooled_output: float32 [batch, H], tanh dense on the first token.
     encoder_outputs: list of L float32 [batch, seq, H], one per layer.
+
+  Called with `output_positions` (int32 [batch, P]), the encoder computes
+  the last block only where pretraining reads it, [CLS] and those positions
+  (every earlier block still runs over the whole sequence, being the keys
+  and values of the next), and returns instead:
+    pooled_output: float32 [batch, H], as above;
+    sequence_output_at_positions: float32 [batch, P, H], equal to
+      sequence_output gathered at output_positions.
+  This skips most of a layer's work: for ALBERT-base at sequence 128 with
+  20 predictions, about 70% of one of the 12 layers.
   """
 
   def __init__(self, config: Union[AlbertConfig, Dict],
@@ -95,6 +105,32 @@ class AlbertEncoder(tf_keras.Model):
     self.config = config
     self.embedding_layer = embedding_layer
     self._dtype_arg = dtype
+
+  def call(self, inputs, training=None, mask=None, output_positions=None):
+    if output_positions is None:
+      return super().call(inputs, training=training, mask=mask)
+    return self._call_at_positions(inputs, output_positions, training)
+
+  def _call_at_positions(self, inputs, output_positions, training):
+    """[CLS] + `output_positions` outputs; see the class docstring."""
+    input_mask = inputs["input_mask"]
+    blocks = [
+        block for attention, ffn in zip(
+            _sublayers_by_layer(self.config, "attention", self.get_layer),
+            _sublayers_by_layer(self.config, "ffn", self.get_layer))
+        for block in zip(attention, ffn)]
+    x = self.embedding_layer(inputs["input_word_ids"],
+                             inputs["input_type_ids"], training=training)
+    for attention, ffn in blocks[:-1]:
+      x = ffn(attention(x, input_mask, training=training), training=training)
+    positions = tf.cast(output_positions, tf.int32)
+    rows = tf.concat([tf.zeros_like(positions[:, :1]), positions], axis=1)
+    query = tf.gather(x, rows, batch_dims=1)  # (B, 1 + P, H)
+    attention, ffn = blocks[-1]
+    y = ffn(attention(x, input_mask, query=query, training=training),
+            training=training)
+    return dict(pooled_output=self.get_layer("pooler")(y[:, 0, :]),
+                sequence_output_at_positions=y[:, 1:, :])
 
   def get_embedding_table(self) -> tf.Variable:
     """The word-embedding table [V, E]."""
