@@ -37,14 +37,16 @@ class FeedForwardSublayer(tf_keras.layers.Layer):
     def init():
       return tf_keras.initializers.TruncatedNormal(stddev=initializer_range)
 
-    # Rank-3 equations on purpose: see the float16 note in albert_embeddings.
-    self.intermediate = tf_keras.layers.EinsumDense(
-        "bsh,hi->bsi", output_shape=(None, intermediate_size), bias_axes="i",
-        activation=get_activation(hidden_act), kernel_initializer=init(),
-        dtype=self.dtype_policy, name="intermediate")
-    self.output_dense = tf_keras.layers.EinsumDense(
-        "bsi,ih->bsh", output_shape=(None, hidden_size), bias_axes="h",
-        kernel_initializer=init(), dtype=self.dtype_policy, name="output")
+    # Dense on [B, S, H] is one 2-D MatMul over B*S rows (tensordot), whose
+    # gradients oneDNN runs at matmul speed; the equivalent EinsumDense's
+    # backward was 1.5x slower here (benchmarks/BENCHMARKS.md).
+    self.intermediate = tf_keras.layers.Dense(
+        intermediate_size, activation=get_activation(hidden_act),
+        kernel_initializer=init(), dtype=self.dtype_policy,
+        name="intermediate")
+    self.output_dense = tf_keras.layers.Dense(
+        hidden_size, kernel_initializer=init(), dtype=self.dtype_policy,
+        name="output")
     self.dropout = CheckpointedDropout(dropout_rate, dtype=self.dtype_policy)
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=1e-12, dtype="float32", name="layer_norm")
