@@ -10,6 +10,7 @@ from albert_tf.layers.attention_sublayer import AttentionSublayer
 from albert_tf.layers.feed_forward_sublayer import FeedForwardSublayer
 from albert_tf.layers.float32_softmax_attention import Float32SoftmaxAttention
 from albert_tf.layers.masked_lm_head import MaskedLMHead
+from albert_tf.layers.matmul_einsum_dense import MatMulEinsumDense
 from albert_tf.layers.sentence_order_head import SentenceOrderHead
 from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
 from albert_tf.layers.classification_head import ClassificationHead

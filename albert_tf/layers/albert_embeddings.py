@@ -56,12 +56,9 @@ class AlbertEmbeddings(tf_keras.layers.Layer):
         epsilon=1e-12, dtype="float32", name="layer_norm")
     self.dropout = CheckpointedDropout(dropout_rate, dtype=self.dtype_policy)
     self.projection = None
-    # Explicit rank-3 einsum equations: TF 2.20's CPU float16 einsum with an
-    # ellipsis ("...e,eh->...h") returns wrong values past the first row.
     if embedding_size != hidden_size:
-      self.projection = tf_keras.layers.EinsumDense(
-          "bse,eh->bsh", output_shape=(None, hidden_size), bias_axes="h",
-          kernel_initializer=init(), dtype=self.dtype_policy,
+      self.projection = tf_keras.layers.Dense(
+          hidden_size, kernel_initializer=init(), dtype=self.dtype_policy,
           name="embedding_projection")
 
   def build(self, input_shape):

@@ -4,6 +4,9 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
+from albert_tf.layers.matmul_einsum_dense import MatMulEinsumDense
+
+_PROJECTIONS = ("_query_dense", "_key_dense", "_value_dense", "_output_dense")
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
 class Float32SoftmaxAttention(tf_keras.layers.MultiHeadAttention):
@@ -19,7 +22,19 @@ class Float32SoftmaxAttention(tf_keras.layers.MultiHeadAttention):
 
   Dropout on the probabilities draws from a tf.random.Generator (a layer
   variable), so its state is checkpointed with the model.
+
+  The query, key, value and output projections are MatMulEinsumDense:
+  the same variables as MultiHeadAttention's EinsumDense, each computed as
+  one 2-D MatMul.
   """
+
+  def _build_from_signature(self, query, value, key=None):
+    super()._build_from_signature(query, value, key)
+    # Swapped before first use, so no variables exist yet; same names.
+    for name in _PROJECTIONS:
+      einsum_dense = getattr(self, name)
+      setattr(self, name,
+              MatMulEinsumDense.from_config(einsum_dense.get_config()))
 
   def _build_attention(self, rank):
     super()._build_attention(rank)
