@@ -6,12 +6,13 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.layers.classification_head import ClassificationHead
+from albert_tf.models.encoder_model_config import EncoderModelConfig
 
 _INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertClassifier(tf_keras.Model):
+class AlbertClassifier(EncoderModelConfig, tf_keras.Model):
   """Encoder -> pooled [CLS] -> dropout -> dense (official run_classifier).
 
   Args:
@@ -27,6 +28,8 @@ class AlbertClassifier(tf_keras.Model):
     [batch, seq].
   Outputs (dict): logits: float32 [batch, num_classes].
   """
+
+  CONFIG_KEYS = ("num_classes", "dropout_rate", "initializer_range")
 
   def __init__(self, encoder, num_classes: int, dropout_rate: float = 0.1,
                initializer_range: Optional[float] = None, **kwargs):
@@ -46,15 +49,3 @@ class AlbertClassifier(tf_keras.Model):
     self.num_classes = num_classes
     self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
-
-  def get_config(self):
-    return dict(encoder=tf_keras.layers.serialize(self.encoder),
-                num_classes=self.num_classes, dropout_rate=self.dropout_rate,
-                initializer_range=self.initializer_range, name=self.name)
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    config = dict(config)
-    config["encoder"] = tf_keras.layers.deserialize(
-        config["encoder"], custom_objects=custom_objects)
-    return cls(**config)

@@ -7,10 +7,11 @@ import tf_keras
 
 from albert_tf.layers.multiple_choice_head import MultipleChoiceHead
 from albert_tf.networks.albert_encoder import AlbertEncoder
+from albert_tf.models.encoder_model_config import EncoderModelConfig
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertMultipleChoice(tf_keras.Model):
+class AlbertMultipleChoice(EncoderModelConfig, tf_keras.Model):
   """Encodes each (article, question + option) pair; scores its pooled output.
 
   Args:
@@ -25,6 +26,8 @@ class AlbertMultipleChoice(tf_keras.Model):
   Outputs (dict):
     logits: float32 [batch, num_choices].
   """
+
+  CONFIG_KEYS = ("num_choices", "dropout_rate", "initializer_range")
 
   def __init__(self, encoder: AlbertEncoder, num_choices: int = 4,
                dropout_rate: float = 0.1,
@@ -50,15 +53,3 @@ class AlbertMultipleChoice(tf_keras.Model):
       flat[name] = tf.reshape(x, [-1, tf.shape(x)[-1]])  # (B*C, S)
     pooled = self.encoder(flat, training=training)["pooled_output"]
     return dict(logits=self.multiple_choice(pooled, training=training))
-
-  def get_config(self):
-    return dict(encoder=tf_keras.layers.serialize(self.encoder),
-                num_choices=self.num_choices, dropout_rate=self.dropout_rate,
-                initializer_range=self.initializer_range, name=self.name)
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    config = dict(config)
-    config["encoder"] = tf_keras.layers.deserialize(
-        config["encoder"], custom_objects=custom_objects)
-    return cls(**config)

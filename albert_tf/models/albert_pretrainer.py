@@ -6,10 +6,11 @@ import tf_keras
 from albert_tf.layers.masked_lm_head import MaskedLMHead
 from albert_tf.layers.sentence_order_head import SentenceOrderHead
 from albert_tf.networks.albert_encoder import AlbertEncoder
+from albert_tf.models.encoder_model_config import EncoderModelConfig
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertPretrainer(tf_keras.Model):
+class AlbertPretrainer(EncoderModelConfig, tf_keras.Model):
   """ALBERT pretraining model: masked LM (tied decoder) + sentence order.
 
   Args:
@@ -54,14 +55,3 @@ class AlbertPretrainer(tf_keras.Model):
     self.encoder = encoder
     self.masked_lm = mlm_head
     self.sentence_order = sop_head
-
-  def get_config(self):
-    return dict(encoder=tf_keras.layers.serialize(self.encoder),
-                name=self.name)
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    config = dict(config)
-    config["encoder"] = tf_keras.layers.deserialize(
-        config["encoder"], custom_objects=custom_objects)
-    return cls(**config)

@@ -7,10 +7,11 @@ import tf_keras
 
 from albert_tf.layers.span_head import SpanHead
 from albert_tf.networks.albert_encoder import AlbertEncoder
+from albert_tf.models.encoder_model_config import EncoderModelConfig
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertSpanLabeler(tf_keras.Model):
+class AlbertSpanLabeler(EncoderModelConfig, tf_keras.Model):
   """The encoder with a start / end logit per position.
 
   Also SQuAD v2.0 with the BERT-style null score: train impossible windows
@@ -29,6 +30,8 @@ class AlbertSpanLabeler(tf_keras.Model):
     start_logits, end_logits: float32 [batch, seq].
   """
 
+  CONFIG_KEYS = ("initializer_range",)
+
   def __init__(self, encoder: AlbertEncoder,
                initializer_range: Optional[float] = None, **kwargs):
     if initializer_range is None:
@@ -46,14 +49,3 @@ class AlbertSpanLabeler(tf_keras.Model):
     self.encoder = encoder
     self.span = head
     self.initializer_range = initializer_range
-
-  def get_config(self):
-    return dict(encoder=tf_keras.layers.serialize(self.encoder),
-                initializer_range=self.initializer_range, name=self.name)
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    config = dict(config)
-    config["encoder"] = tf_keras.layers.deserialize(
-        config["encoder"], custom_objects=custom_objects)
-    return cls(**config)

@@ -7,10 +7,11 @@ import tf_keras
 
 from albert_tf.layers.squad_v2_head import SquadV2Head
 from albert_tf.networks.albert_encoder import AlbertEncoder
+from albert_tf.models.encoder_model_config import EncoderModelConfig
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
-class AlbertSquadV2(tf_keras.Model):
+class AlbertSquadV2(EncoderModelConfig, tf_keras.Model):
   """Start, start-conditioned end (beam search) and answer-class heads.
 
   Args:
@@ -31,6 +32,9 @@ class AlbertSquadV2(tf_keras.Model):
     end_top_*; always cls_logits [batch] (the null odds; trained with a
     sigmoid towards is_impossible).
   """
+
+  CONFIG_KEYS = ("start_n_top", "end_n_top", "dropout_rate", "hidden_size",
+                 "initializer_range")
 
   def __init__(self, encoder: AlbertEncoder, start_n_top: int = 5,
                end_n_top: int = 5, dropout_rate: float = 0.1,
@@ -65,16 +69,3 @@ class AlbertSquadV2(tf_keras.Model):
     return self.squad_v2(sequence_output, inputs["p_mask"],
                          start_positions=inputs.get("start_positions"),
                          training=training)
-
-  def get_config(self):
-    return dict(encoder=tf_keras.layers.serialize(self.encoder),
-                start_n_top=self.start_n_top, end_n_top=self.end_n_top,
-                dropout_rate=self.dropout_rate, hidden_size=self.hidden_size,
-                initializer_range=self.initializer_range, name=self.name)
-
-  @classmethod
-  def from_config(cls, config, custom_objects=None):
-    config = dict(config)
-    config["encoder"] = tf_keras.layers.deserialize(
-        config["encoder"], custom_objects=custom_objects)
-    return cls(**config)
