@@ -286,3 +286,21 @@ def test_get_config_round_trip(tiny_config, encoder_inputs):
   np.testing.assert_allclose(clone(encoder_inputs)["pooled_output"],
                              encoder(encoder_inputs)["pooled_output"],
                              atol=1e-6)
+
+
+def test_pooled_output_computes_the_last_block_at_cls_only(tiny_config,
+                                                          encoder_inputs):
+  """Sentence-level heads read [CLS]: equal outputs and gradients."""
+  from albert_tf.networks.albert_encoder import pooled_output
+  encoder = AlbertEncoder(tiny_config)
+  with tf.GradientTape(persistent=True) as tape:
+    fast = pooled_output(encoder, encoder_inputs)
+    full = encoder(encoder_inputs)["pooled_output"]
+    fast_loss, full_loss = tf.reduce_sum(fast ** 3), tf.reduce_sum(full ** 3)
+  assert fast.shape == (3, 32)
+  np.testing.assert_allclose(fast, full, atol=1e-5)
+  for v in encoder.trainable_variables:
+    np.testing.assert_allclose(
+        tf.convert_to_tensor(tape.gradient(fast_loss, v)),
+        tf.convert_to_tensor(tape.gradient(full_loss, v)), atol=1e-5,
+        err_msg=v.name)

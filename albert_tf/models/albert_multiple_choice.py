@@ -6,7 +6,7 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.layers.multiple_choice_head import MultipleChoiceHead
-from albert_tf.networks.albert_encoder import AlbertEncoder
+from albert_tf.networks.albert_encoder import AlbertEncoder, pooled_output
 from albert_tf.models.encoder_model_config import EncoderModelConfig
 
 
@@ -51,5 +51,5 @@ class AlbertMultipleChoice(EncoderModelConfig, tf_keras.Model):
     for name in ("input_word_ids", "input_mask", "input_type_ids"):
       x = inputs[name]
       flat[name] = tf.reshape(x, [-1, tf.shape(x)[-1]])  # (B*C, S)
-    pooled = self.encoder(flat, training=training)["pooled_output"]
+    pooled = pooled_output(self.encoder, flat, training=training)
     return dict(logits=self.multiple_choice(pooled, training=training))

@@ -124,7 +124,8 @@ class AlbertEncoder(tf_keras.Model):
     for attention, ffn in blocks[:-1]:
       x = ffn(attention(x, input_mask, training=training), training=training)
     positions = tf.cast(output_positions, tf.int32)
-    rows = tf.concat([tf.zeros_like(positions[:, :1]), positions], axis=1)
+    cls = tf.zeros([tf.shape(positions)[0], 1], tf.int32)
+    rows = tf.concat([cls, positions], axis=1)
     query = tf.gather(x, rows, batch_dims=1)  # (B, 1 + P, H)
     attention, ffn = blocks[-1]
     y = ffn(attention(x, input_mask, query=query, training=training),
@@ -143,6 +144,21 @@ class AlbertEncoder(tf_keras.Model):
   @classmethod
   def from_config(cls, config, custom_objects=None):
     return cls(**config)
+
+
+def pooled_output(encoder, inputs: Dict[str, tf.Tensor], training=None):
+  """The pooled [CLS] output [batch, H] of any TF Hub-interface encoder.
+
+  An AlbertEncoder computes its last block at [CLS] only (see
+  `output_positions`), which is all a sentence-level head reads.
+  """
+  if isinstance(encoder, AlbertEncoder):
+    no_positions = tf.zeros_like(inputs["input_word_ids"][:, :0])  # (B, 0)
+    outputs = encoder(inputs, output_positions=no_positions,
+                      training=training)
+  else:
+    outputs = encoder(inputs, training=training)
+  return outputs["pooled_output"]
 
 
 def _sublayers_by_layer(config: AlbertConfig, kind: str,

@@ -1,0 +1,117 @@
+"""Fine-tuning step speed (GLUE-style classifier): ours vs Model Garden.
+
+  python -m benchmarks.bench_classifier_step --size=base --batch_size=8 \
+      --seq_length=128
+
+One step = forward, softmax cross-entropy, backward, clipping, AdamW update.
+Ours: `AlbertClassifier` (its encoder computes the last block at [CLS] only,
+all a sentence-level head reads). Model Garden: `AlbertEncoder` +
+`BertClassifier` with the same config. Same process, alternating steps,
+medians.
+"""
+
+import argparse
+import os
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from albert_tf import optimization
+from albert_tf.config import AlbertConfig
+from benchmarks import common
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          os.pardir, "configs")
+NUM_CLASSES = 3
+
+
+def classifier_batch(config: AlbertConfig, batch: int, seq: int, seed=0):
+  rng = np.random.default_rng(seed)
+  features = dict(
+      input_word_ids=tf.constant(rng.integers(5, config.vocab_size,
+                                              (batch, seq)), tf.int32),
+      input_mask=tf.ones([batch, seq], tf.int32),
+      input_type_ids=tf.zeros([batch, seq], tf.int32))
+  labels = tf.constant(rng.integers(0, NUM_CLASSES, (batch,)), tf.int32)
+  return features, labels
+
+
+def training_step(model, logits_of, features, labels):
+  """A compiled AdamW step of `model`; `logits_of(outputs)` picks logits."""
+  optimizer = optimization.create_optimizer("adamw", 2e-5,
+                                            num_train_steps=10**6)
+
+  @tf.function
+  def step():
+    with tf.GradientTape() as tape:
+      logits = logits_of(model(features, training=True))
+      loss = tf.reduce_mean(
+          tf_keras.losses.sparse_categorical_crossentropy(
+              labels, logits, from_logits=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    grads, _ = tf.clip_by_global_norm(grads, 1.0)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return optimizer.iterations
+
+  return step
+
+
+def ours(config: AlbertConfig, features, labels):
+  from albert_tf.models.albert_classifier import AlbertClassifier
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  model = AlbertClassifier(AlbertEncoder(config), NUM_CLASSES)
+  return training_step(model, lambda outputs: outputs["logits"], features,
+                       labels)
+
+
+def garden(config: AlbertConfig, features, labels):
+  from official.nlp.modeling import models
+  from albert_tf.checkpoints.converter import build_garden_encoder
+  init = tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+  encoder = build_garden_encoder(config, dropout_rate=0.0,
+                                 attention_dropout_rate=0.0, initializer=init)
+  model = models.BertClassifier(encoder, num_classes=NUM_CLASSES,
+                                initializer=init, dropout_rate=0.1)
+  return training_step(model, lambda logits: logits, features, labels)
+
+
+def run(size: str, batch: int, seq: int, repeats: int) -> str:
+  config = AlbertConfig.from_json_file(
+      os.path.join(CONFIG_DIR, f"albert_{size}.json"))
+  features, labels = classifier_batch(config, batch, seq)
+  times = common.time_alternating(
+      {"ours": ours(config, features, labels),
+       "garden": garden(config, features, labels)}, repeats)
+  ours_s, garden_s = (common.median(times[k]) for k in ("ours", "garden"))
+  header = ["model", "ours s/step", "Garden s/step", "speed-up (Garden/ours)",
+            "ours seq/s", "Garden seq/s"]
+  table = common.markdown_table(header, [[
+      size, f"{ours_s:.2f}", f"{garden_s:.2f}", f"{garden_s / ours_s:.2f}x",
+      f"{batch / ours_s:.1f}", f"{batch / garden_s:.1f}"]])
+  print(table)
+  return table
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--size", default="base")
+  parser.add_argument("--batch_size", type=int, default=8)
+  parser.add_argument("--seq_length", type=int, default=128)
+  parser.add_argument("--repeats", type=int, default=8)
+  parser.add_argument("--write", action="store_true",
+                      help="update BENCHMARKS.md")
+  args = parser.parse_args()
+  table = run(args.size, args.batch_size, args.seq_length, args.repeats)
+  if args.write:
+    common.update_benchmarks_md(
+        "Fine-tuning step (classifier)",
+        f"`python -m benchmarks.bench_classifier_step --size={args.size} "
+        f"--batch_size={args.batch_size} --seq_length={args.seq_length} "
+        f"--repeats={args.repeats}`; {common.machine_line()}. Float32, "
+        f"3 classes, AdamW; ours computes the encoder's last block at [CLS] "
+        f"only.\n\n" + table)
+
+
+if __name__ == "__main__":
+  main()
