@@ -21,7 +21,7 @@ $(STAMP): requirements.txt constraints.txt
 test: $(STAMP)
 	$(PY) -m pytest -q tests
 
-# The whole pipeline on a corpus built here; about 10 minutes on 2 cores.
+# The whole pipeline on a corpus built here; about 4 minutes on 2 cores.
 demo: $(STAMP)
 	$(PY) -m tools.demo --output_dir=demo_output
 

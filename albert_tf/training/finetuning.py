@@ -40,12 +40,17 @@ Layout of `output_dir`:
   train/, eval/              TensorBoard summaries
   albert_config.json         the encoder config the run used
   eval_results.json          written by `evaluate(..., write=True)`
+Under `--strategy=multi_worker` only the chief writes there; the other
+workers write to `output_dir/.worker_<type>_<index>/`, removed at the end
+(`per_worker_output_dir`).
 """
 
 import dataclasses
+import functools
 import json
 import math
 import os
+import shutil
 from typing import Any, Callable, Dict, Optional
 
 import numpy as np
@@ -58,6 +63,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.errors import UserInputError
 from albert_tf.training import checkpoints
 from albert_tf.training.pretraining_runner import NonFiniteLossError
+from albert_tf.training import strategy as strategy_lib
 from albert_tf.training.strategy import create_strategy
 
 DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16",
@@ -374,11 +380,15 @@ class FinetuningRunner:
     self.config.to_json_file(os.path.join(params.output_dir,
                                           "albert_config.json"))
     self.warm_start_summary = ""
-    if self.manager.latest_checkpoint:
+    latest = self.manager.latest_checkpoint
+    if latest is None and _is_worker_scratch(params):
+      # A worker whose scratch directory is gone resumes where the chief is.
+      latest = tf.train.latest_checkpoint(os.path.dirname(params.output_dir))
+    if latest:
       # Optimizer slots are restored when created (deferred); an eval-only
       # run never creates them, which is not an error.
-      self.checkpoint.restore(self.manager.latest_checkpoint).expect_partial()
-      logging.info("resumed from %s", self.manager.latest_checkpoint)
+      self.checkpoint.restore(latest).expect_partial()
+      logging.info("resumed from %s", latest)
     elif params.init_checkpoint:
       self.warm_start_summary = checkpoints.warm_start(
           self.model, params.init_checkpoint)
@@ -494,6 +504,46 @@ class FinetuningRunner:
     results = dict(results, step=step)
     _write_json(os.path.join(self.params.output_dir, EVAL_RESULTS), results)
     return results
+
+
+WORKER_SCRATCH_PREFIX = ".worker_"
+
+
+def per_worker_output_dir(run):
+  """Decorates `run(params, ...)` so that only the chief writes output_dir.
+
+  Under `--strategy=multi_worker` every worker runs the same program; all
+  but the chief (TF_CONFIG: the "chief" task, else worker 0) get params
+  whose `output_dir` is a scratch directory inside it, so that their
+  checkpoints, summaries, results and predictions do not collide with the
+  chief's; it is removed when `run` returns. Single-process runs are
+  unchanged.
+  """
+  @functools.wraps(run)
+  def wrapper(params: FinetuningParams, *args, **kwargs):
+    if is_chief_process(params):
+      return run(params, *args, **kwargs)
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    scratch = os.path.join(
+        params.output_dir,
+        f"{WORKER_SCRATCH_PREFIX}{resolver.task_type}_{resolver.task_id}")
+    logging.info("this worker writes to %s (removed at the end); the chief "
+                 "writes %s", scratch, params.output_dir)
+    result = run(dataclasses.replace(params, output_dir=scratch), *args,
+                 **kwargs)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return result
+  return wrapper
+
+
+def is_chief_process(params: FinetuningParams) -> bool:
+  """Whether this process writes the run's shared outputs."""
+  return params.strategy != "multi_worker" or strategy_lib.is_chief()
+
+
+def _is_worker_scratch(params: FinetuningParams) -> bool:
+  return os.path.basename(os.path.normpath(params.output_dir)).startswith(
+      WORKER_SCRATCH_PREFIX)
 
 
 def _checkpoint_step(path: str, default: int) -> int:

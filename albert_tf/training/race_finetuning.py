@@ -71,6 +71,7 @@ class RaceData:
     return predict(dataset)["logits"]
 
 
+@finetuning.per_worker_output_dir
 def run_race(params: finetuning.FinetuningParams,
              options: RaceOptions) -> Optional[Dict[str, float]]:
   """--do_train (train/) / --do_eval (dev/) / --do_predict (test/) for RACE.

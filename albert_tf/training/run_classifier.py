@@ -137,6 +137,7 @@ def predict_test(runner: finetuning.FinetuningRunner, data: GlueData,
   return paths
 
 
+@finetuning.per_worker_output_dir
 def run_classifier(params: finetuning.FinetuningParams, task_name: str,
                    data_dir: str, export_dir: str = "",
                    skip_malformed: bool = False) -> Dict[str, object]:
@@ -147,7 +148,8 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
     task_name: e.g. "MNLI", "sst-2".
     data_dir: the task's directory of GLUE TSV files.
     export_dir: if set, also export the best checkpoint as a raw-text
-      serving SavedModel (albert_tf.classifier_export).
+      serving SavedModel (albert_tf.classifier_export); under
+      --strategy=multi_worker, by the chief only.
     skip_malformed: skip rows with a wrong column count or label (with a
       warning) instead of failing.
 
@@ -184,7 +186,7 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
   if params.do_predict:
     predictions = predict_test(runner, data, params.eval_batch_size,
                                params.output_dir)
-  if export_dir:
+  if export_dir and finetuning.is_chief_process(params):
     from albert_tf import classifier_export  # pylint: disable=g-import-not-at-top
     config_file = os.path.join(params.output_dir, "albert_config.json")
     classifier_export.export_classifier(

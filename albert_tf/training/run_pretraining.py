@@ -26,6 +26,7 @@ from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training import checkpoints
 from albert_tf.training.pretraining_runner import PretrainingRunner
+from albert_tf.training import strategy as strategy_lib
 from albert_tf.training.strategy import create_strategy
 from data_pipeline import pretraining_input
 
@@ -138,12 +139,7 @@ def _prepare_output_dir(path: str) -> None:
 def _is_chief(strategy: tf.distribute.Strategy) -> bool:
   """Whether this process writes checkpoints and summaries (multi-worker)."""
   resolver = getattr(strategy, "cluster_resolver", None)
-  if resolver is None or not resolver.cluster_spec().as_dict():
-    return True
-  cluster = resolver.cluster_spec().as_dict()
-  if "chief" in cluster:
-    return resolver.task_type == "chief"
-  return resolver.task_type in (None, "worker") and resolver.task_id == 0
+  return resolver is None or strategy_lib.is_chief(resolver)
 
 
 @dataclasses.dataclass

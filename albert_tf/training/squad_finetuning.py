@@ -196,6 +196,7 @@ def score(dataset_json, predictions: squad_postprocess.SquadPredictions,
                                    predictions.predictions), predictions
 
 
+@finetuning.per_worker_output_dir
 def run_squad(params: finetuning.FinetuningParams,
               options: SquadOptions) -> Optional[Dict[str, float]]:
   """--do_train / --do_eval / --do_predict for SQuAD; returns eval results.

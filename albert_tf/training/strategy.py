@@ -45,3 +45,22 @@ def create_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
                type(strategy).__name__,
                strategy.num_replicas_in_sync)
   return strategy
+
+
+def is_chief(resolver=None) -> bool:
+  """Whether this process writes checkpoints, summaries and results.
+
+  Args:
+    resolver: a cluster resolver (a MultiWorkerMirroredStrategy's
+      `cluster_resolver`); None reads TF_CONFIG. Without a cluster, the one
+      process is the chief; else the "chief" task if there is one, else
+      worker 0.
+  """
+  if resolver is None:
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+  cluster = resolver.cluster_spec().as_dict()
+  if not cluster:
+    return True
+  if "chief" in cluster:
+    return resolver.task_type == "chief"
+  return resolver.task_type in (None, "worker") and resolver.task_id == 0
