@@ -10,7 +10,6 @@ median step time and the slowdown against the full version. The undoing is
 done here by patching, so the library keeps one code path.
 """
 
-import argparse
 import contextlib
 import os
 from unittest import mock
@@ -126,22 +125,11 @@ def run(size: str, batch: int, seq: int, repeats: int) -> str:
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--size", default="base")
-  parser.add_argument("--batch_size", type=int, default=8)
-  parser.add_argument("--seq_length", type=int, default=128)
-  parser.add_argument("--repeats", type=int, default=5)
-  parser.add_argument("--write", action="store_true",
-                      help="update BENCHMARKS.md")
-  args = parser.parse_args()
-  table = run(args.size, args.batch_size, args.seq_length, args.repeats)
-  if args.write:
-    common.update_benchmarks_md(
-        "Pretraining step: each optimisation undone",
-        f"`python -m benchmarks.bench_ablations --size={args.size} "
-        f"--batch_size={args.batch_size} --seq_length={args.seq_length} "
-        f"--repeats={args.repeats}`; {common.machine_line()}. Float32, "
-        f"no XLA; all variants alternate in one process.\n\n" + table)
+  common.model_step_main(__doc__, run, "benchmarks.bench_ablations",
+                         "Pretraining step: each optimisation undone",
+                         "Float32, no XLA; all variants alternate in one "
+                         "process.",
+                         repeats=5)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ all a sentence-level head reads). Model Garden: `AlbertEncoder` +
 medians.
 """
 
-import argparse
 import os
 
 import numpy as np
@@ -94,23 +93,11 @@ def run(size: str, batch: int, seq: int, repeats: int) -> str:
 
 
 def main():
-  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("--size", default="base")
-  parser.add_argument("--batch_size", type=int, default=8)
-  parser.add_argument("--seq_length", type=int, default=128)
-  parser.add_argument("--repeats", type=int, default=8)
-  parser.add_argument("--write", action="store_true",
-                      help="update BENCHMARKS.md")
-  args = parser.parse_args()
-  table = run(args.size, args.batch_size, args.seq_length, args.repeats)
-  if args.write:
-    common.update_benchmarks_md(
-        "Fine-tuning step (classifier)",
-        f"`python -m benchmarks.bench_classifier_step --size={args.size} "
-        f"--batch_size={args.batch_size} --seq_length={args.seq_length} "
-        f"--repeats={args.repeats}`; {common.machine_line()}. Float32, "
-        f"3 classes, AdamW; ours computes the encoder's last block at [CLS] "
-        f"only.\n\n" + table)
+  common.model_step_main(__doc__, run, "benchmarks.bench_classifier_step",
+                         "Fine-tuning step (classifier)",
+                         "Float32, 3 classes, AdamW; ours computes the "
+                         "encoder's last block at [CLS] only.",
+                         repeats=8)
 
 
 if __name__ == "__main__":

@@ -102,3 +102,25 @@ def machine_line() -> str:
   load = os.getloadavg()[0]
   return (f"{cpus} CPU cores, TensorFlow {tf.__version__}, load average "
           f"{load:.1f} at the start, numpy {np.__version__}")
+
+
+def model_step_main(doc: str, run, module: str, section: str, note: str,
+                    repeats: int = 8) -> None:
+  """Command line of a one-model step benchmark: `run(size, batch_size,
+  seq_length, repeats)` returns its markdown table; `--write` puts it in
+  BENCHMARKS.md under `section`, after the command and `note`."""
+  import argparse  # pylint: disable=g-import-not-at-top
+  parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+  parser.add_argument("--size", default="base")
+  parser.add_argument("--batch_size", type=int, default=8)
+  parser.add_argument("--seq_length", type=int, default=128)
+  parser.add_argument("--repeats", type=int, default=repeats)
+  parser.add_argument("--write", action="store_true",
+                      help="update BENCHMARKS.md")
+  args = parser.parse_args()
+  table = run(args.size, args.batch_size, args.seq_length, args.repeats)
+  if args.write:
+    update_benchmarks_md(
+        section, f"`python -m {module} --size={args.size} "
+        f"--batch_size={args.batch_size} --seq_length={args.seq_length} "
+        f"--repeats={args.repeats}`; {machine_line()}. {note}\n\n" + table)
