@@ -133,16 +133,7 @@ class AlbertConfig:
       UserInputError: the file is missing, not JSON, or holds invalid values;
         the message names the file.
     """
-    try:
-      with open(path, encoding="utf-8") as f:
-        values = json.load(f)
-    except OSError as e:
-      raise UserInputError(f"cannot read ALBERT config {path}: "
-                           f"{e.strerror}") from e
-    except json.JSONDecodeError as e:
-      raise UserInputError(f"ALBERT config {path} is not valid JSON: {e}") from e
-    if not isinstance(values, dict):
-      raise UserInputError(f"ALBERT config {path} must hold a JSON object")
+    values = read_config_json(path)
     try:
       return cls.from_dict(values)
     except (TypeError, ValueError) as e:
@@ -151,3 +142,23 @@ class AlbertConfig:
   def to_json_file(self, path: str) -> None:
     with open(path, "w", encoding="utf-8") as f:
       f.write(self.to_json_string())
+
+
+def read_config_json(path: str) -> dict:
+  """The JSON object in a config file.
+
+  Raises:
+    UserInputError: missing, unreadable, not JSON or not an object; the
+      message names `path`.
+  """
+  try:
+    with open(path, encoding="utf-8") as f:
+      values = json.load(f)
+  except OSError as e:
+    raise UserInputError(f"cannot read ALBERT config {path}: "
+                         f"{e.strerror}") from e
+  except json.JSONDecodeError as e:
+    raise UserInputError(f"ALBERT config {path} is not valid JSON: {e}") from e
+  if not isinstance(values, dict):
+    raise UserInputError(f"ALBERT config {path} must hold a JSON object")
+  return values

@@ -8,10 +8,9 @@ official model calls `gelu`; Hugging Face `gelu` is the exact erf GELU, which
 we spell `gelu_exact`. Nothing is renamed silently the other way either.
 """
 
-import json
 from typing import Any, Dict, Mapping
 
-from albert_tf.config import AlbertConfig
+from albert_tf.config import AlbertConfig, read_config_json
 from albert_tf.errors import UserInputError
 
 _FROM_HF_ACT = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
@@ -94,15 +93,8 @@ def load_albert_config(path: str) -> AlbertConfig:
   Raises:
     UserInputError: missing, not JSON, or invalid; the message names `path`.
   """
-  try:
-    with open(path, encoding="utf-8") as f:
-      values = json.load(f)
-  except OSError as e:
-    raise UserInputError(f"cannot read ALBERT config {path}: "
-                         f"{e.strerror}") from e
-  except json.JSONDecodeError as e:
-    raise UserInputError(f"ALBERT config {path} is not valid JSON: {e}") from e
-  if isinstance(values, dict) and is_huggingface_config(values):
+  values = read_config_json(path)
+  if is_huggingface_config(values):
     return config_from_huggingface(values, source=path)
   return AlbertConfig.from_json_file(path)
 
