@@ -18,7 +18,6 @@ tensorflow-text ops) and call `.signatures["serving_default"]`.
 
 import os
 import shutil
-import tempfile
 from typing import Optional, Sequence
 
 import tensorflow as tf
@@ -78,15 +77,7 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
                          "it or choose another")
   if num_segments not in (1, 2):
     raise ValueError(f"num_segments must be 1 or 2, got {num_segments}")
-  parent = os.path.dirname(os.path.abspath(export_dir))
-  try:
-    os.makedirs(parent, exist_ok=True)
-    tmp_dir = tempfile.mkdtemp(prefix=".tmp-export-", dir=parent)
-  except OSError as e:
-    raise UserInputError(f"--export_dir={export_dir} is not writable: {e}") from None
-  try:
-    assets = os.path.join(tmp_dir, "assets_src")
-    os.makedirs(assets)
+  with export.staging_dir(export_dir) as (tmp_dir, assets):
     sp_copy = os.path.join(assets, os.path.basename(spm_model_file))
     shutil.copyfile(spm_model_file, sp_copy)
     labels_file = os.path.join(assets, "labels.txt")
@@ -118,6 +109,4 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
     tf.saved_model.save(serving, out,
                         signatures={"serving_default": serving_default})
     os.rename(out, export_dir)
-  finally:
-    shutil.rmtree(tmp_dir, ignore_errors=True)
   return export_dir

@@ -36,10 +36,11 @@ Loading the preprocessor needs the tensorflow-text ops registered:
 `import tensorflow_text` first (`load_saved_model` and `hub_layer` here do).
 """
 
+import contextlib
 import os
 import shutil
 import tempfile
-from typing import Optional
+from typing import Iterator, Optional, Tuple
 
 import tensorflow as tf
 import tf_keras
@@ -215,16 +216,8 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
     raise UserInputError(f"--with_mlm: {init_checkpoint} has no masked-LM "
                          "head (cls/predictions)")
 
-  parent = os.path.dirname(os.path.abspath(export_dir))
-  try:
-    os.makedirs(parent, exist_ok=True)
-    tmp_dir = tempfile.mkdtemp(prefix=".tmp-export-", dir=parent)
-  except OSError as e:
-    raise UserInputError(f"--export_dir={export_dir} is not writable: {e}") from None
-  try:
+  with staging_dir(export_dir) as (tmp_dir, assets):
     # Asset files are copied into the SavedModels' assets/ directories.
-    assets = os.path.join(tmp_dir, "assets_src")
-    os.makedirs(assets)
     sp_copy = os.path.join(assets, os.path.basename(spm_model_file))
     shutil.copyfile(spm_model_file, sp_copy)
     config_copy = os.path.join(assets, "albert_config.json")
@@ -245,11 +238,34 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
                       signatures=_preprocessor_signatures(preprocessor))
     shutil.rmtree(assets)
     os.rename(tmp_dir, export_dir)
-  finally:
-    shutil.rmtree(tmp_dir, ignore_errors=True)
   return (f"exported {report.format} checkpoint {report.path} to "
           f"{export_dir}/encoder{' (+ mlm)' if with_mlm else ''} and "
           f"{export_dir}/preprocessor (seq_length {seq_length})")
+
+
+@contextlib.contextmanager
+def staging_dir(export_dir: str) -> Iterator[Tuple[str, str]]:
+  """Yields (tmp_dir, assets_dir): a fresh directory next to `export_dir`
+  to build an export in, and a folder in it for asset files to copy from.
+  The caller renames its finished result to `export_dir` (so nothing
+  half-written ever has the final name); what is left is removed on exit.
+
+  Raises:
+    UserInputError: export_dir's parent cannot be written.
+  """
+  parent = os.path.dirname(os.path.abspath(export_dir))
+  try:
+    os.makedirs(parent, exist_ok=True)
+    tmp_dir = tempfile.mkdtemp(prefix=".tmp-export-", dir=parent)
+  except OSError as e:
+    raise UserInputError(
+        f"--export_dir={export_dir} is not writable: {e}") from None
+  try:
+    assets = os.path.join(tmp_dir, "assets_src")
+    os.makedirs(assets)
+    yield tmp_dir, assets
+  finally:
+    shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
 def _check_saved_model(path: str) -> None:
