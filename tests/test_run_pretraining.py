@@ -252,3 +252,26 @@ def test_sigterm_saves_a_checkpoint_and_exits_for_restart(params):
   latest = tf.train.latest_checkpoint(params.output_dir)
   step = int(latest.rsplit("-", 1)[1])
   assert step > 0 and step % 10 == 0
+
+
+def test_cli_progress_lines_appear_once(params):
+  """Orbit prints its progress to stdout; its absl copies are filtered out of
+  stderr, which keeps the other log lines."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  root = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
+  flags = [f"--{k}={getattr(params, k)}" for k in (
+      "input_file", "output_dir", "albert_config_file", "train_batch_size",
+      "max_seq_length", "max_predictions_per_seq")] + [
+          "--num_train_steps=4", "--num_warmup_steps=1",
+          "--save_checkpoints_steps=2",
+          "--iterations_per_loop=2"]
+  result = subprocess.run(
+      [sys.executable, "-m", "tools.run_pretraining"] + flags, cwd=root,
+      capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-2000:]
+  assert result.stdout.count("train | step:") == 3  # start, 2, 4
+  assert result.stdout.count("saved checkpoint to") == 2
+  assert "train | step:" not in result.stderr
+  assert "saved checkpoint to" not in result.stderr
+  assert "strategy default" in result.stderr  # other INFO lines stay

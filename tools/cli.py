@@ -4,6 +4,7 @@
 file / bad flag value) becomes one clear line on stderr and exit status 1.
 """
 
+import logging
 import os
 import sys
 
@@ -13,12 +14,30 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
+from absl import logging as absl_logging  # noqa: E402
 
 from albert_tf.errors import UserInputError  # noqa: E402
 
 
+class _NoEchoOfPrintedProgress(logging.Filter):
+  """Drops INFO records that only repeat what stdout already shows.
+
+  Orbit's controller both prints its progress lines ("train | step: ...")
+  and logs them; TensorFlow logs a "Sharding callback duration" line per
+  checkpoint save. Without this, every progress line appears twice.
+  """
+
+  _QUIET_SOURCES = ("orbit/controller.py", "checkpoint/functional_saver.py")
+
+  def filter(self, record):
+    path = record.pathname.replace(os.sep, "/")
+    return not (record.levelno == logging.INFO and
+                path.endswith(self._QUIET_SOURCES))
+
+
 def _main_with_clean_errors(main):
   def wrapped(argv):
+    absl_logging.get_absl_handler().addFilter(_NoEchoOfPrintedProgress())
     try:
       return main(argv)
     except UserInputError as e:
