@@ -11,21 +11,17 @@ done here by patching, so the library keeps one code path.
 """
 
 import contextlib
-import os
 from unittest import mock
 
 import tensorflow as tf
 import tf_keras
 
-from albert_tf.config import AlbertConfig
 from albert_tf.layers import activations
 from albert_tf.layers.attention_sublayer import AttentionSublayer
 from albert_tf.layers.matmul_einsum_dense import MatMulEinsumDense
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from benchmarks import bench_pretraining_step
 from benchmarks import common
-
-CONFIG_DIR = bench_pretraining_step.CONFIG_DIR
 
 
 class _RankedEinsumDense(tf_keras.layers.EinsumDense):
@@ -101,8 +97,7 @@ VARIANTS = {  # name: patches undoing one optimisation
 
 
 def run(size: str, batch: int, seq: int, repeats: int) -> str:
-  config = AlbertConfig.from_json_file(
-      os.path.join(CONFIG_DIR, f"albert_{size}.json"))
+  config = common.load_config(size)
   batch_tensors = bench_pretraining_step.synthetic_batch(config, batch, seq)
   steps = {}
   for name, undo in VARIANTS.items():

@@ -10,7 +10,6 @@ all a sentence-level head reads). Model Garden: `AlbertEncoder` +
 medians.
 """
 
-import os
 
 import numpy as np
 import tensorflow as tf
@@ -20,8 +19,6 @@ from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from benchmarks import common
 
-CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                          os.pardir, "configs")
 NUM_CLASSES = 3
 
 
@@ -76,8 +73,7 @@ def garden(config: AlbertConfig, features, labels):
 
 
 def run(size: str, batch: int, seq: int, repeats: int) -> str:
-  config = AlbertConfig.from_json_file(
-      os.path.join(CONFIG_DIR, f"albert_{size}.json"))
+  config = common.load_config(size)
   features, labels = classifier_batch(config, batch, seq)
   times = common.time_alternating(
       {"ours": ours(config, features, labels),
@@ -86,7 +82,7 @@ def run(size: str, batch: int, seq: int, repeats: int) -> str:
   header = ["model", "ours s/step", "Garden s/step", "speed-up (Garden/ours)",
             "ours seq/s", "Garden seq/s"]
   table = common.markdown_table(header, [[
-      size, f"{ours_s:.2f}", f"{garden_s:.2f}", f"{garden_s / ours_s:.2f}x",
+      common.size_label(size), f"{ours_s:.2f}", f"{garden_s:.2f}", f"{garden_s / ours_s:.2f}x",
       f"{batch / ours_s:.1f}", f"{batch / garden_s:.1f}"]])
   print(table)
   return table

@@ -20,8 +20,6 @@ import tf_keras
 from albert_tf.config import AlbertConfig
 from benchmarks import common
 
-CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                          os.pardir, "configs")
 
 
 def export_random_encoder(config: AlbertConfig, work_dir: str) -> str:
@@ -66,8 +64,7 @@ def main():
   parser.add_argument("--repeats", type=int, default=10)
   parser.add_argument("--write", action="store_true")
   args = parser.parse_args()
-  config = AlbertConfig.from_json_file(
-      os.path.join(CONFIG_DIR, f"albert_{args.size}.json"))
+  config = common.load_config(args.size)
   rows = []
   with tempfile.TemporaryDirectory() as work_dir:
     serving = tf.saved_model.load(export_random_encoder(

@@ -14,11 +14,8 @@ import os
 import tempfile
 import time
 
-from albert_tf.config import AlbertConfig
 from benchmarks import common
 
-CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                          os.pardir, "configs")
 
 
 def build_records(work_dir: str, seq_length: int, predictions: int) -> str:
@@ -56,8 +53,7 @@ def reader_records_per_second(pattern: str, batch: int, seq: int,
 
 def training_sequences_per_second(batch: int, seq: int) -> float:
   from benchmarks import bench_pretraining_step as steps
-  config = AlbertConfig.from_json_file(os.path.join(CONFIG_DIR,
-                                                    "albert_base.json"))
+  config = common.load_config("base")
   step = steps.ours_step(config, steps.synthetic_batch(config, batch, seq),
                          jit_compile=False)
   times = common.time_alternating({"ours": step}, repeats=3)

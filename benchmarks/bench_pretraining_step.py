@@ -29,8 +29,6 @@ from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from benchmarks import common
 
-CONFIG_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                          os.pardir, "configs")
 PREDICTIONS = 20
 
 
@@ -150,13 +148,12 @@ def measure_memory(size: str, which: str, batch: int, seq: int, mode: str):
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
   result = subprocess.run([sys.executable, "-c", code], capture_output=True,
                           text=True, env=env, check=True,
-                          cwd=os.path.join(CONFIG_DIR, os.pardir))
+                          cwd=common.REPO_ROOT)
   return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def _memory_child(size, which, batch, seq, mode):
-  config = AlbertConfig.from_json_file(
-      os.path.join(CONFIG_DIR, f"albert_{size}.json"))
+  config = common.load_config(size)
   make = ours_step if which == "ours" else garden_step
   step = make(config, synthetic_batch(config, batch, seq), *MODES[mode])
   for _ in range(3):
@@ -169,8 +166,7 @@ def run(sizes, batch, seq, repeats, modes, memory=True):
   print(f"float32 matmul peak here: {peak / 1e9:.1f} GFLOP/s")
   rows, plot = [], []
   for size in sizes:
-    config = AlbertConfig.from_json_file(
-        os.path.join(CONFIG_DIR, f"albert_{size}.json"))
+    config = common.load_config(size)
     batch_tensors = synthetic_batch(config, batch, seq)
     flops = training_flops(config, batch, seq)
     contenders, failures = {}, {}
@@ -198,13 +194,14 @@ def run(sizes, batch, seq, repeats, modes, memory=True):
       garden_cells = ([f"{garden_s:.2f}", f"{garden_s / ours_s:.2f}x"]
                       if not failed else
                       ["fails (`MaskedLM` under this policy)", "-"])
-      rows.append([size, mode, f"{ours_s:.2f}"] + garden_cells + [
+      label = common.size_label(size)
+      rows.append([label, mode, f"{ours_s:.2f}"] + garden_cells + [
           f"{batch / ours_s:.1f}",
           "-" if failed else f"{batch / garden_s:.1f}",
           f"{flops / ours_s / peak:.0%}",
           "-" if failed else f"{flops / garden_s / peak:.0%}",
           _megabytes(mem["ours"]), _megabytes(mem["garden"])])
-      plot.append((f"{size}\n{mode}", batch / ours_s,
+      plot.append((f"{label}\n{mode}", batch / ours_s,
                    0.0 if mode in failures else batch / garden_s))
       print(rows[-1], flush=True)
   header = ["model", "mode", "ours s/step", "Garden s/step",

@@ -9,8 +9,24 @@ from typing import Callable, Dict, List, Sequence
 import numpy as np
 import tensorflow as tf
 
-BENCHMARKS_MD = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                             os.pardir, "BENCHMARKS.md")
+REPO_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                         os.pardir)
+BENCHMARKS_MD = os.path.join(REPO_ROOT, "BENCHMARKS.md")
+
+
+def load_config(size: str):
+  """The AlbertConfig of a released size ("base" -> configs/albert_base.json)
+  or of a config file path (ending in .json)."""
+  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
+  path = size if size.endswith(".json") else os.path.join(
+      REPO_ROOT, "configs", f"albert_{size}.json")
+  return AlbertConfig.from_json_file(path)
+
+
+def size_label(size: str) -> str:
+  """"base" for a released size; the file name without .json for a path."""
+  return os.path.basename(size)[:-len(".json")] if size.endswith(
+      ".json") else size
 
 
 def time_alternating(fns: Dict[str, Callable[[], object]], repeats: int,
