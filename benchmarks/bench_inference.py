@@ -63,7 +63,7 @@ def main():
   parser.add_argument("--seq_length", type=int, default=128)
   parser.add_argument("--repeats", type=int, default=10)
   parser.add_argument("--write", action="store_true")
-  args = parser.parse_args()
+  args = common.parse_args(parser)
   config = common.load_config(args.size)
   rows = []
   with tempfile.TemporaryDirectory() as work_dir:

@@ -256,7 +256,7 @@ def main():
   parser.add_argument("--no_memory", action="store_true")
   parser.add_argument("--write", action="store_true",
                       help="update BENCHMARKS.md")
-  args = parser.parse_args()
+  args = common.parse_args(parser)
   table, peak, plot = run(args.sizes.split(","), args.batch_size,
                           args.seq_length, args.repeats,
                           args.modes.split(","), memory=not args.no_memory)

@@ -9,8 +9,7 @@ from typing import Callable, Dict, List, Sequence
 import numpy as np
 import tensorflow as tf
 
-REPO_ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                         os.pardir)
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS_MD = os.path.join(REPO_ROOT, "BENCHMARKS.md")
 
 
@@ -21,6 +20,20 @@ def load_config(size: str):
   path = size if size.endswith(".json") else os.path.join(
       REPO_ROOT, "configs", f"albert_{size}.json")
   return AlbertConfig.from_json_file(path)
+
+
+def parse_args(parser):
+  """`parser.parse_args()`, then every model size in `--size` / `--sizes`
+  checked: a missing or invalid config exits with one line and status 1."""
+  from albert_tf.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  args = parser.parse_args()
+  sizes = getattr(args, "sizes", None) or getattr(args, "size", None) or ""
+  for size in sizes.split(","):
+    try:
+      load_config(size)
+    except UserInputError as e:
+      parser.exit(1, f"error: --size {size!r}: {e}\n")
+  return args
 
 
 def size_label(size: str) -> str:
@@ -133,7 +146,7 @@ def model_step_main(doc: str, run, module: str, section: str, note: str,
   parser.add_argument("--repeats", type=int, default=repeats)
   parser.add_argument("--write", action="store_true",
                       help="update BENCHMARKS.md")
-  args = parser.parse_args()
+  args = parse_args(parser)
   table = run(args.size, args.batch_size, args.seq_length, args.repeats)
   if args.write:
     update_benchmarks_md(

@@ -62,3 +62,18 @@ def test_ablation_benchmark_builds_every_variant(tiny_config_file):
   assert rows[0][2] == "1.00x"
   for row in rows:
     _ratio(row[2])
+
+
+def test_unknown_size_is_one_line_exit_1():
+  import os  # pylint: disable=g-import-not-at-top
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  root = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
+  result = subprocess.run(
+      [sys.executable, "-m", "benchmarks.bench_classifier_step",
+       "--size=huge"], cwd=root, capture_output=True, text=True,
+      timeout=120)
+  assert result.returncode == 1
+  lines = [l for l in result.stderr.splitlines() if l.startswith("error:")]
+  assert len(lines) == 1 and "albert_huge.json" in lines[0], result.stderr
+  assert "Traceback" not in result.stderr
