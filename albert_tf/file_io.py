@@ -10,14 +10,18 @@ import. Nothing here imports TensorFlow at module load.
 Publishing is atomic: `write_atomic` writes `<dir>/.<name>.tmp-<pid>` and
 renames it over `path` (on object stores a rename is copy + delete, and the
 object appears whole). Files and folders get the modes the user's umask
-gives ordinary ones (typically 0644 / 0755).
+gives ordinary ones (typically 0644 / 0755). Local writes made before
+TensorFlow is imported (data creation, SentencePiece training) use Python's
+file API too, so those tools never wait for TensorFlow.
 """
 
+import glob as _glob
+import io
 import json
 import os
 import posixpath
 import sys
-from typing import Any, List, Union
+from typing import Any, BinaryIO, List, Tuple, Union
 
 
 def is_remote(path: str) -> bool:
@@ -40,6 +44,14 @@ def join(*parts: str) -> str:
   if parts and is_remote(parts[0]):
     return posixpath.join(*parts)
   return os.path.join(*parts)
+
+
+def normpath(path: str) -> str:
+  """Collapses "a/../b" and "./"; keeps a remote path's "scheme://"."""
+  if is_remote(path):
+    scheme, rest = str(path).split("://", 1)
+    return f"{scheme}://{posixpath.normpath(rest) if rest else ''}"
+  return os.path.normpath(path)
 
 
 def dirname(path: str) -> str:
@@ -89,12 +101,149 @@ def read_text(path: str) -> str:
 
 
 def glob(pattern: str) -> List[str]:
-  """Sorted matches of a glob pattern (files and folders)."""
-  return sorted(_gfile().glob(pattern))
+  """Sorted matches of a glob pattern (files and folders).
+
+  On every filesystem a wildcard does not match a name's leading "." (as
+  Python's glob and the shell), so hidden temporaries are never inputs.
+  """
+  if _local_ok(pattern):
+    return sorted(_glob.glob(pattern))
+  parts = pattern.split("/")
+  return sorted(
+      m for m in _gfile().glob(pattern)
+      if not any(name.startswith(".") and not part.startswith(".")
+                 for part, name in zip(parts, m.split("/"))))
+
+
+def listdir(path: str) -> List[str]:
+  """Sorted names in a folder (no trailing "/" on subfolders)."""
+  if _local_ok(path):
+    return sorted(os.listdir(path))
+  return sorted(name.rstrip("/") for name in _gfile().listdir(path))
+
+
+def stat(path: str) -> Tuple[int, int]:
+  """(size in bytes, modification time in ns; 0 where the filesystem has
+  none). Raises FileNotFoundError."""
+  if _local_ok(path):
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  try:
+    st = _gfile().stat(path)
+  except tf.errors.NotFoundError as e:
+    raise FileNotFoundError(2, "No such file or directory", path) from e
+  return st.length, st.mtime_nsec
+
+
+def getsize(path: str) -> int:
+  return stat(path)[0]
+
+
+class _GFileRaw(io.RawIOBase):
+  """A GFile as a raw stream, so io.BufferedReader can buffer it (line
+  iteration over a bare GFile costs ~2.6 us a line, buffered ~0.2 us)."""
+
+  def __init__(self, f):
+    super().__init__()
+    self._f = f
+
+  def readable(self):
+    return True
+
+  def seekable(self):
+    return True
+
+  def readinto(self, b):
+    data = self._f.read(len(b))
+    b[:len(data)] = data
+    return len(data)
+
+  def seek(self, offset, whence=io.SEEK_SET):
+    self._f.seek(offset, whence)
+    return self._f.tell()
+
+  def tell(self):
+    return self._f.tell()
+
+  def close(self):
+    if not self.closed:
+      self._f.close()
+    super().close()
+
+
+def open_read(path: str) -> BinaryIO:
+  """A seekable binary file object for reading (use as a context manager).
+
+  Raises:
+    FileNotFoundError: the file does not exist.
+  """
+  if _local_ok(path):
+    return open(path, "rb")
+  if not _gfile().exists(path):
+    raise FileNotFoundError(2, "No such file or directory", path)
+  return io.BufferedReader(_GFileRaw(_gfile().GFile(path, "rb")),
+                           buffer_size=1 << 20)
+
+
+def open_write(path: str) -> BinaryIO:
+  """A binary file object writing `path` (created or truncated)."""
+  if _local_ok(path):
+    return open(path, "wb")
+  return _gfile().GFile(path, "wb")
+
+
+def rename(source: str, target: str) -> None:
+  """Renames a file, replacing `target` if it exists."""
+  if _local_ok(source) and _local_ok(target):
+    os.replace(source, target)
+  else:
+    _gfile().rename(source, target, overwrite=True)
+
+
+def remove(path: str) -> None:
+  """Deletes a file; no error if it does not exist."""
+  if _local_ok(path):
+    try:
+      os.remove(path)
+    except FileNotFoundError:
+      pass
+  elif _gfile().exists(path):
+    _gfile().remove(path)
+
+
+def rename_tree(source: str, target: str, last: Tuple[str, ...] = ()) -> None:
+  """Moves folder `source` to `target` (which must not exist).
+
+  Locally one rename(2): atomic. Remote filesystems rename objects, not
+  folders (`ram://` renames only the folder's own entry), so each file is
+  renamed on its own, those whose name is in `last` (e.g. saved_model.pb,
+  which makes a SavedModel visible) after all others.
+  """
+  if _local_ok(source) and _local_ok(target):
+    os.rename(source, target)
+    return
+  gfile = _gfile()
+  if not is_remote(source) and not is_remote(target):
+    gfile.rename(source, target)
+    return
+  files = []
+  for folder, _, names in gfile.walk(source):
+    rel = folder[len(source):].strip("/")
+    gfile.makedirs(join(target, rel) if rel else target)
+    files.extend(join(rel, n) if rel else n for n in names)
+  files.sort(key=lambda f: (basename(f) in last, f))
+  for name in files:
+    gfile.rename(join(source, name), join(target, name), overwrite=True)
+  gfile.rmtree(source)
 
 
 def makedirs(path: str) -> None:
-  if path:
+  if not path:
+    return
+  if _local_ok(path):
+    os.makedirs(path, exist_ok=True)
+  else:
     _gfile().makedirs(path)
 
 
@@ -105,18 +254,14 @@ def temp_name(path: str) -> str:
 
 def write_atomic(path: str, data: Union[str, bytes]) -> None:
   """Writes `data` to `path` through a temporary name and a rename."""
-  gfile = _gfile()
-  parent = dirname(path)
-  if parent:
-    gfile.makedirs(parent)
+  makedirs(dirname(path))
   tmp = temp_name(path)
   try:
-    with gfile.GFile(tmp, "wb" if isinstance(data, bytes) else "w") as f:
-      f.write(data)
-    gfile.rename(tmp, path, overwrite=True)
+    with open_write(tmp) as f:
+      f.write(data if isinstance(data, bytes) else data.encode("utf-8"))
+    rename(tmp, path)
   finally:
-    if gfile.exists(tmp):
-      gfile.remove(tmp)
+    remove(tmp)
 
 
 def write_json_atomic(path: str, value: Any) -> None:
