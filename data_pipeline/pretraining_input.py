@@ -26,12 +26,15 @@ training or evaluation, and reports the file).
 """
 
 import os
+import random
 import re
 from typing import List, Optional, Union, Sequence
 
 import tensorflow as tf
+from absl import logging
 
 from albert_tf.errors import UserInputError
+from data_pipeline import record_stream
 from data_pipeline import tfrecord_schema
 from data_pipeline.dynamic_masking import DynamicMasking
 from data_pipeline.dynamic_masking import remask
@@ -149,7 +152,9 @@ def pretraining_dataset(
     validate: bool = True,
     include_token_boundary: bool = False,
     dynamic_masking: Optional[DynamicMasking] = None,
-    vocab_size: Optional[int] = None) -> tf.data.Dataset:
+    vocab_size: Optional[int] = None,
+    start_step: int = 0,
+    record_count_cache: Optional[str] = None) -> tf.data.Dataset:
   """Batches of model inputs from pretraining TFRecords.
 
   Args:
@@ -157,14 +162,20 @@ def pretraining_dataset(
     batch_size: global batch size; with `input_context`, each pipeline
       yields `input_context.get_per_replica_batch_size(batch_size)`.
     max_seq_length, max_predictions_per_seq: as the files were written with.
-    is_training: shuffle files and records and repeat forever; otherwise one
-      pass in file order.
+    is_training: the endless, seeded stream of `data_pipeline.record_stream`
+      (files shuffled per epoch, read in groups of `cycle_length`, records
+      shuffled within a group); otherwise one pass in file order.
     input_context: a tf.distribute.InputContext; files are sharded by
       `input_pipeline_id` (records instead, if there are fewer files than
       pipelines).
-    seed: seeds the shuffles and makes the interleave order deterministic.
+    seed: the training stream's seed (None: a random one).
     shuffle_buffer_size: records in the shuffle buffer (training only).
     cycle_length: files read at once; default min(#files, 8).
+    start_step: training only: start the stream where a run that has done
+      `start_step` steps of `batch_size` stopped (needs `seed`); costs at
+      most one file group's read, whatever the step.
+    record_count_cache: JSON file caching the files' record counts, which
+      a start_step > 0 needs (counted once otherwise).
     validate: check each file's first record (see module docstring).
     vocab_size: with `validate`, also check that the first record's token
       ids are below it.
@@ -182,35 +193,29 @@ def pretraining_dataset(
       validate_tfrecord_file(path, max_seq_length, max_predictions_per_seq,
                              vocab_size=vocab_size)
   per_replica = batch_size
-  num_pipelines, pipeline_id = 1, 0
+  num_pipelines, pipeline_id, replicas_per_pipeline = 1, 0, 1
   if input_context is not None:
     per_replica = input_context.get_per_replica_batch_size(batch_size)
     num_pipelines = input_context.num_input_pipelines
     pipeline_id = input_context.input_pipeline_id
-  shard_files = len(files) >= num_pipelines
-
-  dataset = tf.data.Dataset.from_tensor_slices(files)
-  if shard_files and num_pipelines > 1:
-    dataset = dataset.shard(num_pipelines, pipeline_id)
-  if is_training:
-    dataset = dataset.shuffle(len(files), seed=seed)
-    dataset = dataset.repeat()
+    replicas_per_pipeline = (input_context.num_replicas_in_sync
+                             // num_pipelines)
   cycle = cycle_length or min(len(files), 8)
-  dataset = dataset.interleave(
-      tf.data.TFRecordDataset, cycle_length=cycle,
-      num_parallel_calls=tf.data.AUTOTUNE,
-      deterministic=seed is not None or not is_training)
-  if not shard_files and num_pipelines > 1:
-    dataset = dataset.shard(num_pipelines, pipeline_id)
   if is_training:
-    dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
+    dataset = _training_records(
+        files, num_pipelines, pipeline_id,
+        records_per_step=per_replica * replicas_per_pipeline,
+        seed=seed, cycle_length=cycle,
+        shuffle_buffer_size=shuffle_buffer_size, start_step=start_step,
+        record_count_cache=record_count_cache)
+  else:
+    dataset = _evaluation_records(files, num_pipelines, pipeline_id, cycle)
   dataset = dataset.batch(per_replica, drop_remainder=True)
   dataset = dataset.map(
       lambda records: _parse_batch(
           records, max_seq_length, max_predictions_per_seq,
           include_token_boundary or dynamic_masking is not None),
-      num_parallel_calls=tf.data.AUTOTUNE,
-      deterministic=seed is not None or not is_training)
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   if dynamic_masking is not None:
     def new_masks(batch):
       batch = remask(batch, dynamic_masking, seed=seed)
@@ -219,3 +224,43 @@ def pretraining_dataset(
       return batch
     dataset = dataset.map(new_masks)
   return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _training_records(files, num_pipelines, pipeline_id, records_per_step,
+                      seed, cycle_length, shuffle_buffer_size, start_step,
+                      record_count_cache) -> tf.data.Dataset:
+  """This pipeline's endless record stream, from step `start_step` on."""
+  own_files, stride = record_stream.pipeline_files(files, num_pipelines,
+                                                   pipeline_id)
+  if seed is None:
+    if start_step:
+      raise ValueError("resuming the data stream at a step needs a seed")
+    seed = random.randrange(2**31)
+  start = None
+  if start_step:
+    counts = record_stream.record_counts(own_files, record_count_cache)
+    start = record_stream.locate(own_files, counts, seed, cycle_length,
+                                 start_step * records_per_step * stride)
+    logging.info("input pipeline %d/%d resumes the data stream at step %d: "
+                 "%s", pipeline_id + 1, num_pipelines, start_step,
+                 start.describe())
+  dataset = record_stream.record_stream(own_files, seed, cycle_length,
+                                        shuffle_buffer_size, start)
+  if stride > 1:
+    dataset = dataset.shard(stride, pipeline_id)
+  return dataset
+
+
+def _evaluation_records(files, num_pipelines, pipeline_id,
+                        cycle_length) -> tf.data.Dataset:
+  """One pass over the files in order, split between pipelines."""
+  shard_files = len(files) >= num_pipelines
+  dataset = tf.data.Dataset.from_tensor_slices(files)
+  if shard_files and num_pipelines > 1:
+    dataset = dataset.shard(num_pipelines, pipeline_id)
+  dataset = dataset.interleave(
+      tf.data.TFRecordDataset, cycle_length=cycle_length,
+      num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  if not shard_files and num_pipelines > 1:
+    dataset = dataset.shard(num_pipelines, pipeline_id)
+  return dataset

@@ -11,7 +11,7 @@ XLA-compiled forward/backward.
 """
 
 import math
-from typing import Dict, Optional
+from typing import Dict
 
 import numpy as np
 import orbit
@@ -65,15 +65,10 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
     self._forward_backward = tf.function(self._forward_backward_fn,
                                          jit_compile=jit_compile)
     self._forward = tf.function(self._forward_fn, jit_compile=jit_compile)
-    self.train_iterator = None
     if train_dataset is not None:
       orbit.StandardTrainer.__init__(
           self, train_dataset,
           options=orbit.StandardTrainerOptions(use_tf_while_loop=True))
-      # The iterator is made now, not lazily by Orbit, so that it can go into
-      # the checkpoint: a resumed run continues the data where it stopped.
-      self.train_iterator = tf.nest.map_structure(iter, train_dataset)
-      self._train_iter = self.train_iterator
     if eval_dataset is not None:
       orbit.StandardEvaluator.__init__(
           self, eval_dataset,
@@ -102,27 +97,29 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
                                 self.global_batch_size)
     return outputs, per_token
 
-  def train_step(self, iterator):
-    def step_fn(batch):
-      context = tf.distribute.get_replica_context()
-      global_mlm_weight = context.all_reduce(
-          tf.distribute.ReduceOp.SUM,
-          tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)))
-      grads, outputs, per_token = self._forward_backward(batch,
-                                                         global_mlm_weight)
-      # Sum over replicas: each replica's loss is its share of the global
-      # loss, so the sum is the global gradient.
-      grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-      if self._loss_scaled:
-        grads = self.optimizer.get_unscaled_gradients(grads)
-      grads, norm = tf.clip_by_global_norm(grads, self.clip_norm)
-      self.optimizer.apply_gradients(
-          zip(grads, self.model.trainable_variables),
-          experimental_aggregate_gradients=False)
-      self.train_metrics.update(batch, outputs, per_token)
-      self.gradient_norm.update_state(norm)
+  def replica_train_step(self, batch):
+    """One replica's whole step: forward, both losses, gradients, all-reduce,
+    clipping, optimizer update, metrics. What a TPU compiles (XLA)."""
+    context = tf.distribute.get_replica_context()
+    global_mlm_weight = context.all_reduce(
+        tf.distribute.ReduceOp.SUM,
+        tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)))
+    grads, outputs, per_token = self._forward_backward(batch,
+                                                       global_mlm_weight)
+    # Sum over replicas: each replica's loss is its share of the global
+    # loss, so the sum is the global gradient.
+    grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+    if self._loss_scaled:
+      grads = self.optimizer.get_unscaled_gradients(grads)
+    grads, norm = tf.clip_by_global_norm(grads, self.clip_norm)
+    self.optimizer.apply_gradients(
+        zip(grads, self.model.trainable_variables),
+        experimental_aggregate_gradients=False)
+    self.train_metrics.update(batch, outputs, per_token)
+    self.gradient_norm.update_state(norm)
 
-    self.strategy.run(step_fn, args=(next(iterator),))
+  def train_step(self, iterator):
+    self.strategy.run(self.replica_train_step, args=(next(iterator),))
 
   def eval_step(self, iterator):
     def step_fn(batch):
@@ -172,7 +169,3 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
   @property
   def global_step(self) -> tf.Variable:
     return self.optimizer.iterations
-
-  def evaluate_once(self, num_steps: int = -1) -> Optional[Dict]:
-    """Runs one evaluation pass (for tools and tests)."""
-    return self.evaluate(num_steps)

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import re
+import zlib
 from typing import Dict, Optional
 
 import orbit
@@ -19,6 +20,7 @@ import tensorflow as tf
 import tf_keras
 from absl import logging
 
+from albert_tf import file_io
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import UserInputError
@@ -30,6 +32,8 @@ from albert_tf.training import strategy as strategy_lib
 from albert_tf.training.strategy import create_strategy
 from data_pipeline import pretraining_input
 
+DATA_STREAM_FILE = "data_stream.json"
+RECORD_COUNTS_FILE = "input_record_counts.json"
 DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16",
                   "float16": "mixed_float16"}
 
@@ -63,7 +67,9 @@ class PretrainingParams:
   jit_compile: bool = False
   seed: Optional[int] = None
   shuffle_buffer_size: int = 10000
-  checkpoint_input_pipeline: bool = True
+  # Resume the data stream where the restored step left it (see
+  # data_pipeline.record_stream); False restarts it from its beginning.
+  resume_data_stream: bool = True
 
 
 def _validate(params: PretrainingParams, config: AlbertConfig) -> None:
@@ -89,15 +95,17 @@ def _validate(params: PretrainingParams, config: AlbertConfig) -> None:
 
 
 def _distributed_dataset(strategy, params: PretrainingParams, file_pattern,
-                         batch_size, is_training, vocab_size=None):
+                         batch_size, is_training, vocab_size=None,
+                         seed=None, start_step=0, record_count_cache=None):
   def dataset_fn(input_context):
     return pretraining_input.pretraining_dataset(
         file_pattern, batch_size=batch_size,
         max_seq_length=params.max_seq_length,
         max_predictions_per_seq=params.max_predictions_per_seq,
         is_training=is_training, input_context=input_context,
-        seed=params.seed, shuffle_buffer_size=params.shuffle_buffer_size,
-        vocab_size=vocab_size)
+        seed=seed, shuffle_buffer_size=params.shuffle_buffer_size,
+        vocab_size=vocab_size, start_step=start_step,
+        record_count_cache=record_count_cache)
 
   if batch_size % strategy.num_replicas_in_sync:
     raise UserInputError(
@@ -106,23 +114,31 @@ def _distributed_dataset(strategy, params: PretrainingParams, file_pattern,
   return strategy.distribute_datasets_from_function(dataset_fn)
 
 
-def _make_checkpoint(model, optimizer, train_iterator,
-                     save_input: bool) -> tf.train.Checkpoint:
-  """Model + optimizer (+ the input position, for an exact resume).
+def _data_seed(params: PretrainingParams, chief: bool) -> int:
+  """The training stream's seed: --seed, else one fixed at the run's first
+  start (derived from output_dir, kept in data_stream.json) so that every
+  worker and every resumed run reads the same stream."""
+  if params.seed is not None:
+    return params.seed
+  path = file_io.join(params.output_dir, DATA_STREAM_FILE)
+  if file_io.exists(path):
+    return int(json.loads(file_io.read_text(path))["seed"])
+  seed = zlib.crc32(params.output_dir.rstrip("/").encode())
+  if chief:
+    file_io.write_json_atomic(path, {"seed": seed})
+  return seed
 
-  Iterators of one-device and multi-worker (one device per worker) runs are
-  checkpointable; those of MirroredStrategy over several local devices and
-  of TPUStrategy are not: there a resumed run restarts the data stream.
-  """
-  if save_input:
-    try:
-      return tf.train.Checkpoint(model=model, optimizer=optimizer,
-                                 train_iterator=train_iterator)
-    except ValueError:
-      logging.warning(
-          "the %s input iterator cannot be checkpointed; a resumed run will "
-          "restart the data stream", type(train_iterator).__name__)
-  return tf.train.Checkpoint(model=model, optimizer=optimizer)
+
+def _checkpoint_step(path: Optional[str]) -> int:
+  """The optimizer step saved in checkpoint `path` (0 for None)."""
+  if not path:
+    return 0
+  names = [name for name, _ in tf.train.list_variables(path)
+           if re.fullmatch(r"optimizer/(.*/)?iter/\.ATTRIBUTES/VARIABLE_VALUE",
+                           name)]
+  if not names:
+    raise UserInputError(f"checkpoint {path} holds no optimizer step")
+  return int(tf.train.load_variable(path, min(names, key=len)))
 
 
 def _prepare_output_dir(path: str) -> None:
@@ -172,14 +188,6 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
   chief = _is_chief(strategy)
   write_dir = params.output_dir if chief else os.path.join(
       params.output_dir, f".worker_{strategy.cluster_resolver.task_id}")
-  train_dataset = _distributed_dataset(strategy, params, params.input_file,
-                                       params.train_batch_size, True,
-                                       config.vocab_size)
-  eval_dataset = None
-  if params.eval_file:
-    eval_dataset = _distributed_dataset(strategy, params, params.eval_file,
-                                        params.eval_batch_size, False,
-                                        config.vocab_size)
 
   with strategy.scope():
     encoder = AlbertEncoder(config, dtype=DTYPE_POLICIES[params.dtype])
@@ -189,17 +197,12 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
         params.num_warmup_steps, params.poly_power, params.weight_decay_rate)
     if params.dtype == "float16":
       optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
-    runner = PretrainingRunner(
-        strategy, model, optimizer, train_dataset, eval_dataset,
-        global_batch_size=params.train_batch_size,
-        jit_compile=params.jit_compile)
-    checkpoint = _make_checkpoint(model, optimizer, runner.train_iterator,
-                                  params.checkpoint_input_pipeline)
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    chief_latest = (None if chief else
+                    tf.train.latest_checkpoint(params.output_dir))
 
     def init_fn():
       """Runs when write_dir holds no checkpoint."""
-      chief_latest = (None if chief else
-                      tf.train.latest_checkpoint(params.output_dir))
       if chief_latest:
         checkpoint.restore(chief_latest)
       elif params.init_checkpoint:
@@ -209,6 +212,25 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
         checkpoint, write_dir, max_to_keep=params.keep_checkpoint_max,
         checkpoint_interval=params.save_checkpoints_steps,
         step_counter=optimizer.iterations, init_fn=init_fn)
+
+  # The data stream starts where the checkpoint to be restored stopped.
+  start_step = (_checkpoint_step(manager.latest_checkpoint or chief_latest)
+                if params.resume_data_stream else 0)
+  train_dataset = _distributed_dataset(
+      strategy, params, params.input_file, params.train_batch_size, True,
+      config.vocab_size, seed=_data_seed(params, chief),
+      start_step=start_step,
+      record_count_cache=file_io.join(write_dir, RECORD_COUNTS_FILE))
+  eval_dataset = None
+  if params.eval_file:
+    eval_dataset = _distributed_dataset(strategy, params, params.eval_file,
+                                        params.eval_batch_size, False,
+                                        config.vocab_size)
+  with strategy.scope():
+    runner = PretrainingRunner(
+        strategy, model, optimizer, train_dataset, eval_dataset,
+        global_batch_size=params.train_batch_size,
+        jit_compile=params.jit_compile)
 
   if chief:
     config.to_json_file(os.path.join(params.output_dir, "albert_config.json"))
