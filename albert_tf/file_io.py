@@ -187,10 +187,12 @@ def open_read(path: str) -> BinaryIO:
 
 
 def open_write(path: str) -> BinaryIO:
-  """A binary file object writing `path` (created or truncated)."""
+  """A binary file object writing `path` (created or truncated now)."""
   if _local_ok(path):
     return open(path, "wb")
-  return _gfile().GFile(path, "wb")
+  f = _gfile().GFile(path, "wb")
+  f.write(b"")  # A GFile creates its file at the first write.
+  return f
 
 
 def rename(source: str, target: str) -> None:
@@ -239,12 +241,18 @@ def rename_tree(source: str, target: str, last: Tuple[str, ...] = ()) -> None:
 
 
 def makedirs(path: str) -> None:
+  """Creates a folder and its parents. Raises OSError if it cannot."""
   if not path:
     return
   if _local_ok(path):
     os.makedirs(path, exist_ok=True)
-  else:
+    return
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  try:
     _gfile().makedirs(path)
+  except tf.errors.OpError as e:
+    raise OSError(13 if isinstance(e, tf.errors.PermissionDeniedError)
+                  else 5, e.message, path) from e
 
 
 def temp_name(path: str) -> str:

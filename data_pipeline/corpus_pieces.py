@@ -9,18 +9,21 @@ unit of work, of seeding and of shuffling in `pretraining_writer`; their
 number is known from the file sizes, and each worker reads its own pieces
 (`read_piece`), so the main process never reads the text.
 
+Files may be on any TensorFlow filesystem (`gs://`): pieces are read with
+seek + read (`file_io.open_read`); local files with Python's file API, so
+workers never import TensorFlow for a local corpus.
+
 Lines that are not valid UTF-8 raise a UserInputError naming the file and
 line; with `skip_non_utf8_lines` they are skipped, counted, and end the
 document they are in (as a blank line would).
 """
 
-import glob
 import math
-import os
 from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from absl import logging
 
+from albert_tf import file_io
 from albert_tf.errors import UserInputError
 
 # Document keys are file_index * 2**40 + byte offset: files up to 1 TiB.
@@ -78,7 +81,7 @@ def resolve_input_files(input_file: str) -> List[str]:
     raise UserInputError("no input file given (--input_file)")
   files = []
   for pattern in patterns:
-    matches = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+    matches = [p for p in file_io.glob(pattern) if file_io.isfile(p)]
     if not matches:
       raise UserInputError(f"--input_file: no such file: {pattern}")
     files.extend(matches)
@@ -89,7 +92,7 @@ def pieces_per_file(files: Sequence[str], piece_bytes: int) -> List[int]:
   """Number of pieces of each file (at least 1, even for an empty file)."""
   counts = []
   for path in files:
-    size = os.path.getsize(path)
+    size = file_io.getsize(path)
     if size >= _MAX_FILE_BYTES:
       raise UserInputError(f"input file larger than 1 TiB: {path}; split it")
     counts.append(max(1, math.ceil(size / piece_bytes)))
@@ -110,7 +113,7 @@ def plan_pieces(files: Sequence[str], piece_bytes: int) -> Iterator[PieceSpec]:
 def _line_number(path: str, offset: int) -> int:
   """1-based number of the line starting at byte `offset` (error path)."""
   count = 1
-  with open(path, "rb") as f:
+  with file_io.open_read(path) as f:
     remaining = offset
     while remaining > 0:
       block = f.read(min(remaining, 1 << 20))
@@ -202,7 +205,7 @@ def read_piece(spec: PieceSpec, skip_non_utf8_lines: bool = False) -> Piece:
   documents = []
   lines = skipped = 0
   base = spec.file_index * _MAX_FILE_BYTES
-  with open(spec.path, "rb") as f:
+  with file_io.open_read(spec.path) as f:
     offset = spec.start
     if offset > 0:
       offset = _first_line_start(f, offset, spec.end)

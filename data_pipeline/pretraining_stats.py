@@ -2,8 +2,9 @@
 
 import dataclasses
 import json
-import os
 from typing import Dict, List
+
+from albert_tf import file_io
 
 
 @dataclasses.dataclass
@@ -104,8 +105,5 @@ class PretrainingStats:
 
 def write_json(path: str, payload: Dict) -> None:
   """Writes `payload` as JSON under a temporary name, then renames it."""
-  tmp = f"{path}.tmp-{os.getpid()}"
-  with open(tmp, "w", encoding="utf-8") as f:
-    json.dump(payload, f, indent=2, sort_keys=True)
-    f.write("\n")
-  os.replace(tmp, path)
+  file_io.write_atomic(path, json.dumps(payload, indent=2, sort_keys=True)
+                       + "\n")

@@ -35,12 +35,15 @@ the official flag). One path and `num_output_shards` = 1: that file. One path
 and N > 1 shards: `<path>-00000-of-0000N` ... A list of K paths: K shards with
 those names. Stats of the whole run go to `<first output>.stats.json`, or
 `<path>.stats.json` for numbered shards.
+
+Filesystems. Inputs, outputs and the SentencePiece model may be on any
+TensorFlow filesystem (`gs://`); local files are read and written with
+Python's file API, so a local run never imports TensorFlow.
 """
 
 import collections
 import concurrent.futures
 import dataclasses
-import glob
 import hashlib
 import json
 import multiprocessing
@@ -51,6 +54,7 @@ from typing import Dict, List, Optional, Sequence
 
 from absl import logging
 
+from albert_tf import file_io
 from albert_tf.errors import UserInputError
 from data_pipeline import corpus_pieces
 from data_pipeline import pretraining_data
@@ -90,50 +94,43 @@ def stats_path(output_file: str, num_output_shards: Optional[int]) -> str:
 
 
 def _sidecar(path: str) -> str:
-  head, tail = os.path.split(path)
-  return os.path.join(head, f".{tail}.stats.json")
-
-
-def _temp_name(path: str) -> str:
-  head, tail = os.path.split(path)
-  return os.path.join(head, f".{tail}.tmp-{os.getpid()}")
+  return file_io.join(file_io.dirname(path),
+                      f".{file_io.basename(path)}.stats.json")
 
 
 def _fingerprints(files, spm_model_file, settings: Dict,
                   paths: Sequence[str]) -> List[str]:
   """One digest per shard of everything its bytes depend on."""
   digest = hashlib.sha256()
-  with open(spm_model_file, "rb") as f:
-    digest.update(f.read())
+  digest.update(file_io.read_bytes(spm_model_file))
   for path in files:
-    st = os.stat(path)
-    digest.update(f"{os.path.abspath(path)}|{st.st_size}|{st.st_mtime_ns}|"
-                  .encode())
+    size, mtime_ns = file_io.stat(path)
+    where = path if file_io.is_remote(path) else os.path.abspath(path)
+    digest.update(f"{where}|{size}|{mtime_ns}|".encode())
   digest.update(json.dumps(settings, sort_keys=True).encode())
   out = []
   for path in paths:
     shard = digest.copy()
-    shard.update(os.path.basename(path).encode())
+    shard.update(file_io.basename(path).encode())
     out.append(shard.hexdigest())
   return out
 
 
 def _remove_stale_temps(path: str) -> None:
   """Deletes temporaries of `path` left by runs that were killed."""
-  head, tail = os.path.split(path)
-  for stale in glob.glob(os.path.join(glob.escape(head) or ".",
-                                      f".{glob.escape(tail)}.tmp-*")):
-    os.remove(stale)
+  head, prefix = file_io.dirname(path), f".{file_io.basename(path)}.tmp-"
+  for name in file_io.listdir(head or "."):
+    if name.startswith(prefix):
+      file_io.remove(file_io.join(head, name))
 
 
 def _complete_shard_stats(path: str, fingerprint: str):
   """Stats of a shard a previous run completed, or None."""
   try:
-    with open(_sidecar(path), encoding="utf-8") as f:
-      sidecar = json.load(f)
+    sidecar = json.loads(file_io.read_text(_sidecar(path)))
   except (OSError, ValueError):
     return None
-  if not os.path.isfile(path) or sidecar.get("fingerprint") != fingerprint:
+  if not file_io.isfile(path) or sidecar.get("fingerprint") != fingerprint:
     return None
   return PretrainingStats.from_dict(sidecar["stats"])
 
@@ -144,8 +141,9 @@ class _ShardWriter:
   def __init__(self, path: str, fingerprint: str):
     self.path = path
     self.fingerprint = fingerprint
-    self.temp = _temp_name(path)
-    self.file = open(self.temp, "wb")
+    self.temp = file_io.temp_name(path)
+    self.file = file_io.open_write(self.temp)
+    self.closed = False
     self.stats = PretrainingStats()
 
   def write(self, data: bytes, stats: PretrainingStats):
@@ -153,18 +151,18 @@ class _ShardWriter:
     self.stats.add(stats)
 
   def close(self):
-    self.file.close()
+    if not self.closed:
+      self.closed = True
+      self.file.close()
 
   def publish(self):
     write_json(_sidecar(self.path), {"fingerprint": self.fingerprint,
                                      "stats": self.stats.to_dict()})
-    os.replace(self.temp, self.path)
+    file_io.rename(self.temp, self.path)
 
   def discard(self):
-    if not self.file.closed:
-      self.file.close()
-    if os.path.exists(self.temp):
-      os.remove(self.temp)
+    self.close()
+    file_io.remove(self.temp)
 
 
 class _LogProgress:
@@ -254,19 +252,21 @@ def create_pretraining_data(
     raise UserInputError("--spm_model_file is required (WordPiece-only "
                          "--vocab_file input is not supported)")
   files = corpus_pieces.resolve_input_files(input_file)
-  if all(os.path.getsize(p) == 0 for p in files):
+  if all(file_io.getsize(p) == 0 for p in files):
     raise UserInputError(f"--input_file: empty corpus: {', '.join(files)}")
   paths = output_paths(output_file, num_output_shards)
   for path in paths:
-    if os.path.isdir(path):
+    if file_io.isdir(path):
       raise UserInputError(f"--output_file: {path} is a directory; give a "
                            "file path (shards get -NNNNN-of-NNNNN suffixes)")
     try:
-      os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+      file_io.makedirs(file_io.dirname(path))
     except OSError as e:
       raise UserInputError(f"--output_file={path}: cannot create its "
                            f"directory: {e}") from None
-    if not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK):
+    # Object stores have no permission bits to check before the first write.
+    if (not file_io.is_remote(path) and
+        not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)):
       raise UserInputError(f"--output_file={path}: directory not writable")
   tokenizer = SentencePieceTokenizer(spm_model_file,
                                      do_lower_case=do_lower_case)

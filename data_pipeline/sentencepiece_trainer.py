@@ -16,9 +16,13 @@ lines are kept by reservoir sampling (deterministic for a `random_seed`), so
 corpora larger than memory work. Lines that are not valid UTF-8 are skipped and
 counted (a warning gives the count per file) rather than failing the run: one
 bad line in a multi-GB crawl should not cost the whole job.
+
+Input and output paths may be on any TensorFlow filesystem (`gs://`). The
+SentencePiece trainer writes local files only, so it trains in a private
+local temporary directory (removed afterwards); the model and vocabulary are
+then published at `model_prefix` under temporary names and renamed.
 """
 
-import glob
 import os
 import random
 import shutil
@@ -28,6 +32,7 @@ from typing import Dict, Iterator, List, Sequence, Union
 from absl import logging
 import sentencepiece as spm
 
+from albert_tf import file_io
 from albert_tf.errors import UserInputError
 from data_pipeline import tokenization
 
@@ -46,7 +51,7 @@ def resolve_inputs(input_patterns: Union[str, Sequence[str]]) -> List[str]:
     raise UserInputError("no input file given (--input)")
   files = []
   for pattern in patterns:
-    matches = sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+    matches = [p for p in file_io.glob(pattern) if file_io.isfile(p)]
     if not matches:
       raise UserInputError(f"input file not found: {pattern}")
     files.extend(matches)
@@ -57,7 +62,7 @@ def _read_lines(path: str, stats: Dict[str, int]) -> Iterator[str]:
   """Non-blank lines of `path`; non-UTF-8 lines are counted and skipped."""
   bad = 0
   try:
-    with open(path, "rb") as f:
+    with file_io.open_read(path) as f:
       for raw in f:
         try:
           line = raw.decode("utf-8")
@@ -150,9 +155,13 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
         f"empty corpus: no text lines in {', '.join(files)}")
   stats["sampled"] = len(sentences)
 
-  out_dir = os.path.dirname(os.path.abspath(model_prefix))
-  os.makedirs(out_dir, exist_ok=True)
-  tmp_dir = tempfile.mkdtemp(prefix=".spm_tmp_", dir=out_dir)
+  try:
+    file_io.makedirs(file_io.dirname(model_prefix))
+  except OSError as e:  # Local paths; TF filesystems fail at the write.
+    raise UserInputError(f"--model_prefix={model_prefix}: cannot create its "
+                         f"directory: {e}") from None
+  # Private scratch for the trainer's local files (removed below).
+  tmp_dir = tempfile.mkdtemp(prefix="albert_spm_")
   try:
     tmp_prefix = os.path.join(tmp_dir, "spm")
     spm.set_random_generator_seed(random_seed)
@@ -179,8 +188,9 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
             "use a smaller --vocab_size or more text") from e
       raise UserInputError(
           f"SentencePiece training failed on {', '.join(files)}: {e}") from e
-    os.replace(tmp_prefix + ".vocab", model_prefix + ".vocab")
-    os.replace(tmp_prefix + ".model", model_prefix + ".model")
+    for ext in (".vocab", ".model"):  # The model last: it marks completion.
+      with open(tmp_prefix + ext, "rb") as f:
+        file_io.write_atomic(model_prefix + ext, f.read())
   finally:
     shutil.rmtree(tmp_dir, ignore_errors=True)
   stats["vocab_size"] = vocab_size

@@ -15,13 +15,13 @@ here, identically in this module and in the in-graph tokenizer
 This module does not import TensorFlow.
 """
 
-import os
 import unicodedata
 from typing import Iterable, List, Sequence
 
 import numpy as np
 import sentencepiece as spm
 
+from albert_tf import file_io
 from albert_tf.errors import UserInputError
 
 SPIECE_UNDERLINE = "\u2581"  # "▁", SentencePiece's word-start marker.
@@ -129,13 +129,14 @@ def encode_pieces(sp_model, text: str) -> List[str]:
 
 
 def load_sentencepiece(spm_model_file: str) -> spm.SentencePieceProcessor:
-  """Loads a `.model` file; UserInputError naming the path if it cannot."""
-  if not os.path.isfile(spm_model_file):
+  """Loads a `.model` file (any filesystem); UserInputError naming the path
+  if it cannot."""
+  if not file_io.isfile(spm_model_file):
     raise UserInputError(
         f"SentencePiece model file not found: {spm_model_file}")
   sp = spm.SentencePieceProcessor()
   try:
-    sp.Load(spm_model_file)
+    sp.LoadFromSerializedProto(file_io.read_bytes(spm_model_file))
   except (OSError, RuntimeError) as e:
     raise UserInputError(
         f"cannot read SentencePiece model file {spm_model_file}: {e}") from e
