@@ -1,4 +1,4 @@
-"""Convert ALBERT checkpoints between our, the official TF1 and Hugging Face layouts.
+r"""Convert ALBERT checkpoints between our, the official TF1 and Hugging Face layouts.
 
   # A released google-research/albert checkpoint (or TF-Hub module/ names) -> ours:
   python -m tools.convert_checkpoint \

@@ -1,4 +1,4 @@
-"""Export an ALBERT checkpoint as TF Hub-style encoder and preprocessor SavedModels.
+r"""Export an ALBERT checkpoint as TF Hub-style encoder and preprocessor SavedModels.
 
   python -m tools.export_savedmodel \
       --albert_config_file=albert_base/albert_config.json \

@@ -1,4 +1,4 @@
-"""Print the parameter count and training FLOPs per token of an ALBERT config.
+r"""Print the parameter count and training FLOPs per token of an ALBERT config.
 
   python -m tools.model_summary --albert_config_file=configs/albert_base.json \
       --max_seq_length=512

@@ -1,4 +1,4 @@
-"""Fine-tune ALBERT on a GLUE task; evaluate; write GLUE submission files.
+r"""Fine-tune ALBERT on a GLUE task; evaluate; write GLUE submission files.
 
   python -m tools.run_classifier --task_name=MNLI --data_dir=glue/MNLI \
       --albert_config_file=albert_base/albert_config.json \
@@ -23,6 +23,9 @@ from tools import finetune_flags
 
 FLAGS = flags.FLAGS
 finetune_flags.define_shared_flags()
+# Key flags of this tool, so that --help lists them (absl shows only the
+# main module's key flags; the shared ones are defined in finetune_flags).
+flags.adopt_module_key_flags(finetune_flags)
 flags.DEFINE_string("task_name", None,
                     "GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, "
                     "RTE or WNLI.")

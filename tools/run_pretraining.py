@@ -1,4 +1,4 @@
-"""Pretrain ALBERT (MLM + SOP) with LAMB under a tf.distribute strategy.
+r"""Pretrain ALBERT (MLM + SOP) with LAMB under a tf.distribute strategy.
 
   python -m tools.run_pretraining \
       --input_file='data/train.tfrecord*' --eval_file=data/eval.tfrecord \

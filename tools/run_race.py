@@ -1,4 +1,4 @@
-"""Fine-tune and evaluate ALBERT on RACE.
+r"""Fine-tune and evaluate ALBERT on RACE.
 
   python -m tools.run_race --data_dir=RACE \
       --albert_config_file=albert_base/albert_config.json \
@@ -22,6 +22,9 @@ from tools import finetune_flags
 
 FLAGS = flags.FLAGS
 finetune_flags.define_shared_flags()
+# Key flags of this tool, so that --help lists them (absl shows only the
+# main module's key flags; the shared ones are defined in finetune_flags).
+flags.adopt_module_key_flags(finetune_flags)
 flags.DEFINE_string("data_dir", None,
                     "RACE directory: train|dev|test/middle|high/*.txt.")
 flags.DEFINE_bool("high_only", False, "Only RACE-high questions.")

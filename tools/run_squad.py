@@ -1,4 +1,4 @@
-"""Fine-tune and evaluate ALBERT on SQuAD v1.1 / v2.0.
+r"""Fine-tune and evaluate ALBERT on SQuAD v1.1 / v2.0.
 
   python -m tools.run_squad --version_2_with_negative \
       --train_file=squad/train-v2.0.json --predict_file=squad/dev-v2.0.json \
@@ -24,6 +24,9 @@ from tools import finetune_flags
 
 FLAGS = flags.FLAGS
 finetune_flags.define_shared_flags()
+# Key flags of this tool, so that --help lists them (absl shows only the
+# main module's key flags; the shared ones are defined in finetune_flags).
+flags.adopt_module_key_flags(finetune_flags)
 flags.DEFINE_bool("version_2_with_negative", False,
                   "SQuAD v2.0: some questions have no answer.")
 flags.DEFINE_string("train_file", "", "SQuAD JSON for training.")
