@@ -35,12 +35,12 @@ F1 of the positive class + accuracy (MRPC, QQP), Pearson + Spearman (STS-B).
 """
 
 import dataclasses
-import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from absl import logging
 
+from albert_tf import file_io
 from albert_tf.errors import UserInputError
 
 
@@ -142,25 +142,25 @@ def get_task(task_name: str) -> GlueTask:
 def split_path(task: GlueTask, data_dir: str, split: str) -> str:
   """The TSV file of `split` ("train", "dev", "dev_matched", "test", ...)."""
   if split == "diagnostic":
-    for path in (os.path.join(data_dir, "diagnostic.tsv"),
-                 os.path.join(data_dir, os.pardir, "diagnostic",
-                              "diagnostic.tsv")):
-      if os.path.exists(path):
-        return os.path.normpath(path)
-  return os.path.join(data_dir, f"{split}.tsv")
+    for path in (file_io.join(data_dir, "diagnostic.tsv"),
+                 file_io.join(data_dir, "..", "diagnostic", "diagnostic.tsv")):
+      path = file_io.normpath(path)
+      if file_io.exists(path):
+        return path
+  return file_io.join(data_dir, f"{split}.tsv")
 
 
 def available_test_splits(task: GlueTask, data_dir: str) -> List[str]:
   """Test splits to predict; MNLI's diagnostic (AX) set only if present."""
   return [s for s in task.test_splits
-          if s != "diagnostic" or os.path.exists(split_path(task, data_dir, s))]
+          if s != "diagnostic" or
+          file_io.exists(split_path(task, data_dir, s))]
 
 
 def _read_rows(path: str) -> List[Tuple[int, List[str]]]:
   """(1-based line number, fields) of every non-empty line."""
   try:
-    with open(path, "rb") as f:
-      data = f.read()
+    data = file_io.read_bytes(path)
   except FileNotFoundError:
     raise UserInputError(f"{path} does not exist (--data_dir should hold the "
                          "task's GLUE TSV files)") from None
@@ -483,11 +483,7 @@ def write_submission(task: GlueTask, split: str, guids: Sequence[str],
   labels = prediction_labels(task, outputs)
   if len(labels) != len(guids):
     raise ValueError(f"{len(guids)} test examples, {len(labels)} predictions")
-  path = os.path.join(output_dir, task.submission_file(split))
-  tmp = path + ".tmp"
-  with open(tmp, "w", encoding="utf-8") as f:
-    f.write("index\tprediction\n")
-    for guid, label in zip(guids, labels):
-      f.write(f"{guid}\t{label}\n")
-  os.replace(tmp, path)
+  path = file_io.join(output_dir, task.submission_file(split))
+  file_io.write_atomic(path, "index\tprediction\n" + "".join(
+      f"{guid}\t{label}\n" for guid, label in zip(guids, labels)))
   return path

@@ -15,11 +15,11 @@ pieces, and the article is cut to fill `max_seq_length`.
 
 import dataclasses
 import json
-import os
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from albert_tf import file_io
 from albert_tf.errors import UserInputError
 from data_pipeline.tokenization import SentencePieceTokenizer
 
@@ -50,9 +50,9 @@ class RaceExample:
 
 def split_dir(data_dir: str, split: str) -> str:
   """`<data_dir>/<split>` or `<data_dir>/RACE/<split>`, whichever exists."""
-  for root in (data_dir, os.path.join(data_dir, "RACE")):
-    path = os.path.join(root, split)
-    if os.path.isdir(path):
+  for root in (data_dir, file_io.join(data_dir, "RACE")):
+    path = file_io.join(root, split)
+    if file_io.isdir(path):
       return path
   raise UserInputError(
       f"--data_dir={data_dir}: no {split}/ directory (expected the released "
@@ -63,8 +63,7 @@ def split_dir(data_dir: str, split: str) -> str:
 def _records(path: str):
   """(line number or None, dict) of a file: one JSON object, or JSON lines."""
   try:
-    with open(path, encoding="utf-8") as f:
-      text = f.read()
+    text = file_io.read_text(path)
   except UnicodeDecodeError as e:
     raise UserInputError(f"{path}: not UTF-8 text: {e}") from e
   try:
@@ -99,13 +98,13 @@ def read_race_examples(data_dir: str, split: str, high_only: bool = False,
             not (l == "high" and middle_only)]
   examples = []
   for level in levels:
-    level_dir = os.path.join(root, level)
-    if not os.path.isdir(level_dir):
+    level_dir = file_io.join(root, level)
+    if not file_io.isdir(level_dir):
       continue
-    for name in sorted(os.listdir(level_dir)):
+    for name in file_io.listdir(level_dir):
       if not name.endswith(".txt"):
         continue
-      path = os.path.join(level_dir, name)
+      path = file_io.join(level_dir, name)
       for line, record in _records(path):
         examples.extend(_examples_of(record, level, name,
                                      path if line is None else
@@ -222,6 +221,4 @@ def write_predictions(path: str, examples: Sequence[RaceExample],
   content = {e.example_id: {"answer": LABELS[int(p)],
                             "probabilities": [float(x) for x in row]}
              for e, p, row in zip(examples, predictions, probs)}
-  with open(path + ".tmp", "w", encoding="utf-8") as f:
-    json.dump(content, f, indent=2)
-  os.replace(path + ".tmp", path)
+  file_io.write_atomic(path, json.dumps(content, indent=2))

@@ -25,12 +25,12 @@ were not character-local).
 import dataclasses
 import difflib
 import json
-import os
 import unicodedata
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from albert_tf import file_io
 from albert_tf.errors import UserInputError
 from data_pipeline.tokenization import SPIECE_UNDERLINE
 from data_pipeline.tokenization import SentencePieceTokenizer
@@ -109,11 +109,10 @@ class SquadFeature:
 
 def load_squad_json(input_file: str) -> List[dict]:
   """The `data` list of a SQuAD JSON file; UserInputError naming the file."""
-  if not os.path.isfile(input_file):
+  if not file_io.isfile(input_file):
     raise UserInputError(f"SQuAD file not found: {input_file}")
   try:
-    with open(input_file, encoding="utf-8") as f:
-      content = json.load(f)
+    content = json.loads(file_io.read_text(input_file))
   except (UnicodeDecodeError, json.JSONDecodeError) as e:
     raise UserInputError(f"{input_file}: not a SQuAD JSON file: {e}") from e
   if not isinstance(content, dict) or not isinstance(content.get("data"),

@@ -30,11 +30,11 @@ import collections
 import dataclasses
 import json
 import math
-import os
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from albert_tf import file_io
 from data_pipeline.squad import SquadExample
 from data_pipeline.squad import SquadFeature
 
@@ -89,10 +89,8 @@ class SquadPredictions:
       files.append(("null_odds.json", self.null_odds))
     paths = []
     for name, content in files:
-      path = os.path.join(output_dir, name)
-      with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write(json.dumps(content, indent=4) + "\n")
-      os.replace(path + ".tmp", path)
+      path = file_io.join(output_dir, name)
+      file_io.write_atomic(path, json.dumps(content, indent=4) + "\n")
       paths.append(path)
     return paths
 

@@ -12,6 +12,8 @@ import re
 import sysconfig
 from typing import Iterator, List, Optional
 
+from albert_tf import file_io
+
 # Directories of the standard library that hold tests, vendored code or tools
 # rather than documented library modules.
 _SKIPPED_DIRS = {"test", "tests", "site-packages", "dist-packages",
@@ -77,22 +79,27 @@ def write_stdlib_corpus(output_path: str,
   """Writes the corpus and returns {"documents", "sentences", "bytes"}.
 
   Args:
-    output_path: text file to write (written under a temporary name, then
-      renamed, so a partial corpus is never left behind).
+    output_path: text file to write, on any filesystem (written under a
+      temporary name, then renamed, so a partial corpus is never left
+      behind).
     max_bytes: stop before the corpus grows past this many bytes.
     stdlib_dir: the standard library to read; defaults to this interpreter's.
   """
   stats = {"documents": 0, "sentences": 0, "bytes": 0}
-  tmp_path = output_path + ".tmp"
-  with open(tmp_path, "w", encoding="utf-8") as f:
-    for sentences in iter_documents(stdlib_dir):
-      block = "\n".join(sentences) + "\n\n"
-      size = len(block.encode("utf-8"))
-      if max_bytes is not None and stats["bytes"] + size > max_bytes:
-        break
-      f.write(block)
-      stats["documents"] += 1
-      stats["sentences"] += len(sentences)
-      stats["bytes"] += size
-  os.replace(tmp_path, output_path)
+  file_io.makedirs(file_io.dirname(output_path))
+  tmp_path = file_io.temp_name(output_path)
+  try:
+    with file_io.open_write(tmp_path) as f:
+      for sentences in iter_documents(stdlib_dir):
+        block = ("\n".join(sentences) + "\n\n").encode("utf-8")
+        if (max_bytes is not None and
+            stats["bytes"] + len(block) > max_bytes):
+          break
+        f.write(block)
+        stats["documents"] += 1
+        stats["sentences"] += len(sentences)
+        stats["bytes"] += len(block)
+    file_io.rename(tmp_path, output_path)
+  finally:
+    file_io.remove(tmp_path)
   return stats

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import file_io
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.training import finetuning
 from data_pipeline import race
@@ -116,13 +117,11 @@ def run_race(params: finetuning.FinetuningParams,
   if test is not None:
     runner.restore_best()
     logits = test.logits(runner.predict, params.eval_batch_size)
-    race.write_predictions(os.path.join(params.output_dir,
+    race.write_predictions(file_io.join(params.output_dir,
                                         "test_predictions.json"),
                            test.examples, logits)
     test_results = race.accuracy(test.examples, logits.argmax(-1))
-    path = os.path.join(params.output_dir, "test_results.json")
-    with open(path + ".tmp", "w") as f:
-      json.dump(test_results, f, indent=2, sort_keys=True)
-    os.replace(path + ".tmp", path)
+    file_io.write_atomic(file_io.join(params.output_dir, "test_results.json"),
+                         json.dumps(test_results, indent=2, sort_keys=True))
     logging.info("RACE test: %s", test_results)
   return results

@@ -13,13 +13,13 @@ WNLI is not in run_glue.sh; it gets RTE's recipe (a small NLI set).
 """
 
 import dataclasses
-import os
 from typing import Dict, Optional
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import file_io
 from albert_tf.errors import UserInputError
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.training import finetuning
@@ -158,7 +158,7 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
      "export_dir": path or ""}.
   """
   task = glue.get_task(task_name)
-  if not data_dir or not os.path.isdir(data_dir):
+  if not data_dir or not file_io.isdir(data_dir):
     raise UserInputError(f"--data_dir={data_dir!r} is not a directory")
   if not params.spm_model_file:
     raise UserInputError("--spm_model_file is required")
@@ -188,7 +188,7 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
                                params.output_dir)
   if export_dir and finetuning.is_chief_process(params):
     from albert_tf import classifier_export  # pylint: disable=g-import-not-at-top
-    config_file = os.path.join(params.output_dir, "albert_config.json")
+    config_file = file_io.join(params.output_dir, "albert_config.json")
     classifier_export.export_classifier(
         runner.model, export_dir, params.spm_model_file, task.labels,
         task.num_segments, params.max_seq_length, params.do_lower_case,
