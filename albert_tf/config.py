@@ -4,6 +4,7 @@ import dataclasses
 import json
 from typing import Any, Dict, Mapping
 
+from albert_tf import file_io
 from albert_tf.errors import UserInputError
 
 SHARE_PARAMETERS = ("all", "attention", "ffn", "none")
@@ -140,8 +141,8 @@ class AlbertConfig:
       raise UserInputError(f"bad ALBERT config {path}: {e}") from e
 
   def to_json_file(self, path: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-      f.write(self.to_json_string())
+    """Writes the config (any filesystem; temporary name, then rename)."""
+    file_io.write_atomic(path, self.to_json_string())
 
 
 def read_config_json(path: str) -> dict:
@@ -152,12 +153,11 @@ def read_config_json(path: str) -> dict:
       message names `path`.
   """
   try:
-    with open(path, encoding="utf-8") as f:
-      values = json.load(f)
+    values = json.loads(file_io.read_text(path))
   except OSError as e:
     raise UserInputError(f"cannot read ALBERT config {path}: "
                          f"{e.strerror}") from e
-  except json.JSONDecodeError as e:
+  except (UnicodeDecodeError, json.JSONDecodeError) as e:
     raise UserInputError(f"ALBERT config {path} is not valid JSON: {e}") from e
   if not isinstance(values, dict):
     raise UserInputError(f"ALBERT config {path} must hold a JSON object")
