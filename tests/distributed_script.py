@@ -6,6 +6,11 @@ before TensorFlow initialises).
       one_device and mirrored (2 replicas, same global batch, the mirrored
       run warm-started from the one-device run's initial checkpoint); writes
       the largest weight difference to OUT_JSON.
+
+  python tests/distributed_script.py mirrored_resume PARAMS_JSON OUT_JSON
+      Under MirroredStrategy over 2 logical CPU devices: an uninterrupted
+      run, and a run stopped after one loop and resumed (a new model, the
+      same output_dir); writes their largest weight difference to OUT_JSON.
 """
 
 import dataclasses
@@ -27,10 +32,19 @@ def _weights(output_dir):
           if k.startswith("model/") and "OPTIMIZER_SLOT" not in k}
 
 
-def mirrored_vs_one_device(params_json, out_json):
+def _two_logical_cpus():
   cpu = tf.config.list_physical_devices("CPU")[0]
   tf.config.set_logical_device_configuration(
       cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+
+def _largest_difference(a, b):
+  assert a.keys() == b.keys()
+  return max(float(np.abs(a[k] - b[k]).max()) for k in a)
+
+
+def mirrored_vs_one_device(params_json, out_json):
+  _two_logical_cpus()
   from albert_tf.training import run_pretraining as lib
   params = lib.PretrainingParams(**json.loads(params_json))
   results = {}
@@ -53,6 +67,32 @@ def mirrored_vs_one_device(params_json, out_json):
     json.dump(dict(max_difference=diff, largest_weight=moved,
                    num_weights=len(results["mirrored"]),
                    logical_cpus=replicas), f)
+
+
+def mirrored_resume(params_json, out_json):
+  _two_logical_cpus()
+  from absl import logging  # pylint: disable=g-import-not-at-top
+  import tf_keras  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import run_pretraining as lib  # pylint: disable=g-import-not-at-top
+  logging.set_verbosity(logging.INFO)
+  params = dataclasses.replace(
+      lib.PretrainingParams(**json.loads(params_json)), strategy="mirrored")
+  straight = dataclasses.replace(
+      params, output_dir=os.path.join(params.output_dir, "straight"))
+  lib.run_pretraining(straight)
+  resumed = dataclasses.replace(
+      params, output_dir=os.path.join(params.output_dir, "resumed"),
+      init_checkpoint=os.path.join(straight.output_dir, "ckpt-0"))
+  lib.build_pretraining(resumed).controller.train(
+      steps=params.iterations_per_loop)
+  tf_keras.backend.clear_session()
+  lib.run_pretraining(resumed)
+  a, b = _weights(straight.output_dir), _weights(resumed.output_dir)
+  with open(out_json, "w") as f:
+    json.dump(dict(max_difference=_largest_difference(a, b),
+                   largest_weight=max(float(np.abs(v).max())
+                                      for v in a.values()),
+                   replicas=len(tf.config.list_logical_devices("CPU"))), f)
 
 
 if __name__ == "__main__":

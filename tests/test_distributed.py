@@ -46,6 +46,27 @@ def test_mirrored_two_replicas_equals_one_device(run_settings, tmp_path):
   assert result["max_difference"] < 2e-4, result
 
 
+def test_mirrored_interrupted_run_resumes_the_data_stream_exactly(
+    run_settings, tmp_path):
+  """MirroredStrategy's iterators cannot be checkpointed; the data stream
+  still resumes where it stopped (from the step), so the resumed run ends
+  with the weights of the uninterrupted one."""
+  out = str(tmp_path / "result.json")
+  settings = dict(run_settings, num_train_steps=9)
+  process = subprocess.run(
+      [sys.executable, os.path.join(ROOT, "tests", "distributed_script.py"),
+       "mirrored_resume", json.dumps(settings), out],
+      cwd=ROOT, check=False, capture_output=True, text=True, timeout=600)
+  assert process.returncode == 0, process.stderr[-3000:]
+  assert ("input pipeline 1/1 resumes the data stream at step 3: record 48 "
+          in process.stderr), process.stderr[-3000:]
+  with open(out) as f:
+    result = json.load(f)
+  assert result["replicas"] == 2
+  assert result["largest_weight"] > 0.1
+  assert result["max_difference"] < 1e-5, result
+
+
 def _free_ports(count):
   sockets = [socket.socket() for _ in range(count)]
   for s in sockets:
