@@ -20,6 +20,7 @@ import io
 import json
 import os
 import posixpath
+import shutil
 import sys
 from typing import Any, BinaryIO, List, Tuple, Union
 
@@ -284,6 +285,10 @@ def copy(source: str, target: str) -> None:
 
 def rmtree(path: str) -> None:
   """Removes a folder and its contents; no error if it does not exist."""
+  if _local_ok(path):
+    if os.path.isdir(path):
+      shutil.rmtree(path)
+    return
   gfile = _gfile()
   if gfile.exists(path):
     gfile.rmtree(path)
