@@ -22,22 +22,21 @@ tf.compat.v1 Variables and a Saver) and huggingface (safetensors + config.json).
 Every read is strict: after skipping optimizer state, every source variable
 must map to a model variable, every encoder variable must be present and
 every shape must agree; all violations are reported together in one
-`UserInputError`. A pretraining head (masked_lm, sentence_order) is either
+`UserInputError`. Inputs and outputs may be on any TensorFlow filesystem
+(`gs://`); every output is written under a temporary name and renamed. A pretraining head (masked_lm, sentence_order) is either
 complete in the source or absent; an absent head is reported, never filled
 in silently.
 """
 
 import dataclasses
 import json
-import os
-import shutil
-import tempfile
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import file_io
 from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import name_tables
 from albert_tf.config import AlbertConfig
@@ -120,12 +119,12 @@ def resolve_path(path: str) -> Tuple[str, str]:
   """
   if tf.io.gfile.isdir(path):
     for name in ("model.safetensors", "model.safetensors.index.json"):
-      if tf.io.gfile.exists(os.path.join(path, name)):
-        return "safetensors", os.path.join(path, name)
+      if tf.io.gfile.exists(file_io.join(path, name)):
+        return "safetensors", file_io.join(path, name)
     latest = tf.train.latest_checkpoint(path)
     if latest:
       return "tf", latest
-    if tf.io.gfile.exists(os.path.join(path, "pytorch_model.bin")):
+    if tf.io.gfile.exists(file_io.join(path, "pytorch_model.bin")):
       raise UserInputError(
           f"{path} holds pytorch_model.bin only; save it as safetensors "
           "(model.save_pretrained(dir, safe_serialization=True)), torch "
@@ -281,20 +280,20 @@ def _read_official(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
 
 def _load_safetensors(path: str) -> Dict[str, np.ndarray]:
   from safetensors import SafetensorError  # pylint: disable=g-import-not-at-top
-  from safetensors.numpy import load_file  # pylint: disable=g-import-not-at-top
+  from safetensors.numpy import load  # pylint: disable=g-import-not-at-top
   files = [path]
   if path.endswith(".index.json"):
     try:
-      with open(path, encoding="utf-8") as f:
-        weight_map = json.load(f)["weight_map"]
+      weight_map = json.loads(file_io.read_text(path))["weight_map"]
     except (OSError, ValueError, KeyError) as e:
       raise UserInputError(f"bad safetensors index {path}: {e}") from e
-    folder = os.path.dirname(path)
-    files = [os.path.join(folder, f) for f in sorted(set(weight_map.values()))]
+    folder = file_io.dirname(path)
+    files = [file_io.join(folder, f) for f in sorted(set(weight_map.values()))]
   tensors = {}
   for file in files:
     try:
-      tensors.update(load_file(file))
+      # From bytes: safetensors' own file reader knows local paths only.
+      tensors.update(load(file_io.read_bytes(file)))
     except (OSError, SafetensorError, ValueError) as e:
       raise UserInputError(f"cannot read safetensors file {file}: {e}") from e
   return tensors
@@ -444,7 +443,7 @@ def read_weights(path: str, config: AlbertConfig,
              "ours": _read_ours, "garden": _read_garden}
   stored_config = None
   if layout == "huggingface":
-    config_file = os.path.join(os.path.dirname(resolved), "config.json")
+    config_file = file_io.join(file_io.dirname(resolved), "config.json")
     if tf.io.gfile.exists(config_file):
       stored_config = configs.load_albert_config(config_file)
   arrays = readers[layout](resolved, config)
@@ -569,30 +568,34 @@ def _move_into_place(tmp_dir: str, output_dir: str, names: Sequence[str],
                      last: Sequence[str] = ()) -> None:
   """Renames files from tmp_dir into output_dir (`last` ones at the end)."""
   for name in [n for n in names if n not in last] + list(last):
-    os.replace(os.path.join(tmp_dir, name), os.path.join(output_dir, name))
+    file_io.rename(file_io.join(tmp_dir, name), file_io.join(output_dir, name))
 
 
 def _write_checkpoint_files(output_prefix: str, write) -> List[str]:
   """Calls write(tmp_prefix), then moves the files to output_prefix.
 
-  The `.index` file (which makes a checkpoint visible) moves last, and the
-  `checkpoint` state file after it, so no half-written checkpoint appears
-  under the final name.
+  The files are written in a hidden folder `.<name>.tmp-<pid>` next to
+  them. The `.index` file (which makes a checkpoint visible) moves last, and
+  the `checkpoint` state file after it, so no half-written checkpoint
+  appears under the final name.
   """
-  output_dir = os.path.dirname(os.path.abspath(output_prefix))
-  base = os.path.basename(output_prefix)
-  os.makedirs(output_dir, exist_ok=True)
-  tmp_dir = tempfile.mkdtemp(prefix=".tmp-convert-", dir=output_dir)
+  output_dir = file_io.dirname(output_prefix) or "."
+  base = file_io.basename(output_prefix)
+  tmp_dir = file_io.temp_name(output_prefix)
   try:
-    write(os.path.join(tmp_dir, base))
-    files = sorted(f for f in os.listdir(tmp_dir) if f.startswith(base + "."))
+    file_io.makedirs(tmp_dir)
+  except OSError as e:
+    raise UserInputError(f"--output_checkpoint={output_prefix}: cannot "
+                         f"create its directory: {e}") from None
+  try:
+    write(file_io.join(tmp_dir, base))
+    files = [f for f in file_io.listdir(tmp_dir) if f.startswith(base + ".")]
     _move_into_place(tmp_dir, output_dir, files, last=[base + ".index"])
-    with open(os.path.join(output_dir, "checkpoint"), "w",
-              encoding="utf-8") as f:
-      f.write(f'model_checkpoint_path: "{base}"\n'
-              f'all_model_checkpoint_paths: "{base}"\n')
+    file_io.write_atomic(file_io.join(output_dir, "checkpoint"),
+                         f'model_checkpoint_path: "{base}"\n'
+                         f'all_model_checkpoint_paths: "{base}"\n')
   finally:
-    shutil.rmtree(tmp_dir, ignore_errors=True)
+    file_io.rmtree(tmp_dir)
   return files
 
 
@@ -625,7 +628,7 @@ def write_huggingface(arrays: Dict[str, np.ndarray], config: AlbertConfig,
   Returns:
     The path of the .safetensors file written.
   """
-  from safetensors.numpy import save_file  # pylint: disable=g-import-not-at-top
+  from safetensors.numpy import save  # pylint: disable=g-import-not-at-top
   tensors = map_from_ours(arrays, name_tables.huggingface_table(config))
   heads = {_head_of(n) for n in arrays} - {None}
   architectures = (["AlbertForPreTraining"] if heads == {"masked_lm",
@@ -633,25 +636,19 @@ def write_huggingface(arrays: Dict[str, np.ndarray], config: AlbertConfig,
                    else ["AlbertForMaskedLM"] if heads == {"masked_lm"}
                    else ["AlbertModel"])
   if output.endswith(".safetensors"):
-    folder, file = os.path.dirname(os.path.abspath(output)), output
+    file = output
   else:
-    folder, file = output, os.path.join(output, "model.safetensors")
-  os.makedirs(folder, exist_ok=True)
-  tmp = tempfile.NamedTemporaryFile(dir=folder, prefix=".tmp-", delete=False)
-  tmp.close()
+    file = file_io.join(output, "model.safetensors")
   try:
-    save_file(tensors, tmp.name, metadata={"format": "pt"})
-    os.replace(tmp.name, file)
-  finally:
-    if os.path.exists(tmp.name):
-      os.remove(tmp.name)
+    file_io.makedirs(file_io.dirname(file))
+  except OSError as e:
+    raise UserInputError(f"--output_checkpoint={output}: cannot create its "
+                         f"directory: {e}") from None
+  file_io.write_atomic(file, save(tensors, metadata={"format": "pt"}))
   if not output.endswith(".safetensors"):
     values = configs.config_to_huggingface(config, architectures)
-    tmp_config = os.path.join(folder, ".tmp-config.json")
-    with open(tmp_config, "w", encoding="utf-8") as f:
-      json.dump(values, f, indent=2, sort_keys=True)
-      f.write("\n")
-    os.replace(tmp_config, os.path.join(folder, "config.json"))
+    file_io.write_atomic(file_io.join(output, "config.json"),
+                         json.dumps(values, indent=2, sort_keys=True) + "\n")
   return file
 
 
