@@ -46,6 +46,7 @@ import tensorflow as tf
 import tf_keras
 from absl import logging
 
+from albert_tf import export_endpoints
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import UserInputError
 
@@ -227,12 +228,14 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
     core.sp_model_file = tf.saved_model.Asset(sp_copy)
     core.albert_config_file = tf.saved_model.Asset(config_copy)
     core.do_lower_case = tf.Variable(do_lower_case, trainable=False)
+    export_endpoints.add_encoder_endpoints(core)
     core.save(os.path.join(tmp_dir, "encoder"), include_optimizer=False,
               save_format="tf", signatures=_encoder_signatures(core, with_mlm))
 
     preprocessor = build_preprocessor(sp_copy, do_lower_case, seq_length)
     preprocessor.sp_model_file = tf.saved_model.Asset(sp_copy)
     preprocessor.albert_config_file = tf.saved_model.Asset(config_copy)
+    export_endpoints.add_preprocessor_endpoints(preprocessor)
     preprocessor.save(os.path.join(tmp_dir, "preprocessor"),
                       include_optimizer=False, save_format="tf",
                       signatures=_preprocessor_signatures(preprocessor))

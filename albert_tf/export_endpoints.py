@@ -1,0 +1,90 @@
+"""Endpoints that Keras 3's `keras.layers.TFSMLayer` can call.
+
+A SavedModel *signature* takes keyword arguments only, so `TFSMLayer(path,
+call_endpoint="serving_default")` cannot pass it the encoder's input dict
+("too many positional arguments"). These endpoints are plain tf.functions
+attached to the exported object, each taking ONE argument (the input dict,
+or the strings), as TFSMLayer calls them:
+
+encoder
+  `serve`, `call_inference` and `serving_default`: dict of int32 [batch, seq]
+  `input_word_ids`, `input_mask`, `input_type_ids` -> dict `sequence_output`
+  [batch, seq, H], `pooled_output` [batch, H], `default` (= pooled_output),
+  `encoder_outputs` (list of L [batch, seq, H]); dropout off.
+  `call_training`: the same with dropout on, for
+  `TFSMLayer(..., call_training_endpoint="call_training")`.
+preprocessor
+  `serve`, `call_inference` and `serving_default`: tf.string [batch] ->
+  the encoder's input dict for one segment (`[CLS] a [SEP]`).
+  `two_segments`: dict `text_a`, `text_b` (tf.string [batch]) -> the
+  encoder's input dict for `[CLS] a [SEP] b [SEP]`.
+
+`serving_default` and `two_segments` have the names of the SavedModel
+signatures (for TF Serving) so either name works in both worlds; `serve` is
+TFSMLayer's default endpoint name, `call_inference` / `call_training` the
+names its documentation uses. The functions wrap the tf_keras objects, so
+they use the very variables `hub.KerasLayer(trainable=True)` trains.
+"""
+
+import tensorflow as tf
+
+_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+def _encoder_input_signature():
+  return [{name: tf.TensorSpec([None, None], tf.int32, name=name)
+           for name in _INPUT_NAMES}]
+
+
+def _encoder_outputs(outputs):
+  return {"sequence_output": outputs["sequence_output"],
+          "pooled_output": outputs["pooled_output"],
+          "default": outputs["pooled_output"],
+          "encoder_outputs": list(outputs["encoder_outputs"])}
+
+
+def add_encoder_endpoints(core) -> None:
+  """Attaches the Keras 3 endpoints (module docstring) to `core` before save.
+
+  Args:
+    core: the tf_keras encoder export model (`export.build_encoder_export_model`).
+  """
+
+  @tf.function(input_signature=_encoder_input_signature())
+  def call_inference(inputs):
+    return _encoder_outputs(core(inputs, training=False))
+
+  @tf.function(input_signature=_encoder_input_signature())
+  def call_training(inputs):
+    return _encoder_outputs(core(inputs, training=True))
+
+  core.serve = call_inference
+  core.call_inference = call_inference
+  core.serving_default = call_inference
+  core.call_training = call_training
+
+
+def add_preprocessor_endpoints(preprocessor) -> None:
+  """Attaches the Keras 3 endpoints (module docstring) to the preprocessor.
+
+  Args:
+    preprocessor: the tf_keras model of `export.build_preprocessor`, with its
+      `tokenize` and `bert_pack_inputs` attributes.
+  """
+  text = tf.TensorSpec([None], tf.string)
+
+  @tf.function(input_signature=[text])
+  def call_inference(sentences):
+    return preprocessor(sentences)
+
+  @tf.function(input_signature=[{"text_a": text, "text_b": text}])
+  def two_segments(inputs):
+    # The wrapper's __call__ is an instance attribute (a tf.function).
+    return preprocessor.bert_pack_inputs.__call__(
+        [preprocessor.tokenize(inputs["text_a"]),
+         preprocessor.tokenize(inputs["text_b"])])
+
+  preprocessor.serve = call_inference
+  preprocessor.call_inference = call_inference
+  preprocessor.serving_default = call_inference
+  preprocessor.two_segments = two_segments
