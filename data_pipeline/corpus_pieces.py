@@ -70,8 +70,11 @@ class Piece(NamedTuple):
   skipped_lines: int = 0
 
 
-def resolve_input_files(input_file: str) -> List[str]:
+def resolve_input_files(input_file: str, fs=None) -> List[str]:
   """Files named by a comma-separated list of paths or globs, in order.
+
+  `fs` (here and below): the filesystem functions, `albert_tf.file_io` by
+  default; the Beam pipeline passes a `beam_file_io.BeamFileIO`.
 
   Raises:
     UserInputError: naming the first pattern that matches no file.
@@ -79,41 +82,50 @@ def resolve_input_files(input_file: str) -> List[str]:
   patterns = [p.strip() for p in (input_file or "").split(",") if p.strip()]
   if not patterns:
     raise UserInputError("no input file given (--input_file)")
+  fs = fs or file_io
   files = []
   for pattern in patterns:
-    matches = [p for p in file_io.glob(pattern) if file_io.isfile(p)]
+    matches = [p for p in fs.glob(pattern) if fs.isfile(p)]
     if not matches:
       raise UserInputError(f"--input_file: no such file: {pattern}")
     files.extend(matches)
   return files
 
 
-def pieces_per_file(files: Sequence[str], piece_bytes: int) -> List[int]:
+def pieces_per_file(files: Sequence[str], piece_bytes: int,
+                    fs=None) -> List[int]:
   """Number of pieces of each file (at least 1, even for an empty file)."""
   counts = []
   for path in files:
-    size = file_io.getsize(path)
+    size = (fs or file_io).getsize(path)
     if size >= _MAX_FILE_BYTES:
       raise UserInputError(f"input file larger than 1 TiB: {path}; split it")
     counts.append(max(1, math.ceil(size / piece_bytes)))
   return counts
 
 
-def plan_pieces(files: Sequence[str], piece_bytes: int) -> Iterator[PieceSpec]:
+def file_pieces(path: str, file_index: int, first_index: int, count: int,
+                piece_bytes: int) -> Iterator[PieceSpec]:
+  """The `count` pieces of one file; the first has index `first_index`."""
+  for k in range(count):
+    yield PieceSpec(first_index + k, path, file_index, k * piece_bytes,
+                    (k + 1) * piece_bytes)
+
+
+def plan_pieces(files: Sequence[str], piece_bytes: int,
+                fs=None) -> Iterator[PieceSpec]:
   """Every piece of every file, in order."""
   index = 0
   for file_index, (path, count) in enumerate(
-      zip(files, pieces_per_file(files, piece_bytes))):
-    for k in range(count):
-      yield PieceSpec(index, path, file_index, k * piece_bytes,
-                      (k + 1) * piece_bytes)
-      index += 1
+      zip(files, pieces_per_file(files, piece_bytes, fs))):
+    yield from file_pieces(path, file_index, index, count, piece_bytes)
+    index += count
 
 
-def _line_number(path: str, offset: int) -> int:
+def _line_number(path: str, offset: int, fs) -> int:
   """1-based number of the line starting at byte `offset` (error path)."""
   count = 1
-  with file_io.open_read(path) as f:
+  with fs.open_read(path) as f:
     remaining = offset
     while remaining > 0:
       block = f.read(min(remaining, 1 << 20))
@@ -124,8 +136,8 @@ def _line_number(path: str, offset: int) -> int:
   return count
 
 
-def _decode(raw: bytes, path: str, offset: int,
-            skip: bool) -> Optional[str]:
+def _decode(raw: bytes, path: str, offset: int, skip: bool,
+            fs) -> Optional[str]:
   """The line as str, or None if it is not UTF-8 and `skip`."""
   try:
     text = raw.decode("utf-8")
@@ -133,7 +145,7 @@ def _decode(raw: bytes, path: str, offset: int,
     if skip:
       return None
     raise UserInputError(
-        f"{path}:{_line_number(path, offset)}: not UTF-8 text ({e.reason} at "
+        f"{path}:{_line_number(path, offset, fs)}: not UTF-8 text ({e.reason} at "
         f"byte {offset + e.start}); fix the file or pass "
         "--skip_non_utf8_lines") from None
   if offset == 0:
@@ -195,7 +207,8 @@ def _first_line_start(f, start: int, end: int) -> int:
   return pos
 
 
-def read_piece(spec: PieceSpec, skip_non_utf8_lines: bool = False) -> Piece:
+def read_piece(spec: PieceSpec, skip_non_utf8_lines: bool = False,
+               fs=None) -> Piece:
   """Reads the documents whose first line starts in `spec`'s byte range.
 
   Raises:
@@ -205,7 +218,8 @@ def read_piece(spec: PieceSpec, skip_non_utf8_lines: bool = False) -> Piece:
   documents = []
   lines = skipped = 0
   base = spec.file_index * _MAX_FILE_BYTES
-  with file_io.open_read(spec.path) as f:
+  fs = fs or file_io
+  with fs.open_read(spec.path) as f:
     offset = spec.start
     if offset > 0:
       offset = _first_line_start(f, offset, spec.end)
@@ -225,7 +239,7 @@ def read_piece(spec: PieceSpec, skip_non_utf8_lines: bool = False) -> Piece:
       if in_range:
         lines += 1
       text = _decode(raw, spec.path, line_offset,
-                     skip_non_utf8_lines or not in_range)
+                     skip_non_utf8_lines or not in_range, fs)
       if text is None:
         if in_range:
           skipped += 1

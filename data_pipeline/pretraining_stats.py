@@ -103,7 +103,10 @@ class PretrainingStats:
     ])
 
 
-def write_json(path: str, payload: Dict) -> None:
-  """Writes `payload` as JSON under a temporary name, then renames it."""
-  file_io.write_atomic(path, json.dumps(payload, indent=2, sort_keys=True)
-                       + "\n")
+def write_json(path: str, payload: Dict, fs=None) -> None:
+  """Writes `payload` as JSON under a temporary name, then renames it.
+
+  `fs`: the filesystem functions (default file_io; see corpus_pieces).
+  """
+  (fs or file_io).write_atomic(
+      path, json.dumps(payload, indent=2, sort_keys=True) + "\n")

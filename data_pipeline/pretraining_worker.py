@@ -27,12 +27,15 @@ _WORKER = {}
 
 
 def init_worker(spm_model_file, do_lower_case, options, vocab, random_seed,
-                dupe_factor, num_threads, skip_non_utf8_lines):
-  """Loads what `process_piece` needs (once per process)."""
+                dupe_factor, num_threads, skip_non_utf8_lines, fs=None):
+  """Loads what `process_piece` needs (once per process).
+
+  `fs` reads the model and the corpus (default file_io).
+  """
   _WORKER.update(
-      skip_non_utf8_lines=skip_non_utf8_lines,
+      skip_non_utf8_lines=skip_non_utf8_lines, fs=fs,
       tokenizer=SentencePieceTokenizer(spm_model_file,
-                                       do_lower_case=do_lower_case),
+                                       do_lower_case=do_lower_case, fs=fs),
       options=options, vocab=vocab, random_seed=random_seed,
       dupe_factor=dupe_factor, num_threads=num_threads,
       encoder=tfrecord_io.ExampleEncoder(
@@ -71,7 +74,8 @@ def _tokenize_piece(piece: corpus_pieces.Piece):
 
 def process_piece(spec: corpus_pieces.PieceSpec):
   """(piece index, TFRecord bytes, PretrainingStats) of one piece."""
-  piece = corpus_pieces.read_piece(spec, _WORKER["skip_non_utf8_lines"])
+  piece = corpus_pieces.read_piece(spec, _WORKER["skip_non_utf8_lines"],
+                                   _WORKER["fs"])
   options = _WORKER["options"]
   vocab = _WORKER["vocab"]
   seed = _WORKER["random_seed"]

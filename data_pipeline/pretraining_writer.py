@@ -55,6 +55,7 @@ from typing import Dict, List, Optional, Sequence
 from absl import logging
 
 from albert_tf import file_io
+from albert_tf.config import AlbertConfig
 from albert_tf.errors import UserInputError
 from data_pipeline import corpus_pieces
 from data_pipeline import pretraining_data
@@ -99,12 +100,12 @@ def _sidecar(path: str) -> str:
 
 
 def _fingerprints(files, spm_model_file, settings: Dict,
-                  paths: Sequence[str]) -> List[str]:
+                  paths: Sequence[str], fs) -> List[str]:
   """One digest per shard of everything its bytes depend on."""
   digest = hashlib.sha256()
-  digest.update(file_io.read_bytes(spm_model_file))
+  digest.update(fs.read_bytes(spm_model_file))
   for path in files:
-    size, mtime_ns = file_io.stat(path)
+    size, mtime_ns = fs.stat(path)
     where = path if file_io.is_remote(path) else os.path.abspath(path)
     digest.update(f"{where}|{size}|{mtime_ns}|".encode())
   digest.update(json.dumps(settings, sort_keys=True).encode())
@@ -116,23 +117,176 @@ def _fingerprints(files, spm_model_file, settings: Dict,
   return out
 
 
-def _remove_stale_temps(path: str) -> None:
+def _remove_stale_temps(path: str, fs) -> None:
   """Deletes temporaries of `path` left by runs that were killed."""
   head, prefix = file_io.dirname(path), f".{file_io.basename(path)}.tmp-"
-  for name in file_io.listdir(head or "."):
+  for name in fs.listdir(head or "."):
     if name.startswith(prefix):
-      file_io.remove(file_io.join(head, name))
+      fs.remove(file_io.join(head, name))
 
 
-def _complete_shard_stats(path: str, fingerprint: str):
+def _complete_shard_stats(path: str, fingerprint: str, fs):
   """Stats of a shard a previous run completed, or None."""
   try:
-    sidecar = json.loads(file_io.read_text(_sidecar(path)))
+    sidecar = json.loads(fs.read_text(_sidecar(path)))
   except (OSError, ValueError):
     return None
-  if not file_io.isfile(path) or sidecar.get("fingerprint") != fingerprint:
+  if not fs.isfile(path) or sidecar.get("fingerprint") != fingerprint:
     return None
   return PretrainingStats.from_dict(sidecar["stats"])
+
+
+def publish_shard(temp: str, path: str, fingerprint: str,
+                  stats: PretrainingStats, fs=None) -> None:
+  """Writes the shard's stats sidecar, then renames `temp` to `path`."""
+  fs = fs or file_io
+  write_json(_sidecar(path), {"fingerprint": fingerprint,
+                              "stats": stats.to_dict()}, fs)
+  fs.rename(temp, path)
+
+
+@dataclasses.dataclass
+class RunPlan:
+  """What a run will write, settled before any piece is read.
+
+  Made by `plan_run`; shared by the local path below and the Beam pipeline
+  (`beam_pipeline`), so both check the same things, cut the same pieces and
+  shards and write the same summary.
+
+  Attributes:
+    files: the input files, in order.
+    piece_counts: int list, pieces of each file.
+    paths: the shard paths.
+    stats_path: the run's stats JSON.
+    settings: dict of every setting the bytes depend on (also in the JSON).
+    fingerprints: one digest per shard (inputs, model and settings).
+    done: {shard: PretrainingStats} of shards a previous run completed.
+    initargs: `pretraining_worker.init_worker`'s arguments (num_threads 1).
+  """
+  files: List[str]
+  piece_counts: List[int]
+  paths: List[str]
+  stats_path: str
+  settings: Dict
+  fingerprints: List[str]
+  done: Dict[int, PretrainingStats]
+  initargs: tuple
+
+  @property
+  def num_pieces(self) -> int:
+    return sum(self.piece_counts)
+
+  def shard_of(self, piece_index: int) -> int:
+    """Shards hold consecutive pieces: piece p goes to p * S // P."""
+    return piece_index * len(self.paths) // self.num_pieces
+
+  def empty_corpus_error(self, written: PretrainingStats) -> UserInputError:
+    """The error for a run that made no instance."""
+    reason = ("no documents" if not written.documents else
+              "documents too short for any instance")
+    return UserInputError(
+        f"--input_file: empty corpus ({reason}; "
+        f"{written.skipped_lines} non-UTF-8 lines skipped): "
+        f"{', '.join(self.files)}")
+
+  def summary(self, total: PretrainingStats, written_instances: int,
+              seconds: float) -> Dict:
+    """The stats JSON: `total`'s fields and ratios, outputs, speed."""
+    summary = total.to_dict()
+    summary.update(total.derived())
+    summary.update(
+        outputs=self.paths, seconds=seconds,
+        instances_per_second=written_instances / max(seconds, 1e-9),
+        instances_per_piece=total.instances / max(self.num_pieces, 1),
+        settings=self.settings)
+    return summary
+
+
+def plan_run(input_file: str, output_file: str, spm_model_file: str,
+             options: pretraining_data.InstanceOptions,
+             do_lower_case: bool = True, dupe_factor: int = 40,
+             random_seed: int = 12345,
+             num_output_shards: Optional[int] = None,
+             piece_bytes: int = DEFAULT_PIECE_BYTES,
+             skip_non_utf8_lines: bool = False,
+             albert_config_file: Optional[str] = None,
+             fs=None) -> RunPlan:
+  """Checks the flags and inputs and plans the run (see RunPlan).
+
+  Args are `create_pretraining_data`'s; `fs` the filesystem functions
+  (default file_io; the Beam pipeline passes a BeamFileIO).
+
+  Raises:
+    UserInputError: bad flag value, missing input, empty corpus, output
+      not writable, a vocabulary larger than the ALBERT config's.
+  """
+  fs = fs or file_io
+  options.validate()
+  if dupe_factor < 1:
+    raise UserInputError(f"--dupe_factor={dupe_factor} must be at least 1")
+  if piece_bytes < 1:
+    raise UserInputError(f"piece_bytes={piece_bytes} must be at least 1")
+  if not spm_model_file:
+    raise UserInputError("--spm_model_file is required (WordPiece-only "
+                         "--vocab_file input is not supported)")
+  files = corpus_pieces.resolve_input_files(input_file, fs)
+  if all(fs.getsize(p) == 0 for p in files):
+    raise UserInputError(f"--input_file: empty corpus: {', '.join(files)}")
+  paths = output_paths(output_file, num_output_shards)
+  for path in paths:
+    if fs.isdir(path):
+      raise UserInputError(f"--output_file: {path} is a directory; give a "
+                           "file path (shards get -NNNNN-of-NNNNN suffixes)")
+    try:
+      fs.makedirs(file_io.dirname(path))
+    except OSError as e:
+      raise UserInputError(f"--output_file={path}: cannot create its "
+                           f"directory: {e}") from None
+    # Object stores have no permission bits to check before the first write.
+    if (not file_io.is_remote(path) and
+        not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)):
+      raise UserInputError(f"--output_file={path}: directory not writable")
+  tokenizer = SentencePieceTokenizer(spm_model_file,
+                                     do_lower_case=do_lower_case, fs=fs)
+  if albert_config_file:
+    config = AlbertConfig.from_json_file(albert_config_file)
+    if tokenizer.vocab_size > config.vocab_size:
+      raise UserInputError(
+          f"--spm_model_file={spm_model_file} has {tokenizer.vocab_size} "
+          f"pieces, more than vocab_size={config.vocab_size} in "
+          f"--albert_config_file={albert_config_file}; ids past the "
+          "embedding table would fail pretraining (use this vocabulary's "
+          "config)")
+  vocab = pretraining_data.VocabInfo(
+      vocab_size=tokenizer.vocab_size, cls_id=tokenizer.cls_id,
+      sep_id=tokenizer.sep_id, mask_id=tokenizer.mask_id,
+      start_piece=tokenizer.start_piece_table())
+
+  piece_counts = corpus_pieces.pieces_per_file(files, piece_bytes, fs)
+  num_shards = len(paths)
+  if sum(piece_counts) < num_shards:
+    logging.warning("%d input pieces for %d shards: some shards are empty "
+                    "(lower --num_output_shards)", sum(piece_counts),
+                    num_shards)
+  settings = {"options": dataclasses.asdict(options),
+              "do_lower_case": do_lower_case, "dupe_factor": dupe_factor,
+              "random_seed": random_seed, "piece_bytes": piece_bytes,
+              "skip_non_utf8_lines": skip_non_utf8_lines,
+              "num_shards": num_shards}
+  fingerprints = _fingerprints(files, spm_model_file, settings, paths, fs)
+  done = {}
+  for shard, path in enumerate(paths):
+    _remove_stale_temps(path, fs)
+    previous = _complete_shard_stats(path, fingerprints[shard], fs)
+    if previous is not None:
+      done[shard] = previous
+  if done:
+    logging.info("skipping %d complete shard(s) of a previous run", len(done))
+  initargs = (spm_model_file, do_lower_case, options, vocab, random_seed,
+              dupe_factor, 1, skip_non_utf8_lines)
+  return RunPlan(files, piece_counts, paths,
+                 stats_path(output_file, num_output_shards), settings,
+                 fingerprints, done, initargs)
 
 
 class _ShardWriter:
@@ -156,9 +310,7 @@ class _ShardWriter:
       self.file.close()
 
   def publish(self):
-    write_json(_sidecar(self.path), {"fingerprint": self.fingerprint,
-                                     "stats": self.stats.to_dict()})
-    file_io.rename(self.temp, self.path)
+    publish_shard(self.temp, self.path, self.fingerprint, self.stats)
 
   def discard(self):
     self.close()
@@ -210,7 +362,8 @@ def create_pretraining_data(
     num_output_shards: Optional[int] = None,
     piece_bytes: int = DEFAULT_PIECE_BYTES,
     skip_non_utf8_lines: bool = False,
-    show_progress: bool = True) -> Dict:
+    show_progress: bool = True,
+    albert_config_file: Optional[str] = None) -> Dict:
   """Writes pretraining TFRecords for a corpus; returns the stats summary.
 
   Args:
@@ -229,6 +382,8 @@ def create_pretraining_data(
     skip_non_utf8_lines: skip (and count) lines that are not UTF-8 instead of
       failing.
     show_progress: show a progress bar on stderr.
+    albert_config_file: optional ALBERT config the records are for; its
+      vocab_size must hold every SentencePiece id (checked before any work).
 
   Returns:
     dict: the PretrainingStats fields, their `derived()` ratios, "outputs",
@@ -240,82 +395,31 @@ def create_pretraining_data(
       before the error stay (they are complete, and a rerun reuses them).
   """
   started = time.time()
-  options.validate()
-  if dupe_factor < 1:
-    raise UserInputError(f"--dupe_factor={dupe_factor} must be at least 1")
   num_workers = num_workers or os.cpu_count() or 1
   if num_workers < 1:
     raise UserInputError(f"--num_workers={num_workers} must be at least 1")
-  if piece_bytes < 1:
-    raise UserInputError(f"piece_bytes={piece_bytes} must be at least 1")
-  if not spm_model_file:
-    raise UserInputError("--spm_model_file is required (WordPiece-only "
-                         "--vocab_file input is not supported)")
-  files = corpus_pieces.resolve_input_files(input_file)
-  if all(file_io.getsize(p) == 0 for p in files):
-    raise UserInputError(f"--input_file: empty corpus: {', '.join(files)}")
-  paths = output_paths(output_file, num_output_shards)
-  for path in paths:
-    if file_io.isdir(path):
-      raise UserInputError(f"--output_file: {path} is a directory; give a "
-                           "file path (shards get -NNNNN-of-NNNNN suffixes)")
-    try:
-      file_io.makedirs(file_io.dirname(path))
-    except OSError as e:
-      raise UserInputError(f"--output_file={path}: cannot create its "
-                           f"directory: {e}") from None
-    # Object stores have no permission bits to check before the first write.
-    if (not file_io.is_remote(path) and
-        not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)):
-      raise UserInputError(f"--output_file={path}: directory not writable")
-  tokenizer = SentencePieceTokenizer(spm_model_file,
-                                     do_lower_case=do_lower_case)
-  vocab = pretraining_data.VocabInfo(
-      vocab_size=tokenizer.vocab_size, cls_id=tokenizer.cls_id,
-      sep_id=tokenizer.sep_id, mask_id=tokenizer.mask_id,
-      start_piece=tokenizer.start_piece_table())
-
-  num_pieces = sum(corpus_pieces.pieces_per_file(files, piece_bytes))
-  num_shards = len(paths)
-  if num_pieces < num_shards:
-    logging.warning("%d input pieces for %d shards: some shards are empty "
-                    "(lower --num_output_shards)", num_pieces, num_shards)
-  settings = {"options": dataclasses.asdict(options),
-              "do_lower_case": do_lower_case, "dupe_factor": dupe_factor,
-              "random_seed": random_seed, "piece_bytes": piece_bytes,
-              "skip_non_utf8_lines": skip_non_utf8_lines,
-              "num_shards": num_shards}
-  fingerprints = _fingerprints(files, spm_model_file, settings, paths)
+  plan = plan_run(input_file, output_file, spm_model_file, options,
+                  do_lower_case, dupe_factor, random_seed, num_output_shards,
+                  piece_bytes, skip_non_utf8_lines, albert_config_file)
+  files, paths, fingerprints = plan.files, plan.paths, plan.fingerprints
+  done, shard_of, num_pieces = plan.done, plan.shard_of, plan.num_pieces
   total = PretrainingStats()
-  done = {}
-  for shard, path in enumerate(paths):
-    _remove_stale_temps(path)
-    previous = _complete_shard_stats(path, fingerprints[shard])
-    if previous is not None:
-      done[shard] = previous
-      total.add(previous)
-  if done:
-    logging.info("skipping %d complete shard(s) of a previous run", len(done))
-
-  def shard_of(piece_index):
-    return piece_index * num_shards // num_pieces
-
+  for previous in done.values():
+    total.add(previous)
   last_piece = {}
   for p in range(num_pieces):
     last_piece[shard_of(p)] = p
   pieces_todo = sum(1 for p in range(num_pieces) if shard_of(p) not in done)
 
-  initargs = (spm_model_file, do_lower_case, options, vocab, random_seed,
-              dupe_factor, 1, skip_non_utf8_lines)
   workers = min(num_workers, max(pieces_todo, 1))
   executor = None
   if workers > 1:
     # Not fork: the parent may have imported TensorFlow (threads).
     executor = concurrent.futures.ProcessPoolExecutor(
         workers, mp_context=multiprocessing.get_context("spawn"),
-        initializer=pretraining_worker.init_worker, initargs=initargs)
+        initializer=pretraining_worker.init_worker, initargs=plan.initargs)
   else:
-    pretraining_worker.init_worker(*initargs)
+    pretraining_worker.init_worker(*plan.initargs)
 
   writers: Dict[int, _ShardWriter] = {}
   unpublished: List[_ShardWriter] = []
@@ -361,12 +465,7 @@ def create_pretraining_data(
     while pending:
       handle(pending.popleft().result())
     if total.instances + written.instances == 0:
-      reason = ("no documents" if not written.documents else
-                "documents too short for any instance")
-      raise UserInputError(
-          f"--input_file: empty corpus ({reason}; "
-          f"{written.skipped_lines} non-UTF-8 lines skipped): "
-          f"{', '.join(files)}")
+      raise plan.empty_corpus_error(written)
     # More shards than pieces: the shards without a piece are empty files.
     for shard, path in enumerate(paths):
       if shard not in last_piece and shard not in done:
@@ -390,15 +489,9 @@ def create_pretraining_data(
 
   total.add(written)
   seconds = time.time() - started
-  summary = total.to_dict()
-  summary.update(total.derived())
-  summary.update(
-      outputs=paths, seconds=seconds,
-      instances_per_second=written.instances / max(seconds, 1e-9),
-      instances_per_piece=total.instances / max(num_pieces, 1),
-      settings=settings)
-  write_json(stats_path(output_file, num_output_shards), summary)
-  logging.info("wrote %d shard(s), %d instances in %.1f s", num_shards,
+  summary = plan.summary(total, written.instances, seconds)
+  write_json(plan.stats_path, summary)
+  logging.info("wrote %d shard(s), %d instances in %.1f s", len(paths),
                total.instances, seconds)
   return summary
 

@@ -128,15 +128,17 @@ def encode_pieces(sp_model, text: str) -> List[str]:
   return resplit_pieces(sp_model, sp_model.EncodeAsPieces(text))
 
 
-def load_sentencepiece(spm_model_file: str) -> spm.SentencePieceProcessor:
+def load_sentencepiece(spm_model_file: str,
+                       fs=None) -> spm.SentencePieceProcessor:
   """Loads a `.model` file (any filesystem); UserInputError naming the path
-  if it cannot."""
-  if not file_io.isfile(spm_model_file):
+  if it cannot. `fs`: the filesystem functions (default file_io)."""
+  fs = fs or file_io
+  if not fs.isfile(spm_model_file):
     raise UserInputError(
         f"SentencePiece model file not found: {spm_model_file}")
   sp = spm.SentencePieceProcessor()
   try:
-    sp.LoadFromSerializedProto(file_io.read_bytes(spm_model_file))
+    sp.LoadFromSerializedProto(fs.read_bytes(spm_model_file))
   except (OSError, RuntimeError) as e:
     raise UserInputError(
         f"cannot read SentencePiece model file {spm_model_file}: {e}") from e
@@ -150,14 +152,15 @@ class SentencePieceTokenizer:
     spm_model_file: str, path to a SentencePiece `.model` file.
     do_lower_case: bool, lowercase before encoding (released ALBERT: True).
     keep_accents: bool, keep accents instead of stripping them.
+    fs: the filesystem functions reading the model (default file_io).
   """
 
   def __init__(self, spm_model_file: str, do_lower_case: bool = True,
-               keep_accents: bool = False):
+               keep_accents: bool = False, fs=None):
     self.spm_model_file = spm_model_file
     self.do_lower_case = do_lower_case
     self.keep_accents = keep_accents
-    self.sp_model = load_sentencepiece(spm_model_file)
+    self.sp_model = load_sentencepiece(spm_model_file, fs)
     self._split_ids = None
 
   def preprocess(self, text: str) -> str:
