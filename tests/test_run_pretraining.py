@@ -275,3 +275,19 @@ def test_cli_progress_lines_appear_once(params):
   assert "train | step:" not in result.stderr
   assert "saved checkpoint to" not in result.stderr
   assert "strategy default" in result.stderr  # other INFO lines stay
+
+
+def test_stops_at_exactly_num_train_steps_between_loops(params):
+  """7 steps with loops of 5: a shorter last loop, and the checkpoint,
+  summaries and eval_results.json all carry step 7."""
+  run = dataclasses.replace(params, num_train_steps=7, iterations_per_loop=5,
+                            save_checkpoints_steps=5)
+  lib.run_pretraining(run)
+  assert os.path.basename(tf.train.latest_checkpoint(run.output_dir)) == (
+      "ckpt-7")
+  train = read_scalars(os.path.join(run.output_dir, "train"))
+  assert [s for s, _ in sorted(train["loss"])] == [5, 7]
+  evals = read_scalars(os.path.join(run.output_dir, "eval"))
+  assert sorted(s for s, _ in evals["loss"]) == [5, 7]
+  with open(os.path.join(run.output_dir, "eval_results.json")) as f:
+    assert json.load(f)["step"] == 7

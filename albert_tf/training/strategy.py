@@ -34,10 +34,7 @@ def create_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
   elif name == "multi_worker":
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
   elif name == "tpu":
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
-    strategy = tf.distribute.TPUStrategy(resolver)
+    strategy = _tpu_strategy(tpu)
   else:
     raise UserInputError(f"--strategy must be one of {STRATEGIES}, "
                          f"got {name!r}")
@@ -45,6 +42,22 @@ def create_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:
                type(strategy).__name__,
                strategy.num_replicas_in_sync)
   return strategy
+
+
+def _tpu_strategy(tpu: str) -> tf.distribute.TPUStrategy:
+  """TPUStrategy on the TPU `tpu` names; a UserInputError naming --tpu if
+  there is none to reach."""
+  try:
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+    tf.config.experimental_connect_to_cluster(resolver)
+    tf.tpu.experimental.initialize_tpu_system(resolver)
+    return tf.distribute.TPUStrategy(resolver)
+  except (ValueError, OSError, tf.errors.OpError) as e:
+    reason = str(getattr(e, "message", e)).strip().split("\n")[0]
+    raise UserInputError(
+        f"--strategy=tpu found no TPU at --tpu={tpu!r} ({reason[:200]}); "
+        "give --tpu=<Cloud TPU name or grpc://host:8470>, or --tpu=local on "
+        "a TPU VM") from None
 
 
 def is_chief(resolver=None) -> bool:
