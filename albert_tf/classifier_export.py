@@ -16,14 +16,13 @@ Load with `albert_tf.export.load_saved_model(path)` (it registers the
 tensorflow-text ops) and call `.signatures["serving_default"]`.
 """
 
-import os
-import shutil
 from typing import Optional, Sequence
 
 import tensorflow as tf
 import tf_keras
 
 from albert_tf import export
+from albert_tf import file_io
 from albert_tf.errors import UserInputError
 
 
@@ -61,7 +60,8 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
 
   Args:
     model: an AlbertClassifier (dict inputs -> dict with `logits`).
-    export_dir: must not exist; created complete (temporary name, renamed).
+    export_dir: must not exist; created complete (temporary name, renamed);
+      any filesystem.
     spm_model_file: the model's SentencePiece model.
     labels: label names in logit order, or None for regression.
     num_segments: 1 (`sentences`) or 2 (`text_a`, `text_b`).
@@ -72,18 +72,17 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
   Returns:
     export_dir.
   """
-  if os.path.exists(export_dir):
+  if file_io.exists(export_dir):
     raise UserInputError(f"--export_dir {export_dir} already exists; remove "
                          "it or choose another")
   if num_segments not in (1, 2):
     raise ValueError(f"num_segments must be 1 or 2, got {num_segments}")
   with export.staging_dir(export_dir) as (tmp_dir, assets):
-    sp_copy = os.path.join(assets, os.path.basename(spm_model_file))
-    shutil.copyfile(spm_model_file, sp_copy)
-    labels_file = os.path.join(assets, "labels.txt")
-    with open(labels_file, "w", encoding="utf-8") as f:
-      f.write("\n".join(labels) + "\n" if labels is not None
-              else "<regression>\n")
+    sp_copy = file_io.join(assets, file_io.basename(spm_model_file))
+    file_io.copy(spm_model_file, sp_copy)
+    labels_file = file_io.join(assets, "labels.txt")
+    file_io.write_atomic(labels_file, "\n".join(labels) + "\n"
+                         if labels is not None else "<regression>\n")
 
     preprocessor = export.build_preprocessor(sp_copy, do_lower_case,
                                              seq_length)
@@ -91,8 +90,8 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
     serving.sp_model_file = tf.saved_model.Asset(sp_copy)
     serving.labels_file = tf.saved_model.Asset(labels_file)
     if albert_config_file:
-      config_copy = os.path.join(assets, "albert_config.json")
-      shutil.copyfile(albert_config_file, config_copy)
+      config_copy = file_io.join(assets, "albert_config.json")
+      file_io.copy(albert_config_file, config_copy)
       serving.albert_config_file = tf.saved_model.Asset(config_copy)
 
     text = tf.TensorSpec([None], tf.string)
@@ -105,8 +104,8 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
       def serving_default(text_a, text_b):
         return serving.classify([text_a, text_b])
 
-    out = os.path.join(tmp_dir, "model")
+    out = file_io.join(tmp_dir, "model")
     tf.saved_model.save(serving, out,
                         signatures={"serving_default": serving_default})
-    os.rename(out, export_dir)
+    file_io.rename_tree(out, export_dir, last=export.SAVED_MODEL_LAST)
   return export_dir

@@ -31,15 +31,15 @@
   Signatures: `serving_default` (`sentences`) and `two_segments`
   (`text_a`, `text_b`), both at `seq_length`. Assets as the encoder's.
 
-Both are written under a temporary name and renamed into place when complete.
+Both are built in a hidden folder `.<name>.tmp-<pid>` next to `export_dir`
+and renamed into place when complete (on object stores file by file, each
+`saved_model.pb` last); `export_dir` may be on any TensorFlow filesystem
+(`gs://`).
 Loading the preprocessor needs the tensorflow-text ops registered:
 `import tensorflow_text` first (`load_saved_model` and `hub_layer` here do).
 """
 
 import contextlib
-import os
-import shutil
-import tempfile
 from typing import Iterator, Optional, Tuple
 
 import tensorflow as tf
@@ -47,6 +47,7 @@ import tf_keras
 from absl import logging
 
 from albert_tf import export_endpoints
+from albert_tf import file_io
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import UserInputError
 
@@ -191,7 +192,7 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
   from albert_tf.networks.albert_encoder import AlbertEncoder
   from data_pipeline import tokenization
 
-  if os.path.exists(export_dir):
+  if file_io.exists(export_dir):
     raise UserInputError(f"--export_dir {export_dir} already exists; remove "
                          "it or choose another")
   if not 2 < seq_length <= config.max_position_embeddings:
@@ -219,9 +220,9 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
 
   with staging_dir(export_dir) as (tmp_dir, assets):
     # Asset files are copied into the SavedModels' assets/ directories.
-    sp_copy = os.path.join(assets, os.path.basename(spm_model_file))
-    shutil.copyfile(spm_model_file, sp_copy)
-    config_copy = os.path.join(assets, "albert_config.json")
+    sp_copy = file_io.join(assets, file_io.basename(spm_model_file))
+    file_io.copy(spm_model_file, sp_copy)
+    config_copy = file_io.join(assets, "albert_config.json")
     config.to_json_file(config_copy)
 
     core = build_encoder_export_model(encoder, pretrainer)
@@ -229,46 +230,52 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
     core.albert_config_file = tf.saved_model.Asset(config_copy)
     core.do_lower_case = tf.Variable(do_lower_case, trainable=False)
     export_endpoints.add_encoder_endpoints(core)
-    core.save(os.path.join(tmp_dir, "encoder"), include_optimizer=False,
+    core.save(file_io.join(tmp_dir, "encoder"), include_optimizer=False,
               save_format="tf", signatures=_encoder_signatures(core, with_mlm))
 
     preprocessor = build_preprocessor(sp_copy, do_lower_case, seq_length)
     preprocessor.sp_model_file = tf.saved_model.Asset(sp_copy)
     preprocessor.albert_config_file = tf.saved_model.Asset(config_copy)
     export_endpoints.add_preprocessor_endpoints(preprocessor)
-    preprocessor.save(os.path.join(tmp_dir, "preprocessor"),
+    preprocessor.save(file_io.join(tmp_dir, "preprocessor"),
                       include_optimizer=False, save_format="tf",
                       signatures=_preprocessor_signatures(preprocessor))
-    shutil.rmtree(assets)
-    os.rename(tmp_dir, export_dir)
+    file_io.rmtree(assets)
+    file_io.rename_tree(tmp_dir, export_dir, last=SAVED_MODEL_LAST)
   return (f"exported {report.format} checkpoint {report.path} to "
           f"{export_dir}/encoder{' (+ mlm)' if with_mlm else ''} and "
           f"{export_dir}/preprocessor (seq_length {seq_length})")
 
 
+# Renamed last when an export moves file by file: each makes a SavedModel
+# visible (tf.saved_model.contains_saved_model).
+SAVED_MODEL_LAST = ("saved_model.pb", "saved_model.pbtxt")
+
+
 @contextlib.contextmanager
 def staging_dir(export_dir: str) -> Iterator[Tuple[str, str]]:
-  """Yields (tmp_dir, assets_dir): a fresh directory next to `export_dir`
+  """Yields (tmp_dir, assets_dir): a fresh folder `.<name>.tmp-<pid>` next
+  to `export_dir` (any filesystem; an ordinary folder, 0755 under umask 022)
   to build an export in, and a folder in it for asset files to copy from.
-  The caller renames its finished result to `export_dir` (so nothing
-  half-written ever has the final name); what is left is removed on exit.
+  The caller renames its finished result to `export_dir`
+  (`file_io.rename_tree`, so nothing half-written ever has the final name);
+  what is left is removed on exit, also on failure.
 
   Raises:
     UserInputError: export_dir's parent cannot be written.
   """
-  parent = os.path.dirname(os.path.abspath(export_dir))
+  tmp_dir = file_io.temp_name(export_dir)
+  assets = file_io.join(tmp_dir, "assets_src")
   try:
-    os.makedirs(parent, exist_ok=True)
-    tmp_dir = tempfile.mkdtemp(prefix=".tmp-export-", dir=parent)
+    file_io.rmtree(tmp_dir)  # Left by a killed run with our pid.
+    file_io.makedirs(assets)
   except OSError as e:
     raise UserInputError(
         f"--export_dir={export_dir} is not writable: {e}") from None
   try:
-    assets = os.path.join(tmp_dir, "assets_src")
-    os.makedirs(assets)
     yield tmp_dir, assets
   finally:
-    shutil.rmtree(tmp_dir, ignore_errors=True)
+    file_io.rmtree(tmp_dir)
 
 
 def _check_saved_model(path: str) -> None:
