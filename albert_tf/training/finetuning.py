@@ -50,7 +50,6 @@ import functools
 import json
 import math
 import os
-import shutil
 from typing import Any, Callable, Dict, Optional
 
 import numpy as np
@@ -58,6 +57,7 @@ import tensorflow as tf
 import tf_keras
 from absl import logging
 
+from albert_tf import file_io
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import UserInputError
@@ -531,7 +531,7 @@ def per_worker_output_dir(run):
                  "writes %s", scratch, params.output_dir)
     result = run(dataclasses.replace(params, output_dir=scratch), *args,
                  **kwargs)
-    shutil.rmtree(scratch, ignore_errors=True)
+    file_io.rmtree(scratch)
     return result
   return wrapper
 
