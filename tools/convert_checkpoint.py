@@ -23,8 +23,6 @@ is missing or has the wrong shape stops the conversion with a list of all of
 them.
 """
 
-import os
-
 from absl import flags
 
 from tools import cli
@@ -56,8 +54,9 @@ def main(argv):
 
   config_file = FLAGS.albert_config_file
   if config_file is None:
-    candidate = os.path.join(FLAGS.input_checkpoint, "config.json")
-    if not os.path.isfile(candidate):
+    from albert_tf import file_io  # pylint: disable=g-import-not-at-top
+    candidate = file_io.join(FLAGS.input_checkpoint, "config.json")
+    if not file_io.isfile(candidate):
       raise UserInputError(
           "--albert_config_file is required (only a Hugging Face input folder "
           "with a config.json provides its own)")

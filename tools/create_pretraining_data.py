@@ -15,8 +15,6 @@ for the algorithm.
     --dupe_factor=10 --random_seed=12345
 """
 
-import os
-
 from absl import flags
 from absl import logging
 
@@ -94,7 +92,8 @@ def main(argv):
       raise UserInputError(f"--{name} is required")
   if FLAGS.do_permutation:
     raise UserInputError("--do_permutation is not supported")
-  if FLAGS.vocab_file and not os.path.isfile(FLAGS.vocab_file):
+  from albert_tf import file_io  # pylint: disable=g-import-not-at-top
+  if FLAGS.vocab_file and not file_io.isfile(FLAGS.vocab_file):
     raise UserInputError(f"--vocab_file: no such file: {FLAGS.vocab_file}")
   logging.set_verbosity(logging.INFO)
   options = pretraining_data.InstanceOptions(
