@@ -10,7 +10,6 @@ Layout of `output_dir`:
 
 import dataclasses
 import json
-import os
 import re
 import zlib
 from typing import Dict, Optional
@@ -144,7 +143,7 @@ def _checkpoint_step(path: Optional[str]) -> int:
 def _prepare_output_dir(path: str) -> None:
   try:
     tf.io.gfile.makedirs(path)
-    probe = os.path.join(path, ".write_test")
+    probe = file_io.join(path, ".write_test")
     with tf.io.gfile.GFile(probe, "w") as f:
       f.write("ok")
     tf.io.gfile.remove(probe)
@@ -186,7 +185,7 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
   # In a multi-worker run every worker saves (saving is collective), but only
   # the chief into output_dir; the others into a scratch directory.
   chief = _is_chief(strategy)
-  write_dir = params.output_dir if chief else os.path.join(
+  write_dir = params.output_dir if chief else file_io.join(
       params.output_dir, f".worker_{strategy.cluster_resolver.task_id}")
 
   with strategy.scope():
@@ -233,7 +232,7 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
         jit_compile=params.jit_compile)
 
   if chief:
-    config.to_json_file(os.path.join(params.output_dir, "albert_config.json"))
+    config.to_json_file(file_io.join(params.output_dir, "albert_config.json"))
   # On SIGTERM (a preemption notice) TensorFlow's PreemptionCheckpointHandler
   # saves a checkpoint after the current loop and exits; a rerun resumes.
   train_actions = [orbit.actions.SaveCheckpointIfPreempted(
@@ -245,8 +244,8 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
       global_step=optimizer.iterations,
       steps_per_loop=params.iterations_per_loop,
       checkpoint_manager=manager,
-      summary_dir=os.path.join(write_dir, "train"),
-      eval_summary_dir=os.path.join(write_dir, "eval"),
+      summary_dir=file_io.join(write_dir, "train"),
+      eval_summary_dir=file_io.join(write_dir, "eval"),
       train_actions=train_actions)
   if manager.latest_checkpoint is None:
     # A fresh run: checkpoint the initial (or warm-started) weights, which
@@ -314,10 +313,10 @@ def run_pretraining(params: PretrainingParams) -> Dict[str, float]:
         "written with a larger SentencePiece vocabulary.") from None
   results = {k: float(v) for k, v in (results or {}).items()}
   if results and setup.write_dir == params.output_dir:
-    with tf.io.gfile.GFile(os.path.join(params.output_dir,
-                                        "eval_results.json"), "w") as f:
-      json.dump(dict(results, step=int(step.numpy())), f, indent=2)
+    file_io.write_json_atomic(
+        file_io.join(params.output_dir, "eval_results.json"),
+        dict(results, step=int(step.numpy())))
   if setup.write_dir != params.output_dir:
-    tf.io.gfile.rmtree(setup.write_dir)
+    file_io.rmtree(setup.write_dir)
   logging.info("finished at step %d: %s", int(step.numpy()), results)
   return results
