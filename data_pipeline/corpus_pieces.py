@@ -144,8 +144,9 @@ def _decode(raw: bytes, path: str, offset: int, skip: bool,
   except UnicodeDecodeError as e:
     if skip:
       return None
+    line = _line_number(path, offset, fs)
     raise UserInputError(
-        f"{path}:{_line_number(path, offset, fs)}: not UTF-8 text ({e.reason} at "
+        f"{path}:{line}: not UTF-8 text ({e.reason} at "
         f"byte {offset + e.start}); fix the file or pass "
         "--skip_non_utf8_lines") from None
   if offset == 0:

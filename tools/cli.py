@@ -46,10 +46,14 @@ def _main_with_clean_errors(main):
   return wrapped
 
 
-def run(main):
-  """Runs an absl `main(argv)` with user errors reported in one line."""
+def run(main, flags_parser=app.parse_flags_with_usage):
+  """Runs an absl `main(argv)` with user errors reported in one line.
+
+  `flags_parser`: as absl's `app.run` (e.g. one that leaves flags it does
+  not know in argv for another library).
+  """
   try:
-    app.run(_main_with_clean_errors(main))
+    app.run(_main_with_clean_errors(main), flags_parser=flags_parser)
   except flags.IllegalFlagValueError as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(1)

@@ -3,9 +3,10 @@ r"""Creates ALBERT pretraining TFRecords (SOP + n-gram masking) from text.
 Input: one sentence per line, a blank line between documents. The official
 google-research/albert flags keep their meaning; added: --num_workers,
 --num_output_shards, --single_segment_random_document,
---skip_non_utf8_lines, --piece_bytes. See data_pipeline/pretraining_writer.py
-for sharding, shuffling and determinism, data_pipeline/pretraining_data.py
-for the algorithm.
+--skip_non_utf8_lines, --piece_bytes, --albert_config_file, --runner. See
+data_pipeline/pretraining_writer.py for sharding, shuffling and determinism,
+data_pipeline/pretraining_data.py for the algorithm,
+data_pipeline/beam_pipeline.py for the Beam pipeline.
 
   python -m tools.create_pretraining_data \
     --input_file=corpus/*.txt \
@@ -13,7 +14,23 @@ for the algorithm.
     --spm_model_file=30k-clean.model \
     --max_seq_length=512 --max_predictions_per_seq=20 \
     --dupe_factor=10 --random_seed=12345
+
+The same job on Apache Beam (same output bytes; see the README for Dataflow,
+Flink and Spark): add --runner and Beam's own pipeline options, e.g.
+
+  python -m tools.create_pretraining_data ... \
+    --runner=DirectRunner --direct_num_workers=2 \
+    --direct_running_mode=multi_processing
+  python -m tools.create_pretraining_data ... \
+    --input_file=gs://bucket/corpus/*.txt \
+    --output_file=gs://bucket/data/train.tfrecord --num_output_shards=1024 \
+    --runner=DataflowRunner --project=my-project --region=us-central1 \
+    --temp_location=gs://bucket/tmp --sdk_container_image=IMAGE
 """
+
+import sys
+
+from absl import app
 
 from absl import flags
 from absl import logging
@@ -71,6 +88,18 @@ flags.DEFINE_integer(
     "Input bytes per unit of work, seeding and shuffling. Changing it "
     "changes the output.")
 flags.DEFINE_bool("progress", True, "Show a progress bar.")
+flags.DEFINE_string(
+    "albert_config_file", None,
+    "Optional ALBERT config the records are for: a SentencePiece vocabulary "
+    "larger than its vocab_size is refused before any work.")
+flags.DEFINE_string(
+    "runner", None,
+    "Apache Beam runner: DirectRunner, DataflowRunner, FlinkRunner, "
+    "SparkRunner, PortableRunner, PrismRunner. Default: the local path "
+    "(--num_workers processes). With a runner, flags not defined here are "
+    "Beam pipeline options (--project, --region, --temp_location, "
+    "--flink_master, --direct_num_workers, --direct_running_mode, ...), and "
+    "--num_workers is Beam's (Dataflow: workers at start).")
 # Official flags kept so existing commands run unchanged.
 flags.DEFINE_string("input_file_mode", "r",
                     "Accepted for compatibility; input is read as UTF-8.")
@@ -81,8 +110,19 @@ flags.DEFINE_bool("do_permutation", False,
                   "False).")
 
 
+def _parse_flags(argv):
+  """absl's parsing; with --runner, unknown flags stay in argv for Beam."""
+  if not any(a in ("--runner", "-runner") or
+             a.startswith(("--runner=", "-runner=")) for a in argv[1:]):
+    return app.parse_flags_with_usage(argv)
+  try:
+    return FLAGS(argv, known_only=True)
+  except flags.Error as e:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(1)
+
+
 def main(argv):
-  del argv
   # Imported here so that `--help` stays fast.
   from data_pipeline import pretraining_data  # pylint: disable=g-import-not-at-top
   from data_pipeline import pretraining_stats  # pylint: disable=g-import-not-at-top
@@ -106,7 +146,7 @@ def main(argv):
       do_whole_word_mask=FLAGS.do_whole_word_mask,
       random_next_sentence=FLAGS.random_next_sentence,
       single_segment_random_document=FLAGS.single_segment_random_document)
-  stats = pretraining_writer.create_pretraining_data(
+  common = dict(
       input_file=FLAGS.input_file,
       output_file=FLAGS.output_file,
       spm_model_file=FLAGS.spm_model_file,
@@ -118,7 +158,14 @@ def main(argv):
       num_output_shards=FLAGS.num_output_shards,
       piece_bytes=FLAGS.piece_bytes,
       skip_non_utf8_lines=FLAGS.skip_non_utf8_lines,
-      show_progress=FLAGS.progress)
+      albert_config_file=FLAGS.albert_config_file)
+  if FLAGS.runner:
+    from data_pipeline import beam_pipeline  # pylint: disable=g-import-not-at-top
+    stats = beam_pipeline.create_pretraining_data_beam(
+        runner=FLAGS.runner, pipeline_args=argv[1:], **common)
+  else:
+    stats = pretraining_writer.create_pretraining_data(
+        show_progress=FLAGS.progress, **common)
   summary = pretraining_stats.PretrainingStats.from_dict(stats).summary()
   json_path = pretraining_writer.stats_path(FLAGS.output_file,
                                             FLAGS.num_output_shards)
@@ -128,7 +175,7 @@ def main(argv):
 
 
 def run():
-  cli.run(main)
+  cli.run(main, flags_parser=_parse_flags)
 
 
 if __name__ == "__main__":
