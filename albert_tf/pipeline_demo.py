@@ -7,7 +7,8 @@
   4. pretraining a small ALBERT with LAMB on the CPU.
   5. held-out MLM and SOP accuracy next to their baselines, and a SavedModel.
 
-Each stage is skipped when its output exists, so a rerun resumes.
+Each stage is skipped when its output exists, so a rerun resumes. The
+output_dir may be on any TensorFlow filesystem (`gs://`).
 """
 
 import collections
@@ -19,6 +20,7 @@ from typing import Dict, Optional, Tuple
 
 from absl import logging
 
+from albert_tf import file_io
 from albert_tf.config import AlbertConfig
 
 STAGES = 6
@@ -57,15 +59,13 @@ def split_corpus(corpus: str, train_path: str, heldout_path: str,
                  heldout_fraction: float = 0.05, seed: int = 0) -> Tuple[int,
                                                                          int]:
   """Splits a corpus by document; returns (train, held-out) document counts."""
-  with open(corpus, encoding="utf-8") as f:
-    documents = [d for d in f.read().split("\n\n") if d.strip()]
+  documents = [d for d in file_io.read_text(corpus).split("\n\n")
+               if d.strip()]
   random.Random(seed).shuffle(documents)
   count = max(1, int(len(documents) * heldout_fraction))
   for path, part in ((heldout_path, documents[:count]),
                      (train_path, documents[count:])):
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-      f.write("\n\n".join(part) + "\n")
-    os.replace(path + ".tmp", path)
+    file_io.write_atomic(path, "\n\n".join(part) + "\n")
   return len(documents) - count, count
 
 
@@ -98,21 +98,24 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
   from data_pipeline import stdlib_corpus
   from albert_tf.training import run_pretraining as pretraining
 
-  out = os.path.abspath(settings.output_dir)
-  paths = dict(corpus=os.path.join(out, "corpus", "stdlib_docs.txt"),
-               train_text=os.path.join(out, "corpus", "train.txt"),
-               heldout_text=os.path.join(out, "corpus", "heldout.txt"),
-               spm=os.path.join(out, "spm", "albert_spm"),
-               train=os.path.join(out, "data", "train.tfrecord"),
-               heldout=os.path.join(out, "data", "heldout.tfrecord"),
-               config=os.path.join(out, "albert_config.json"),
-               run=os.path.join(out, "pretraining"),
-               export=os.path.join(out, "savedmodel"))
+  out = settings.output_dir
+  if not file_io.is_remote(out):
+    out = os.path.abspath(out)
+  join = file_io.join
+  paths = dict(corpus=join(out, "corpus", "stdlib_docs.txt"),
+               train_text=join(out, "corpus", "train.txt"),
+               heldout_text=join(out, "corpus", "heldout.txt"),
+               spm=join(out, "spm", "albert_spm"),
+               train=join(out, "data", "train.tfrecord"),
+               heldout=join(out, "data", "heldout.tfrecord"),
+               config=join(out, "albert_config.json"),
+               run=join(out, "pretraining"),
+               export=join(out, "savedmodel"))
   for key in ("corpus", "spm", "train"):
-    os.makedirs(os.path.dirname(paths[key]), exist_ok=True)
+    file_io.makedirs(file_io.dirname(paths[key]))
 
   started = _stage(1, "English corpus from the standard library's docstrings")
-  if not os.path.exists(paths["heldout_text"]):
+  if not file_io.exists(paths["heldout_text"]):
     stats = stdlib_corpus.write_stdlib_corpus(paths["corpus"])
     train_docs, heldout_docs = split_corpus(paths["corpus"],
                                             paths["train_text"],
@@ -120,10 +123,10 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
     _done(started, f"{stats['documents']:,} documents, {stats['bytes']:,} "
           f"bytes: {train_docs:,} train / {heldout_docs:,} held out")
   else:
-    _done(started, f"cached in {os.path.dirname(paths['corpus'])}")
+    _done(started, f"cached in {file_io.dirname(paths['corpus'])}")
 
   started = _stage(2, "SentencePiece model (ALBERT recipe)")
-  if not os.path.exists(paths["spm"] + ".model"):
+  if not file_io.exists(paths["spm"] + ".model"):
     sentencepiece_trainer.train_sentencepiece(
         paths["train_text"], paths["spm"], vocab_size=settings.vocab_size,
         do_lower_case=True)
@@ -136,13 +139,13 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
   for split, text, dupe in (("train", paths["train_text"],
                              settings.dupe_factor),
                             ("heldout", paths["heldout_text"], 2)):
-    if not os.path.exists(paths[split]):
+    if not file_io.exists(paths[split]):
       stats = pretraining_writer.create_pretraining_data(
           text, paths[split], paths["spm"] + ".model", options,
           dupe_factor=dupe, random_seed=settings.seed, show_progress=False)
       print(f"      {split}: {stats['instances']:,} instances, "
             f"{stats['masked_tokens']:,} masked tokens")
-  _done(started, os.path.dirname(paths["train"]))
+  _done(started, file_io.dirname(paths["train"]))
 
   started = _stage(4, f"pretraining ALBERT (E={settings.model.embedding_size}"
                    f", H={settings.model.hidden_size}, "
@@ -204,7 +207,7 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
 def _export(settings, paths, setup):
   """Exports the final checkpoint; returns the export directory."""
   from albert_tf import export
-  if os.path.exists(paths["export"]):
+  if file_io.exists(paths["export"]):
     return paths["export"]
   export.export_savedmodel(
       setup.config, setup.manager.latest_checkpoint, paths["spm"] + ".model",
