@@ -64,15 +64,27 @@ def basename(path: str) -> str:
           else os.path.basename(path))
 
 
+def _ram_exists(path: str) -> bool:
+  """`ram://` answers exists/isdir True for any string prefix of a stored
+  name ("run/ckpt-4" when "run/ckpt-4.index" exists); object stores do not.
+  Its glob matches whole names: ask for the name or its children."""
+  pattern = _glob.escape(path.rstrip("/"))
+  return bool(_gfile().glob(pattern) or _gfile().glob(pattern + "/*"))
+
+
 def exists(path: str) -> bool:
   if _local_ok(path):
     return os.path.exists(path)
+  if str(path).startswith("ram://"):
+    return _ram_exists(path)
   return _gfile().exists(path)
 
 
 def isdir(path: str) -> bool:
   if _local_ok(path):
     return os.path.isdir(path)
+  if str(path).startswith("ram://") and not _ram_exists(path):
+    return False
   return _gfile().isdir(path)
 
 

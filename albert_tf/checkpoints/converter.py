@@ -117,14 +117,14 @@ def resolve_path(path: str) -> Tuple[str, str]:
   Raises:
     UserInputError: nothing usable at `path`.
   """
-  if tf.io.gfile.isdir(path):
+  if file_io.isdir(path):
     for name in ("model.safetensors", "model.safetensors.index.json"):
-      if tf.io.gfile.exists(file_io.join(path, name)):
+      if file_io.exists(file_io.join(path, name)):
         return "safetensors", file_io.join(path, name)
     latest = tf.train.latest_checkpoint(path)
     if latest:
       return "tf", latest
-    if tf.io.gfile.exists(file_io.join(path, "pytorch_model.bin")):
+    if file_io.exists(file_io.join(path, "pytorch_model.bin")):
       raise UserInputError(
           f"{path} holds pytorch_model.bin only; save it as safetensors "
           "(model.save_pretrained(dir, safe_serialization=True)), torch "
@@ -133,12 +133,12 @@ def resolve_path(path: str) -> Tuple[str, str]:
         f"no checkpoint in directory {path}: expected model.safetensors, "
         "or a TensorFlow checkpoint with a 'checkpoint' state file")
   if path.endswith(".safetensors") or path.endswith(".safetensors.index.json"):
-    if not tf.io.gfile.exists(path):
+    if not file_io.exists(path):
       raise UserInputError(f"checkpoint file {path} not found")
     return "safetensors", path
-  if path.endswith(".index") and tf.io.gfile.exists(path):
+  if path.endswith(".index") and file_io.exists(path):
     return "tf", path[:-len(".index")]
-  if tf.io.gfile.exists(path + ".index"):
+  if file_io.exists(path + ".index"):
     return "tf", path
   raise UserInputError(
       f"checkpoint {path} not found (neither {path}.index, a .safetensors "
@@ -444,7 +444,7 @@ def read_weights(path: str, config: AlbertConfig,
   stored_config = None
   if layout == "huggingface":
     config_file = file_io.join(file_io.dirname(resolved), "config.json")
-    if tf.io.gfile.exists(config_file):
+    if file_io.exists(config_file):
       stored_config = configs.load_albert_config(config_file)
   arrays = readers[layout](resolved, config)
   logging.info("read %d variables from %s (%s layout)", len(arrays), resolved,
