@@ -16,6 +16,20 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 import numpy as np  # noqa: E402
 
 
+def run_keras3(command, settings, tmp_path):
+  """Runs COMMAND of this script in a subprocess; its JSON result."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  out = os.path.join(str(tmp_path), f"{command}.json")
+  root = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
+  process = subprocess.run(
+      [sys.executable, os.path.abspath(__file__), command,
+       json.dumps(settings), out],
+      cwd=root, check=False, capture_output=True, text=True, timeout=900)
+  assert process.returncode == 0, process.stderr[-3000:]
+  with open(out, encoding="utf-8") as f:
+    return json.load(f)
+
+
 def _max_diff(a, b) -> float:
   return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
 
@@ -109,7 +123,137 @@ def tfsm_export(settings):
   return out
 
 
-COMMANDS = {"tfsm_export": tfsm_export}
+def _tokenizer_ids(tokenizer, lines):
+  """(eager ids, tf.data ids): keras-hub's Python and TensorFlow paths."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  eager = [list(map(int, tokenizer(line))) for line in lines]
+  data = tf.data.Dataset.from_tensor_slices(lines).batch(64).map(tokenizer)
+  graph = [list(map(int, row)) for batch in data for row in batch.to_list()]
+  return eager, graph
+
+
+def keras_hub_preset(settings):
+  """Ours -> preset; keras-hub loads it (backbone, tokenizer, masked LM,
+  classifier fit); preset -> ours (CLI) -> preset is exact; strictness."""
+  import h5py  # pylint: disable=g-import-not-at-top
+  import keras  # pylint: disable=g-import-not-at-top
+  import keras_hub  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import configs  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import keras_hub_preset as khp  # pylint: disable=g-import-not-at-top
+  from albert_tf.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  from tools import convert_checkpoint  # pylint: disable=g-import-not-at-top
+
+  out = {}
+  config = configs.load_albert_config(settings["config_file"])
+  preset = settings["preset"]
+  out["write"] = converter.convert_checkpoint(
+      config, settings["checkpoint"], preset, "keras_hub",
+      spm_model_file=settings["spm_model"], do_lower_case=True)
+  expected = np.load(settings["expected"])
+  inputs = {"token_ids": expected["input_word_ids"],
+            "segment_ids": expected["input_type_ids"],
+            "padding_mask": expected["input_mask"]}
+
+  # 1. The backbone equals our encoder.
+  backbone = keras_hub.models.AlbertBackbone.from_preset(preset)
+  result = backbone.predict(inputs, verbose=0)
+  out["sequence_diff"] = _max_diff(result["sequence_output"],
+                                   expected["sequence_output"])
+  out["pooled_diff"] = _max_diff(result["pooled_output"],
+                                 expected["pooled_output"])
+  out["num_groups"] = backbone.num_groups
+
+  # 2. The masked LM (head from our checkpoint) equals our pretrainer's.
+  masked_lm = keras_hub.models.AlbertMaskedLM.from_preset(preset)
+  # Called directly (predict would run the preprocessor on the inputs).
+  logits = masked_lm(dict(inputs,
+                          mask_positions=expected["masked_lm_positions"]))
+  out["mlm_logits_diff"] = _max_diff(logits, expected["mlm_logits"])
+  out["mlm_has_preprocessor"] = masked_lm.preprocessor is not None
+
+  # 3. The tokenizer: ids of every corpus line, both keras-hub paths.
+  tokenizer = keras_hub.models.AlbertTokenizer.from_preset(preset)
+  with open(settings["corpus_lines"], encoding="utf-8") as f:
+    lines = json.load(f)
+  out["eager_ids"], out["graph_ids"] = _tokenizer_ids(tokenizer, lines)
+
+  # 4. AlbertTextClassifier learns a tiny separable task from raw strings.
+  keras.utils.set_random_seed(1)
+  classifier = keras_hub.models.AlbertTextClassifier.from_preset(
+      preset, num_classes=2)
+  classifier.compile(optimizer=keras.optimizers.Adam(1e-3),
+                     loss=keras.losses.SparseCategoricalCrossentropy(
+                         from_logits=True), metrics=["accuracy"])
+  train = tf.data.Dataset.from_tensor_slices(
+      (settings["train_texts"], settings["train_labels"])).shuffle(
+          64, seed=0).batch(16)
+  history = classifier.fit(train, epochs=settings["epochs"], verbose=0)
+  out["train_loss"] = [float(x) for x in history.history["loss"]]
+  dev = tf.data.Dataset.from_tensor_slices(
+      (settings["dev_texts"], settings["dev_labels"])).batch(16)
+  out["dev_accuracy"] = float(classifier.evaluate(dev, verbose=0,
+                                                  return_dict=True)["accuracy"])
+
+  # 5. Preset -> ours (the CLI, config from the preset) -> preset: exact.
+  back = settings["back_prefix"]
+  flags.FLAGS([
+      "convert_checkpoint", f"--input_checkpoint={preset}",
+      f"--output_checkpoint={back}", "--output_format=ours"])
+  convert_checkpoint.main([])
+  folder = os.path.dirname(back)
+  again = settings["preset_again"]
+  back_config = configs.load_albert_config(
+      os.path.join(folder, "albert_config.json"))
+  out["back_config_equal"] = back_config == config
+  # (Ours holds both pretraining heads or none: the round trip starts from
+  # the encoder-only preset.)
+  first = settings["preset_encoder_only"]
+  converter.convert_checkpoint(config, settings["encoder_checkpoint"], first,
+                               "keras_hub",
+                               spm_model_file=settings["spm_model"])
+  converter.convert_checkpoint(config, first, settings["encoder_back"], "ours")
+  converter.convert_checkpoint(
+      config, settings["encoder_back"], again, "keras_hub",
+      spm_model_file=os.path.join(os.path.dirname(settings["encoder_back"]),
+                                  "spiece.model"))
+  differing = []
+  for name in ("config.json", "tokenizer.json", "preprocessor.json",
+               "albert_tf.json", "assets/tokenizer/vocabulary.spm"):
+    with open(os.path.join(first, name), "rb") as a, \
+         open(os.path.join(again, name), "rb") as b:
+      if a.read() != b.read():
+        differing.append(name)
+
+  def h5_arrays(path):
+    arrays = {}
+    with h5py.File(path, "r") as f:
+      f.visititems(lambda k, v: arrays.__setitem__(k, v[()])
+                   if isinstance(v, h5py.Dataset) else None)
+    return arrays
+
+  a = h5_arrays(os.path.join(first, "model.weights.h5"))
+  b = h5_arrays(os.path.join(again, "model.weights.h5"))
+  out["round_trip_num_arrays"] = len(a)
+  if set(a) != set(b) or any(not np.array_equal(a[k], b[k]) for k in a):
+    differing.append("model.weights.h5")
+  out["round_trip_differing"] = differing
+
+  # 6. Strict: a preset read with another architecture lists every problem.
+  other = configs.AlbertConfig.from_dict(
+      dict(config.to_dict(), intermediate_size=config.intermediate_size * 2,
+           num_hidden_groups=1))
+  try:
+    khp.read_preset(first, other)
+    out["strict_error"] = None
+  except UserInputError as e:
+    out["strict_error"] = str(e)
+  return out
+
+
+COMMANDS = {"tfsm_export": tfsm_export, "keras_hub_preset": keras_hub_preset}
 
 
 def main():

@@ -5,10 +5,7 @@ The Keras 3 half runs in a subprocess (tests/keras3_script.py), so this
 process only ever imports tf_keras.
 """
 
-import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -17,21 +14,10 @@ import tensorflow as tf
 from albert_tf import export
 from albert_tf.config import AlbertConfig
 from albert_tf.networks.albert_encoder import AlbertEncoder
+from keras3_script import run_keras3
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
 SEQ = 16
 SENTENCES = ["The quick brown fox jumps.", "Ünïcode, and  spaces: 1,000!"]
-
-
-def run_keras3(command, settings, tmp_path):
-  out = str(tmp_path / f"{command}.json")
-  process = subprocess.run(
-      [sys.executable, os.path.join(ROOT, "tests", "keras3_script.py"),
-       command, json.dumps(settings), out],
-      cwd=ROOT, check=False, capture_output=True, text=True, timeout=900)
-  assert process.returncode == 0, process.stderr[-3000:]
-  with open(out, encoding="utf-8") as f:
-    return json.load(f)
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,19 @@ r"""Convert ALBERT checkpoints between our, the official TF1 and Hugging Face la
       --input_checkpoint=/tmp/run/ckpt-10000 \
       --output_checkpoint=/tmp/official/model.ckpt --output_format=official
 
+  # Any of them -> a keras-hub preset (AlbertBackbone + AlbertTokenizer):
+  python -m tools.convert_checkpoint --albert_config_file=albert_config.json \
+      --input_checkpoint=/tmp/run/ckpt-10000 --spm_model_file=30k-clean.model \
+      --output_checkpoint=/tmp/albert_preset --output_format=keras_hub
+
+  # A keras-hub preset -> ours (+ albert_config.json, spiece.model beside it):
+  python -m tools.convert_checkpoint --input_checkpoint=/tmp/albert_preset \
+      --output_checkpoint=/tmp/from_preset/ckpt --output_format=ours
+
 The input layout (ours, official, huggingface, garden = Model Garden
 AlbertEncoder) is detected from the contents. --albert_config_file may be an
 official albert_config.json or a Hugging Face config.json; it defaults to the
-config.json of a Hugging Face input folder. Any variable that does not map,
+config.json of a Hugging Face input folder or keras-hub preset. Any variable that does not map,
 is missing or has the wrong shape stops the conversion with a list of all of
 them.
 """
@@ -38,11 +47,19 @@ flags.DEFINE_string("input_checkpoint", None,
 flags.DEFINE_string("output_checkpoint", None,
                     "Checkpoint prefix (ours, official) or directory / "
                     ".safetensors file (huggingface).", required=True)
-flags.DEFINE_enum("output_format", "ours", ["ours", "official", "huggingface"],
-                  "Layout to write.")
+flags.DEFINE_enum("output_format", "ours",
+                  ["ours", "official", "huggingface", "keras_hub"],
+                  "Layout to write (keras_hub: a preset directory).")
 flags.DEFINE_enum("input_format", "auto",
-                  ["auto", "ours", "official", "huggingface", "garden"],
+                  ["auto", "ours", "official", "huggingface", "garden",
+                   "keras_hub"],
                   "Layout to read; auto detects it from the contents.")
+flags.DEFINE_string("spm_model_file", None,
+                    "SentencePiece model of the checkpoint; needed for "
+                    "--output_format=keras_hub (the preset's tokenizer).")
+flags.DEFINE_bool("do_lower_case", True,
+                  "With --output_format=keras_hub: whether the model's text "
+                  "is lowercased (as in training).")
 
 
 def main(argv):
@@ -64,7 +81,8 @@ def main(argv):
   config = configs.load_albert_config(config_file)
   print(converter.convert_checkpoint(
       config, FLAGS.input_checkpoint, FLAGS.output_checkpoint,
-      FLAGS.output_format, input_format=FLAGS.input_format))
+      FLAGS.output_format, input_format=FLAGS.input_format,
+      spm_model_file=FLAGS.spm_model_file, do_lower_case=FLAGS.do_lower_case))
 
 
 def run():

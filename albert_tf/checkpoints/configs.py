@@ -88,7 +88,8 @@ def config_to_huggingface(config: AlbertConfig,
 
 
 def load_albert_config(path: str) -> AlbertConfig:
-  """An official albert_config.json or a Hugging Face config.json.
+  """An official albert_config.json, a Hugging Face config.json or the
+  config.json of a keras-hub ALBERT preset.
 
   Raises:
     UserInputError: missing, not JSON, or invalid; the message names `path`.
@@ -96,6 +97,11 @@ def load_albert_config(path: str) -> AlbertConfig:
   values = read_config_json(path)
   if is_huggingface_config(values):
     return config_from_huggingface(values, source=path)
+  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import keras_hub_preset
+  if keras_hub_preset.is_keras_hub_config(values):  # a preset's config.json
+    return keras_hub_preset.config_from_keras_hub(
+        values, keras_hub_preset.read_extra(path), source=path)
   return AlbertConfig.from_json_file(path)
 
 

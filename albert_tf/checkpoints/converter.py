@@ -15,9 +15,11 @@ Supported inputs (`input_format`, detected from the contents with "auto"):
   garden: `tf.train.Checkpoint(encoder=official.nlp.modeling.networks.
     AlbertEncoder)`, as written by Model Garden's
     tf2_albert_encoder_checkpoint_converter (encoder only).
+  keras_hub: a keras-hub ALBERT preset directory (keras_hub_preset).
 
 Outputs (`convert_checkpoint`): ours, official (TF1 names, written with
-tf.compat.v1 Variables and a Saver) and huggingface (safetensors + config.json).
+tf.compat.v1 Variables and a Saver), huggingface (safetensors + config.json)
+and keras_hub (a preset directory with the tokenizer, keras_hub_preset).
 
 Every read is strict: after skipping optimizer state, every source variable
 must map to a model variable, every encoder variable must be present and
@@ -38,12 +40,14 @@ from absl import logging
 
 from albert_tf import file_io
 from albert_tf.checkpoints import configs
+from albert_tf.checkpoints import keras_hub_preset
 from albert_tf.checkpoints import name_tables
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import UserInputError
 
-INPUT_FORMATS = ("auto", "ours", "official", "huggingface", "garden")
-OUTPUT_FORMATS = ("ours", "official", "huggingface")
+INPUT_FORMATS = ("auto", "ours", "official", "huggingface", "garden",
+                 "keras_hub")
+OUTPUT_FORMATS = ("ours", "official", "huggingface", "keras_hub")
 
 # TF1 optimizer state in released / official-trainer checkpoints.
 _TF1_SLOT_SUFFIXES = ("/adam_m", "/adam_v", "/lamb_m", "/lamb_v", "/Adam",
@@ -67,6 +71,7 @@ class Weights:
   format: str
   path: str
   config: Optional[AlbertConfig] = None
+  preset: Optional["keras_hub_preset.PresetContents"] = None
 
   def has_heads(self) -> bool:
     return any(name_tables.is_head(n) for n in self.arrays)
@@ -435,6 +440,11 @@ def read_weights(path: str, config: AlbertConfig,
   if input_format not in INPUT_FORMATS:
     raise UserInputError(f"input format must be one of {INPUT_FORMATS}, got "
                          f"{input_format!r}")
+  if input_format == "keras_hub" or (input_format == "auto" and
+                                     keras_hub_preset.is_preset(path)):
+    contents = keras_hub_preset.read_preset(path, config)
+    return Weights(arrays=contents.arrays, format="keras_hub", path=path,
+                   config=contents.config, preset=contents)
   kind, resolved = resolve_path(path)
   layout = detect_format(path) if input_format == "auto" else input_format
   if (layout == "huggingface") != (kind == "safetensors"):
@@ -681,7 +691,9 @@ def write_ours(arrays: Dict[str, np.ndarray], config: AlbertConfig,
 
 def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
                        output_checkpoint: str, output_format: str,
-                       input_format: str = "auto") -> str:
+                       input_format: str = "auto",
+                       spm_model_file: Optional[str] = None,
+                       do_lower_case: bool = True) -> str:
   """Converts between layouts; returns a one-line description.
 
   Args:
@@ -692,6 +704,8 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
       config.json) or a .safetensors file name.
     output_format: one of OUTPUT_FORMATS.
     input_format: one of INPUT_FORMATS.
+    spm_model_file, do_lower_case: the tokenizer, for keras_hub output
+      (keras_hub_preset.write_preset).
   """
   if output_format not in OUTPUT_FORMATS:
     raise UserInputError(f"--output_format must be one of {OUTPUT_FORMATS}, "
@@ -699,6 +713,8 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   if output_format in ("official", "huggingface"):
     # Fail on an inexpressible config before reading anything.
     name_tables.table_for(output_format, config)
+  if output_format == "keras_hub":
+    keras_hub_preset.check_output(config, output_checkpoint, spm_model_file)
   weights = read_weights(input_checkpoint, config, input_format)
   if weights.config is not None:
     differences = configs.architecture_differences(weights.config, config)
@@ -712,9 +728,16 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     where = output_checkpoint
   elif output_format == "huggingface":
     where = write_huggingface(weights.arrays, config, output_checkpoint)
+  elif output_format == "keras_hub":
+    where = keras_hub_preset.write_preset(
+        weights.arrays, config, output_checkpoint, spm_model_file,
+        do_lower_case=do_lower_case)
   else:
     root = write_ours(weights.arrays, config, output_checkpoint)
     where = f"{output_checkpoint} (tf.train.Checkpoint({root}=...))"
+    if weights.preset is not None:
+      where += "; " + keras_hub_preset.write_companions(weights.preset,
+                                                        output_checkpoint)
   heads = sorted({_head_of(n) for n in weights.arrays} - {None})
   return (f"converted {len(weights.arrays)} variables "
           f"(heads: {', '.join(heads) or 'none'}) from {weights.path} "

@@ -1,0 +1,402 @@
+"""keras-hub ALBERT presets: our checkpoints <-> `keras_hub.models.Albert*`.
+
+A preset directory (keras-hub's format, `from_preset(dir)` loads it):
+
+  config.json, model.weights.h5   AlbertBackbone (config + weights)
+  tokenizer.json, assets/tokenizer/vocabulary.spm
+                                  AlbertTokenizer from our SentencePiece model,
+                                  with ALBERT's normalisation written into it
+                                  (see keras_hub_vocabulary)
+  preprocessor.json               AlbertTextClassifierPreprocessor
+                                  (sequence_length = max_position_embeddings,
+                                  at most 512)
+  task.json, task.weights.h5      AlbertMaskedLM with our masked-LM head, when
+                                  the checkpoint has one
+  metadata.json                   keras-hub's
+  albert_tf.json                  what keras-hub's files cannot hold and the
+                                  way back needs: do_lower_case,
+                                  keep_accents, the initializer range and
+                                  both dropout rates, the SentencePiece
+                                  model's own normaliser and the pieces made
+                                  unused
+
+so that `keras_hub.models.AlbertBackbone.from_preset(dir)`,
+`AlbertTextClassifier.from_preset(dir, num_classes=N)` and
+`AlbertMaskedLM.from_preset(dir)` work with keras-hub alone.
+
+keras-hub's AlbertBackbone is the official architecture with groups of
+shared blocks: only `share_parameters="all"` and GELU (tanh approximation,
+which keras-hub uses) convert; anything else is one UserInputError. The
+variables have our shapes, so the name table is a pure renaming. The
+sentence-order head has no keras-hub counterpart and is left out (said in
+the summary). keras-hub has one dropout rate; ours has two (hidden,
+attention): the preset uses the hidden one (albert_tf.json keeps both).
+Differences in numerics: keras-hub's masked-LM head LayerNorm has epsilon
+1e-5 (ours 1e-12).
+
+Reading a preset is strict as every reader here: each keras-hub variable
+must map, each encoder variable be present, each shape agree; all
+violations are listed in one UserInputError. Writing needs keras-hub
+(Keras 3), imported only then (albert_tf.keras3.preset_io).
+"""
+
+import base64
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from typing import Any, Dict, List, Mapping, Optional
+
+import numpy as np
+
+from albert_tf import file_io
+from albert_tf.checkpoints import keras_hub_vocabulary
+from albert_tf.checkpoints import name_tables
+from albert_tf.config import AlbertConfig
+from albert_tf.errors import UserInputError
+
+EXTRA_FILE = "albert_tf.json"
+VOCABULARY_FILE = "assets/tokenizer/vocabulary.spm"
+_CLASS = "AlbertBackbone"
+
+
+# --- Configs -----------------------------------------------------------------
+
+
+def is_keras_hub_config(values: Mapping[str, Any]) -> bool:
+  """Whether a config.json dict is a keras-hub (Albert)Backbone config."""
+  return ("class_name" in values and "config" in values and
+          "keras_hub" in str(values.get("registered_name", "")) +
+          str(values.get("module", "")))
+
+
+def check_expressible(config: AlbertConfig) -> None:
+  """UserInputError unless keras-hub's AlbertBackbone can express `config`."""
+  problems = []
+  if config.share_parameters != "all":
+    problems.append(f"share_parameters={config.share_parameters!r} (keras-hub "
+                    "shares whole blocks in groups: only 'all')")
+  if config.hidden_act not in ("gelu", "gelu_new", "gelu_pytorch_tanh"):
+    problems.append(f"hidden_act={config.hidden_act!r} (keras-hub uses the "
+                    "tanh GELU, our 'gelu')")
+  if config.embedding_size == config.hidden_size:
+    problems.append(f"embedding_size == hidden_size ({config.hidden_size}): "
+                    "keras-hub always applies an embedding projection, this "
+                    "model has none")
+  if problems:
+    raise UserInputError("a keras-hub ALBERT preset cannot express this "
+                         "config: " + "; ".join(problems))
+
+
+def backbone_kwargs(config: AlbertConfig) -> Dict[str, Any]:
+  """keras_hub.models.AlbertBackbone arguments for `config`."""
+  check_expressible(config)
+  return dict(vocabulary_size=config.vocab_size,
+              num_layers=config.num_hidden_layers,
+              num_heads=config.num_attention_heads,
+              embedding_dim=config.embedding_size,
+              hidden_dim=config.hidden_size,
+              intermediate_dim=config.intermediate_size,
+              num_groups=config.num_hidden_groups,
+              num_inner_repetitions=config.inner_group_num,
+              dropout=config.hidden_dropout_prob,
+              max_sequence_length=config.max_position_embeddings,
+              num_segments=config.type_vocab_size)
+
+
+def config_from_keras_hub(values: Mapping[str, Any],
+                          extra: Optional[Mapping[str, Any]] = None,
+                          source: str = "config.json") -> AlbertConfig:
+  """AlbertConfig from a keras-hub backbone config (+ our albert_tf.json)."""
+  if values.get("class_name") != _CLASS:
+    raise UserInputError(f"{source}: a keras-hub {values.get('class_name')}, "
+                         f"not an {_CLASS}")
+  c = values["config"]
+  extra = extra or {}
+  try:
+    return AlbertConfig(
+        vocab_size=c["vocabulary_size"], embedding_size=c["embedding_dim"],
+        hidden_size=c["hidden_dim"], num_hidden_layers=c["num_layers"],
+        num_hidden_groups=c.get("num_groups", 1),
+        inner_group_num=c.get("num_inner_repetitions", 1),
+        num_attention_heads=c["num_heads"],
+        intermediate_size=c["intermediate_dim"], hidden_act="gelu",
+        hidden_dropout_prob=extra.get("hidden_dropout_prob",
+                                      c.get("dropout", 0.0)),
+        attention_probs_dropout_prob=extra.get(
+            "attention_probs_dropout_prob", c.get("dropout", 0.0)),
+        max_position_embeddings=c.get("max_sequence_length", 512),
+        type_vocab_size=c.get("num_segments", 2),
+        initializer_range=extra.get("initializer_range", 0.02))
+  except (KeyError, TypeError, ValueError) as e:
+    raise UserInputError(f"bad keras-hub AlbertBackbone config {source}: "
+                         f"{e!r}") from e
+
+
+def read_extra(config_file: str) -> Dict[str, Any]:
+  """albert_tf.json next to a preset's config.json, or {}."""
+  extra_file = file_io.join(file_io.dirname(config_file) or ".", EXTRA_FILE)
+  if not file_io.exists(extra_file):
+    return {}
+  try:
+    return json.loads(file_io.read_text(extra_file))
+  except ValueError as e:
+    raise UserInputError(f"bad {extra_file}: {e}") from e
+
+
+# --- Names -------------------------------------------------------------------
+
+
+def keras_hub_table(config: AlbertConfig) -> List[name_tables.Entry]:
+  """Our canonical names <-> keras-hub variable paths (same shapes)."""
+  check_expressible(config)
+  e = name_tables.Entry
+  t = [e("embeddings/word_embeddings/embeddings", "token_embedding/embeddings"),
+       e("embeddings/position_embeddings", "position_embedding/embeddings"),
+       e("embeddings/token_type_embeddings/embeddings",
+         "segment_embedding/embeddings"),
+       e("embeddings/layer_norm/gamma", "embeddings_layer_norm/gamma"),
+       e("embeddings/layer_norm/beta", "embeddings_layer_norm/beta"),
+       e("embeddings/embedding_projection/kernel", "embedding_projection/kernel"),
+       e("embeddings/embedding_projection/bias", "embedding_projection/bias")]
+  for g in range(config.num_hidden_groups):
+    for k in range(config.inner_group_num):
+      theirs = f"group_{g}_inner_layer_{k}"
+      att, ffn = f"group_{g}_inner_{k}_attention", f"group_{g}_inner_{k}_ffn"
+      for p in ("query", "key", "value", "attention_output"):
+        for w in ("kernel", "bias"):
+          t.append(e(f"{att}/self_attention/{p}/{w}",
+                     f"{theirs}/self_attention_layer/{p}/{w}"))
+      for ours, kh in (("intermediate", "feedforward_intermediate_dense"),
+                       ("output", "feedforward_output_dense")):
+        for w in ("kernel", "bias"):
+          t.append(e(f"{ffn}/{ours}/{w}", f"{theirs}/{kh}/{w}"))
+      for w in ("gamma", "beta"):
+        t += [e(f"{att}/layer_norm/{w}",
+                f"{theirs}/self_attention_layer_norm/{w}"),
+              e(f"{ffn}/layer_norm/{w}", f"{theirs}/feedforward_layer_norm/{w}")]
+  t += [e("pooler/kernel", "pooled_dense/kernel"),
+        e("pooler/bias", "pooled_dense/bias"),
+        e("masked_lm/transform/kernel", "mlm_head/intermediate_dense/kernel"),
+        e("masked_lm/transform/bias", "mlm_head/intermediate_dense/bias"),
+        e("masked_lm/layer_norm/gamma",
+          "mlm_head/intermediate_layer_norm/gamma"),
+        e("masked_lm/layer_norm/beta", "mlm_head/intermediate_layer_norm/beta"),
+        e("masked_lm/output_bias", "mlm_head/output_bias")]
+  return t
+
+
+# --- Presets on any filesystem -----------------------------------------------
+
+
+def is_preset(path: str) -> bool:
+  """Whether `path` is a directory holding a keras-hub backbone preset."""
+  config_file = file_io.join(path, "config.json")
+  if not (file_io.isdir(path) and file_io.exists(config_file)):
+    return False
+  try:
+    return is_keras_hub_config(json.loads(file_io.read_text(config_file)))
+  except ValueError:
+    return False
+
+
+def _download(path: str, local_dir: str) -> None:
+  """Copies the preset folder `path` (any filesystem) into `local_dir`."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  for folder, _, names in tf.io.gfile.walk(path):
+    rel = folder[len(path):].strip("/")
+    os.makedirs(os.path.join(local_dir, rel), exist_ok=True)
+    for name in names:
+      tf.io.gfile.copy(file_io.join(folder, name),
+                       os.path.join(local_dir, rel, name), overwrite=True)
+
+
+def _publish(local_dir: str, output_dir: str) -> None:
+  """Moves the finished local folder to `output_dir`, whole or not at all."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  staging = file_io.temp_name(output_dir)
+  file_io.rmtree(staging)
+  for folder, _, names in os.walk(local_dir):
+    rel = os.path.relpath(folder, local_dir)
+    target = staging if rel == "." else file_io.join(staging, rel)
+    file_io.makedirs(target)
+    for name in names:
+      tf.io.gfile.copy(os.path.join(folder, name), file_io.join(target, name),
+                       overwrite=True)
+  try:
+    # config.json last: it is what makes a folder a preset.
+    file_io.rename_tree(staging, output_dir, last=("config.json",))
+  finally:
+    file_io.rmtree(staging)
+
+
+@dataclasses.dataclass
+class PresetContents:
+  """What a preset holds, in our terms.
+
+  Attributes:
+    arrays: canonical name -> array (encoder, and masked_lm/... if present).
+    config: the AlbertConfig of its backbone config (+ albert_tf.json).
+    vocabulary: the SentencePiece model for our tokenizers (the original one
+      when albert_tf.json records how to restore it), or None.
+    do_lower_case, keep_accents: from albert_tf.json, else None (unknown).
+  """
+  arrays: Dict[str, np.ndarray]
+  config: AlbertConfig
+  vocabulary: Optional[bytes]
+  do_lower_case: Optional[bool]
+  keep_accents: Optional[bool]
+
+
+def read_preset(path: str, config: Optional[AlbertConfig] = None
+                ) -> PresetContents:
+  """Reads a keras-hub ALBERT preset strictly.
+
+  Args:
+    path: the preset directory (any filesystem).
+    config: the model's config; default: the preset's own.
+
+  Raises:
+    UserInputError: not a readable ALBERT preset, or any variable that does
+      not map, is missing or has the wrong shape (all listed).
+  """
+  from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
+  from albert_tf.keras3 import preset_io  # pylint: disable=g-import-not-at-top
+  if not is_preset(path):
+    raise UserInputError(f"{path} is not a keras-hub preset directory (no "
+                         "config.json of a keras-hub backbone)")
+  extra = read_extra(file_io.join(path, "config.json"))
+  own_config = config_from_keras_hub(
+      json.loads(file_io.read_text(file_io.join(path, "config.json"))),
+      extra, source=file_io.join(path, "config.json"))
+  config = config or own_config
+  local_dir = tempfile.mkdtemp(prefix="albert-keras-hub-")
+  try:
+    if file_io.is_remote(path):
+      _download(path, local_dir)
+      local = local_dir
+    else:
+      local = path
+    try:
+      _, source, vocabulary = preset_io.load_preset(local)
+    except (OSError, ValueError, KeyError) as e:
+      raise UserInputError(f"cannot load keras-hub preset {path}: {e}") from e
+  finally:
+    shutil.rmtree(local_dir, ignore_errors=True)
+  arrays = converter.map_to_ours(source, keras_hub_table(config),
+                                 name_tables.our_shapes(config),
+                                 source_name=path, layout="keras-hub")
+  if vocabulary is not None and "spm_normalizer_spec" in extra:
+    vocabulary = keras_hub_vocabulary.original_vocabulary(
+        vocabulary, base64.b64decode(extra["spm_normalizer_spec"]),
+        extra.get("unused_piece_ids", []))
+  return PresetContents(arrays=arrays, config=own_config,
+                        vocabulary=vocabulary,
+                        do_lower_case=extra.get("do_lower_case"),
+                        keep_accents=extra.get("keep_accents"))
+
+
+def check_output(config: AlbertConfig, output_dir: str,
+                 spm_model_file: Optional[str]) -> bytes:
+  """Checks a preset can be written (before any weights are read).
+
+  Returns:
+    The SentencePiece model's bytes.
+
+  Raises:
+    UserInputError: an inexpressible config, an existing output_dir, no or
+      an unreadable SentencePiece model.
+  """
+  check_expressible(config)
+  if file_io.exists(output_dir):
+    raise UserInputError(f"--output_checkpoint {output_dir} already exists; "
+                         "a preset is written to a new directory")
+  if not spm_model_file:
+    raise UserInputError("--output_format=keras_hub needs --spm_model_file "
+                         "(the preset's tokenizer is built from it)")
+  try:
+    return file_io.read_bytes(spm_model_file)
+  except (OSError, ValueError) as e:
+    raise UserInputError(
+        f"cannot read SentencePiece model file {spm_model_file}: {e}") from e
+
+
+def write_preset(arrays: Dict[str, np.ndarray], config: AlbertConfig,
+                 output_dir: str, spm_model_file: str,
+                 do_lower_case: bool = True,
+                 keep_accents: bool = False) -> str:
+  """Writes a keras-hub preset directory; returns a one-line description.
+
+  Args:
+    arrays: canonical name -> array, as `converter.read_weights` gives.
+    config: the model's AlbertConfig.
+    output_dir: the preset directory (any filesystem); must not exist.
+    spm_model_file: the SentencePiece model the checkpoint was trained with.
+    do_lower_case, keep_accents: how that model is used (written into the
+      preset's tokenizer).
+
+  Raises:
+    UserInputError: an inexpressible config, an existing output_dir, an
+      unreadable or too large SentencePiece model.
+  """
+  from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
+  from albert_tf.keras3 import preset_io  # pylint: disable=g-import-not-at-top
+  kwargs = backbone_kwargs(config)
+  model_proto = check_output(config, output_dir, spm_model_file)
+  try:
+    vocabulary, unused = keras_hub_vocabulary.preset_vocabulary(
+        model_proto, do_lower_case, keep_accents)
+  except UserInputError as e:
+    raise UserInputError(f"{spm_model_file}: {e}") from e
+  pieces = len(keras_hub_vocabulary._parse(model_proto).pieces)  # pylint: disable=protected-access
+  if pieces > config.vocab_size:
+    raise UserInputError(
+        f"SentencePiece model {spm_model_file} has {pieces} pieces, more than "
+        f"the config's vocab_size ({config.vocab_size})")
+  heads = {n.split("/")[0] for n in arrays if name_tables.is_head(n)}
+  kept = {n: a for n, a in arrays.items()
+          if not n.startswith("sentence_order/")}
+  theirs = converter.map_from_ours(kept, keras_hub_table(config))
+  extra = dict(
+      format="albert_tf keras-hub preset", do_lower_case=bool(do_lower_case),
+      keep_accents=bool(keep_accents),
+      hidden_dropout_prob=config.hidden_dropout_prob,
+      attention_probs_dropout_prob=config.attention_probs_dropout_prob,
+      initializer_range=config.initializer_range,
+      spm_normalizer_spec=base64.b64encode(
+          keras_hub_vocabulary.normalizer_spec_of(model_proto)).decode("ascii"),
+      unused_piece_ids=unused)
+  local_dir = tempfile.mkdtemp(prefix="albert-keras-hub-")
+  try:
+    preset_io.save_preset(local_dir, kwargs, theirs, vocabulary,
+                          sequence_length=min(512,
+                                              config.max_position_embeddings))
+    with open(os.path.join(local_dir, EXTRA_FILE), "w", encoding="utf-8") as f:
+      json.dump(extra, f, indent=2)
+      f.write("\n")
+    try:
+      _publish(local_dir, output_dir)
+    except OSError as e:
+      raise UserInputError(f"cannot write preset {output_dir}: {e}") from e
+  finally:
+    shutil.rmtree(local_dir, ignore_errors=True)
+  dropped = (" (sentence_order head left out: keras-hub has no sentence-order "
+             "task)" if "sentence_order" in heads else "")
+  task = " + AlbertMaskedLM task" if "masked_lm" in heads else ""
+  return (f"keras-hub preset {output_dir}: AlbertBackbone{task}, "
+          f"AlbertTokenizer ({len(unused)} digit-comma pieces unused){dropped}")
+
+
+def write_companions(contents: PresetContents, output_prefix: str) -> str:
+  """Next to a converted checkpoint: albert_config.json and spiece.model
+  (the preset's tokenizer model). Returns a description."""
+  folder = file_io.dirname(output_prefix) or "."
+  written = [file_io.join(folder, "albert_config.json")]
+  file_io.write_json_atomic(written[0], contents.config.to_dict())
+  if contents.vocabulary is not None:
+    written.append(file_io.join(folder, "spiece.model"))
+    file_io.write_atomic(written[1], contents.vocabulary)
+  lower = ("" if contents.do_lower_case is None else
+           f", use with do_lower_case={contents.do_lower_case}")
+  return f"wrote {' and '.join(written)}{lower}"

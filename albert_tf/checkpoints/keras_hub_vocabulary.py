@@ -1,0 +1,201 @@
+"""Our SentencePiece model as a keras-hub `AlbertTokenizer` vocabulary.
+
+keras-hub's `AlbertTokenizer` runs the SentencePiece model on the raw text
+and nothing else, while ALBERT tokenization (`data_pipeline.tokenization`)
+first applies `preprocess_text` (whitespace collapse, `` and '' -> ", NFKD
+accent stripping, lowercasing) and afterwards the official digit-comma
+re-split. `preset_vocabulary` writes both into the model itself, so the
+stock keras-hub tokenizer needs no code of ours:
+
+- normalisation: the model's `normalizer_spec` becomes a character map (one
+  rule per code point that `preprocess_text` changes, plus `` and ''),
+  composed with the model's own normalisation; SentencePiece applies it,
+  then collapses and strips spaces as before;
+- digit-comma pieces ("▁1,", "0,"): marked UNUSED, so SentencePiece never
+  emits them (the official tokenizer never does either: it re-splits them,
+  so pretraining never saw their ids).
+
+What cannot be written into a SentencePiece model (measured on the test
+corpus, tests/test_keras_hub_preset.py): where the official rule re-splits
+"▁" "1," into "▁" "1" ",", SentencePiece without the piece picks "▁1" ","
+(a digit before a comma may be split differently); Greek final sigma (ς) is
+lowercased to σ (Python's str.lower looks at the context); characters that
+NFKD decomposes into a space (e.g. "¨") are not collapsed with neighbouring
+spaces twice. keras-hub's TensorFlow path (tf.data, `fit`) uses
+tensorflow_text.SentencepieceTokenizer, which breaks exact Viterbi ties
+("w"+"ww" vs "ww"+"w") differently from the sentencepiece package (see
+data_pipeline.tf_tokenization); its eager path uses the package and agrees.
+
+The model proto is edited with a minimal protobuf schema (the fields read
+here; everything else is kept as unknown fields), because the
+sentencepiece_model_pb2 bundled with sentencepiece needs a newer protobuf
+runtime than TensorFlow allows.
+"""
+
+import functools
+import unicodedata
+from typing import Dict, List, Tuple
+
+import sentencepiece as spm
+
+from albert_tf.errors import UserInputError
+from data_pipeline import tokenization
+
+_NORMAL, _UNUSED = 1, 5  # sentencepiece ModelProto.SentencePiece.Type
+
+
+@functools.lru_cache(maxsize=None)
+def _schema():
+  """(ModelProto, NormalizerSpec) message classes for the fields we touch."""
+  # pylint: disable=g-import-not-at-top
+  from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+  field = descriptor_pb2.FieldDescriptorProto
+  file = descriptor_pb2.FileDescriptorProto(
+      name="albert_tf_sentencepiece_subset.proto", package="albert_tf_spm",
+      syntax="proto2")
+
+  def message(name, fields):
+    proto = file.message_type.add(name=name)
+    for number, (fname, ftype, label, type_name, default) in enumerate(
+        fields, 1):
+      if fname is None:
+        continue
+      f = proto.field.add(name=fname, number=number, type=ftype, label=label)
+      if type_name:
+        f.type_name = type_name
+      if default is not None:
+        f.default_value = default
+
+  opt, rep = field.LABEL_OPTIONAL, field.LABEL_REPEATED
+  message("Piece", [("piece", field.TYPE_STRING, opt, None, None),
+                    ("score", field.TYPE_FLOAT, opt, None, None),
+                    ("type", field.TYPE_INT32, opt, None, "1")])
+  message("NormalizerSpec", [
+      ("name", field.TYPE_STRING, opt, None, None),
+      ("precompiled_charsmap", field.TYPE_BYTES, opt, None, None),
+      ("add_dummy_prefix", field.TYPE_BOOL, opt, None, "true"),
+      ("remove_extra_whitespaces", field.TYPE_BOOL, opt, None, "true"),
+      ("escape_whitespaces", field.TYPE_BOOL, opt, None, "true")])
+  message("ModelProto", [
+      ("pieces", field.TYPE_MESSAGE, rep, ".albert_tf_spm.Piece", None),
+      (None, None, None, None, None),  # 2: trainer_spec, kept unknown
+      ("normalizer_spec", field.TYPE_MESSAGE, opt,
+       ".albert_tf_spm.NormalizerSpec", None)])
+  pool = descriptor_pool.DescriptorPool()
+  pool.Add(file)
+  return tuple(message_factory.GetMessageClass(
+      pool.FindMessageTypeByName(f"albert_tf_spm.{n}"))
+               for n in ("ModelProto", "NormalizerSpec"))
+
+
+def _parse(model_proto: bytes):
+  model_class, _ = _schema()
+  model = model_class()
+  try:
+    model.ParseFromString(model_proto)
+  except Exception as e:  # protobuf's DecodeError has no stable home
+    raise UserInputError(f"not a SentencePiece model: {e}") from e
+  if not model.pieces:
+    raise UserInputError("not a SentencePiece model: it has no pieces")
+  return model
+
+
+def _preprocess_char(c: str, do_lower_case: bool, keep_accents: bool) -> str:
+  """`preprocess_text` of one character, without the whitespace collapse."""
+  if c.isspace():
+    return " "
+  if not keep_accents:
+    c = "".join(x for x in unicodedata.normalize("NFKD", c)
+                if not unicodedata.combining(x))
+  return c.lower() if do_lower_case else c
+
+
+@functools.lru_cache(maxsize=8)
+def _char_map(do_lower_case: bool, keep_accents: bool,
+              model_normalizer: bytes) -> Tuple[Tuple[str, str], ...]:
+  """Sorted (source, target) rules: preprocess_text, then the model's own
+  normalisation (given as a serialized NormalizerSpec, b"" for identity)."""
+  inner = None
+  if model_normalizer:
+    inner = spm.SentencePieceNormalizer(
+        normalizer_spec=model_normalizer, add_dummy_prefix=False,
+        remove_extra_whitespaces=False, escape_whitespaces=False)
+  rules: Dict[str, str] = {}
+  sources = [chr(cp) for cp in range(1, 0x110000)
+             if not 0xD800 <= cp <= 0xDFFF] + ["``", "''"]
+  for source in sources:
+    target = ('"' if len(source) == 2 else
+              _preprocess_char(source, do_lower_case, keep_accents))
+    if inner is not None and target:
+      target = inner.normalize(target)
+    if target != source:
+      rules[source] = target
+  return tuple(sorted(rules.items()))
+
+
+def _is_identity(spec) -> bool:
+  return not spec.precompiled_charsmap and spec.name in ("", "identity")
+
+
+def preset_vocabulary(model_proto: bytes, do_lower_case: bool = True,
+                      keep_accents: bool = False) -> Tuple[bytes, List[int]]:
+  """The keras-hub vocabulary for one of our SentencePiece models.
+
+  Args:
+    model_proto: bytes of a SentencePiece `.model` file (ours: identity
+      normalisation; others, e.g. the released nmt_nfkc models, have their
+      normalisation composed after ALBERT's, character by character).
+    do_lower_case, keep_accents: as in `tokenization.SentencePieceTokenizer`.
+
+  Returns:
+    (model bytes for keras-hub, ids of the pieces marked UNUSED).
+  """
+  model = _parse(model_proto)
+  _, spec_class = _schema()
+  spec = model.normalizer_spec
+  inner = b"" if _is_identity(spec) else spec.SerializeToString()
+  rules = _char_map(bool(do_lower_case), bool(keep_accents), inner)
+  compiled = spec_class()
+  compiled.ParseFromString(spm.SentencePieceNormalizer(
+      norm_map=list(rules)).serialized_normalizer_spec())
+  flags = {k: getattr(spec, k) for k in ("add_dummy_prefix",
+                                         "remove_extra_whitespaces",
+                                         "escape_whitespaces")}
+  model.normalizer_spec.Clear()
+  model.normalizer_spec.name = (
+      f"albert_preprocess_text(do_lower_case={bool(do_lower_case)},"
+      f"keep_accents={bool(keep_accents)})")
+  model.normalizer_spec.precompiled_charsmap = compiled.precompiled_charsmap
+  for key, value in flags.items():
+    setattr(model.normalizer_spec, key, value)
+  unused = []
+  for i, piece in enumerate(model.pieces):
+    if piece.type == _NORMAL and tokenization.needs_comma_split(piece.piece):
+      piece.type = _UNUSED
+      unused.append(i)
+  return model.SerializeToString(), unused
+
+
+def original_vocabulary(preset_proto: bytes, normalizer_spec: bytes,
+                        unused: List[int]) -> bytes:
+  """Undoes `preset_vocabulary` given what it replaced.
+
+  Args:
+    preset_proto: the preset's vocabulary.spm bytes.
+    normalizer_spec: the original serialized NormalizerSpec.
+    unused: ids `preset_vocabulary` marked UNUSED.
+  """
+  model = _parse(preset_proto)
+  model.normalizer_spec.Clear()
+  model.normalizer_spec.ParseFromString(normalizer_spec)
+  for i in unused:
+    if not 0 <= i < len(model.pieces) or model.pieces[i].type != _UNUSED:
+      raise UserInputError(f"piece {i} of the preset vocabulary is not one "
+                           "this converter marked unused")
+    model.pieces[i].type = _NORMAL
+  return model.SerializeToString()
+
+
+def normalizer_spec_of(model_proto: bytes) -> bytes:
+  """The serialized NormalizerSpec of a SentencePiece model."""
+  return _parse(model_proto).normalizer_spec.SerializeToString()

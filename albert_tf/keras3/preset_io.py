@@ -1,0 +1,109 @@
+"""keras-hub ALBERT preset directories, written and read with keras-hub.
+
+The Keras 3 half of `albert_tf.checkpoints.keras_hub_preset` (which maps
+names and configs and handles user paths). Everything here works on a local
+directory and plain numpy arrays keyed by keras-hub variable paths
+("token_embedding/embeddings", "group_0_inner_layer_0/...",
+"mlm_head/output_bias").
+"""
+
+import os
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+MLM_PREFIX = "mlm_head/"
+
+
+def _backbone(backbone_kwargs):
+  import keras_hub  # pylint: disable=g-import-not-at-top
+  # Fixed names: the same checkpoint always gives the same preset files.
+  return keras_hub.models.AlbertBackbone(dtype="float32",
+                                         name="albert_backbone",
+                                         **backbone_kwargs)
+
+
+def _assign(variables, arrays: Dict[str, np.ndarray], what: str) -> None:
+  by_path = {v.path: v for v in variables}
+  missing = sorted(set(by_path) - set(arrays))
+  unknown = sorted(set(arrays) - set(by_path))
+  if missing or unknown:  # the name table and keras-hub disagree: a bug
+    raise AssertionError(f"{what}: missing {missing}, unknown {unknown}")
+  for path, variable in by_path.items():
+    variable.assign(arrays[path])
+
+
+def save_preset(local_dir: str, backbone_kwargs: dict,
+                arrays: Dict[str, np.ndarray], vocabulary: bytes,
+                sequence_length: int) -> None:
+  """Writes a preset: backbone, tokenizer, classifier preprocessor and,
+  when `arrays` holds `mlm_head/...`, an AlbertMaskedLM task with its head.
+
+  Args:
+    local_dir: an existing empty local directory.
+    backbone_kwargs: AlbertBackbone constructor arguments.
+    arrays: keras-hub variable path -> array (float32).
+    vocabulary: the tokenizer's SentencePiece model bytes.
+    sequence_length: the preprocessors' default sequence length.
+  """
+  import keras_hub  # pylint: disable=g-import-not-at-top
+  backbone = _backbone(backbone_kwargs)
+  _assign(backbone.weights,
+          {k: v for k, v in arrays.items() if not k.startswith(MLM_PREFIX)},
+          "backbone")
+  tokenizer = keras_hub.models.AlbertTokenizer(proto=vocabulary,
+                                               name="albert_tokenizer")
+  if any(k.startswith(MLM_PREFIX) for k in arrays):
+    task = keras_hub.models.AlbertMaskedLM(
+        backbone, keras_hub.models.AlbertMaskedLMPreprocessor(
+            tokenizer, sequence_length=sequence_length,
+            name="albert_masked_lm_preprocessor"), name="albert_masked_lm")
+    # Build the head's variables (they are created on first call).
+    task({"token_ids": np.zeros((1, 2), "int32"),
+          "segment_ids": np.zeros((1, 2), "int32"),
+          "padding_mask": np.ones((1, 2), "int32"),
+          "mask_positions": np.zeros((1, 1), "int32")})
+    head = [v for v in task.weights if v.path.startswith(MLM_PREFIX)]
+    _assign(head, {k: v for k, v in arrays.items()
+                   if k.startswith(MLM_PREFIX)}, "masked LM head")
+    task.save_to_preset(local_dir)
+  else:
+    backbone.save_to_preset(local_dir)
+    tokenizer.save_to_preset(local_dir)
+  # preprocessor.json: what AlbertTextClassifier.from_preset builds (the
+  # masked LM task keeps its own preprocessor inside task.json).
+  keras_hub.models.AlbertTextClassifierPreprocessor(
+      tokenizer, sequence_length=sequence_length,
+      name="albert_text_classifier_preprocessor").save_to_preset(local_dir)
+
+
+def load_preset(local_dir: str
+                ) -> Tuple[dict, Dict[str, np.ndarray], Optional[bytes]]:
+  """(backbone config dict, path -> array, vocabulary bytes or None).
+
+  The arrays hold the backbone's variables and, when the preset has an
+  AlbertMaskedLM task with weights, its head's (`mlm_head/...`).
+  """
+  import keras_hub  # pylint: disable=g-import-not-at-top
+  import json  # pylint: disable=g-import-not-at-top
+  task_file = os.path.join(local_dir, "task.json")
+  model = None
+  if (os.path.exists(task_file) and
+      os.path.exists(os.path.join(local_dir, "task.weights.h5"))):
+    with open(task_file, encoding="utf-8") as f:
+      if "AlbertMaskedLM" in json.load(f).get("class_name", ""):
+        model = keras_hub.models.AlbertMaskedLM.from_preset(local_dir)
+        backbone = model.backbone
+  if model is None:
+    backbone = keras_hub.models.AlbertBackbone.from_preset(local_dir)
+  arrays = {v.path: np.asarray(v.numpy(), np.float32)
+            for v in backbone.weights}
+  if model is not None:
+    arrays.update({v.path: np.asarray(v.numpy(), np.float32)
+                   for v in model.weights if v.path.startswith(MLM_PREFIX)})
+  vocabulary = None
+  vocab_file = os.path.join(local_dir, "assets", "tokenizer", "vocabulary.spm")
+  if os.path.exists(vocab_file):
+    with open(vocab_file, "rb") as f:
+      vocabulary = f.read()
+  return backbone.get_config(), arrays, vocabulary
