@@ -42,6 +42,7 @@ Retried bundles write new scratch names; publishing is idempotent.
 """
 
 import contextlib
+import dataclasses
 import json
 import re
 import time
@@ -263,6 +264,8 @@ def build_pipeline(pipeline: beam.Pipeline, plan, piece_bytes: int,
     files.append((path, file_index, first, count))
     first += count
   done = frozenset(plan.done)
+  # The steps after the pieces need no vocabulary: keep the job graph small.
+  slim = dataclasses.replace(plan, initargs=())
   todo = [s for s in range(num_shards) if s not in plan.done]
 
   pieces = (pipeline
@@ -282,11 +285,11 @@ def build_pipeline(pipeline: beam.Pipeline, plan, piece_bytes: int,
                | "Concatenate" >> beam.ParDo(_ConcatenateShard(plan.paths,
                                                                 token))
                | "Publish" >> beam.Map(_publish, beam.pvalue.AsSingleton(
-                   total), plan, fs))
+                   total), slim, fs))
   _ = (published
        | "AllPublished" >> beam.combiners.Count.Globally()
        | "Summary" >> beam.Map(_write_summary, beam.pvalue.AsSingleton(
-           total), plan, started, scratch, token, fs))
+           total), slim, started, scratch, token, fs))
 
 
 def _remove_temporaries(plan, scratch: str, token: str,
@@ -341,6 +344,12 @@ def create_pretraining_data_beam(
   """
   started = time.time()
   beam_options = pipeline_options(pipeline_args, runner, num_workers)
+  try:  # The runner checks its options here (Dataflow: project, region...).
+    pipeline = beam.Pipeline(options=beam_options)
+  except ValueError as e:
+    detail = "; ".join(line.strip() for line in str(e).splitlines()
+                       if line.strip())
+    raise UserInputError(f"--runner={runner}: {detail}") from None
   fs = BeamFileIO(beam_options)
   plan = pretraining_writer.plan_run(
       input_file, output_file, spm_model_file, options, do_lower_case,
@@ -361,7 +370,6 @@ def create_pretraining_data_beam(
   logging.info("Beam %s: %d files, %d pieces, %d shards; scratch %s", runner,
                len(plan.files), plan.num_pieces, len(plan.paths), scratch)
   try:
-    pipeline = beam.Pipeline(options=beam_options)
     build_pipeline(pipeline, plan, piece_bytes, scratch, token, started, fs)
     result = pipeline.run()
     state = result.wait_until_finish()

@@ -98,6 +98,13 @@ def test_beam_flags_are_checked(english_corpus, spm_model, tmp_path):
     beam_pipeline.pipeline_options(["--projekt=p"], "DirectRunner")
   with pytest.raises(UserInputError, match="--runner=Dataflow: not one of"):
     beam_pipeline.pipeline_options([], "Dataflow")
+  # The runner's own checks, before any file is touched.
+  with pytest.raises(UserInputError,
+                     match="--runner=DataflowRunner: .*project"):
+    beam_pipeline.create_pretraining_data_beam(
+        english_corpus, str(tmp_path / "out" / "x.tfrecord"), spm_model,
+        OPTIONS, runner="DataflowRunner")
+  assert not (tmp_path / "out").exists()
 
 
 def _cli(*args):
