@@ -202,3 +202,52 @@ def test_shared_flags_take_task_defaults():
   values(["prog", "--spm_model_file=sp.model"])
   with pytest.raises(UserInputError, match="--output_dir is required"):
     finetune_flags.params_from_flags(flag_values=values)
+
+
+def _summary_steps(directory):
+  """{tag: [steps]} of the tensor summaries in a TensorBoard directory."""
+  steps = {}
+  for name in sorted(os.listdir(directory)):
+    for event in tf.compat.v1.train.summary_iterator(
+        os.path.join(directory, name)):
+      for value in event.summary.value:
+        steps.setdefault(value.tag, []).append(event.step)
+        assert np.isfinite(tf.make_ndarray(value.tensor))
+  return steps
+
+
+@pytest.mark.parametrize("train_step,iterations_per_loop,save_every",
+                         [(40, 100, 100), (7, 5, 5)])
+def test_stops_at_exactly_train_step(tmp_path, train_step,
+                                     iterations_per_loop, save_every):
+  """--train_step is honoured whatever --iterations_per_loop is (a shorter
+  last block); each checkpoint is evaluated once."""
+  _, config_file = _config(tmp_path)
+  params = _params(tmp_path, config_file, train_step=train_step,
+                   warmup_step=2, iterations_per_loop=iterations_per_loop,
+                   save_checkpoints_steps=save_every, log_steps=5)
+  results = finetuning.run_finetuning(params, _task())
+  out = params.output_dir
+  assert tf.train.latest_checkpoint(out).endswith(f"ckpt-{train_step}")
+  with open(os.path.join(out, "eval_results.json")) as f:
+    assert json.load(f)["step"] == results["step"]
+  train = _summary_steps(os.path.join(out, "train"))
+  assert max(train["loss"]) == train_step
+  # Each checkpoint evaluated exactly once.
+  evaluated = list(range(save_every, train_step, save_every)) + [train_step]
+  assert _summary_steps(os.path.join(out, "eval"))["accuracy"] == evaluated
+  best = tf.train.latest_checkpoint(os.path.join(out, "best"))
+  assert best.endswith(f"ckpt-{results['step']}")
+  assert results["step"] in evaluated
+
+
+def test_fit_segments_end_at_checkpoints_and_train_step():
+  assert finetuning.fit_segments(0, 40, 100) == [(0, 40, 1)]
+  assert finetuning.fit_segments(0, 7, 5) == [(0, 5, 1), (5, 2, 1)]
+  assert finetuning.fit_segments(0, 20935, 100) == [(0, 100, 209),
+                                                    (20900, 35, 1)]
+  # A run resumed off the checkpoint grid (train_step raised after a run
+  # that ended at 40) first returns to the grid.
+  assert finetuning.fit_segments(40, 250, 100) == [(40, 60, 1), (100, 100, 1),
+                                                   (200, 50, 1)]
+  assert finetuning.fit_segments(40, 40, 100) == []

@@ -64,9 +64,9 @@ flags.DEFINE_bool("do_lower_case", True,
 
 def main(argv):
   del argv
-  # Imported here so that --help answers without loading TensorFlow.
+  # Imported here so that --help answers without loading TensorFlow; the
+  # config is checked before TensorFlow is imported (converter).
   from albert_tf.checkpoints import configs  # pylint: disable=g-import-not-at-top
-  from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
   from albert_tf.errors import UserInputError  # pylint: disable=g-import-not-at-top
 
   config_file = FLAGS.albert_config_file
@@ -79,6 +79,7 @@ def main(argv):
           "with a config.json provides its own)")
     config_file = candidate
   config = configs.load_albert_config(config_file)
+  from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
   print(converter.convert_checkpoint(
       config, FLAGS.input_checkpoint, FLAGS.output_checkpoint,
       FLAGS.output_format, input_format=FLAGS.input_format,

@@ -38,19 +38,51 @@ flags.DEFINE_bool("with_mlm", False,
                   "Also export the masked-LM head as the encoder's `mlm` "
                   "sub-object and signature.")
 flags.DEFINE_integer("seq_length", 128,
-                     "Default sequence length of the preprocessor.")
+                     "Default sequence length of the preprocessor (if unset: "
+                     "at most the config's max_position_embeddings).")
 flags.DEFINE_enum("input_format", "auto",
                   ["auto", "ours", "official", "huggingface", "garden"],
                   "Layout of --init_checkpoint; auto detects it.")
 
 
+def check_before_tensorflow(config) -> None:
+  """What the flags, the config and the SentencePiece model alone show,
+  before TensorFlow is imported (about 5 s); export_savedmodel checks the
+  same again for library callers. An unset --seq_length longer than the
+  config allows becomes max_position_embeddings (logged)."""
+  # pylint: disable=g-import-not-at-top
+  from absl import logging
+  from albert_tf import file_io
+  from albert_tf.errors import UserInputError
+  from data_pipeline import tokenization
+  if (not FLAGS["seq_length"].present and
+      FLAGS.seq_length > config.max_position_embeddings):
+    FLAGS.seq_length = config.max_position_embeddings
+    logging.info("using --seq_length=%d (max_position_embeddings of %s)",
+                 FLAGS.seq_length, FLAGS.albert_config_file)
+  if file_io.exists(FLAGS.export_dir):
+    raise UserInputError(f"--export_dir {FLAGS.export_dir} already exists; "
+                         "remove it or choose another")
+  if not 2 < FLAGS.seq_length <= config.max_position_embeddings:
+    raise UserInputError(
+        f"--seq_length={FLAGS.seq_length} must be in [3, "
+        f"max_position_embeddings={config.max_position_embeddings}]")
+  vocab_size = tokenization.SentencePieceTokenizer(
+      FLAGS.spm_model_file, do_lower_case=FLAGS.do_lower_case).vocab_size
+  if vocab_size > config.vocab_size:
+    raise UserInputError(
+        f"SentencePiece model {FLAGS.spm_model_file} has {vocab_size} "
+        f"pieces, more than the config's vocab_size ({config.vocab_size})")
+
+
 def main(argv):
   del argv
   # Imported here so that --help answers without loading TensorFlow.
-  from albert_tf import export  # pylint: disable=g-import-not-at-top
   from albert_tf.checkpoints import configs  # pylint: disable=g-import-not-at-top
 
   config = configs.load_albert_config(FLAGS.albert_config_file)
+  check_before_tensorflow(config)
+  from albert_tf import export  # pylint: disable=g-import-not-at-top
   print(export.export_savedmodel(
       config, FLAGS.init_checkpoint, FLAGS.spm_model_file, FLAGS.export_dir,
       do_lower_case=FLAGS.do_lower_case, with_mlm=FLAGS.with_mlm,

@@ -4,8 +4,9 @@ Used by tools.run_classifier, tools.run_squad and tools.run_race:
 
   from tools import finetune_flags
   finetune_flags.define_shared_flags()
+  flags.adopt_module_key_flags(finetune_flags)  # --help lists them
   ...
-  params = finetune_flags.params_from_flags(
+  params = finetune_flags.checked_params_from_flags(
       dict(learning_rate=3e-5, train_step=10000, warmup_step=1000,
            train_batch_size=128, max_seq_length=512))
 
@@ -13,10 +14,14 @@ Hyperparameters with per-task defaults (learning_rate, train_step,
 warmup_step, train_batch_size, max_seq_length, save_checkpoints_steps) are
 None unless given on the command line; `params_from_flags(defaults)` fills
 them from the task's recipe, then from FinetuningParams' own defaults.
+`checked_params_from_flags` also runs every check of the flags, the config
+file and the SentencePiece model, and derives a default that conflicts with
+a flag the user set -- all without TensorFlow, so that tools call it before
+importing their TensorFlow modules.
 """
 
 import dataclasses
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Set
 
 from absl import flags
 
@@ -68,7 +73,8 @@ def define_shared_flags(flag_values=FLAGS) -> None:
       flag_values=flag_values)
   flags.DEFINE_integer("max_seq_length", None,
                        "Tokens per sequence after SentencePiece (task "
-                       "default if unset).",
+                       "default if unset, at most the config's "
+                       "max_position_embeddings).",
       flag_values=flag_values)
   flags.DEFINE_integer("train_batch_size", None,
                        "Global training batch size (task default if unset).",
@@ -83,7 +89,8 @@ def define_shared_flags(flag_values=FLAGS) -> None:
                        "Training steps (task default if unset).",
       flag_values=flag_values)
   flags.DEFINE_integer("warmup_step", None,
-                       "Linear warmup steps (task default if unset).",
+                       "Linear warmup steps (task default if unset, scaled "
+                       "down with a --train_step it does not fit in).",
       flag_values=flag_values)
   flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
                     "Optimizer (the official fine-tuning recipes: adamw).",
@@ -135,13 +142,13 @@ def params_from_flags(defaults: Optional[Mapping] = None, flag_values=FLAGS):
   Returns:
     albert_tf.training.finetuning.FinetuningParams.
   """
-  # Imported here so that --help answers without loading TensorFlow.
+  # Imported here so that --help answers at once (no TensorFlow either way).
   from albert_tf.errors import UserInputError  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import finetuning  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import finetuning_params  # pylint: disable=g-import-not-at-top
   defaults = dict(defaults or {})
   values = {}
   for field in (f.name for f in
-                dataclasses.fields(finetuning.FinetuningParams)):
+                dataclasses.fields(finetuning_params.FinetuningParams)):
     if field not in flag_values:
       if field in defaults:
         values[field] = defaults[field]
@@ -154,5 +161,26 @@ def params_from_flags(defaults: Optional[Mapping] = None, flag_values=FLAGS):
   for required in ("output_dir", "spm_model_file"):
     if not values.get(required):
       raise UserInputError(f"--{required} is required")
-  return finetuning.FinetuningParams(**values)
+  return finetuning_params.FinetuningParams(**values)
+
+
+def user_set(flag_values=FLAGS) -> Set[str]:
+  """Names of the flags given on the command line."""
+  return {name for name in flag_values if flag_values[name].present}
+
+
+def checked_params_from_flags(defaults: Optional[Mapping] = None,
+                              flag_values=FLAGS):
+  """`params_from_flags`, then `finetuning_params.check_before_building`:
+  the flags, the config file and the SentencePiece model are checked, and
+  a default that conflicts with a flag the user set is derived from it
+  (logged). Imports no TensorFlow.
+
+  Raises:
+    UserInputError: the first problem found.
+  """
+  from albert_tf.training import finetuning_params  # pylint: disable=g-import-not-at-top
+  params = params_from_flags(defaults, flag_values)
+  return finetuning_params.check_before_building(
+      params, user_set(flag_values), defaults)
 

@@ -37,7 +37,9 @@ flags.DEFINE_float("learning_rate", 0.00176, "Peak learning rate.")
 flags.DEFINE_float("poly_power", 1.0, "Power of the polynomial decay.")
 flags.DEFINE_float("weight_decay_rate", 0.01, "Decoupled weight decay.")
 flags.DEFINE_integer("num_train_steps", 125000, "Training steps.")
-flags.DEFINE_integer("num_warmup_steps", 3125, "Linear warmup steps.")
+flags.DEFINE_integer("num_warmup_steps", 3125,
+                     "Linear warmup steps (if unset and not below "
+                     "--num_train_steps: 2.5% of it).")
 flags.DEFINE_integer("save_checkpoints_steps", 5000,
                      "Checkpoint (and evaluate) every this many steps.")
 flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
@@ -62,10 +64,44 @@ flags.mark_flags_as_required(["input_file", "output_dir",
                               "albert_config_file"])
 
 
+# The default schedule's warmup share (3125 of 125000 steps).
+WARMUP_FRACTION = (FLAGS["num_warmup_steps"].default /
+                   FLAGS["num_train_steps"].default)
+
+
+def check_before_tensorflow() -> None:
+  """The checks that need only the flags and the config file, run before
+  TensorFlow is imported (about 5 s); a --num_warmup_steps left at its
+  default but not below a --num_train_steps the user set is scaled down
+  with it (logged)."""
+  from absl import logging  # pylint: disable=g-import-not-at-top
+  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
+  if FLAGS.max_seq_length > config.max_position_embeddings:
+    raise UserInputError(
+        f"--max_seq_length={FLAGS.max_seq_length} exceeds "
+        f"max_position_embeddings={config.max_position_embeddings} in "
+        f"{FLAGS.albert_config_file}")
+  if FLAGS.num_train_steps <= 0:
+    raise UserInputError(
+        f"--num_train_steps must be positive, got {FLAGS.num_train_steps}")
+  if (not FLAGS["num_warmup_steps"].present and
+      FLAGS.num_warmup_steps >= FLAGS.num_train_steps):
+    FLAGS.num_warmup_steps = int(FLAGS.num_train_steps * WARMUP_FRACTION)
+    logging.info("using --num_warmup_steps=%d (%.3g%% of --num_train_steps, "
+                 "as the default schedule)", FLAGS.num_warmup_steps,
+                 100 * WARMUP_FRACTION)
+  if not 0 <= FLAGS.num_warmup_steps < FLAGS.num_train_steps:
+    raise UserInputError(
+        f"--num_warmup_steps ({FLAGS.num_warmup_steps}) must be in "
+        f"[0, num_train_steps={FLAGS.num_train_steps})")
+
+
 def main(argv):
   del argv
-  # Imported here so that --help answers without loading TensorFlow.
-  from albert_tf.training import run_pretraining as lib
+  check_before_tensorflow()
+  from albert_tf.training import run_pretraining as lib  # pylint: disable=g-import-not-at-top
 
   params = lib.PretrainingParams(
       **{field: getattr(FLAGS, field)

@@ -30,22 +30,30 @@ flags.DEFINE_string("data_dir", None,
 flags.DEFINE_bool("high_only", False, "Only RACE-high questions.")
 flags.DEFINE_bool("middle_only", False, "Only RACE-middle questions.")
 flags.DEFINE_integer("max_qa_length", 128,
-                     "Pieces kept of question + option (its end).")
+                     "Pieces kept of question + option (its end). If unset "
+                     "and too long for --max_seq_length: half of it.")
 flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the pooled output.")
 
 
 def main(argv):
   del argv
   # pylint: disable=g-import-not-at-top
+  # Every check of the flags, config and vocabulary runs before TensorFlow
+  # is imported (about 5 s): a mistake is reported at once.
   from albert_tf.errors import UserInputError
-  from albert_tf.training import race_finetuning
+  from albert_tf.training import task_options
   if not FLAGS.data_dir:
     raise UserInputError("--data_dir is required")
-  params = finetune_flags.params_from_flags(race_finetuning.DEFAULTS)
-  options = race_finetuning.RaceOptions(
+  params = finetune_flags.checked_params_from_flags(
+      task_options.RACE_DEFAULTS)
+  options = task_options.RaceOptions(
       data_dir=FLAGS.data_dir, high_only=FLAGS.high_only,
       middle_only=FLAGS.middle_only, max_qa_length=FLAGS.max_qa_length,
       dropout_rate=FLAGS.dropout_prob)
+  options = task_options.derive_race(params, options,
+                                     finetune_flags.user_set())
+  task_options.check_race(params, options)
+  from albert_tf.training import race_finetuning  # TensorFlow
   results = race_finetuning.run_race(params, options)
   if results:
     print(" ".join(f"{k}={v:.4g}" for k, v in sorted(results.items())

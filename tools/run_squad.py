@@ -35,7 +35,8 @@ flags.DEFINE_string("predict_file", "",
 flags.DEFINE_integer("doc_stride", 128,
                      "Pieces between the starts of consecutive windows.")
 flags.DEFINE_integer("max_query_length", 64,
-                     "Question pieces kept (the rest is cut).")
+                     "Question pieces kept (the rest is cut). If unset and "
+                     "too long for --max_seq_length: half of it.")
 flags.DEFINE_integer("n_best_size", 20,
                      "Candidates per window and answers in "
                      "nbest_predictions.json.")
@@ -55,11 +56,13 @@ flags.DEFINE_float("dropout_prob", 0.1,
 def main(argv):
   del argv
   # pylint: disable=g-import-not-at-top
-  from albert_tf.training import squad_finetuning
-  defaults = (squad_finetuning.DEFAULTS_V2 if FLAGS.version_2_with_negative
-              else squad_finetuning.DEFAULTS_V1)
-  params = finetune_flags.params_from_flags(defaults)
-  options = squad_finetuning.SquadOptions(
+  # Every check of the flags, config and vocabulary runs before TensorFlow
+  # is imported (about 5 s): a mistake is reported at once.
+  from albert_tf.training import task_options
+  defaults = (task_options.DEFAULTS_V2 if FLAGS.version_2_with_negative
+              else task_options.DEFAULTS_V1)
+  params = finetune_flags.checked_params_from_flags(defaults)
+  options = task_options.SquadOptions(
       train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
       version_2_with_negative=FLAGS.version_2_with_negative,
       null_score=FLAGS.null_score, doc_stride=FLAGS.doc_stride,
@@ -69,6 +72,10 @@ def main(argv):
       start_n_top=FLAGS.start_n_top, end_n_top=FLAGS.end_n_top,
       null_score_diff_threshold=FLAGS.null_score_diff_threshold,
       dropout_rate=FLAGS.dropout_prob)
+  options = task_options.derive_squad(params, options,
+                                      finetune_flags.user_set())
+  task_options.check_squad(params, options)
+  from albert_tf.training import squad_finetuning  # TensorFlow
   results = squad_finetuning.run_squad(params, options)
   if results:
     print(" ".join(f"{k}={v:.4g}" for k, v in sorted(results.items())

@@ -8,9 +8,6 @@ fails listing what does not match. Only weights are loaded, never optimizer
 state or the step.
 """
 
-from absl import logging
-
-
 def warm_start(model, init_checkpoint: str) -> str:
   """Loads weights into `model` (an AlbertPretrainer or fine-tuning model).
 
@@ -22,7 +19,5 @@ def warm_start(model, init_checkpoint: str) -> str:
       (the message lists every mismatched name and shape).
   """
   from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
-  report = converter.load_weights_into(model, init_checkpoint)
-  summary = report.summary()
-  logging.info("warm start from %s: %s", init_checkpoint, summary)
-  return summary
+  # load_weights_into logs the summary (source, variables loaded): once.
+  return converter.load_weights_into(model, init_checkpoint).summary()

@@ -50,7 +50,7 @@ import functools
 import json
 import math
 import os
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -62,6 +62,11 @@ from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import UserInputError
 from albert_tf.training import checkpoints
+from albert_tf.training.finetuning_params import check_spm_model
+from albert_tf.training.finetuning_params import check_vocab_size  # noqa: F401
+from albert_tf.training.finetuning_params import FinetuningParams
+from albert_tf.training.finetuning_params import load_config
+from albert_tf.training.finetuning_params import validate_params
 from albert_tf.training.pretraining_runner import NonFiniteLossError
 from albert_tf.training import strategy as strategy_lib
 from albert_tf.training.strategy import create_strategy
@@ -76,44 +81,6 @@ BEST_RESULTS = "best_eval_results.json"
 LossFn = Callable[[Any, Dict[str, tf.Tensor]], tf.Tensor]
 # predict(dataset of feature dicts) -> dict of numpy arrays (concatenated).
 PredictFn = Callable[[tf.data.Dataset], Dict[str, np.ndarray]]
-
-
-@dataclasses.dataclass(frozen=True)
-class FinetuningParams:
-  """Settings shared by every fine-tuning task; names as the official flags.
-
-  Defaults are the official run_classifier.py defaults; task tools fill in
-  their own (see tools/finetune_flags.py).
-  """
-
-  output_dir: str
-  spm_model_file: str = ""
-  albert_config_file: str = ""
-  init_checkpoint: str = ""
-  init_savedmodel: str = ""
-  do_lower_case: bool = True
-  do_train: bool = False
-  do_eval: bool = False
-  do_predict: bool = False
-  max_seq_length: int = 512
-  train_batch_size: int = 32
-  eval_batch_size: int = 8
-  learning_rate: float = 5e-5
-  train_step: int = 1000
-  warmup_step: int = 0
-  optimizer: str = "adamw"
-  weight_decay_rate: float = 0.01
-  poly_power: float = 1.0
-  clip_norm: float = 1.0
-  save_checkpoints_steps: int = 1000
-  keep_checkpoint_max: int = 2
-  iterations_per_loop: int = 100
-  log_steps: int = 100
-  strategy: str = "default"
-  tpu: str = ""
-  dtype: str = "float32"
-  jit_compile: bool = False
-  seed: Optional[int] = None
 
 
 @dataclasses.dataclass
@@ -135,6 +102,10 @@ class FinetuningTask:
       arrays in dataset order.
     main_metric: key of `evaluate`'s result that selects the best checkpoint.
     higher_is_better: direction of main_metric.
+    write_eval_outputs: (directory) -> None, optional: writes the files of
+      the last `evaluate` call (predictions, say) into `output_dir`; called
+      when that evaluation is the best so far, so that they always belong
+      to the checkpoint in eval_results.json.
   """
 
   name: str
@@ -145,73 +116,7 @@ class FinetuningTask:
   evaluate: Optional[Callable[[PredictFn], Dict[str, float]]] = None
   main_metric: str = "accuracy"
   higher_is_better: bool = True
-
-
-def validate_params(params: FinetuningParams,
-                    config: Optional[AlbertConfig] = None) -> None:
-  """Raises UserInputError for inconsistent settings (flag names quoted)."""
-  if not (params.do_train or params.do_eval or params.do_predict):
-    raise UserInputError(
-        "at least one of --do_train, --do_eval, --do_predict must be set")
-  if params.init_checkpoint and params.init_savedmodel:
-    raise UserInputError("give --init_checkpoint or --init_savedmodel, "
-                         "not both")
-  if not params.albert_config_file and not params.init_savedmodel:
-    raise UserInputError("--albert_config_file is required (or "
-                         "--init_savedmodel, whose config is used)")
-  if params.dtype not in DTYPE_POLICIES:
-    raise UserInputError(f"--dtype must be one of {sorted(DTYPE_POLICIES)}, "
-                         f"got {params.dtype!r}")
-  if params.init_savedmodel and params.dtype != "float32":
-    raise UserInputError("--init_savedmodel runs in float32 (the exported "
-                         f"encoder's dtype); got --dtype={params.dtype}")
-  for name in ("max_seq_length", "train_batch_size", "eval_batch_size",
-               "train_step", "save_checkpoints_steps", "keep_checkpoint_max",
-               "iterations_per_loop", "log_steps"):
-    if getattr(params, name) <= 0:
-      raise UserInputError(f"--{name} must be positive, got "
-                           f"{getattr(params, name)}")
-  if params.do_train and not params.learning_rate > 0:
-    raise UserInputError(f"--learning_rate must be positive, got "
-                         f"{params.learning_rate}")
-  if config is not None and params.max_seq_length > \
-      config.max_position_embeddings:
-    raise UserInputError(
-        f"--max_seq_length={params.max_seq_length} exceeds "
-        f"max_position_embeddings={config.max_position_embeddings} of the "
-        f"model config ({params.albert_config_file or params.init_savedmodel})")
-  for name in ("spm_model_file", "albert_config_file", "init_savedmodel"):
-    path = getattr(params, name)
-    if path and not tf.io.gfile.exists(path):
-      raise UserInputError(f"--{name}={path} does not exist")
-
-
-def check_vocab_size(config: AlbertConfig, tokenizer,
-                     spm_model_file: str) -> None:
-  """A SentencePiece model with more pieces than the model's vocab_size
-  would feed out-of-range ids: a UserInputError. Fewer pieces are allowed
-  (vocabularies padded to a multiple of 128, say; the extra rows go
-  unused)."""
-  if config.vocab_size < tokenizer.vocab_size:
-    raise UserInputError(
-        f"SentencePiece model {spm_model_file} has "
-        f"{tokenizer.vocab_size} pieces, more than the model's vocab_size "
-        f"({config.vocab_size})")
-
-
-def load_config(params: FinetuningParams) -> AlbertConfig:
-  """The encoder config: --albert_config_file, else the SavedModel's asset."""
-  if params.albert_config_file:
-    if not tf.io.gfile.exists(params.albert_config_file):
-      raise UserInputError(
-          f"--albert_config_file={params.albert_config_file} does not exist")
-    return AlbertConfig.from_json_file(params.albert_config_file)
-  path = os.path.join(params.init_savedmodel, "assets", "albert_config.json")
-  if not tf.io.gfile.exists(path):
-    raise UserInputError(
-        f"--init_savedmodel={params.init_savedmodel} has no "
-        "assets/albert_config.json; pass --albert_config_file")
-  return AlbertConfig.from_json_file(path)
+  write_eval_outputs: Optional[Callable[[str], None]] = None
 
 
 def build_encoder(params: FinetuningParams, config: AlbertConfig):
@@ -219,8 +124,12 @@ def build_encoder(params: FinetuningParams, config: AlbertConfig):
   trainable hub.KerasLayer. Call inside the strategy's scope."""
   if params.init_savedmodel:
     from albert_tf import export  # pylint: disable=g-import-not-at-top
-    return export.hub_layer(params.init_savedmodel, trainable=True,
-                            name="encoder")
+    layer = export.hub_layer(params.init_savedmodel, trainable=True,
+                             name="encoder")
+    logging.info("loaded %d variables (%d trainable) from the exported "
+                 "encoder %s", len(layer.variables),
+                 len(layer.trainable_variables), params.init_savedmodel)
+    return layer
   from albert_tf.networks.albert_encoder import AlbertEncoder  # pylint: disable=g-import-not-at-top
   return AlbertEncoder(config, dtype=DTYPE_POLICIES[params.dtype],
                        name="encoder")
@@ -342,6 +251,8 @@ class FinetuningRunner:
     validate_params(params)
     self.config = load_config(params)
     validate_params(params, self.config)
+    if params.spm_model_file:  # the vocabulary before any checkpoint
+      check_spm_model(params, self.config)
     _prepare_output_dir(params.output_dir)
     if params.seed is not None:
       tf_keras.utils.set_random_seed(params.seed)
@@ -408,17 +319,18 @@ class FinetuningRunner:
       raise UserInputError(f"{self.task.name}: no training data")
     if self.step < params.train_step:
       dataset = self.task.train_dataset(params.train_batch_size, params.seed)
-      if self.step:
-        # Exact resume: the training stream is a seeded, repeated shuffle,
-        # so skipping the batches the checkpoint has already trained on
-        # continues it where the interrupted run stopped (dropout RNG
-        # states are in the checkpoint: CheckpointedDropout).
-        dataset = dataset.skip(self.step)
-      save = params.save_checkpoints_steps
-      self.trainer.fit(
-          dataset, epochs=math.ceil(params.train_step / save),
-          initial_epoch=self.step // save, steps_per_epoch=save,
-          callbacks=[_CheckpointEvalCallback(self)], verbose=0)
+      callback = _CheckpointEvalCallback(self)
+      for start, steps, epochs in fit_segments(
+          self.step, params.train_step, params.save_checkpoints_steps):
+        # One `fit` per segment: its epochs end at the checkpoint steps, and
+        # Keras shortens the last block of an epoch, so training stops at
+        # exactly train_step. The training stream is a seeded, repeated
+        # shuffle: skipping the batches already trained on continues it
+        # (also on resume; dropout RNG states are in the checkpoint:
+        # CheckpointedDropout).
+        self.trainer.fit(dataset.skip(start) if start else dataset,
+                         epochs=epochs, steps_per_epoch=steps,
+                         callbacks=[callback], verbose=0)
     latest = self.manager.latest_checkpoint
     if latest is None or _checkpoint_step(latest, -1) != self.step:
       self.save_and_evaluate()
@@ -439,6 +351,7 @@ class FinetuningRunner:
       self.best_manager.save(checkpoint_number=step)
       _write_json(os.path.join(self.params.output_dir, BEST_DIR,
                                BEST_RESULTS), dict(results, step=step))
+      self._write_eval_outputs()
       logging.info("new best %s %.4f at step %d", self.task.main_metric,
                    value, step)
     return results
@@ -459,25 +372,34 @@ class FinetuningRunner:
       outputs = {"outputs": outputs}
     return {k: np.asarray(v) for k, v in outputs.items()}
 
-  def evaluate(self, write: bool = True) -> Dict[str, float]:
-    """Dev metrics of the current weights; summaries at the current step;
-    with `write`, also `output_dir/eval_results.json`."""
+  def evaluate(self, write: bool = True, step: Optional[int] = None,
+               summary: bool = True) -> Dict[str, float]:
+    """Dev metrics of the current weights, logged as of `step` (default:
+    the current step), with TensorBoard summaries if `summary`; with
+    `write`, also `output_dir/eval_results.json` and the task's evaluation
+    files."""
     if self.task.evaluate is None:
       raise UserInputError(f"{self.task.name}: no evaluation data")
-    step = self.step
+    step = self.step if step is None else step
     results = {k: float(v) for k, v in self.task.evaluate(self.predict).items()}
     if self.task.main_metric not in results:
       raise ValueError(f"{self.task.name}: evaluate() returned no "
                        f"{self.task.main_metric!r}: {sorted(results)}")
-    with self.eval_writer.as_default(step=step):
-      for key, value in results.items():
-        tf.summary.scalar(key, value)
-    self.eval_writer.flush()
+    if summary:
+      with self.eval_writer.as_default(step=step):
+        for key, value in results.items():
+          tf.summary.scalar(key, value)
+      self.eval_writer.flush()
     logging.info("%s eval at step %d: %s", self.task.name, step, results)
     if write:
       _write_json(os.path.join(self.params.output_dir, EVAL_RESULTS),
                   dict(results, step=step))
+      self._write_eval_outputs()
     return results
+
+  def _write_eval_outputs(self) -> None:
+    if self.task.write_eval_outputs is not None:
+      self.task.write_eval_outputs(self.params.output_dir)
 
   def restore_best(self) -> str:
     """Loads the best dev checkpoint's weights (else the latest checkpoint's;
@@ -496,12 +418,27 @@ class FinetuningRunner:
     return path
 
   def evaluate_best(self) -> Dict[str, float]:
-    """Restores the best checkpoint, evaluates it and writes
-    eval_results.json (metric -> value, plus its `step`)."""
-    path = self.restore_best()
-    results = self.evaluate(write=False)
-    step = _checkpoint_step(path, self.step)
-    results = dict(results, step=step)
+    """Writes eval_results.json (metric -> value, plus `step`) of the best
+    dev checkpoint and returns it.
+
+    After training, every checkpoint has been evaluated once, and the best
+    one's results (and evaluation files) were kept then: nothing is
+    evaluated again. An evaluation-only run (no --do_train) restores the
+    best checkpoint (else the latest) and evaluates it, without a
+    TensorBoard point (the training run wrote one for that step).
+    """
+    best = self.best_results()
+    if self.params.do_train and best is not None:
+      results = best
+      logging.info("%s best dev checkpoint: step %d, %s %.4f",
+                   self.task.name, results["step"], self.task.main_metric,
+                   results[self.task.main_metric])
+    else:
+      path = self.restore_best()
+      step = _checkpoint_step(path, self.step)
+      results = dict(self.evaluate(write=False, step=step, summary=False),
+                     step=step)
+      self._write_eval_outputs()
     _write_json(os.path.join(self.params.output_dir, EVAL_RESULTS), results)
     return results
 
@@ -544,6 +481,29 @@ def is_chief_process(params: FinetuningParams) -> bool:
 def _is_worker_scratch(params: FinetuningParams) -> bool:
   return os.path.basename(os.path.normpath(params.output_dir)).startswith(
       WORKER_SCRATCH_PREFIX)
+
+
+def fit_segments(step: int, train_step: int, save_every: int
+                ) -> List[Tuple[int, int, int]]:
+  """The `fit` calls that train from `step` to exactly `train_step`.
+
+  Returns:
+    [(first step, steps_per_epoch, epochs)]: every epoch ends at a multiple
+    of `save_every` or at `train_step` (a shorter last epoch), where the
+    runner checkpoints and evaluates.
+  """
+  segments = []
+  if step % save_every and step < train_step:  # resumed off the grid
+    steps = min(save_every - step % save_every, train_step - step)
+    segments.append((step, steps, 1))
+    step += steps
+  epochs = max(train_step - step, 0) // save_every
+  if epochs:
+    segments.append((step, save_every, epochs))
+    step += epochs * save_every
+  if step < train_step:
+    segments.append((step, train_step - step, 1))
+  return segments
 
 
 def _checkpoint_step(path: str, default: int) -> int:

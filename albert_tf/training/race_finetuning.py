@@ -6,9 +6,7 @@ AlbertMultipleChoice, softmax cross-entropy over the 4 options. Evaluation
 option probabilities per question) and test_results.json (test accuracy).
 """
 
-import dataclasses
 import json
-import os
 from typing import Dict, Optional
 
 import numpy as np
@@ -18,31 +16,14 @@ from absl import logging
 from albert_tf import file_io
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.training import finetuning
+from albert_tf.training.task_options import RACE_DEFAULTS
+from albert_tf.training.task_options import RaceOptions
+from albert_tf.training.task_options import check_race
 from data_pipeline import race
 from data_pipeline.tokenization import SentencePieceTokenizer
 
-# Official ALBERT RACE recipe (paper Table 16 / run_race flags).
-DEFAULTS = dict(learning_rate=1e-5, train_step=12000, warmup_step=1000,
-                train_batch_size=32, max_seq_length=512,
-                save_checkpoints_steps=1000)
+DEFAULTS = RACE_DEFAULTS
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
-
-
-@dataclasses.dataclass(frozen=True)
-class RaceOptions:
-  """RACE-specific settings; names as the official flags.
-
-  Attributes:
-    data_dir: the released layout (see data_pipeline.race).
-    high_only, middle_only: restrict to one level.
-    max_qa_length: pieces kept of question + option (its end).
-    dropout_rate: on the pooled output.
-  """
-  data_dir: str = ""
-  high_only: bool = False
-  middle_only: bool = False
-  max_qa_length: int = 128
-  dropout_rate: float = 0.1
 
 
 def multiple_choice_loss(labels, outputs) -> tf.Tensor:
@@ -79,6 +60,7 @@ def run_race(params: finetuning.FinetuningParams,
 
   Returns the eval results (accuracy, accuracy_middle, accuracy_high, ...).
   """
+  check_race(params, options)
   tokenizer = SentencePieceTokenizer(params.spm_model_file,
                                      params.do_lower_case)
   train = RaceData("train", tokenizer, params, options) \
@@ -94,12 +76,16 @@ def run_race(params: finetuning.FinetuningParams,
                                        seed=seed)
     return dataset.batch(global_batch_size, drop_remainder=True).prefetch(2)
 
+  last_evaluation = {}
+
   def evaluate(predict):
-    logits = dev.logits(predict, params.eval_batch_size)
-    race.write_predictions(os.path.join(params.output_dir,
-                                        "dev_predictions.json"),
-                           dev.examples, logits)
+    logits = last_evaluation["logits"] = dev.logits(predict,
+                                                    params.eval_batch_size)
     return race.accuracy(dev.examples, logits.argmax(-1))
+
+  def write_eval_outputs(directory):
+    race.write_predictions(file_io.join(directory, "dev_predictions.json"),
+                           dev.examples, last_evaluation["logits"])
 
   task = finetuning.FinetuningTask(
       name="race",
@@ -110,9 +96,8 @@ def run_race(params: finetuning.FinetuningParams,
       loss_fn=multiple_choice_loss,
       train_dataset=train_dataset if train else None,
       evaluate=evaluate if dev else None,
-      main_metric="accuracy")
+      main_metric="accuracy", write_eval_outputs=write_eval_outputs)
   runner = finetuning.FinetuningRunner(params, task)
-  finetuning.check_vocab_size(runner.config, tokenizer, params.spm_model_file)
   results = finetuning.run_finetuning(params, task, runner)
   if test is not None:
     runner.restore_best()

@@ -6,10 +6,8 @@ FinetuningRunner (best dev checkpoint, eval_results.json, summaries), writes
 GLUE submission files for the test splits with the best checkpoint, and can
 export the fine-tuned model as a raw-text serving SavedModel.
 
-Per-task defaults (`TASK_DEFAULTS`) are the official google-research/albert
-`run_glue.sh` recipe (ALBERT-base v1 through TF Hub; max_seq_length 512,
-AdamW): warmup, learning rate, steps, checkpoint interval and batch size.
-WNLI is not in run_glue.sh; it gets RTE's recipe (a small NLI set).
+Per-task defaults (`TASK_DEFAULTS`, in albert_tf.training.task_options) are
+the official google-research/albert `run_glue.sh` recipe.
 """
 
 import dataclasses
@@ -23,34 +21,10 @@ from albert_tf import file_io
 from albert_tf.errors import UserInputError
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.training import finetuning
+from albert_tf.training.task_options import TASK_DEFAULTS  # noqa: F401
+from albert_tf.training.task_options import task_defaults  # noqa: F401
 from data_pipeline import glue
 from data_pipeline import tokenization
-
-
-def _recipe(warmup_step, learning_rate, train_step, save_checkpoints_steps,
-            train_batch_size):
-  return dict(warmup_step=warmup_step, learning_rate=learning_rate,
-              train_step=train_step,
-              save_checkpoints_steps=save_checkpoints_steps,
-              train_batch_size=train_batch_size, max_seq_length=512)
-
-
-TASK_DEFAULTS: Dict[str, Dict] = {
-    "SST-2": _recipe(1256, 1e-5, 20935, 100, 32),
-    "MNLI": _recipe(1000, 3e-5, 10000, 100, 128),
-    "CoLA": _recipe(320, 1e-5, 5336, 100, 16),
-    "QNLI": _recipe(1986, 1e-5, 33112, 200, 32),
-    "QQP": _recipe(1000, 5e-5, 14000, 100, 128),
-    "RTE": _recipe(200, 3e-5, 800, 100, 32),
-    "STS-B": _recipe(214, 2e-5, 3598, 100, 16),
-    "MRPC": _recipe(200, 2e-5, 800, 100, 32),
-    "WNLI": _recipe(200, 3e-5, 800, 100, 32),
-}
-
-
-def task_defaults(task_name: str) -> Dict:
-  """The run_glue.sh recipe of a task (see TASK_DEFAULTS)."""
-  return dict(TASK_DEFAULTS[glue.get_task(task_name).name])
 
 
 def _loss_fn(task: glue.GlueTask):
@@ -178,7 +152,6 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
 
   runner = finetuning.FinetuningRunner(
       params, build_glue_task(data, params.eval_batch_size))
-  finetuning.check_vocab_size(runner.config, tokenizer, params.spm_model_file)
   results = finetuning.run_finetuning(params, runner.task, runner)
   predictions = {}
   if params.do_predict or export_dir:

@@ -15,84 +15,26 @@ scores them with the official scripts; prediction (`--do_predict`) writes
 the same files without scoring.
 """
 
-import dataclasses
 from typing import Dict, Optional
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.errors import UserInputError
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
 from albert_tf.training import finetuning
+from albert_tf.training.task_options import DEFAULTS_V1  # noqa: F401
+from albert_tf.training.task_options import DEFAULTS_V2  # noqa: F401
+from albert_tf.training.task_options import NULL_SCORES  # noqa: F401
+from albert_tf.training.task_options import SquadOptions
+from albert_tf.training.task_options import check_squad
 from data_pipeline import squad
 from data_pipeline import squad_metrics
 from data_pipeline import squad_postprocess
 from data_pipeline.tokenization import SentencePieceTokenizer
 
-# Paper / official README recipes (batch 48; v1.1 3649 steps, v2.0 8144).
-DEFAULTS_V1 = dict(learning_rate=5e-5, train_step=3649, warmup_step=365,
-                   train_batch_size=48, max_seq_length=384,
-                   save_checkpoints_steps=1000)
-DEFAULTS_V2 = dict(learning_rate=3e-5, train_step=8144, warmup_step=814,
-                   train_batch_size=48, max_seq_length=384,
-                   save_checkpoints_steps=1000)
-NULL_SCORES = ("answer_class", "cls")
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
-
-
-@dataclasses.dataclass(frozen=True)
-class SquadOptions:
-  """SQuAD-specific settings; names as the official flags.
-
-  Attributes:
-    train_file, predict_file: SQuAD JSON files.
-    version_2_with_negative: SQuAD v2.0 (unanswerable questions).
-    null_score: v2.0 null score, "answer_class" (official ALBERT) or "cls"
-      (BERT-style [CLS] span score).
-    doc_stride, max_query_length, n_best_size, max_answer_length,
-    start_n_top, end_n_top: see data_pipeline.squad / squad_postprocess.
-    null_score_diff_threshold: v2.0: answer "" above these null odds; None
-      tunes it on the dev set (official ALBERT evaluation) and, for
-      --do_predict alone, takes the best checkpoint's tuned value.
-    dropout_rate: of the answer-class head.
-  """
-  train_file: str = ""
-  predict_file: str = ""
-  version_2_with_negative: bool = False
-  null_score: str = "answer_class"
-  doc_stride: int = 128
-  max_query_length: int = 64
-  n_best_size: int = 20
-  max_answer_length: int = 30
-  start_n_top: int = 5
-  end_n_top: int = 5
-  null_score_diff_threshold: Optional[float] = None
-  dropout_rate: float = 0.1
-
-  @property
-  def beam(self) -> bool:
-    return self.version_2_with_negative and self.null_score == "answer_class"
-
-
-def _check(params, options: SquadOptions) -> None:
-  if options.null_score not in NULL_SCORES:
-    raise UserInputError(f"--null_score must be one of {NULL_SCORES}, got "
-                         f"{options.null_score!r}")
-  if params.do_train and not options.train_file:
-    raise UserInputError("--do_train needs --train_file")
-  if (params.do_eval or params.do_predict) and not options.predict_file:
-    raise UserInputError("--do_eval / --do_predict need --predict_file")
-  for name in ("n_best_size", "max_answer_length", "start_n_top",
-               "end_n_top", "max_query_length"):
-    if getattr(options, name) <= 0:
-      raise UserInputError(f"--{name} must be positive, got "
-                           f"{getattr(options, name)}")
-  if options.beam and max(options.start_n_top,
-                          options.end_n_top) > params.max_seq_length:
-    raise UserInputError("--start_n_top / --end_n_top exceed "
-                         f"--max_seq_length={params.max_seq_length}")
 
 
 def build_model(options: SquadOptions, encoder, config):
@@ -206,7 +148,7 @@ def run_squad(params: finetuning.FinetuningParams,
   null_score_diff_threshold), predictions.json, nbest_predictions.json,
   null_odds.json (v2.0), plus the runner's checkpoints and summaries.
   """
-  _check(params, options)
+  check_squad(params, options)
   tokenizer = SentencePieceTokenizer(params.spm_model_file,
                                      params.do_lower_case)
   train_data = (SquadData(options.train_file, tokenizer, params, options,
@@ -217,12 +159,13 @@ def run_squad(params: finetuning.FinetuningParams,
   dataset_json = (squad.load_squad_json(options.predict_file)
                   if params.do_eval else None)
   output_dir = params.output_dir
+  last_evaluation = {}
 
   def evaluate(predict):
     predictions = predict_answers(predict, eval_data, options,
                                   params.eval_batch_size, threshold=None)
-    metrics, final = score(dataset_json, predictions, options)
-    final.write(output_dir)
+    metrics, last_evaluation["final"] = score(dataset_json, predictions,
+                                              options)
     return metrics
 
   name = "squad_v2" if options.version_2_with_negative else "squad_v1.1"
@@ -234,9 +177,10 @@ def run_squad(params: finetuning.FinetuningParams,
       train_dataset=(_train_dataset(train_data, options) if train_data
                      else None),
       evaluate=evaluate if params.do_eval else None,
-      main_metric="f1")
+      main_metric="f1",
+      write_eval_outputs=lambda directory: last_evaluation["final"].write(
+          directory))
   runner = finetuning.FinetuningRunner(params, task)
-  finetuning.check_vocab_size(runner.config, tokenizer, params.spm_model_file)
   results = finetuning.run_finetuning(params, task, runner)
   if params.do_predict and not params.do_eval:
     runner.restore_best()

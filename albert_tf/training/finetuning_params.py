@@ -1,0 +1,212 @@
+"""Fine-tuning settings, and every check that needs only them, the config
+files and the SentencePiece model -- without TensorFlow.
+
+The tools run `check_before_building` right after parsing their flags, before
+importing anything that loads TensorFlow (about 5 s), so that a mistake the
+flags alone show is one `error:` line within a second, and the vocabulary is
+checked before any checkpoint is read. `FinetuningRunner` repeats the checks
+for library callers. This module must not import TensorFlow (tested).
+"""
+
+import dataclasses
+from typing import Collection, Mapping, Optional
+
+from absl import logging
+
+from albert_tf import file_io
+from albert_tf.config import AlbertConfig
+from albert_tf.errors import UserInputError
+
+DTYPES = ("float32", "bfloat16", "float16")
+# The warmup share of train_step when no recipe gives one.
+DEFAULT_WARMUP_FRACTION = 0.1
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningParams:
+  """Settings shared by every fine-tuning task; names as the official flags.
+
+  Defaults are the official run_classifier.py defaults; task tools fill in
+  their own (see tools/finetune_flags.py).
+  """
+
+  output_dir: str
+  spm_model_file: str = ""
+  albert_config_file: str = ""
+  init_checkpoint: str = ""
+  init_savedmodel: str = ""
+  do_lower_case: bool = True
+  do_train: bool = False
+  do_eval: bool = False
+  do_predict: bool = False
+  max_seq_length: int = 512
+  train_batch_size: int = 32
+  eval_batch_size: int = 8
+  learning_rate: float = 5e-5
+  train_step: int = 1000
+  warmup_step: int = 0
+  optimizer: str = "adamw"
+  weight_decay_rate: float = 0.01
+  poly_power: float = 1.0
+  clip_norm: float = 1.0
+  save_checkpoints_steps: int = 1000
+  keep_checkpoint_max: int = 2
+  iterations_per_loop: int = 100
+  log_steps: int = 100
+  strategy: str = "default"
+  tpu: str = ""
+  dtype: str = "float32"
+  jit_compile: bool = False
+  seed: Optional[int] = None
+
+
+def validate_params(params: FinetuningParams,
+                    config: Optional[AlbertConfig] = None) -> None:
+  """Raises UserInputError for inconsistent settings (flag names quoted).
+
+  With `config`, also checks the settings that derive_defaults may derive
+  (max_seq_length against the config, warmup_step against train_step).
+  """
+  if not (params.do_train or params.do_eval or params.do_predict):
+    raise UserInputError(
+        "at least one of --do_train, --do_eval, --do_predict must be set")
+  if params.init_checkpoint and params.init_savedmodel:
+    raise UserInputError("give --init_checkpoint or --init_savedmodel, "
+                         "not both")
+  if not params.albert_config_file and not params.init_savedmodel:
+    raise UserInputError("--albert_config_file is required (or "
+                         "--init_savedmodel, whose config is used)")
+  if params.dtype not in DTYPES:
+    raise UserInputError(f"--dtype must be one of {sorted(DTYPES)}, "
+                         f"got {params.dtype!r}")
+  if params.init_savedmodel and params.dtype != "float32":
+    raise UserInputError("--init_savedmodel runs in float32 (the exported "
+                         f"encoder's dtype); got --dtype={params.dtype}")
+  for name in ("max_seq_length", "train_batch_size", "eval_batch_size",
+               "train_step", "save_checkpoints_steps", "keep_checkpoint_max",
+               "iterations_per_loop", "log_steps"):
+    if getattr(params, name) <= 0:
+      raise UserInputError(f"--{name} must be positive, got "
+                           f"{getattr(params, name)}")
+  if params.do_train and not params.learning_rate > 0:
+    raise UserInputError(f"--learning_rate must be positive, got "
+                         f"{params.learning_rate}")
+  for name in ("spm_model_file", "albert_config_file", "init_savedmodel"):
+    path = getattr(params, name)
+    if path and not file_io.exists(path):
+      raise UserInputError(f"--{name}={path} does not exist")
+  if config is None:
+    return
+  if params.max_seq_length > config.max_position_embeddings:
+    raise UserInputError(
+        f"--max_seq_length={params.max_seq_length} exceeds "
+        f"max_position_embeddings={config.max_position_embeddings} of the "
+        f"model config ({params.albert_config_file or params.init_savedmodel})")
+  if params.do_train and not 0 <= params.warmup_step < params.train_step:
+    raise UserInputError(
+        f"--warmup_step={params.warmup_step} must be in [0, --train_step="
+        f"{params.train_step})")
+
+
+def load_config(params: FinetuningParams) -> AlbertConfig:
+  """The encoder config: --albert_config_file, else the SavedModel's asset."""
+  if params.albert_config_file:
+    if not file_io.exists(params.albert_config_file):
+      raise UserInputError(
+          f"--albert_config_file={params.albert_config_file} does not exist")
+    return AlbertConfig.from_json_file(params.albert_config_file)
+  path = file_io.join(params.init_savedmodel, "assets", "albert_config.json")
+  if not file_io.exists(path):
+    raise UserInputError(
+        f"--init_savedmodel={params.init_savedmodel} has no "
+        "assets/albert_config.json; pass --albert_config_file")
+  return AlbertConfig.from_json_file(path)
+
+
+def check_vocab_size(config: AlbertConfig, tokenizer,
+                     spm_model_file: str) -> None:
+  """A SentencePiece model with more pieces than the model's vocab_size
+  would feed out-of-range ids: a UserInputError. Fewer pieces are allowed
+  (vocabularies padded to a multiple of 128, say; the extra rows go
+  unused). `tokenizer`: anything with `vocab_size` (a
+  SentencePieceTokenizer)."""
+  if config.vocab_size < tokenizer.vocab_size:
+    raise UserInputError(
+        f"SentencePiece model {spm_model_file} has "
+        f"{tokenizer.vocab_size} pieces, more than the model's vocab_size "
+        f"({config.vocab_size})")
+
+
+def check_spm_model(params: FinetuningParams, config: AlbertConfig) -> None:
+  """Loads --spm_model_file (SentencePiece only, fast) and checks its size
+  against the config's vocab_size."""
+  from data_pipeline import tokenization  # pylint: disable=g-import-not-at-top
+  tokenizer = tokenization.SentencePieceTokenizer(params.spm_model_file,
+                                                  params.do_lower_case)
+  check_vocab_size(config, tokenizer, params.spm_model_file)
+
+
+def derive_defaults(params: FinetuningParams, user_set: Collection[str],
+                    config: AlbertConfig,
+                    recipe: Optional[Mapping] = None) -> FinetuningParams:
+  """Settings the user left to a default that conflicts with a flag they
+  did set (or with the config) are derived from it, and logged; a value
+  the user set is never changed (a conflict stays an error).
+
+  Args:
+    params: the settings, defaults filled in.
+    user_set: names of the flags given on the command line.
+    config: the encoder config.
+    recipe: the task's defaults (its train_step / warmup_step ratio is
+      kept when warmup_step is derived).
+
+  Returns:
+    params with the derived values.
+  """
+  changes = {}
+  if ("max_seq_length" not in user_set and
+      params.max_seq_length > config.max_position_embeddings):
+    changes["max_seq_length"] = config.max_position_embeddings
+    logging.info("using --max_seq_length=%d (max_position_embeddings of %s)",
+                 config.max_position_embeddings,
+                 params.albert_config_file or params.init_savedmodel)
+  if ("warmup_step" not in user_set and params.do_train and
+      params.warmup_step >= params.train_step):
+    recipe = recipe or {}
+    fraction = DEFAULT_WARMUP_FRACTION
+    if recipe.get("train_step") and recipe.get("warmup_step") is not None:
+      fraction = recipe["warmup_step"] / recipe["train_step"]
+    changes["warmup_step"] = int(params.train_step * fraction)
+    logging.info("using --warmup_step=%d (%.3g%% of --train_step, as the "
+                 "default recipe)", changes["warmup_step"], 100 * fraction)
+  return dataclasses.replace(params, **changes) if changes else params
+
+
+def check_before_building(params: FinetuningParams,
+                          user_set: Optional[Collection[str]] = None,
+                          recipe: Optional[Mapping] = None
+                         ) -> FinetuningParams:
+  """Every check of the settings, the config file and the SentencePiece
+  model, in the order a user would want (flags, config, vocabulary), with
+  the defaults that conflict with the user's flags derived first.
+
+  Args:
+    params: the settings.
+    user_set: flags given on the command line (None: all of them, as for
+      a library caller: nothing is derived).
+    recipe: the task's defaults, see derive_defaults.
+
+  Returns:
+    The params to run with.
+
+  Raises:
+    UserInputError: the first problem found.
+  """
+  validate_params(params)
+  config = load_config(params)
+  if user_set is not None:
+    params = derive_defaults(params, user_set, config, recipe)
+  validate_params(params, config)
+  if params.spm_model_file:
+    check_spm_model(params, config)
+  return params
