@@ -1,0 +1,443 @@
+"""SavedModel of a fine-tuned SQuAD model that answers from raw strings.
+
+`export_squad(...)` writes one SavedModel whose `serving_default` signature
+takes `question` and `context` (tf.string [batch]) and runs, in-graph, what
+`run_squad` does in Python for predictions.json:
+
+  1. ALBERT normalisation of the context one character at a time, keeping
+     each normalised character's index in the original text
+     (`squad.normalize_with_offsets`), SentencePiece and the digit-comma
+     re-split, and every piece's range of original characters
+     (`squad.tokenize_paragraph`);
+  2. the question's first `max_query_length` pieces; windows of the context
+     every `doc_stride` pieces; `[CLS] question [SEP] window [SEP]` at
+     `seq_length`; each piece's max-context window;
+  3. the model on all windows of the question;
+  4. the post-processing of `squad_postprocess`: the `n_best_size` best
+     starts and ends (v1.1 / [CLS] null score) or the start/end beam (v2.0
+     answer-class model), valid spans only, best start + end score; the text
+     cut out of the original context and stripped; for v2.0 the null odds
+     (minimum answer-class logit over windows, or the [CLS] score minus the
+     best span score) and "" above the threshold predictions.json used.
+
+Outputs: `answer` tf.string [batch] (predictions.json's text); `start`,
+`end` int32 [batch], its character (code point) offsets in `context`
+(`context[start:end] == answer`; -1, -1 for ""); `score` float32 [batch]
+(start + end logits, or log-probabilities for v2.0). SQuAD v2.0 also:
+`no_answer_probability` (sigmoid of the null odds), `null_odds`,
+`best_answer` (the best non-empty span, as nbest_predictions.json's first).
+
+Where this can differ from the Python path (inherited from the in-graph
+tokenizer, see data_pipeline.tf_tokenization): ~150 code points that ICU
+and Python's unicodedata normalise differently; contexts where NFKD turns a
+character into a space next to another space (the Python path then falls
+back to an approximate alignment).
+"""
+
+from typing import Optional
+
+import numpy as np
+import sentencepiece as spm
+import tensorflow as tf
+import tensorflow_text as tf_text
+import tf_keras
+
+from albert_tf import export
+from albert_tf import file_io
+from albert_tf.errors import UserInputError
+from data_pipeline import tf_tokenization
+from data_pipeline import tokenization
+
+_WHITESPACE = [cp for cp in range(0x110000)
+               if not 0xD800 <= cp <= 0xDFFF and chr(cp).isspace()]
+
+
+def _vocabulary_tables(model_proto: bytes):
+  """Per id, the (ids, char lengths) it expands to, and the known chars.
+
+  The digit-comma re-split is applied per piece (as the in-graph tokenizer
+  does); lengths count a piece's characters with "▁" as one (a space), -1
+  for the unknown piece, whose surface is the run of unknown characters it
+  stands for. Known characters: every character of a non-control piece.
+  """
+  sp = spm.SentencePieceProcessor(model_proto=model_proto)
+  splits, ids, lengths, known = [0], [], [], set()
+  for i in range(sp.GetPieceSize()):
+    piece = sp.IdToPiece(i)
+    if sp.IsUnknown(i):
+      ids.append(i)
+      lengths.append(-1)
+    elif tokenization.needs_comma_split(piece):
+      for sub in tokenization.resplit_pieces(sp, [piece]):
+        ids.append(sp.PieceToId(sub))
+        lengths.append(len(sub))
+    else:
+      ids.append(i)
+      lengths.append(len(piece))
+    splits.append(len(ids))
+    if not (sp.IsControl(i) or sp.IsUnknown(i)):
+      known.update(ord(c) for c in piece.replace(tokenization.SPIECE_UNDERLINE,
+                                                 " "))
+  return (np.array(splits, np.int64), np.array(ids, np.int32),
+          np.array(lengths, np.int32), np.array(sorted(known), np.int32))
+
+
+def _first_argmax(values, mask):
+  """Index of the first maximum of `values` where `mask`, and whether any.
+
+  values: float64 [n]; mask: bool [n]. (tf.argmax does not promise which
+  of equal values it returns; the Python path takes the first.)
+  """
+  masked = tf.where(mask, values, tf.constant(-np.inf, tf.float64))
+  best = tf.reduce_max(masked)
+  n = tf.shape(values)[0]
+  index = tf.reduce_min(tf.where(mask & tf.equal(masked, best),
+                                 tf.range(n), n))
+  return tf.minimum(index, tf.maximum(n - 1, 0)), tf.reduce_any(mask)
+
+
+class SquadServing(tf.Module):
+  """The in-graph pipeline of the module docstring around a SQuAD model.
+
+  Args:
+    model: AlbertSpanLabeler (start_logits, end_logits) or AlbertSquadV2
+      (beam outputs and cls_logits; `beam=True`).
+    model_proto: the SentencePiece model bytes.
+    seq_length, doc_stride, max_query_length, n_best_size,
+      max_answer_length: as in fine-tuning (task_options.SquadOptions).
+    beam: the model is AlbertSquadV2.
+    version_2: SQuAD v2.0 (null odds, "" above `threshold`).
+    threshold: null_score_diff_threshold of predictions.json.
+    do_lower_case, keep_accents: the tokenizer's.
+  """
+
+  def __init__(self, model: tf_keras.Model, model_proto: bytes,
+               seq_length: int, doc_stride: int, max_query_length: int,
+               n_best_size: int, max_answer_length: int, beam: bool,
+               version_2: bool, threshold: float = 0.0,
+               do_lower_case: bool = True, keep_accents: bool = False):
+    super().__init__(name="squad_serving")
+    self.model = model
+    self.tokenizer = tf_tokenization.TFSentencePieceTokenizer(
+        model_proto, do_lower_case=do_lower_case, keep_accents=keep_accents)
+    self.sp = tf_text.FastSentencepieceTokenizer(model_proto)
+    splits, ids, lengths, known = _vocabulary_tables(model_proto)
+    self.expand_ids = tf.RaggedTensor.from_row_splits(tf.constant(ids),
+                                                      tf.constant(splits))
+    self.expand_lengths = tf.RaggedTensor.from_row_splits(
+        tf.constant(lengths), tf.constant(splits))
+    self.known_chars = tf.constant(known)  # sorted code points
+    self.whitespace = tf.constant(_WHITESPACE, tf.int32)
+    sp = spm.SentencePieceProcessor(model_proto=model_proto)
+    self.cls_id, self.sep_id, self.pad_id = (
+        sp.PieceToId(p) for p in ("[CLS]", "[SEP]", "<pad>"))
+    self.combining = tf_tokenization._patterns()[1]  # pylint: disable=protected-access
+    self.seq_length = seq_length
+    self.doc_stride = doc_stride
+    self.max_query_length = max_query_length
+    self.n_best_size = n_best_size
+    self.max_answer_length = max_answer_length
+    self.beam = beam
+    self.version_2 = version_2
+    self.threshold = float(threshold)
+    self.do_lower_case = do_lower_case
+    self.keep_accents = keep_accents
+
+  # --- 1. the context: normalisation with offsets, pieces, char ranges ----
+
+  def _normalize_chars(self, codepoints, chars):
+    """Per original char, its normalised string (squad.normalize_with_offsets).
+
+    codepoints: int32 [n]; chars: tf.string [n]. Returns tf.string [n].
+    """
+    n = tf.shape(codepoints)[0]
+    index = tf.range(n)
+    is_space = tf.reduce_any(codepoints[:, None] == self.whitespace[None, :],
+                             axis=1)
+    non_space = tf.where(~is_space, index, -1)
+    first = tf.reduce_min(tf.where(~is_space, index, n))
+    last = tf.reduce_max(non_space)
+    inside = (index >= first) & (index <= last)
+    prev_space = tf.concat([[False], is_space[:-1]], 0)
+    # `` and '': pairs from the left within each run of the same character.
+    new_run = tf.concat([[True], codepoints[1:] != codepoints[:-1]], 0)
+    run_id = tf.cumsum(tf.cast(new_run, tf.int32)) - 1
+    run_start = tf.gather(tf.boolean_mask(index, new_run), run_id)
+    run_length = tf.math.segment_sum(tf.ones_like(run_id), run_id)
+    in_run = index - run_start
+    tick = (codepoints == ord("`")) | (codepoints == ord("'"))
+    pair_first = tick & (in_run % 2 == 0) & (
+        in_run + 1 < tf.gather(run_length, run_id))
+    pair_second = tick & (in_run % 2 == 1)
+    text = chars
+    if not self.keep_accents:
+      text = tf_text.normalize_utf8(text, "NFKD")
+      text = tf.strings.regex_replace(text, self.combining, "")
+    if self.do_lower_case:
+      text = tf.strings.lower(text, encoding="utf-8")
+    text = tf.where(pair_first, tf.constant('"'), text)
+    text = tf.where(pair_second | (is_space & prev_space), tf.constant(""),
+                    text)
+    text = tf.where(is_space & ~prev_space, tf.constant(" "), text)
+    return tf.where(inside, text, tf.constant(""))
+
+  def _paragraph(self, context):
+    """Pieces of `context` and their original character ranges.
+
+    Returns:
+      ids int32 [L]; tok_start, tok_end int32 [L] (first / last original
+      character, as squad.tokenize_paragraph); codepoints int32 [n].
+    """
+    codepoints = tf.strings.unicode_decode(context, "UTF-8",
+                                           errors="replace")
+    chars = tf.strings.unicode_encode(codepoints[:, None], "UTF-8")
+    n = tf.shape(codepoints)[0]
+    normalized = self._normalize_chars(codepoints, chars)
+    lengths = tf.strings.length(normalized, unit="UTF8_CHAR")
+    norm_to_orig = tf.repeat(tf.range(n), lengths)  # [m]
+    text = tf.strings.reduce_join(normalized)
+    norm_cp = tf.strings.unicode_decode(text, "UTF-8")  # [m]
+    m = tf.shape(norm_cp)[0]
+
+    raw = self.sp.tokenize(text[None])[0]  # [p], before the re-split
+    ids = tf.gather(self.expand_ids, raw).flat_values  # [L]
+    piece_len = tf.gather(self.expand_lengths, raw).flat_values
+    # An unknown piece stands for one maximal run of unknown characters.
+    found = tf.searchsorted(self.known_chars, norm_cp[None], side="left")[0]
+    known = tf.equal(tf.gather(self.known_chars,
+                               tf.minimum(found, tf.size(self.known_chars) - 1)),
+                     norm_cp)
+    unknown = ~known & (norm_cp != ord(" "))
+    starts = unknown & tf.concat([[True], ~unknown[:-1]], 0)
+    run_id = tf.cumsum(tf.cast(starts, tf.int32)) - 1
+    runs = tf.math.unsorted_segment_sum(
+        tf.cast(unknown, tf.int32), tf.where(unknown, run_id, 0),
+        tf.maximum(tf.reduce_sum(tf.cast(starts, tf.int32)), 1))
+    is_unk = piece_len < 0
+    unk_rank = tf.cumsum(tf.cast(is_unk, tf.int32)) - 1
+    piece_len = tf.where(
+        is_unk, tf.gather(runs, tf.clip_by_value(unk_rank, 0,
+                                                 tf.size(runs) - 1)),
+        piece_len)
+    # Piece t covers [cat, cat + len) of " " + normalized (the dummy "▁").
+    cat = tf.cumsum(piece_len, exclusive=True)
+    first = tf.maximum(cat - 1, 0)
+    last = cat + piece_len - 2
+    own = last >= first
+    safe = lambda i: tf.gather(norm_to_orig, tf.clip_by_value(i, 0, m - 1))
+    start = safe(first)
+    end = safe(last)
+    # A piece without a character of its own (the leading "▁"): an empty
+    # range at the next piece's start.
+    following = tf.concat([start[1:], [n]], 0)
+    start = tf.where(own, start, following)
+    # Extend ends over original characters the normalisation dropped.
+    kept = tf.unique(norm_to_orig).y  # increasing
+    nxt = tf.searchsorted(kept, end[None], side="right")[0]
+    next_kept = tf.where(nxt < tf.size(kept),
+                         tf.gather(kept, tf.minimum(nxt, tf.size(kept) - 1)),
+                         n)
+    tok_end = tf.where(own, next_kept - 1, start - 1)
+    return ids, start, tok_end, codepoints
+
+  # --- 2./3. windows and the model -----------------------------------------
+
+  def _windows(self, query_ids, doc_ids):
+    """Model inputs of every window, and each position's piece index."""
+    q = tf.shape(query_ids)[0]
+    n_pieces = tf.shape(doc_ids)[0]
+    max_doc = self.seq_length - q - 3
+    step = tf.minimum(max_doc, self.doc_stride)
+    count = 1 + (tf.maximum(n_pieces - max_doc, 0) + step - 1) // step
+    window_start = tf.range(count) * step  # [W]
+    window_len = tf.minimum(n_pieces - window_start, max_doc)  # [W]
+    j = tf.range(self.seq_length)[None, :]  # [1, S]
+    doc_pos = j - (q + 2)  # piece index within the window
+    in_doc = (doc_pos >= 0) & (doc_pos < window_len[:, None])  # [W, S]
+    piece = window_start[:, None] + doc_pos
+    doc_tokens = tf.gather(doc_ids, tf.clip_by_value(piece, 0,
+                                                     tf.maximum(n_pieces - 1,
+                                                                0)))
+    query_tokens = tf.gather(query_ids, tf.clip_by_value(j - 1, 0,
+                                                         tf.maximum(q - 1, 0)))
+    end = q + 2 + window_len[:, None]  # the last [SEP]
+    ids = tf.where(in_doc, doc_tokens, self.pad_id)
+    ids = tf.where((j >= 1) & (j <= q), query_tokens, ids)
+    ids = tf.where((j == q + 1) | (j == end), self.sep_id, ids)
+    ids = tf.where(j == 0, self.cls_id, ids)
+    inputs = dict(
+        input_word_ids=ids,
+        input_mask=tf.cast(j <= end, tf.int32),
+        input_type_ids=tf.cast((j >= q + 2) & (j <= end), tf.int32),
+        p_mask=tf.cast(~in_doc & (j != 0), tf.int32))
+    # Max context (squad._is_max_context): per piece, the first window with
+    # the best min(left, right) + 0.01 * length.
+    p = tf.range(n_pieces)[None, :]
+    last = (window_start + window_len - 1)[:, None]
+    covers = (p >= window_start[:, None]) & (p <= last)
+    score = (tf.cast(tf.minimum(p - window_start[:, None], last - p),
+                     tf.float64) +
+             0.01 * tf.cast(window_len[:, None], tf.float64))
+    score = tf.where(covers, score, tf.constant(-np.inf, tf.float64))
+    best = tf.reduce_max(score, axis=0, keepdims=True)
+    best_window = tf.reduce_min(
+        tf.where(covers & tf.equal(score, best), tf.range(count)[:, None],
+                 count), axis=0)  # [L]
+    max_context = tf.equal(
+        tf.gather(best_window, tf.clip_by_value(piece, 0,
+                                                tf.maximum(n_pieces - 1, 0))),
+        tf.range(count)[:, None]) & in_doc  # [W, S]
+    return inputs, piece, in_doc, max_context, window_len, q
+
+  # --- 4. post-processing ----------------------------------------------------
+
+  def _answer_one(self, question, context):
+    query = self.tokenizer(question[None])[0][:self.max_query_length]
+    doc_ids, tok_start, tok_end, codepoints = self._paragraph(context)
+    inputs, piece, in_doc, max_context, _, _ = self._windows(query, doc_ids)
+    has_pieces = tf.size(doc_ids) > 0
+    if not self.beam:
+      inputs = {k: v for k, v in inputs.items() if k != "p_mask"}
+    outputs = self.model(inputs, training=False)
+    count = tf.shape(piece)[0]
+    if self.beam:
+      start_index = outputs["start_top_index"]  # [W, K1]
+      start_score = tf.cast(outputs["start_top_log_probs"], tf.float64)
+      end_index = outputs["end_top_index"]  # [W, K1*K2]
+      end_score = tf.cast(outputs["end_top_log_probs"], tf.float64)
+      k1 = tf.shape(start_index)[1]
+      k2 = tf.shape(end_index)[1] // k1
+      starts = tf.repeat(start_index, k2, axis=1)  # [W, K1*K2], (i, j)
+      start_scores = tf.repeat(start_score, k2, axis=1)
+      ends, end_scores = end_index, end_score
+    else:
+      start_logits = tf.cast(outputs["start_logits"], tf.float64)
+      end_logits = tf.cast(outputs["end_logits"], tf.float64)
+      k = min(self.n_best_size, self.seq_length)
+      start_top = tf.math.top_k(start_logits, k).indices  # [W, k]
+      end_top = tf.math.top_k(end_logits, k).indices
+      starts = tf.repeat(start_top, k, axis=1)  # [W, k*k], (i, j)
+      ends = tf.tile(end_top, [1, k])
+      start_scores = tf.gather(start_logits, starts, batch_dims=1)
+      end_scores = tf.gather(end_logits, ends, batch_dims=1)
+
+    def at(grid, positions):
+      return tf.gather(grid, positions, batch_dims=1)
+
+    valid = (at(in_doc, starts) & at(in_doc, ends) & (ends >= starts) &
+             (ends - starts + 1 <= self.max_answer_length) &
+             at(max_context, starts) & has_pieces)
+    scores = start_scores + end_scores
+    best, any_valid = _first_argmax(tf.reshape(scores, [-1]),
+                                    tf.reshape(valid, [-1]))
+    width = tf.shape(starts)[1]
+    window = best // width
+    start_piece = piece[window, starts[window, best % width]]
+    end_piece = piece[window, ends[window, best % width]]
+    # (Clipped: without a valid span these are placeholders, unused.)
+    last_piece = tf.maximum(tf.size(tok_start) - 1, 0)
+    padded_start = tf.concat([tok_start, [0]], 0)
+    padded_end = tf.concat([tok_end, [-1]], 0)
+    begin = tf.gather(padded_start, tf.clip_by_value(start_piece, 0,
+                                                     last_piece))
+    finish = tf.gather(padded_end, tf.clip_by_value(end_piece, 0,
+                                                    last_piece)) + 1
+    # .strip(): drop whitespace at both ends of the span.
+    n = tf.shape(codepoints)[0]
+    index = tf.range(n)
+    is_space = tf.reduce_any(codepoints[:, None] == self.whitespace[None, :],
+                             axis=1)
+    body = (index >= begin) & (index < finish) & ~is_space
+    begin_s = tf.reduce_min(tf.where(body, index, n))
+    finish_s = tf.reduce_max(tf.where(body, index, -1)) + 1
+    begin_s = tf.minimum(begin_s, finish_s)
+    span = tf.strings.unicode_encode(codepoints[begin_s:finish_s], "UTF-8")
+    empty_text = tf.constant("" if self.beam else "empty")
+    empty_score = tf.constant(-2e6 if self.beam else 0.0, tf.float64)
+    text = tf.where(any_valid, span, empty_text)
+    score = tf.where(any_valid, tf.reshape(scores, [-1])[best], empty_score)
+    span_start = tf.where(any_valid, begin_s, -1)
+    span_end = tf.where(any_valid, finish_s, -1)
+    result = dict(answer=text, start=span_start, end=span_end,
+                  score=tf.cast(score, tf.float32))
+    if self.version_2:
+      if self.beam:
+        null_odds = tf.cast(tf.reduce_min(outputs["cls_logits"]), tf.float64)
+      else:
+        null_odds = tf.reduce_min(start_logits[:, 0] + end_logits[:, 0]) - score
+      null_odds = tf.where(count > 0, null_odds,
+                           tf.constant(np.inf, tf.float64))
+      no_answer = null_odds > self.threshold
+      result.update(
+          answer=tf.where(no_answer, tf.constant(""), text),
+          start=tf.where(no_answer, -1, span_start),
+          end=tf.where(no_answer, -1, span_end),
+          best_answer=text, null_odds=tf.cast(null_odds, tf.float32),
+          no_answer_probability=tf.cast(tf.sigmoid(null_odds), tf.float32))
+    return result
+
+  def answer(self, questions, contexts):
+    """tf.string [batch] each -> dict of [batch] outputs (module docstring)."""
+    signature = dict(answer=tf.TensorSpec([], tf.string),
+                     start=tf.TensorSpec([], tf.int32),
+                     end=tf.TensorSpec([], tf.int32),
+                     score=tf.TensorSpec([], tf.float32))
+    if self.version_2:
+      signature.update(best_answer=tf.TensorSpec([], tf.string),
+                       null_odds=tf.TensorSpec([], tf.float32),
+                       no_answer_probability=tf.TensorSpec([], tf.float32))
+    return tf.map_fn(lambda qc: self._answer_one(qc[0], qc[1]),
+                     (questions, contexts), fn_output_signature=signature)
+
+
+def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
+                 seq_length: int, doc_stride: int, max_query_length: int,
+                 n_best_size: int, max_answer_length: int, beam: bool,
+                 version_2: bool, threshold: Optional[float] = None,
+                 do_lower_case: bool = True,
+                 albert_config_file: str = "") -> str:
+  """Writes the raw-text serving SavedModel of a fine-tuned SQuAD model.
+
+  Args:
+    model: AlbertSpanLabeler, or AlbertSquadV2 with `beam`.
+    export_dir: must not exist; written under a temporary name and renamed
+      (any filesystem).
+    spm_model_file: the model's SentencePiece model.
+    seq_length ... max_answer_length: as in fine-tuning.
+    beam, version_2: the model kind and SQuAD version.
+    threshold: v2.0: answer "" where the null odds exceed it (the
+      null_score_diff_threshold of predictions.json; None: 0.0).
+    do_lower_case: as in fine-tuning.
+    albert_config_file: copied as an asset when given.
+
+  Returns:
+    export_dir.
+  """
+  if file_io.exists(export_dir):
+    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
+                         "it or choose another")
+  model_proto = file_io.read_bytes(spm_model_file)
+  with export.staging_dir(export_dir) as (tmp_dir, assets):
+    sp_copy = file_io.join(assets, file_io.basename(spm_model_file))
+    file_io.copy(spm_model_file, sp_copy)
+    serving = SquadServing(model, model_proto, seq_length, doc_stride,
+                           max_query_length, n_best_size, max_answer_length,
+                           beam, version_2,
+                           0.0 if threshold is None else threshold,
+                           do_lower_case)
+    serving.sp_model_file = tf.saved_model.Asset(sp_copy)
+    if albert_config_file:
+      config_copy = file_io.join(assets, "albert_config.json")
+      file_io.copy(albert_config_file, config_copy)
+      serving.albert_config_file = tf.saved_model.Asset(config_copy)
+    text = tf.TensorSpec([None], tf.string)
+
+    @tf.function(input_signature=[text, text])
+    def serving_default(question, context):
+      return serving.answer(question, context)
+
+    out = file_io.join(tmp_dir, "model")
+    tf.saved_model.save(serving, out,
+                        signatures={"serving_default": serving_default})
+    file_io.rename_tree(out, export_dir, last=export.SAVED_MODEL_LAST)
+  return export_dir
