@@ -144,15 +144,13 @@ class _MakePieceRecords(beam.DoFn):
   Args:
     initargs: `RunPlan.initargs` (model path, options, vocabulary, seed ...).
     scratch: folder for the pieces' framed records.
-    num_shards, num_pieces: for `RunPlan.shard_of`'s arithmetic.
+    shard_of: `RunPlan.shard_of`.
   """
 
-  def __init__(self, initargs: tuple, scratch: str, num_shards: int,
-               num_pieces: int):
+  def __init__(self, initargs: tuple, scratch: str, shard_of):
     self._initargs = initargs
     self._scratch = scratch
-    self._num_shards = num_shards
-    self._num_pieces = num_pieces
+    self._shard_of = shard_of
     self._fs = None
 
   def setup(self):
@@ -167,7 +165,7 @@ class _MakePieceRecords(beam.DoFn):
                          f"piece-{index:09d}-{uuid.uuid4().hex[:8]}")
     with self._fs.open_write(path) as f:
       f.write(data)
-    yield index * self._num_shards // self._num_pieces, (index, path, stats)
+    yield self._shard_of(index), (index, path, stats)
 
 
 class _ConcatenateShard(beam.DoFn):
@@ -242,39 +240,27 @@ def _file_pieces(item: Tuple[str, int, int, int], piece_bytes: int,
       yield spec
 
 
-class _ShardOf:
-  """Picklable `RunPlan.shard_of` (p * S // P)."""
-
-  def __init__(self, num_shards: int, num_pieces: int):
-    self.num_shards, self.num_pieces = num_shards, num_pieces
-
-  def __call__(self, piece_index: int) -> int:
-    return piece_index * self.num_shards // self.num_pieces
-
-
 def build_pipeline(pipeline: beam.Pipeline, plan, piece_bytes: int,
                    scratch: str, token: str, started: float,
                    fs: BeamFileIO) -> None:
   """Adds the steps of the module docstring to `pipeline`."""
-  num_shards, num_pieces = len(plan.paths), plan.num_pieces
-  shard_of = _ShardOf(num_shards, num_pieces)
   files, first = [], 0
   for file_index, (path, count) in enumerate(
       zip(plan.files, plan.piece_counts)):
     files.append((path, file_index, first, count))
     first += count
   done = frozenset(plan.done)
-  # The steps after the pieces need no vocabulary: keep the job graph small.
+  # Only the pieces' step needs the vocabulary: keep the job graph small.
   slim = dataclasses.replace(plan, initargs=())
-  todo = [s for s in range(num_shards) if s not in plan.done]
+  todo = [s for s in range(len(plan.paths)) if s not in plan.done]
 
   pieces = (pipeline
             | "Files" >> beam.Create(files)
-            | "Pieces" >> beam.FlatMap(_file_pieces, piece_bytes, shard_of,
-                                       done)
+            | "Pieces" >> beam.FlatMap(_file_pieces, piece_bytes,
+                                       slim.shard_of, done)
             | "Spread" >> beam.Reshuffle()
             | "Instances" >> beam.ParDo(_MakePieceRecords(
-                plan.initargs, scratch, num_shards, num_pieces)))
+                plan.initargs, scratch, slim.shard_of)))
   total = (pieces
            | "PieceStats" >> beam.Map(lambda kv: kv[1][2])
            | "Total" >> beam.CombineGlobally(_SumStats()))
