@@ -12,7 +12,8 @@ r"""Fine-tune and evaluate ALBERT on RACE.
 (optionally under RACE/). output_dir gets eval_results.json (dev accuracy,
 accuracy_middle, accuracy_high), dev_predictions.json, and with --do_predict
 test_predictions.json and test_results.json; checkpoints (best/ = best dev
-accuracy) and TensorBoard summaries.
+accuracy) and TensorBoard summaries. --export_dir writes a SavedModel that
+answers raw article / question / options strings.
 """
 
 from absl import flags
@@ -33,6 +34,10 @@ flags.DEFINE_integer("max_qa_length", 128,
                      "Pieces kept of question + option (its end). If unset "
                      "and too long for --max_seq_length: half of it.")
 flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the pooled output.")
+flags.DEFINE_string("export_dir", "",
+                    "If set, export the best checkpoint as a SavedModel "
+                    "whose serving_default takes raw article, question and "
+                    "4 options strings and returns the chosen option.")
 
 
 def main(argv):
@@ -54,7 +59,8 @@ def main(argv):
                                      finetune_flags.user_set())
   task_options.check_race(params, options)
   from albert_tf.training import race_finetuning  # TensorFlow
-  results = race_finetuning.run_race(params, options)
+  results = race_finetuning.run_race(params, options,
+                                     export_dir=FLAGS.export_dir)
   if results:
     print(" ".join(f"{k}={v:.4g}" for k, v in sorted(results.items())
                    if isinstance(v, float)))

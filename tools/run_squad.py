@@ -14,7 +14,9 @@ Without --version_2_with_negative the data is SQuAD v1.1 (span labeler).
 output_dir gets eval_results.json (official EM / F1; v2.0 also HasAns /
 NoAns and the best no-answer threshold), predictions.json,
 nbest_predictions.json, null_odds.json (v2.0), checkpoints (best/ = best dev
-F1) and TensorBoard summaries.
+F1) and TensorBoard summaries. --export_dir writes a SavedModel that answers
+raw question / context strings (predictions.json's answer, its character
+offsets, score and, for v2.0, the no-answer probability).
 """
 
 from absl import flags
@@ -51,6 +53,10 @@ flags.DEFINE_float("null_score_diff_threshold", None,
                    "for best F1 on --predict_file (official evaluation).")
 flags.DEFINE_float("dropout_prob", 0.1,
                    "Dropout in the v2.0 answer-class head.")
+flags.DEFINE_string("export_dir", "",
+                    "If set, export the best checkpoint as a SavedModel "
+                    "whose serving_default takes raw question and context "
+                    "strings and returns the answer (predictions.json's).")
 
 
 def main(argv):
@@ -76,7 +82,8 @@ def main(argv):
                                       finetune_flags.user_set())
   task_options.check_squad(params, options)
   from albert_tf.training import squad_finetuning  # TensorFlow
-  results = squad_finetuning.run_squad(params, options)
+  results = squad_finetuning.run_squad(params, options,
+                                       export_dir=FLAGS.export_dir)
   if results:
     print(" ".join(f"{k}={v:.4g}" for k, v in sorted(results.items())
                    if isinstance(v, float)))

@@ -14,6 +14,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import file_io
+from albert_tf.errors import UserInputError
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.training import finetuning
 from albert_tf.training.task_options import RACE_DEFAULTS
@@ -55,12 +56,20 @@ class RaceData:
 
 @finetuning.per_worker_output_dir
 def run_race(params: finetuning.FinetuningParams,
-             options: RaceOptions) -> Optional[Dict[str, float]]:
+             options: RaceOptions,
+             export_dir: str = "") -> Optional[Dict[str, float]]:
   """--do_train (train/) / --do_eval (dev/) / --do_predict (test/) for RACE.
+
+  With `export_dir`, the best checkpoint is also exported as a SavedModel
+  answering raw article / question / options strings
+  (albert_tf.race_export); under --strategy=multi_worker by the chief only.
 
   Returns the eval results (accuracy, accuracy_middle, accuracy_high, ...).
   """
   check_race(params, options)
+  if export_dir and file_io.exists(export_dir):
+    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
+                         "it or choose another")
   tokenizer = SentencePieceTokenizer(params.spm_model_file,
                                      params.do_lower_case)
   train = RaceData("train", tokenizer, params, options) \
@@ -109,4 +118,12 @@ def run_race(params: finetuning.FinetuningParams,
     file_io.write_atomic(file_io.join(params.output_dir, "test_results.json"),
                          json.dumps(test_results, indent=2, sort_keys=True))
     logging.info("RACE test: %s", test_results)
+  if export_dir and finetuning.is_chief_process(params):
+    from albert_tf import race_export  # pylint: disable=g-import-not-at-top
+    runner.restore_best()
+    race_export.export_race(
+        runner.model, export_dir, params.spm_model_file,
+        params.max_seq_length, options.max_qa_length, params.do_lower_case,
+        file_io.join(params.output_dir, "albert_config.json"))
+    logging.info("exported %s", export_dir)
   return results

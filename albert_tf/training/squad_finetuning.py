@@ -21,6 +21,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import file_io
+from albert_tf.errors import UserInputError
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
 from albert_tf.training import finetuning
@@ -140,15 +142,23 @@ def score(dataset_json, predictions: squad_postprocess.SquadPredictions,
 
 @finetuning.per_worker_output_dir
 def run_squad(params: finetuning.FinetuningParams,
-              options: SquadOptions) -> Optional[Dict[str, float]]:
+              options: SquadOptions,
+              export_dir: str = "") -> Optional[Dict[str, float]]:
   """--do_train / --do_eval / --do_predict for SQuAD; returns eval results.
 
   Writes to params.output_dir: eval_results.json (official metric names:
   v1.1 exact_match, f1; v2.0 exact, f1, HasAns_*, NoAns_*, best_*,
   null_score_diff_threshold), predictions.json, nbest_predictions.json,
   null_odds.json (v2.0), plus the runner's checkpoints and summaries.
+  With `export_dir`, the best checkpoint is also exported as a SavedModel
+  answering raw question / context strings (albert_tf.squad_export), with
+  the null-odds threshold of predictions.json; under
+  --strategy=multi_worker by the chief only.
   """
   check_squad(params, options)
+  if export_dir and file_io.exists(export_dir):
+    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
+                         "it or choose another")
   tokenizer = SentencePieceTokenizer(params.spm_model_file,
                                      params.do_lower_case)
   train_data = (SquadData(options.train_file, tokenizer, params, options,
@@ -192,5 +202,26 @@ def run_squad(params: finetuning.FinetuningParams,
                                   params.eval_batch_size, threshold)
     paths = predictions.write(output_dir)
     logging.info("wrote %s", ", ".join(paths))
+  if export_dir and finetuning.is_chief_process(params):
+    _export(runner, params, options, export_dir)
   return results
+
+
+def _export(runner, params, options: SquadOptions, export_dir: str) -> None:
+  """The best checkpoint as a raw-text SavedModel (albert_tf.squad_export)."""
+  from albert_tf import squad_export  # pylint: disable=g-import-not-at-top
+  runner.restore_best()
+  threshold = options.null_score_diff_threshold
+  if threshold is None:  # the one predictions.json used
+    threshold = (runner.best_results() or {}).get(
+        "null_score_diff_threshold", 0.0)
+  squad_export.export_squad(
+      runner.model, export_dir, params.spm_model_file, params.max_seq_length,
+      options.doc_stride, options.max_query_length, options.n_best_size,
+      options.max_answer_length, beam=options.beam,
+      version_2=options.version_2_with_negative, threshold=threshold,
+      do_lower_case=params.do_lower_case,
+      albert_config_file=file_io.join(params.output_dir,
+                                      "albert_config.json"))
+  logging.info("exported %s", export_dir)
 
