@@ -351,7 +351,11 @@ def create_pretraining_data_beam(
     return summary
   token = uuid.uuid4().hex[:12]
   first = plan.paths[0]
-  scratch = fs.join(fs.dirname(first), f".{fs.basename(first)}.beam-{token}")
+  folder, prefix = fs.dirname(first), f".{fs.basename(first)}.beam-"
+  for name in fs.listdir(folder or "."):
+    if name.startswith(prefix):  # Scratch of a launcher that was killed.
+      fs.rmtree(fs.join(folder, name))
+  scratch = fs.join(folder, prefix + token)
   fs.makedirs(scratch)
   logging.info("Beam %s: %d files, %d pieces, %d shards; scratch %s", runner,
                len(plan.files), plan.num_pieces, len(plan.paths), scratch)

@@ -75,6 +75,11 @@ def test_rerun_reuses_the_local_paths_complete_shards(
     (tmp_path / name).write_bytes(data)
   os.utime(tmp_path / "train.tfrecord-00000-of-00003", (0, 0))
   os.remove(tmp_path / "train.tfrecord-00001-of-00003")
+  # Left by a launcher that was killed: removed, as the local path's temps.
+  stale = tmp_path / ".train.tfrecord-00000-of-00003.beam-0123456789ab"
+  stale.mkdir()
+  (stale / "piece-000000001-0a1b2c3d").write_bytes(b"partial")
+  (tmp_path / ".train.tfrecord-00001-of-00003.tmp-beam-x-y").write_bytes(b"")
   # Shards 0 and 2 are complete (same fingerprints as the local path's):
   # only shard 1 is made again, here with the in-process DirectRunner.
   stats = beam_pipeline.create_pretraining_data_beam(
