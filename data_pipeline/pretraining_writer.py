@@ -346,8 +346,9 @@ def _progress(total: int, enabled: bool):
     import tqdm  # pylint: disable=g-import-not-at-top
   except ImportError:
     return _LogProgress(total)
+  # Shown after a second (a run that fails at once shows no bar).
   return tqdm.tqdm(total=total, unit="piece", file=sys.stderr,
-                   dynamic_ncols=True)
+                   dynamic_ncols=True, delay=1.0)
 
 
 def create_pretraining_data(
@@ -475,6 +476,8 @@ def create_pretraining_data(
     while unpublished:
       unpublished.pop(0).publish()
   except BaseException:
+    if bar is not None:
+      bar.leave = False  # the error line is the last thing shown
     for writer in list(writers.values()) + unpublished:
       writer.discard()
     if executor is not None:

@@ -2,6 +2,7 @@
 start (our checkpoint and an exported SavedModel), NaN stop, shared flags."""
 
 import json
+import logging
 import os
 
 import numpy as np
@@ -127,7 +128,8 @@ def test_nan_loss_stops_with_clear_error(tmp_path):
     finetuning.run_finetuning(_params(tmp_path, config_file), task)
 
 
-def test_warm_start_from_our_pretraining_checkpoint(tmp_path):
+def test_warm_start_from_our_pretraining_checkpoint(tmp_path, caplog):
+  caplog.set_level(logging.INFO, logger="absl")
   config, config_file = _config(tmp_path)
   pretrainer = AlbertPretrainer(AlbertEncoder(config))
   prefix = tf.train.Checkpoint(model=pretrainer).save(
@@ -135,12 +137,18 @@ def test_warm_start_from_our_pretraining_checkpoint(tmp_path):
   params = _params(tmp_path, config_file, init_checkpoint=prefix,
                    do_train=False)
   runner = finetuning.FinetuningRunner(params, _task())
-  assert "loaded" in runner.warm_start_summary
+  assert runner.warm_start_summary.startswith(
+      f"loaded 25 variables from {prefix} (ours layout)")
+  # Said once: what was loaded (variables, source).
+  loaded = [r.getMessage() for r in caplog.records
+            if r.getMessage().startswith("loaded ")]
+  assert loaded == [runner.warm_start_summary]
   for ours, theirs in zip(runner.encoder.weights, pretrainer.encoder.weights):
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
-def test_init_savedmodel_fine_tunes_the_exported_encoder(tmp_path, spm_model):
+def test_init_savedmodel_fine_tunes_the_exported_encoder(tmp_path, spm_model,
+                                                         caplog):
   from albert_tf import export  # pylint: disable=g-import-not-at-top
   config, _ = _config(tmp_path, vocab_size=2000)
   encoder = AlbertEncoder(config)
@@ -152,11 +160,17 @@ def test_init_savedmodel_fine_tunes_the_exported_encoder(tmp_path, spm_model):
                                                      "encoder"),
                    train_step=20, warmup_step=2, save_checkpoints_steps=20,
                    iterations_per_loop=10)
+  # (After the export, absl logs at WARNING again in a process that never
+  # ran app.run.)
+  caplog.set_level(logging.INFO, logger="absl")
   runner = finetuning.FinetuningRunner(params, _task())
   assert runner.config == config
   before = runner.model.classifier.dense.kernel.numpy()
   encoder_before = [v.numpy() for v in runner.encoder.trainable_variables]
   assert len(encoder_before) == len(encoder.trainable_variables)
+  assert (f"loaded {len(runner.encoder.variables)} variables "
+          f"({len(encoder_before)} trainable) from the exported encoder "
+          f"{params.init_savedmodel}") in caplog.messages
   results = finetuning.run_finetuning(params, runner.task, runner)
   assert 0.0 <= results["accuracy"] <= 1.0
   assert not np.allclose(before, runner.model.classifier.dense.kernel.numpy())

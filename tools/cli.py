@@ -20,19 +20,30 @@ from albert_tf.errors import UserInputError  # noqa: E402
 
 
 class _NoEchoOfPrintedProgress(logging.Filter):
-  """Drops INFO records that only repeat what stdout already shows.
+  """Drops records that only repeat what stdout already shows, or narrate
+  library internals a user cannot act on.
 
   Orbit's controller both prints its progress lines ("train | step: ...")
   and logs them; TensorFlow logs a "Sharding callback duration" line per
   checkpoint save. Without this, every progress line appears twice.
+  Writing a SavedModel (export_savedmodel, --export_dir) makes TensorFlow
+  note renamed signature inputs, untraced functions, assets and
+  fingerprints, and tf_keras warn that the compiled metrics of a model it
+  traces (never trained here) are not built.
   """
 
-  _QUIET_SOURCES = ("orbit/controller.py", "checkpoint/functional_saver.py")
+  _QUIET_SOURCES = ("orbit/controller.py", "checkpoint/functional_saver.py",
+                    "saved_model/signature_serialization.py",
+                    "saved_model/save.py", "saved_model/builder_impl.py",
+                    "saved_model/fingerprinting_utils.py")
+  _QUIET_WARNINGS = ("saving/legacy/saving_utils.py",)
 
   def filter(self, record):
     path = record.pathname.replace(os.sep, "/")
-    return not (record.levelno == logging.INFO and
-                path.endswith(self._QUIET_SOURCES))
+    if record.levelno == logging.INFO and path.endswith(self._QUIET_SOURCES):
+      return False
+    return not (record.levelno == logging.WARNING and
+                path.endswith(self._QUIET_WARNINGS))
 
 
 def _main_with_clean_errors(main):
