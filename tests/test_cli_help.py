@@ -19,7 +19,9 @@ TOOLS = sorted(
 
 def readme_flags():
   """{tool: set of flag names} of the `python -m tools.X` commands in the
-  README's ```sh blocks (continuation lines joined)."""
+  README's ```sh blocks (continuation lines joined). Options after
+  `--runner` are Apache Beam's, passed through by create_pretraining_data
+  (its --help says so), not the tool's."""
   with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
     readme = f.read()
   used = {}
@@ -29,6 +31,7 @@ def readme_flags():
       line = line.split("#", 1)[0]
       for command in re.findall(r"python -m tools\.(\w+)(.*)", line):
         tool, args = command
+        args = re.split(r"(?<!\S)--runner\b", args)[0]
         used.setdefault(tool, set()).update(
             re.findall(r"(?<!\S)--(\w+)", args))
   return used
