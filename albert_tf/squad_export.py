@@ -26,6 +26,9 @@ Outputs: `answer` tf.string [batch] (predictions.json's text); `start`,
 (start + end logits, or log-probabilities for v2.0). SQuAD v2.0 also:
 `no_answer_probability` (sigmoid of the null odds), `null_odds`,
 `best_answer` (the best non-empty span, as nbest_predictions.json's first).
+For v2.0 a second signature, `with_threshold`, also takes
+`null_score_diff_threshold` (float32 scalar) to trade answers for
+abstentions at serving time.
 
 Where this can differ from the Python path (inherited from the in-graph
 tokenizer, see data_pipeline.tf_tokenization): ~150 code points that ICU
@@ -291,7 +294,7 @@ class SquadServing(tf.Module):
 
   # --- 4. post-processing ----------------------------------------------------
 
-  def _answer_one(self, question, context):
+  def _answer_one(self, question, context, threshold):
     query = self.tokenizer(question[None])[0][:self.max_query_length]
     doc_ids, tok_start, tok_end, codepoints = self._paragraph(context)
     inputs, piece, in_doc, max_context, _, _ = self._windows(query, doc_ids)
@@ -367,7 +370,7 @@ class SquadServing(tf.Module):
         null_odds = tf.reduce_min(start_logits[:, 0] + end_logits[:, 0]) - score
       null_odds = tf.where(count > 0, null_odds,
                            tf.constant(np.inf, tf.float64))
-      no_answer = null_odds > self.threshold
+      no_answer = null_odds > tf.cast(threshold, tf.float64)
       result.update(
           answer=tf.where(no_answer, tf.constant(""), text),
           start=tf.where(no_answer, -1, span_start),
@@ -376,8 +379,14 @@ class SquadServing(tf.Module):
           no_answer_probability=tf.cast(tf.sigmoid(null_odds), tf.float32))
     return result
 
-  def answer(self, questions, contexts):
-    """tf.string [batch] each -> dict of [batch] outputs (module docstring)."""
+  def answer(self, questions, contexts, threshold=None):
+    """tf.string [batch] each -> dict of [batch] outputs (module docstring).
+
+    threshold: v2.0 null-odds threshold, float32 scalar; None: the one
+      given at construction (predictions.json's).
+    """
+    if threshold is None:
+      threshold = tf.constant(self.threshold, tf.float32)
     signature = dict(answer=tf.TensorSpec([], tf.string),
                      start=tf.TensorSpec([], tf.int32),
                      end=tf.TensorSpec([], tf.int32),
@@ -386,7 +395,7 @@ class SquadServing(tf.Module):
       signature.update(best_answer=tf.TensorSpec([], tf.string),
                        null_odds=tf.TensorSpec([], tf.float32),
                        no_answer_probability=tf.TensorSpec([], tf.float32))
-    return tf.map_fn(lambda qc: self._answer_one(qc[0], qc[1]),
+    return tf.map_fn(lambda qc: self._answer_one(qc[0], qc[1], threshold),
                      (questions, contexts), fn_output_signature=signature)
 
 
@@ -436,8 +445,16 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
     def serving_default(question, context):
       return serving.answer(question, context)
 
+    signatures = {"serving_default": serving_default}
+    if version_2:
+      @tf.function(input_signature=[text, text,
+                                    tf.TensorSpec([], tf.float32)])
+      def with_threshold(question, context, null_score_diff_threshold):
+        return serving.answer(question, context, null_score_diff_threshold)
+      signatures["with_threshold"] = with_threshold
+
     out = file_io.join(tmp_dir, "model")
     tf.saved_model.save(serving, out,
-                        signatures={"serving_default": serving_default})
+                        signatures=signatures)
     file_io.rename_tree(out, export_dir, last=export.SAVED_MODEL_LAST)
   return export_dir

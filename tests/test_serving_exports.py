@@ -125,6 +125,17 @@ def test_squad_export_answers_as_predictions_json(v2, tmp_path, spm_model,
                                [null_odds[q["id"]] for q, _ in qas],
                                atol=1e-4)
   assert len(set(best)) > 3  # not one degenerate answer
+  if v2:  # another threshold, answering some questions and not others
+    median = float(np.median(out["null_odds"].numpy()))
+    signature = export.load_saved_model(export_dir).signatures[
+        "with_threshold"]
+    again = signature(question=tf.constant([q["question"] for q, _ in qas]),
+                      context=tf.constant([c for _, c in qas]),
+                      null_score_diff_threshold=tf.constant(median))
+    got = [a.decode("utf-8") for a in again["answer"].numpy()]
+    assert got == [("" if null_odds[q["id"]] > median else
+                    nbest[q["id"]][0]["text"]) for q, _ in qas]
+    assert 0 < got.count("") < len(got)
 
 
 def test_race_export_picks_the_models_option(tmp_path, spm_model,
