@@ -81,3 +81,17 @@ def test_help_keeps_the_usage_example_lines(helps, tool):
   assert examples
   missing = [line for line in examples if line not in help_lines]
   assert not missing, missing
+
+
+@pytest.mark.parametrize("tool", ["run_classifier", "run_pretraining"])
+def test_help_of_a_console_script(helps, tool):
+  """Started as a console script (pyproject [project.scripts]) the tool is
+  not __main__; --help still shows its docstring and flags."""
+  code = (f"import sys; sys.argv[0] = 'albert-{tool}'\n"
+          f"from tools.{tool} import run\nrun()\n")
+  result = subprocess.run([sys.executable, "-c", code, "--help"], cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=ROOT),
+                          capture_output=True, text=True, timeout=120)
+  as_module = helps[tool].replace(
+      os.path.join(ROOT, "tools", f"{tool}.py") + ":", f"albert-{tool}:")
+  assert result.stdout == as_module

@@ -57,12 +57,27 @@ def _main_with_clean_errors(main):
   return wrapped
 
 
+def _help_as_main_module(main) -> None:
+  """Started as a console script (`albert-run-pretraining`), the tool is not
+  `__main__`: absl's --help would show neither its docstring nor its flags
+  (it lists the key flags of the module named sys.argv[0]). Lend them."""
+  module = sys.modules.get(main.__module__)
+  if module is None or main.__module__ == "__main__":
+    return
+  for flag in flags.FLAGS.get_key_flags_for_module(module):
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+  main_module = sys.modules["__main__"]
+  if not main_module.__doc__:
+    main_module.__doc__ = module.__doc__
+
+
 def run(main, flags_parser=app.parse_flags_with_usage):
   """Runs an absl `main(argv)` with user errors reported in one line.
 
   `flags_parser`: as absl's `app.run` (e.g. one that leaves flags it does
   not know in argv for another library).
   """
+  _help_as_main_module(main)
   try:
     app.run(_main_with_clean_errors(main), flags_parser=flags_parser)
   except flags.IllegalFlagValueError as e:

@@ -7,7 +7,7 @@ r"""Fine-tune ALBERT on a GLUE task; evaluate; write GLUE submission files.
       --output_dir=runs/mnli --do_train --do_eval --do_predict
 
 Hyperparameters left unset take the task's official run_glue.sh values
-(albert_tf.training.run_classifier.TASK_DEFAULTS), e.g. MNLI: lr 3e-5,
+(albert_tf.training.task_options.TASK_DEFAULTS), e.g. MNLI: lr 3e-5,
 10000 steps, 1000 warmup, batch 128, max_seq_length 512, AdamW.
 `--init_checkpoint` may be ours, a released TF1 checkpoint, Hugging Face
 model.safetensors or Model Garden; `--init_savedmodel` an exported encoder.
