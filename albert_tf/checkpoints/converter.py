@@ -150,11 +150,18 @@ def resolve_path(path: str) -> Tuple[str, str]:
       "file nor a directory holding a checkpoint)")
 
 
-def _list_tf_checkpoint(prefix: str) -> Dict[str, List[int]]:
+def _checkpoint_reader(prefix: str):
+  """A CheckpointReader of `prefix`. (tf.train.load_checkpoint first asks
+  whether the prefix is a folder, which ram:// answers yes: "ckpt-4" is a
+  string prefix of "ckpt-4.index".)"""
   try:
-    return dict(tf.train.list_variables(prefix))
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
   except (tf.errors.OpError, ValueError) as e:
     raise UserInputError(f"cannot read checkpoint {prefix}: {e}") from e
+
+
+def _list_tf_checkpoint(prefix: str) -> Dict[str, List[int]]:
+  return _checkpoint_reader(prefix).get_variable_to_shape_map()
 
 
 def detect_format(path: str) -> str:
@@ -269,7 +276,7 @@ def _head_of(name: str) -> Optional[str]:
 
 
 def _read_official(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
-  reader = tf.train.load_checkpoint(prefix)
+  reader = _checkpoint_reader(prefix)
   source, skipped = {}, []
   for name in reader.get_variable_to_shape_map():
     if (name.endswith(_TF1_SLOT_SUFFIXES) or
