@@ -17,10 +17,15 @@ from data_pipeline.tokenization import SentencePieceTokenizer
 WORDS = ["alpha", "beta", "gamma", "delta", "theta", "kappa", "sigma",
          "omega", "north", "south", "east", "west", "red", "green", "blue",
          "white"]
+# The right option is always this word, at a random position: a signal a tiny
+# model learns from scratch in a few dozen steps. (Asking for the one option
+# that the article mentions is the nicer task, but stayed near 0.35 after 200
+# steps of this tiny model.)
+KEYWORD = "banana"
 
 
 def _write_race(root, english_corpus, sizes, seed=0):
-  """RACE layout; the right option is the one word that is in the article."""
+  """RACE layout; the right option is KEYWORD, and the article mentions it."""
   with open(english_corpus, encoding="utf-8") as f:
     filler = [w for w in f.read().split() if w.isalpha()][:3000]
   rng = random.Random(seed)
@@ -30,6 +35,7 @@ def _write_race(root, english_corpus, sizes, seed=0):
       for i in range(n):
         options = rng.sample(WORDS, 4)
         answer = rng.randrange(4)
+        options[answer] = KEYWORD
         words = [rng.choice(filler) for _ in range(20)]
         words.insert(rng.randrange(20), options[answer])
         record = {"id": f"{level}{i}.txt", "article": " ".join(words),
@@ -118,22 +124,28 @@ def test_race_end_to_end(race_dir, spm_model, tmp_path):
       output_dir=str(tmp_path / "out"), spm_model_file=spm_model,
       albert_config_file=str(config), do_train=True, do_eval=True,
       do_predict=True, max_seq_length=48, train_batch_size=16,
-      eval_batch_size=32, learning_rate=1e-3, train_step=200,
-      warmup_step=20, save_checkpoints_steps=100, iterations_per_loop=50,
+      eval_batch_size=32, learning_rate=1e-3, train_step=100,
+      warmup_step=10, save_checkpoints_steps=50, iterations_per_loop=50,
       seed=1)
   options = race_finetuning.RaceOptions(data_dir=race_dir, max_qa_length=16)
   results = race_finetuning.run_race(params, options)
   with open(os.path.join(params.output_dir, "eval_results.json")) as f:
     assert json.load(f) == results
+  # Chance is 0.25: the run learnt the task (1.0 measured after 60 steps).
   for key in ("accuracy", "accuracy_middle", "accuracy_high"):
-    assert 0.0 <= results[key] <= 1.0
+    assert results[key] > 0.9, results
   assert results["num_examples"] == 60
   with open(os.path.join(params.output_dir, "test_results.json")) as f:
     test = json.load(f)
-  assert test["num_examples"] == 20
+  assert test["num_examples"] == 20 and test["accuracy"] > 0.9, test
   with open(os.path.join(params.output_dir, "test_predictions.json")) as f:
     predictions = json.load(f)
-  assert len(predictions) == 20
-  first = next(iter(predictions.values()))
-  assert first["answer"] in "ABCD"
+  examples = race.read_race_examples(race_dir, "test")
+  assert sorted(predictions) == sorted(e.example_id for e in examples)
+  right = [predictions[e.example_id]["answer"] == race.LABELS[e.label]
+           for e in examples]
+  assert np.mean(right) == pytest.approx(test["accuracy"])
+  first = predictions[examples[0].example_id]
   assert np.isclose(sum(first["probabilities"]), 1.0)
+  assert np.argmax(first["probabilities"]) == race.LABELS.index(
+      first["answer"])
