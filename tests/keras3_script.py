@@ -241,7 +241,18 @@ def keras_hub_preset(settings):
     differing.append("model.weights.h5")
   out["round_trip_differing"] = differing
 
-  # 6. Strict: a preset read with another architecture lists every problem.
+  # 6. Any reader of checkpoints takes a preset (e.g. --init_checkpoint).
+  from albert_tf.networks.albert_encoder import AlbertEncoder  # pylint: disable=g-import-not-at-top
+  encoder = AlbertEncoder(config)
+  report = converter.load_weights_into(encoder, preset)
+  reference = AlbertEncoder(config)
+  converter.load_weights_into(reference, settings["checkpoint"])
+  out["load_weights_into_format"] = report.format
+  out["load_weights_into_diff"] = max(
+      _max_diff(a.numpy(), b.numpy())
+      for a, b in zip(encoder.weights, reference.weights))
+
+  # 7. Strict: a preset read with another architecture lists every problem.
   other = configs.AlbertConfig.from_dict(
       dict(config.to_dict(), intermediate_size=config.intermediate_size * 2,
            num_hidden_groups=1))

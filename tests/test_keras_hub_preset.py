@@ -160,6 +160,12 @@ def test_preset_to_ours_to_preset_is_exact(preset_results):
   assert "sentence_order head left out" in result["write"]
 
 
+def test_checkpoint_readers_take_a_preset(preset_results):
+  result = preset_results["result"]
+  assert result["load_weights_into_format"] == "keras_hub"
+  assert result["load_weights_into_diff"] == 0.0
+
+
 def test_reading_another_architecture_lists_every_problem(preset_results):
   error = preset_results["result"]["strict_error"]
   assert error is not None

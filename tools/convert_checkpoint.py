@@ -76,7 +76,7 @@ def main(argv):
     if not file_io.isfile(candidate):
       raise UserInputError(
           "--albert_config_file is required (only a Hugging Face input folder "
-          "with a config.json provides its own)")
+          "or a keras-hub preset, with a config.json, provides its own)")
     config_file = candidate
   config = configs.load_albert_config(config_file)
   from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
