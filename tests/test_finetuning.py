@@ -172,7 +172,9 @@ def test_init_savedmodel_fine_tunes_the_exported_encoder(tmp_path, spm_model,
           f"({len(encoder_before)} trainable) from the exported encoder "
           f"{params.init_savedmodel}") in caplog.messages
   results = finetuning.run_finetuning(params, runner.task, runner)
-  assert 0.0 <= results["accuracy"] <= 1.0
+  # Evaluated once, at train_step (20 steps are too few to learn the task;
+  # test_trains_keeps_best_and_resumes shows that).
+  assert results["step"] == 20 and set(results) == {"accuracy", "step"}
   assert not np.allclose(before, runner.model.classifier.dense.kernel.numpy())
   assert any(not np.allclose(a, b.numpy()) for a, b in
              zip(encoder_before, runner.encoder.trainable_variables))
