@@ -111,9 +111,9 @@ def test_warm_start_rejects_another_architecture(params, tmp_path):
   config_path = str(tmp_path / "bigger.json")
   bigger.to_json_file(config_path)
   with pytest.raises(lib.UserInputError,
-                     match=r"does not fit the model:\n  21 shape mismatch.*"
-                     r"pooler/kernel .* is \[32, 32\], the model needs "
-                     r"\[48, 48\]"):
+                     match=r"does not fit the model:\n  21 shape "
+                     r"mismatch\(es\):\n(    .*\n)*    .*pooler/kernel.* "
+                     r"is \[32, 32\], the model needs \[48, 48\]\n"):
     lib.build_pretraining(dataclasses.replace(
         params, output_dir=str(tmp_path / "other"),
         albert_config_file=config_path, init_checkpoint=params.output_dir))

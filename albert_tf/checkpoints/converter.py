@@ -197,16 +197,17 @@ def _strip_module(name: str) -> str:
 
 def _fail(source: str, layout: str, unmatched=(), missing=(),
           mismatched=(), extra: Sequence[str] = ()) -> None:
+  # One line for the error, then one line per item (tools print it after
+  # "error: ").
   lines = [f"checkpoint {source} ({layout} layout) does not fit the model:"]
-  if unmatched:
-    lines.append(f"  {len(unmatched)} checkpoint variable(s) match no model "
-                 "variable: " + ", ".join(unmatched))
-  if missing:
-    lines.append(f"  {len(missing)} model variable(s) missing from the "
-                 "checkpoint: " + ", ".join(missing))
-  if mismatched:
-    lines.append(f"  {len(mismatched)} shape mismatch(es): " +
-                 "; ".join(mismatched))
+  for items, what in ((unmatched, "checkpoint variable(s) match no model "
+                                  "variable"),
+                      (missing, "model variable(s) missing from the "
+                                "checkpoint"),
+                      (mismatched, "shape mismatch(es)")):
+    if items:
+      lines.append(f"  {len(items)} {what}:")
+      lines.extend(f"    {item}" for item in items)
   lines.extend("  " + line for line in extra)
   lines.append("  (check --albert_config_file: vocab_size, hidden_size, "
                "num_hidden_groups, inner_group_num, ...)")
@@ -284,7 +285,8 @@ def _read_official(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
       skipped.append(name)
       continue
     source[_strip_module(name)] = reader.get_tensor(name)
-  logging.info("skipped %d optimizer variables of %s", len(skipped), prefix)
+  if skipped:
+    logging.info("skipped %d optimizer variables of %s", len(skipped), prefix)
   return map_to_ours(source, name_tables.official_table(config),
                      name_tables.our_shapes(config), source_name=prefix,
                      layout="official")
@@ -464,8 +466,9 @@ def read_weights(path: str, config: AlbertConfig,
     if file_io.exists(config_file):
       stored_config = configs.load_albert_config(config_file)
   arrays = readers[layout](resolved, config)
-  logging.info("read %d variables from %s (%s layout)", len(arrays), resolved,
-               layout)
+  # What was loaded or converted is reported once, by the caller.
+  logging.debug("read %d variables from %s (%s layout)", len(arrays),
+                resolved, layout)
   return Weights(arrays=arrays, format=layout, path=resolved,
                  config=stored_config)
 
@@ -618,22 +621,16 @@ def _write_checkpoint_files(output_prefix: str, write) -> List[str]:
 
 def write_official(arrays: Dict[str, np.ndarray], config: AlbertConfig,
                    output_prefix: str) -> None:
-  """A TF1 checkpoint with google-research/albert names (tf.compat.v1 Saver)."""
+  """A TF1 checkpoint with google-research/albert names: the files a
+  tf.compat.v1 Saver writes (SaveV2: .index + .data-00000-of-00001),
+  written eagerly (a Session would only add TensorFlow's MLIR log line)."""
   tensors = map_from_ours(arrays, name_tables.official_table(config))
 
   def write(prefix):
-    graph = tf.Graph()
-    with graph.as_default():
-      feeds, var_list = {}, {}
-      for name, value in tensors.items():
-        placeholder = tf.compat.v1.placeholder(tf.float32, value.shape)
-        var_list[name] = tf.compat.v1.Variable(placeholder, name=name)
-        feeds[placeholder] = value
-      saver = tf.compat.v1.train.Saver(var_list=var_list)
-      with tf.compat.v1.Session(graph=graph) as sess:
-        sess.run(tf.compat.v1.global_variables_initializer(), feed_dict=feeds)
-        saver.save(sess, prefix, write_meta_graph=False,
-                   write_state=False)
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names,
+                      shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(tensors[n]) for n in names])
 
   _write_checkpoint_files(output_prefix, write)
 
