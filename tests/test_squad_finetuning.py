@@ -122,11 +122,16 @@ def test_squad_v2_runs_and_reports_official_metrics(squad_setup, null_score):
               "best_exact", "best_f1", "best_f1_thresh",
               "null_score_diff_threshold"):
     assert key in results, key
-  for key in ("exact", "f1", "HasAns_exact", "NoAns_exact", "best_f1"):
-    assert 0.0 <= results[key] <= 100.0
   assert results["HasAns_total"] == 40 and results["NoAns_total"] == 20
-  # Above always-empty (33.3) once the marker is learnt.
+  # Above always-empty (33.3) once the marker is learnt (measured about 65,
+  # answerable questions about 90).
   assert results["f1"] > 40.0
+  assert results["HasAns_f1"] > 60.0
+  # The threshold tuned on dev is the best-F1 one, and predictions.json (the
+  # scores above) applies it: its F1 / EM are the best of the search.
+  assert results["null_score_diff_threshold"] == results["best_f1_thresh"]
+  assert results["f1"] == pytest.approx(results["best_f1"])
+  assert results["exact"] == pytest.approx(results["best_exact"])
   with open(os.path.join(params.output_dir, "null_odds.json")) as f:
     assert set(json.load(f)) == set(predictions)
   # The reported EM / F1 are the official scores of predictions.json.
