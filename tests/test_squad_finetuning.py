@@ -128,10 +128,11 @@ def test_squad_v2_runs_and_reports_official_metrics(squad_setup, null_score):
   assert results["f1"] > 40.0
   assert results["HasAns_f1"] > 60.0
   # The threshold tuned on dev is the best-F1 one, and predictions.json (the
-  # scores above) applies it: its F1 / EM are the best of the search.
+  # scores above) applies it: its F1 is the best of the search, its EM at
+  # most the best EM (whose threshold may differ).
   assert results["null_score_diff_threshold"] == results["best_f1_thresh"]
   assert results["f1"] == pytest.approx(results["best_f1"])
-  assert results["exact"] == pytest.approx(results["best_exact"])
+  assert results["exact"] <= results["best_exact"] + 1e-9
   with open(os.path.join(params.output_dir, "null_odds.json")) as f:
     assert set(json.load(f)) == set(predictions)
   # The reported EM / F1 are the official scores of predictions.json.
