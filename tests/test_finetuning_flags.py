@@ -136,6 +136,15 @@ def _cases(p):
           f"--input_checkpoint={p['root']}/nope",
           f"--output_checkpoint={p['root']}/converted",
           r"groups.json: num_hidden_layers \(2\) must be divisible", None),
+      "convert_keras_hub_without_spm": (
+          "tools.convert_checkpoint", f"--albert_config_file={p['config']}",
+          f"--input_checkpoint={p['root']}/nope",
+          f"--output_checkpoint={p['root']}/preset",
+          "--output_format=keras_hub",
+          "--output_format=keras_hub needs --spm_model_file", None),
+      "model_summary_missing_config": (
+          "tools.model_summary", f"--albert_config_file={p['root']}/nope.json",
+          r"nope.json", None),
   }
 
 
@@ -163,7 +172,8 @@ CASES = ("vocabulary_before_checkpoint", "no_action", "unknown_task",
          "squad_query_longer_than_sequence", "squad_missing_train_file",
          "race_qa_longer_than_sequence", "pretraining_warmup_not_below_steps",
          "pretraining_sequence_too_long", "export_vocabulary",
-         "convert_bad_config")
+         "convert_bad_config", "convert_keras_hub_without_spm",
+         "model_summary_missing_config")
 
 
 def test_every_case_is_run(files):

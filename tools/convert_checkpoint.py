@@ -79,6 +79,10 @@ def main(argv):
           "or a keras-hub preset, with a config.json, provides its own)")
     config_file = candidate
   config = configs.load_albert_config(config_file)
+  if FLAGS.output_format == "keras_hub":  # what the flags alone show
+    from albert_tf.checkpoints import keras_hub_preset  # pylint: disable=g-import-not-at-top
+    keras_hub_preset.check_output(config, FLAGS.output_checkpoint,
+                                  FLAGS.spm_model_file)
   from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
   print(converter.convert_checkpoint(
       config, FLAGS.input_checkpoint, FLAGS.output_checkpoint,

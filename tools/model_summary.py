@@ -22,13 +22,11 @@ flags.DEFINE_enum("share_parameters", None, ["all", "attention", "ffn", "none"],
 
 def main(argv):
   del argv
-  # Imported here so that --help answers without loading TensorFlow.
-  from albert_tf import model_summary
+  # Imported here so that --help answers without loading TensorFlow; the
+  # flags and the config are checked before TensorFlow is imported.
   from albert_tf.config import AlbertConfig
   from albert_tf.errors import UserInputError
-  from albert_tf.networks.albert_encoder import AlbertEncoder
 
-  logging.getLogger("tensorflow").setLevel(logging.ERROR)
   config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
   if FLAGS.share_parameters:
     config = dataclasses.replace(config,
@@ -36,6 +34,9 @@ def main(argv):
   if FLAGS.max_seq_length <= 0:
     raise UserInputError(f"--max_seq_length must be positive, got "
                          f"{FLAGS.max_seq_length}")
+  from albert_tf import model_summary
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  logging.getLogger("tensorflow").setLevel(logging.ERROR)
   encoder = AlbertEncoder(config)
   print(f"{FLAGS.albert_config_file} (share_parameters={config.share_parameters})")
   print(model_summary.format_summary(config, encoder, FLAGS.max_seq_length))
