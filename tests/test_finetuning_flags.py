@@ -69,6 +69,10 @@ def _cases(p):
           f"--init_checkpoint={p['root']}/no_such_checkpoint",
           r"spm.* has 2000 pieces, more than the model's vocab_size \(1000\)",
           r"using --max_seq_length=64 \(max_position_embeddings of "),
+      "missing_checkpoint": (
+          *glue, f"--albert_config_file={p['config']}",
+          f"--init_checkpoint={p['root']}/no_such_checkpoint",
+          r"--init_checkpoint=.*no_such_checkpoint does not exist", None),
       "no_action": (
           "tools.run_classifier", "--task_name=SST-2",
           f"--data_dir={p['glue']}", f"--spm_model_file={p['spm']}",
@@ -165,7 +169,7 @@ def cli_results(files):
     return dict(pool.map(run, cases.items()))
 
 
-CASES = ("vocabulary_before_checkpoint", "no_action", "unknown_task",
+CASES = ("vocabulary_before_checkpoint", "missing_checkpoint", "no_action", "unknown_task",
          "missing_data_dir", "missing_config", "bad_config",
          "savedmodel_without_config", "user_max_seq_length_too_long",
          "user_warmup_not_below_train_step",

@@ -209,4 +209,15 @@ def check_before_building(params: FinetuningParams,
   validate_params(params, config)
   if params.spm_model_file:
     check_spm_model(params, config)
+  check_init_checkpoint(params.init_checkpoint)
   return params
+
+
+def check_init_checkpoint(path: str) -> None:
+  """--init_checkpoint names something: a file (.safetensors), a folder, or
+  a checkpoint prefix (`<path>.index`). Its contents are read (and checked
+  against the config) when the model is built."""
+  if path and not (file_io.exists(path) or file_io.exists(path + ".index")):
+    raise UserInputError(f"--init_checkpoint={path} does not exist (no such "
+                         "file or folder, nor a checkpoint prefix with an "
+                         ".index file)")
