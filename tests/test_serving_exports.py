@@ -117,13 +117,16 @@ def test_squad_export_answers_as_predictions_json(v2, tmp_path, spm_model,
                            "nbest_predictions.json")) as f:
       nbest = json.load(f)
     assert best == [nbest[q["id"]][0]["text"] for q, _ in qas]
-    probability = out["no_answer_probability"].numpy()
-    assert np.all((probability >= 0) & (probability <= 1))
     with open(os.path.join(params.output_dir, "null_odds.json")) as f:
       null_odds = json.load(f)
     np.testing.assert_allclose(out["null_odds"].numpy(),
                                [null_odds[q["id"]] for q, _ in qas],
                                atol=1e-4)
+    # The probability is the sigmoid of those odds.
+    np.testing.assert_allclose(
+        out["no_answer_probability"].numpy(),
+        1 / (1 + np.exp(-out["null_odds"].numpy().astype(np.float64))),
+        atol=1e-6)
   assert len(set(best)) > 3  # not one degenerate answer
   if v2:  # another threshold, answering some questions and not others
     median = float(np.median(out["null_odds"].numpy()))
