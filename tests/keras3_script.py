@@ -211,9 +211,12 @@ def keras_hub_preset(settings):
   # (Ours holds both pretraining heads or none: the round trip starts from
   # the encoder-only preset.)
   first = settings["preset_encoder_only"]
-  converter.convert_checkpoint(config, settings["encoder_checkpoint"], first,
-                               "keras_hub",
-                               spm_model_file=settings["spm_model"])
+  flags.FLAGS([
+      "convert_checkpoint", f"--albert_config_file={settings['config_file']}",
+      f"--input_checkpoint={settings['encoder_checkpoint']}",
+      f"--output_checkpoint={first}", "--output_format=keras_hub",
+      f"--spm_model_file={settings['spm_model']}", "--do_lower_case"])
+  convert_checkpoint.main([])
   converter.convert_checkpoint(config, first, settings["encoder_back"], "ours")
   converter.convert_checkpoint(
       config, settings["encoder_back"], again, "keras_hub",
