@@ -177,6 +177,10 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
   checkpoint of `output_dir` (or warm-starts from `init_checkpoint`)."""
   config = AlbertConfig.from_json_file(params.albert_config_file)
   _validate(params, config)
+  # Unmatched input globs are named before anything is built.
+  pretraining_input.resolve_files(params.input_file)
+  if params.eval_file:
+    pretraining_input.resolve_files(params.eval_file)
   _prepare_output_dir(params.output_dir)
   if params.seed is not None:
     tf_keras.utils.set_random_seed(params.seed)
