@@ -184,7 +184,7 @@ def keras_hub_preset(settings):
   keras.utils.set_random_seed(1)
   classifier = keras_hub.models.AlbertTextClassifier.from_preset(
       preset, num_classes=2)
-  classifier.compile(optimizer=keras.optimizers.Adam(1e-3),
+  classifier.compile(optimizer=keras.optimizers.Adam(3e-3),
                      loss=keras.losses.SparseCategoricalCrossentropy(
                          from_logits=True), metrics=["accuracy"])
   train = tf.data.Dataset.from_tensor_slices(

@@ -95,7 +95,7 @@ def preset_results(tmp_path_factory, spm_model, english_corpus):
       encoder_back=str(root / "encoder_back" / "ckpt"),
       preset_again=str(root / "preset_again"),
       train_texts=train_texts, train_labels=train_labels,
-      dev_texts=dev_texts, dev_labels=dev_labels, epochs=12)
+      dev_texts=dev_texts, dev_labels=dev_labels, epochs=20)
   result = run_keras3("keras_hub_preset", settings, root)
   return dict(result=result, lines=lines, spm_model=spm_model, root=root,
               config=config, checkpoint=checkpoint)
