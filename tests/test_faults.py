@@ -481,15 +481,24 @@ def test_pretraining_out_of_vocabulary_ids_found_while_training(
     tmp_path, pretraining_records):
   # ...and ids past the first record are caught while training.
   from albert_tf.training import run_pretraining as lib
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  # A vocabulary that holds the first record's ids but not all the others.
+  largest = []
+  for record in tf.data.TFRecordDataset(pretraining_records["path"]):
+    example = tf.train.Example.FromString(record.numpy())
+    largest.append(max(max(example.features.feature[k].int64_list.value)
+                       for k in ("input_ids", "masked_lm_ids")))
+  vocab_size = largest[0] + 1
+  assert max(largest) >= vocab_size
   config_file = str(tmp_path / "small_vocab.json")
-  AlbertConfig(vocab_size=1000, embedding_size=16, hidden_size=32,
+  AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32,
                num_hidden_layers=2, num_attention_heads=2,
                intermediate_size=64,
                max_position_embeddings=SEQ).to_json_file(config_file)
   with pytest.raises(UserInputError,
-                     match=r"outside the model's vocabulary \(vocab_size="
-                     r"1000 in .*small_vocab.json\): indices.* is not in "
-                     r"\[0, 1000\)"):
+                     match=rf"outside the model's vocabulary \(vocab_size="
+                     rf"{vocab_size} in .*small_vocab.json\): indices.* is not "
+                     rf"in \[0, {vocab_size}\)"):
     lib.run_pretraining(_pretraining_params(
         tmp_path, pretraining_records["path"], config_file))
 

@@ -132,12 +132,15 @@ def _checkpoint_step(path: Optional[str]) -> int:
   """The optimizer step saved in checkpoint `path` (0 for None)."""
   if not path:
     return 0
-  names = [name for name, _ in tf.train.list_variables(path)
+  # A reader on the prefix: tf.train.load_checkpoint would first ask whether
+  # the prefix is a folder, which ram:// answers wrongly.
+  reader = tf.compat.v1.train.NewCheckpointReader(path)
+  names = [name for name in reader.get_variable_to_shape_map()
            if re.fullmatch(r"optimizer/(.*/)?iter/\.ATTRIBUTES/VARIABLE_VALUE",
                            name)]
   if not names:
     raise UserInputError(f"checkpoint {path} holds no optimizer step")
-  return int(tf.train.load_variable(path, min(names, key=len)))
+  return int(reader.get_tensor(min(names, key=len)))
 
 
 def _prepare_output_dir(path: str) -> None:
