@@ -1,6 +1,6 @@
 """ALBERT (A Lite BERT) for TensorFlow 2 / Keras.
 
-Public names are imported lazily so that light modules (config, errors) can be
+Public names are imported lazily so that light modules (config) can be
 used without paying TensorFlow's import time.
 """
 
@@ -14,7 +14,7 @@ _LAZY = {
     "AlbertSpanLabeler": "albert_tf.models.albert_span_labeler",
     "AlbertSquadV2": "albert_tf.models.albert_squad_v2",
     "AlbertMultipleChoice": "albert_tf.models.albert_multiple_choice",
-    "UserInputError": "albert_tf.errors",
+    "UserInputError": "data_pipeline.shared",
     "load_weights_into": "albert_tf.checkpoints.converter",
 }
 

@@ -4,8 +4,8 @@ import dataclasses
 import json
 from typing import Any, Dict, Mapping
 
-from albert_tf import file_io
-from albert_tf.errors import UserInputError
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
 
 SHARE_PARAMETERS = ("all", "attention", "ffn", "none")
 
@@ -152,13 +152,4 @@ def read_config_json(path: str) -> dict:
     UserInputError: missing, unreadable, not JSON or not an object; the
       message names `path`.
   """
-  try:
-    values = json.loads(file_io.read_text(path))
-  except OSError as e:
-    raise UserInputError(f"cannot read ALBERT config {path}: "
-                         f"{e.strerror}") from e
-  except (UnicodeDecodeError, json.JSONDecodeError) as e:
-    raise UserInputError(f"ALBERT config {path} is not valid JSON: {e}") from e
-  if not isinstance(values, dict):
-    raise UserInputError(f"ALBERT config {path} must hold a JSON object")
-  return values
+  return file_io.read_json_object(path, "ALBERT config")

@@ -47,9 +47,9 @@ import tf_keras
 from absl import logging
 
 from albert_tf import export_endpoints
-from albert_tf import file_io
+from data_pipeline import file_io
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 
 _INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 

@@ -21,7 +21,7 @@ from official.modeling.optimization import lamb
 from official.modeling.optimization import legacy_adamw
 from official.modeling.optimization import lr_schedule
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 
 # Regexes (searched in variable names) as the official recipe; they match our
 # `.../layer_norm/gamma|beta`, every `bias` and the MLM `output_bias`.

@@ -20,7 +20,7 @@ from typing import Dict, Optional, Tuple
 
 from absl import logging
 
-from albert_tf import file_io
+from data_pipeline import file_io
 from albert_tf.config import AlbertConfig
 
 STAGES = 6

@@ -17,8 +17,8 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf import export
-from albert_tf import file_io
-from albert_tf.errors import UserInputError
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
 from data_pipeline import race
 from data_pipeline import tf_tokenization
 

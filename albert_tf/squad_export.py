@@ -46,8 +46,8 @@ import tensorflow_text as tf_text
 import tf_keras
 
 from albert_tf import export
-from albert_tf import file_io
-from albert_tf.errors import UserInputError
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
 from data_pipeline import tf_tokenization
 from data_pipeline import tokenization
 

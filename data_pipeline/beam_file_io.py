@@ -1,4 +1,4 @@
-"""`albert_tf.file_io`'s functions on every filesystem Apache Beam knows.
+"""`data_pipeline.file_io`'s functions on every filesystem Apache Beam knows.
 
 The Beam pipeline (`beam_pipeline`) plans, reads pieces and writes shards
 through a `BeamFileIO`, handed as `fs=` to the code it shares with the local
@@ -16,8 +16,8 @@ they are.
 import os
 from typing import BinaryIO, List, Optional, Tuple, Union
 
-from albert_tf import file_io
-from albert_tf.errors import UserInputError
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
 
 join = file_io.join
 dirname = file_io.dirname

@@ -54,7 +54,7 @@ from absl import logging
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from data_pipeline import corpus_pieces
 from data_pipeline import pretraining_data
 from data_pipeline import pretraining_worker

@@ -40,8 +40,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from absl import logging
 
-from albert_tf import file_io
-from albert_tf.errors import UserInputError
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,7 +39,7 @@ from typing import Dict, List, NamedTuple, Sequence
 
 import numpy as np
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 
 # Uniform draws each instance takes for masking: [4, max_seq_length], rows are
 # candidate order keys, n-gram draws, 80/10/10 draws, random-token draws.

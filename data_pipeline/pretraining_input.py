@@ -33,7 +33,7 @@ from typing import List, Optional, Union, Sequence
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from data_pipeline import record_stream
 from data_pipeline import tfrecord_schema
 from data_pipeline.dynamic_masking import DynamicMasking

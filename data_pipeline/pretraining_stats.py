@@ -4,7 +4,7 @@ import dataclasses
 import json
 from typing import Dict, List
 
-from albert_tf import file_io
+from data_pipeline import file_io
 
 
 @dataclasses.dataclass

@@ -54,9 +54,8 @@ from typing import Dict, List, Optional, Sequence
 
 from absl import logging
 
-from albert_tf import file_io
-from albert_tf.config import AlbertConfig
-from albert_tf.errors import UserInputError
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
 from data_pipeline import corpus_pieces
 from data_pipeline import pretraining_data
 from data_pipeline import pretraining_worker
@@ -202,6 +201,17 @@ class RunPlan:
     return summary
 
 
+def _config_vocab_size(albert_config_file: str) -> int:
+  """vocab_size in an ALBERT config JSON (the model reads the rest)."""
+  values = file_io.read_json_object(albert_config_file, "ALBERT config")
+  vocab_size = values.get("vocab_size")
+  if not isinstance(vocab_size, int) or vocab_size < 1:
+    raise UserInputError(f"bad ALBERT config {albert_config_file}: "
+                         f"vocab_size={vocab_size!r} is not a positive "
+                         "integer")
+  return vocab_size
+
+
 def plan_run(input_file: str, output_file: str, spm_model_file: str,
              options: pretraining_data.InstanceOptions,
              do_lower_case: bool = True, dupe_factor: int = 40,
@@ -249,11 +259,11 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
   tokenizer = SentencePieceTokenizer(spm_model_file,
                                      do_lower_case=do_lower_case, fs=fs)
   if albert_config_file:
-    config = AlbertConfig.from_json_file(albert_config_file)
-    if tokenizer.vocab_size > config.vocab_size:
+    vocab_size = _config_vocab_size(albert_config_file)
+    if tokenizer.vocab_size > vocab_size:
       raise UserInputError(
           f"--spm_model_file={spm_model_file} has {tokenizer.vocab_size} "
-          f"pieces, more than vocab_size={config.vocab_size} in "
+          f"pieces, more than vocab_size={vocab_size} in "
           f"--albert_config_file={albert_config_file}; ids past the "
           "embedding table would fail pretraining (use this vocabulary's "
           "config)")

@@ -19,8 +19,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from albert_tf import file_io
-from albert_tf.errors import UserInputError
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import SentencePieceTokenizer
 
 LEVELS = ("middle", "high")

@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import file_io
+from data_pipeline import file_io
 
 _SEED_MIX = 1_000_003  # keeps (seed, group) pairs apart in one int64
 

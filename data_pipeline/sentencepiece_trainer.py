@@ -32,8 +32,8 @@ from typing import Dict, Iterator, List, Sequence, Union
 from absl import logging
 import sentencepiece as spm
 
-from albert_tf import file_io
-from albert_tf.errors import UserInputError
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
 from data_pipeline import tokenization
 
 ALBERT_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")

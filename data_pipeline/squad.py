@@ -30,8 +30,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from albert_tf import file_io
-from albert_tf.errors import UserInputError
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import SPIECE_UNDERLINE
 from data_pipeline.tokenization import SentencePieceTokenizer
 from data_pipeline.tokenization import encode_pieces

@@ -34,7 +34,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from albert_tf import file_io
+from data_pipeline import file_io
 from data_pipeline.squad import SquadExample
 from data_pipeline.squad import SquadFeature
 

@@ -38,7 +38,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 import tf_keras
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from data_pipeline import tokenization
 
 

@@ -21,8 +21,8 @@ from typing import Iterable, List, Sequence
 import numpy as np
 import sentencepiece as spm
 
-from albert_tf import file_io
-from albert_tf.errors import UserInputError
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
 
 SPIECE_UNDERLINE = "\u2581"  # "▁", SentencePiece's word-start marker.
 

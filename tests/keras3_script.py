@@ -143,7 +143,7 @@ def keras_hub_preset(settings):
   from albert_tf.checkpoints import configs  # pylint: disable=g-import-not-at-top
   from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
   from albert_tf.checkpoints import keras_hub_preset as khp  # pylint: disable=g-import-not-at-top
-  from albert_tf.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  from data_pipeline.shared import UserInputError  # pylint: disable=g-import-not-at-top
   from tools import convert_checkpoint  # pylint: disable=g-import-not-at-top
 
   out = {}

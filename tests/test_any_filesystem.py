@@ -19,7 +19,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import export
-from albert_tf import file_io
+from data_pipeline import file_io
 from albert_tf.checkpoints import converter
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from data_pipeline import beam_pipeline
 from data_pipeline import pretraining_writer
 from data_pipeline.pretraining_data import InstanceOptions

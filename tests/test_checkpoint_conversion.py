@@ -17,7 +17,7 @@ from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import converter
 from albert_tf.checkpoints import name_tables
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from data_pipeline import corpus_pieces
 
 _TEXT = (

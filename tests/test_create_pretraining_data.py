@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from data_pipeline import pretraining_writer
 from data_pipeline import tfrecord_io
 from data_pipeline import tfrecord_schema

@@ -10,7 +10,7 @@ import tf_keras
 
 from albert_tf import export
 from albert_tf.checkpoints import converter
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 

@@ -11,7 +11,7 @@ import tensorflow as tf
 from absl import flags
 
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder

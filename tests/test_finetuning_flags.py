@@ -15,7 +15,7 @@ import time
 import pytest
 
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from albert_tf.training import finetuning_params
 from albert_tf.training import task_options
 

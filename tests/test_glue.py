@@ -7,7 +7,7 @@ import pytest
 import scipy.stats
 import sklearn.metrics
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from data_pipeline import glue
 
 # The header lines of the distributed GLUE files (download_glue_data.py).

@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import optimization
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 
 
 def _numpy_lamb_step(w, g, m, v, step, lr, wd, decayed, beta1=0.9,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from data_pipeline import pretraining_writer
 from data_pipeline.pretraining_data import InstanceOptions
 from data_pipeline.pretraining_input import pretraining_dataset

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from albert_tf.training import race_finetuning
 from albert_tf.training.finetuning import FinetuningParams
 from data_pipeline import race

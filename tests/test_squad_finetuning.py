@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from albert_tf.training import squad_finetuning
 from albert_tf.training.finetuning import FinetuningParams
 

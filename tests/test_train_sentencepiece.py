@@ -8,7 +8,7 @@ import pytest
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from data_pipeline import sentencepiece_trainer
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

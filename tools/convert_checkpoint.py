@@ -67,11 +67,11 @@ def main(argv):
   # Imported here so that --help answers without loading TensorFlow; the
   # config is checked before TensorFlow is imported (converter).
   from albert_tf.checkpoints import configs  # pylint: disable=g-import-not-at-top
-  from albert_tf.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  from data_pipeline.shared import UserInputError  # pylint: disable=g-import-not-at-top
 
   config_file = FLAGS.albert_config_file
   if config_file is None:
-    from albert_tf import file_io  # pylint: disable=g-import-not-at-top
+    from data_pipeline import file_io  # pylint: disable=g-import-not-at-top
     candidate = file_io.join(FLAGS.input_checkpoint, "config.json")
     if not file_io.isfile(candidate):
       raise UserInputError(

@@ -35,7 +35,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from tools import cli
 
 FLAGS = flags.FLAGS
@@ -132,7 +132,7 @@ def main(argv):
       raise UserInputError(f"--{name} is required")
   if FLAGS.do_permutation:
     raise UserInputError("--do_permutation is not supported")
-  from albert_tf import file_io  # pylint: disable=g-import-not-at-top
+  from data_pipeline import file_io  # pylint: disable=g-import-not-at-top
   if FLAGS.vocab_file and not file_io.isfile(FLAGS.vocab_file):
     raise UserInputError(f"--vocab_file: no such file: {FLAGS.vocab_file}")
   logging.set_verbosity(logging.INFO)

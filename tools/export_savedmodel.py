@@ -52,8 +52,8 @@ def check_before_tensorflow(config) -> None:
   config allows becomes max_position_embeddings (logged)."""
   # pylint: disable=g-import-not-at-top
   from absl import logging
-  from albert_tf import file_io
-  from albert_tf.errors import UserInputError
+  from data_pipeline import file_io
+  from data_pipeline.shared import UserInputError
   from data_pipeline import tokenization
   if (not FLAGS["seq_length"].present and
       FLAGS.seq_length > config.max_position_embeddings):

@@ -143,7 +143,7 @@ def params_from_flags(defaults: Optional[Mapping] = None, flag_values=FLAGS):
     albert_tf.training.finetuning.FinetuningParams.
   """
   # Imported here so that --help answers at once (no TensorFlow either way).
-  from albert_tf.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  from data_pipeline.shared import UserInputError  # pylint: disable=g-import-not-at-top
   from albert_tf.training import finetuning_params  # pylint: disable=g-import-not-at-top
   defaults = dict(defaults or {})
   values = {}

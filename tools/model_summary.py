@@ -25,7 +25,7 @@ def main(argv):
   # Imported here so that --help answers without loading TensorFlow; the
   # flags and the config are checked before TensorFlow is imported.
   from albert_tf.config import AlbertConfig
-  from albert_tf.errors import UserInputError
+  from data_pipeline.shared import UserInputError
 
   config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
   if FLAGS.share_parameters:

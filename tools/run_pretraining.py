@@ -76,7 +76,7 @@ def check_before_tensorflow() -> None:
   with it (logged)."""
   from absl import logging  # pylint: disable=g-import-not-at-top
   from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
-  from albert_tf.errors import UserInputError  # pylint: disable=g-import-not-at-top
+  from data_pipeline.shared import UserInputError  # pylint: disable=g-import-not-at-top
   config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
   if FLAGS.max_seq_length > config.max_position_embeddings:
     raise UserInputError(

@@ -45,7 +45,7 @@ def main(argv):
   # pylint: disable=g-import-not-at-top
   # Every check of the flags, config and vocabulary runs before TensorFlow
   # is imported (about 5 s): a mistake is reported at once.
-  from albert_tf.errors import UserInputError
+  from data_pipeline.shared import UserInputError
   from albert_tf.training import task_options
   if not FLAGS.data_dir:
     raise UserInputError("--data_dir is required")

@@ -38,12 +38,12 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import file_io
+from data_pipeline import file_io
 from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import keras_hub_preset
 from albert_tf.checkpoints import name_tables
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 
 INPUT_FORMATS = ("auto", "ours", "official", "huggingface", "garden",
                  "keras_hub")

@@ -38,7 +38,7 @@ from typing import Dict, List, Tuple
 
 import sentencepiece as spm
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from data_pipeline import tokenization
 
 _NORMAL, _UNUSED = 1, 5  # sentencepiece ModelProto.SentencePiece.Type

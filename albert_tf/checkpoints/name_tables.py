@@ -30,7 +30,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import numpy as np
 
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 
 Shape = Tuple[int, ...]
 

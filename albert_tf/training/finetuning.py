@@ -57,10 +57,10 @@ import tensorflow as tf
 import tf_keras
 from absl import logging
 
-from albert_tf import file_io
+from data_pipeline import file_io
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from albert_tf.training import checkpoints
 from albert_tf.training.finetuning_params import check_spm_model
 from albert_tf.training.finetuning_params import check_vocab_size  # noqa: F401

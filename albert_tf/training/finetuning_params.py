@@ -13,9 +13,9 @@ from typing import Collection, Mapping, Optional
 
 from absl import logging
 
-from albert_tf import file_io
+from data_pipeline import file_io
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 
 DTYPES = ("float32", "bfloat16", "float16")
 # The warmup share of train_step when no recipe gives one.

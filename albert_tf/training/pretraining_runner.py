@@ -18,7 +18,7 @@ import orbit
 import tensorflow as tf
 import tf_keras
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from albert_tf.training.pretraining_objective import PretrainingMetrics
 from albert_tf.training.pretraining_objective import replica_loss
 

@@ -13,8 +13,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import file_io
-from albert_tf.errors import UserInputError
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.training import finetuning
 from albert_tf.training.task_options import RACE_DEFAULTS

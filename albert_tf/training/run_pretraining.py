@@ -19,10 +19,10 @@ import tensorflow as tf
 import tf_keras
 from absl import logging
 
-from albert_tf import file_io
+from data_pipeline import file_io
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training import checkpoints

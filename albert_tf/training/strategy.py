@@ -3,7 +3,7 @@
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.errors import UserInputError
+from data_pipeline.shared import UserInputError
 
 STRATEGIES = ("default", "one_device", "mirrored", "multi_worker", "tpu")
 

@@ -15,8 +15,8 @@ from typing import Collection, Dict, Optional
 
 from absl import logging
 
-from albert_tf import file_io
-from albert_tf.errors import UserInputError
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
 
 
 # --- GLUE ----------------------------------------------------------------------

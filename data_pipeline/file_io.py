@@ -24,6 +24,8 @@ import shutil
 import sys
 from typing import Any, BinaryIO, List, Tuple, Union
 
+from data_pipeline.shared import UserInputError
+
 
 def is_remote(path: str) -> bool:
   """Whether `path` names a non-local filesystem (`gs://`, `ram://`, ...)."""
@@ -111,6 +113,23 @@ def read_bytes(path: str) -> bytes:
 def read_text(path: str) -> str:
   """The file as UTF-8 text. Raises OSError, UnicodeDecodeError."""
   return read_bytes(path).decode("utf-8")
+
+
+def read_json_object(path: str, what: str) -> dict:
+  """The JSON object in a file; `what` names the file in errors.
+
+  Raises:
+    UserInputError: missing, unreadable, not JSON or not an object.
+  """
+  try:
+    values = json.loads(read_text(path))
+  except OSError as e:
+    raise UserInputError(f"cannot read {what} {path}: {e.strerror}") from e
+  except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    raise UserInputError(f"{what} {path} is not valid JSON: {e}") from e
+  if not isinstance(values, dict):
+    raise UserInputError(f"{what} {path} must hold a JSON object")
+  return values
 
 
 def glob(pattern: str) -> List[str]:
