@@ -4,7 +4,7 @@ import collections
 
 import tensorflow as tf
 
-from albert_tf import pipeline_demo
+from tools import pipeline_demo
 from data_pipeline import tfrecord_schema
 
 

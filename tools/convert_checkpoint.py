@@ -34,7 +34,7 @@ them.
 
 from absl import flags
 
-from tools import cli
+from . import cli
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_config_file", None,

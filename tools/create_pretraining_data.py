@@ -36,7 +36,7 @@ from absl import flags
 from absl import logging
 
 from data_pipeline.shared import UserInputError
-from tools import cli
+from . import cli
 
 FLAGS = flags.FLAGS
 

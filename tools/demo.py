@@ -11,7 +11,7 @@ baselines, and exports a SavedModel. Rerunning resumes where it stopped.
 from absl import flags
 from absl import logging
 
-from tools import cli
+from . import cli
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", "demo_output", "Where everything goes.")
@@ -24,7 +24,7 @@ def main(argv):
   # Orbit prints its progress lines and also logs them; keep one copy.
   logging.set_verbosity(logging.WARNING)
   # Imported here so that --help answers without loading TensorFlow.
-  from albert_tf import pipeline_demo
+  from . import pipeline_demo
 
   pipeline_demo.run_demo(pipeline_demo.DemoSettings(
       output_dir=FLAGS.output_dir, num_train_steps=FLAGS.num_train_steps,

@@ -19,7 +19,7 @@ contents. Use them from Keras:
 
 from absl import flags
 
-from tools import cli
+from . import cli
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_config_file", None,

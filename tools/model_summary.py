@@ -9,7 +9,7 @@ import logging
 
 from absl import flags
 
-from tools import cli
+from . import cli
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("albert_config_file", None,

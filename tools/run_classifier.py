@@ -18,8 +18,8 @@ summaries. `--export_dir` writes a SavedModel serving raw strings.
 
 from absl import flags
 
-from tools import cli
-from tools import finetune_flags
+from . import cli
+from . import finetune_flags
 
 FLAGS = flags.FLAGS
 finetune_flags.define_shared_flags()

@@ -14,7 +14,7 @@ TensorBoard: tensorboard --logdir=<output_dir>
 
 from absl import flags
 
-from tools import cli
+from . import cli
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("input_file", None,

@@ -18,8 +18,8 @@ answers raw article / question / options strings.
 
 from absl import flags
 
-from tools import cli
-from tools import finetune_flags
+from . import cli
+from . import finetune_flags
 
 FLAGS = flags.FLAGS
 finetune_flags.define_shared_flags()
@@ -66,5 +66,9 @@ def main(argv):
                    if isinstance(v, float)))
 
 
-if __name__ == "__main__":
+def run():
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

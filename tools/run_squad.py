@@ -21,8 +21,8 @@ offsets, score and, for v2.0, the no-answer probability).
 
 from absl import flags
 
-from tools import cli
-from tools import finetune_flags
+from . import cli
+from . import finetune_flags
 
 FLAGS = flags.FLAGS
 finetune_flags.define_shared_flags()
@@ -89,5 +89,9 @@ def main(argv):
                    if isinstance(v, float)))
 
 
-if __name__ == "__main__":
+def run():
   cli.run(main)
+
+
+if __name__ == "__main__":
+  run()

@@ -14,7 +14,7 @@ uses SentencePiece's identity normalization; use the same --do_lower_case /
 from absl import flags
 
 from data_pipeline import sentencepiece_trainer
-from tools import cli
+from . import cli
 
 FLAGS = flags.FLAGS
 

@@ -92,13 +92,22 @@ def heldout_baselines(path: str, max_seq_length: int,
 
 def run_demo(settings: DemoSettings) -> Dict[str, float]:
   """Runs every stage; returns held-out metrics and baselines."""
-  from data_pipeline import pretraining_data
-  from data_pipeline import pretraining_writer
-  from data_pipeline import sentencepiece_trainer
-  from data_pipeline import stdlib_corpus
-  from albert_tf.training import run_pretraining as pretraining
+  paths = _demo_paths(settings.output_dir)
+  _build_corpus(paths)
+  _train_vocabulary(settings, paths)
+  _write_pretraining_data(settings, paths)
+  setup, results = _pretrain(settings, paths)
+  metrics = _evaluate_heldout(settings, paths, results)
+  started = _stage(6, "SavedModel export (TF Hub encoder + preprocessor)")
+  export_dir = _export(settings, paths, setup)
+  _done(started, export_dir or "skipped")
+  _print_summary(metrics, paths, export_dir)
+  return metrics
 
-  out = settings.output_dir
+
+def _demo_paths(output_dir: str) -> Dict[str, str]:
+  """Where each stage writes, under `output_dir` (created)."""
+  out = output_dir
   if not file_io.is_remote(out):
     out = os.path.abspath(out)
   join = file_io.join
@@ -113,18 +122,25 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
                export=join(out, "savedmodel"))
   for key in ("corpus", "spm", "train"):
     file_io.makedirs(file_io.dirname(paths[key]))
+  return paths
 
+
+def _build_corpus(paths: Dict[str, str]) -> None:
+  from data_pipeline import stdlib_corpus
   started = _stage(1, "English corpus from the standard library's docstrings")
-  if not file_io.exists(paths["heldout_text"]):
-    stats = stdlib_corpus.write_stdlib_corpus(paths["corpus"])
-    train_docs, heldout_docs = split_corpus(paths["corpus"],
-                                            paths["train_text"],
-                                            paths["heldout_text"])
-    _done(started, f"{stats['documents']:,} documents, {stats['bytes']:,} "
-          f"bytes: {train_docs:,} train / {heldout_docs:,} held out")
-  else:
+  if file_io.exists(paths["heldout_text"]):
     _done(started, f"cached in {file_io.dirname(paths['corpus'])}")
+    return
+  stats = stdlib_corpus.write_stdlib_corpus(paths["corpus"])
+  train_docs, heldout_docs = split_corpus(paths["corpus"],
+                                          paths["train_text"],
+                                          paths["heldout_text"])
+  _done(started, f"{stats['documents']:,} documents, {stats['bytes']:,} "
+        f"bytes: {train_docs:,} train / {heldout_docs:,} held out")
 
+
+def _train_vocabulary(settings: DemoSettings, paths: Dict[str, str]) -> None:
+  from data_pipeline import sentencepiece_trainer
   started = _stage(2, "SentencePiece model (ALBERT recipe)")
   if not file_io.exists(paths["spm"] + ".model"):
     sentencepiece_trainer.train_sentencepiece(
@@ -132,6 +148,11 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
         do_lower_case=True)
   _done(started, f"{settings.vocab_size} pieces: {paths['spm']}.model")
 
+
+def _write_pretraining_data(settings: DemoSettings,
+                            paths: Dict[str, str]) -> None:
+  from data_pipeline import pretraining_data
+  from data_pipeline import pretraining_writer
   started = _stage(3, "pretraining data (SOP pairs, n-gram whole-word masks)")
   options = pretraining_data.InstanceOptions(
       max_seq_length=settings.max_seq_length,
@@ -147,6 +168,10 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
             f"{stats['masked_tokens']:,} masked tokens")
   _done(started, file_io.dirname(paths["train"]))
 
+
+def _pretrain(settings: DemoSettings, paths: Dict[str, str]):
+  """Pretrains (or resumes); returns the run's setup and final eval metrics."""
+  from albert_tf.training import run_pretraining as pretraining
   started = _stage(4, f"pretraining ALBERT (E={settings.model.embedding_size}"
                    f", H={settings.model.hidden_size}, "
                    f"{settings.model.num_hidden_layers} layers sharing one "
@@ -174,7 +199,11 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
   if results is None:  # already trained: evaluate the final checkpoint
     results = setup.controller.evaluate(steps=-1)
   _done(started, f"checkpoints in {paths['run']}")
+  return setup, results
 
+
+def _evaluate_heldout(settings: DemoSettings, paths: Dict[str, str],
+                      results) -> Dict[str, float]:
   started = _stage(5, "held-out evaluation")
   baselines = heldout_baselines(paths["heldout"], settings.max_seq_length,
                                 settings.max_predictions_per_seq)
@@ -182,11 +211,11 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
                  sop_accuracy=float(results["sop_accuracy"]),
                  mlm_baseline=baselines["mlm"], sop_baseline=baselines["sop"])
   _done(started, "done")
+  return metrics
 
-  started = _stage(6, "SavedModel export (TF Hub encoder + preprocessor)")
-  export_dir = _export(settings, paths, setup)
-  _done(started, export_dir or "skipped")
 
+def _print_summary(metrics: Dict[str, float], paths: Dict[str, str],
+                   export_dir: Optional[str]) -> None:
   print("\n" + "=" * 72)
   print(f"held-out MLM accuracy  {metrics['mlm_accuracy']:7.1%}   (most "
         f"frequent token: {metrics['mlm_baseline']:.1%})")
@@ -201,7 +230,6 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
         f"{paths['run']}")
   print("=" * 72)
   logging.info("demo metrics: %s", metrics)
-  return metrics
 
 
 def _export(settings, paths, setup):

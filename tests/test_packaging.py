@@ -1,0 +1,111 @@
+"""The package graph is one-way and the wheel installs only what users import.
+
+tools -> albert_tf -> data_pipeline -> data_pipeline/shared.py (the leaf):
+read from every module's import statements, not from a list kept by hand.
+"""
+
+import ast
+import pathlib
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ("albert_tf", "data_pipeline", "tools")
+# Which of our packages each package may import (besides itself).
+ALLOWED = {"tools": {"albert_tf", "data_pipeline"},
+           "albert_tf": {"data_pipeline"},
+           "data_pipeline": set()}
+
+
+def _imports(path: pathlib.Path):
+  """Top-level names of every absolute import in a module (any depth)."""
+  for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    if isinstance(node, ast.Import):
+      for alias in node.names:
+        yield alias.name.split(".")[0]
+    elif isinstance(node, ast.ImportFrom) and node.level == 0:
+      yield node.module.split(".")[0]
+
+
+def test_package_imports_go_one_way():
+  wrong = []
+  for package in PACKAGES:
+    for path in sorted((ROOT / package).rglob("*.py")):
+      for name in set(_imports(path)):
+        if name in PACKAGES and name != package and (
+            name not in ALLOWED[package]):
+          wrong.append(f"{path.relative_to(ROOT)} imports {name}")
+  assert not wrong, "\n".join(wrong)
+
+
+def test_shared_leaf_imports_only_the_standard_library():
+  names = set(_imports(ROOT / "data_pipeline" / "shared.py"))
+  assert names <= set(sys.stdlib_module_names), names
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+  out = tmp_path_factory.mktemp("wheel")
+  subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                  "--no-build-isolation", "--quiet", "-w", str(out),
+                  str(ROOT)], check=True, capture_output=True)
+  (path,) = out.glob("*.whl")
+  return path
+
+
+def _source_packages():
+  """Dotted names of our packages as the wheel should hold them."""
+  names = set()
+  for package in ("albert_tf", "data_pipeline", "tools"):
+    for init in (ROOT / package).rglob("__init__.py"):
+      parts = init.parent.relative_to(ROOT).parts
+      if parts[0] == "tools":
+        parts = ("albert_tf", "cli") + parts[1:]
+      names.add(".".join(parts))
+  return names
+
+
+def test_wheel_holds_our_packages_under_two_names(wheel):
+  with zipfile.ZipFile(wheel) as z:
+    files = z.namelist()
+    entry_points = next(z.read(n).decode() for n in files
+                        if n.endswith("entry_points.txt"))
+  top = {f.split("/")[0] for f in files if ".dist-info/" not in f}
+  assert top == {"albert_tf", "data_pipeline"}
+  packages = {f.rsplit("/", 1)[0].replace("/", ".") for f in files
+              if f.endswith("/__init__.py")}
+  assert packages == _source_packages()
+  modules = {f for f in files if f.endswith(".py")}
+  for tool in (ROOT / "tools").glob("*.py"):
+    assert f"albert_tf/cli/{tool.name}" in modules
+
+  # Every CLI (a tools module with a `run()` entry point) has a console
+  # script, including the three fine-tuning ones.
+  scripts = {line.split(" = ")[1].strip() for line in entry_points.splitlines()
+             if " = " in line}
+  clis = {f"albert_tf.cli.{p.stem}:run" for p in (ROOT / "tools").glob("*.py")
+          if "\ndef run():" in p.read_text() and p.stem != "cli"}
+  assert scripts == clis
+  assert {"albert_tf.cli.run_classifier:run", "albert_tf.cli.run_squad:run",
+          "albert_tf.cli.run_race:run"} <= scripts
+
+
+def test_installed_console_script_answers_help(wheel, tmp_path):
+  target = tmp_path / "site"
+  subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps",
+                  "--quiet", "--target", str(target), str(wheel)],
+                 check=True, capture_output=True)
+  # Outside the checkout, so only the installed copy can be imported.
+  result = subprocess.run(
+      [sys.executable, str(target / "bin" / "albert-train-sentencepiece"),
+       "--help"], cwd=tmp_path, env={"PYTHONPATH": str(target)},
+      capture_output=True, text=True, timeout=120)
+  assert result.returncode == 0, result.stderr
+  assert "--vocab_size" in result.stdout
+  assert str(target) in subprocess.run(
+      [sys.executable, "-c", "import albert_tf.cli.cli as m; print(m.__file__)"],
+      cwd=tmp_path, env={"PYTHONPATH": str(target)}, capture_output=True,
+      text=True, check=True).stdout
