@@ -2,7 +2,7 @@
 
 import dataclasses
 import json
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, List, Mapping
 
 from data_pipeline import file_io
 from data_pipeline.shared import UserInputError
@@ -108,6 +108,21 @@ class AlbertConfig:
   def group_of_layer(self, layer_index: int) -> int:
     """The parameter group layer `layer_index` uses, as the official model."""
     return int(layer_index * self.num_hidden_groups / self.num_hidden_layers)
+
+  def sublayer_names(self, kind: str) -> List[List[str]]:
+    """Per layer, the names of the `inner_group_num` sublayers of `kind`
+    ("attention" or "ffn") it applies: AlbertEncoder's layer names, which
+    checkpoint name tables read here without importing TensorFlow.
+
+    A kind that `share_parameters` shares belongs to the layer's group,
+    "group_{g}_inner_{k}_{kind}" (the same names in every layer of group g);
+    otherwise to the layer, "layer_{l}_inner_{k}_{kind}".
+    """
+    shared = self.share_parameters in ("all", kind)
+    owners = [f"group_{self.group_of_layer(index)}" if shared
+              else f"layer_{index}" for index in range(self.num_hidden_layers)]
+    return [[f"{owner}_inner_{k}_{kind}" for k in range(self.inner_group_num)]
+            for owner in owners]
 
   @classmethod
   def from_dict(cls, values: Mapping[str, Any]) -> "AlbertConfig":

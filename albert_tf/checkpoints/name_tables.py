@@ -151,12 +151,20 @@ def our_shapes(config: AlbertConfig,
 
 
 def _sublayer_prefixes(config: AlbertConfig, kind: str) -> List[str]:
-  """Our sublayer names of `kind`, in the order AlbertEncoder builds them."""
-  shared = config.share_parameters in ("all", kind)
-  owners = ([f"group_{g}" for g in range(config.num_hidden_groups)] if shared
-            else [f"layer_{l}" for l in range(config.num_hidden_layers)])
-  return [f"{owner}_inner_{k}_{kind}" for owner in owners
-          for k in range(config.inner_group_num)]
+  """Our distinct sublayer names of `kind`, in the order AlbertEncoder
+  builds them."""
+  return list(dict.fromkeys(name for names in config.sublayer_names(kind)
+                            for name in names))
+
+
+def _group_blocks(config: AlbertConfig) -> List[Tuple[int, int, str, str]]:
+  """(g, k, our attention name, our ffn name) for the block applied k-th in
+  group g, for the layouts that name blocks by group (share_parameters
+  "all": blocks are built group by group)."""
+  blocks = zip(_sublayer_prefixes(config, "attention"),
+               _sublayer_prefixes(config, "ffn"))
+  return [divmod(index, config.inner_group_num) + names
+          for index, names in enumerate(blocks)]
 
 
 def _require_all_shared(config: AlbertConfig, layout: str) -> None:
@@ -183,30 +191,26 @@ def official_table(config: AlbertConfig) -> List[Entry]:
     t += [Entry(f"embeddings/embedding_projection/{w}",
                 f"bert/encoder/embedding_hidden_mapping_in/{w}")
           for w in ("kernel", "bias")]
-  for g in range(config.num_hidden_groups):
-    for k in range(config.inner_group_num):
-      src = f"bert/encoder/transformer/group_{g}/inner_group_{k}"
-      att = f"group_{g}_inner_{k}_attention"
-      ffn = f"group_{g}_inner_{k}_ffn"
-      for p in ("query", "key", "value"):
-        t += [Entry(f"{att}/self_attention/{p}/kernel",
-                    f"{src}/attention_1/self/{p}/kernel", "heads_in_kernel"),
-              Entry(f"{att}/self_attention/{p}/bias",
-                    f"{src}/attention_1/self/{p}/bias", "heads_bias")]
-      t += [Entry(f"{att}/self_attention/attention_output/kernel",
-                  f"{src}/attention_1/output/dense/kernel",
-                  "heads_out_kernel"),
-            Entry(f"{att}/self_attention/attention_output/bias",
-                  f"{src}/attention_1/output/dense/bias"),
-            Entry(f"{att}/layer_norm/gamma", f"{src}/LayerNorm/gamma"),
-            Entry(f"{att}/layer_norm/beta", f"{src}/LayerNorm/beta")]
-      for w in ("kernel", "bias"):
-        t += [Entry(f"{ffn}/intermediate/{w}",
-                    f"{src}/ffn_1/intermediate/dense/{w}"),
-              Entry(f"{ffn}/output/{w}",
-                    f"{src}/ffn_1/intermediate/output/dense/{w}")]
-      t += [Entry(f"{ffn}/layer_norm/gamma", f"{src}/LayerNorm_1/gamma"),
-            Entry(f"{ffn}/layer_norm/beta", f"{src}/LayerNorm_1/beta")]
+  for g, k, att, ffn in _group_blocks(config):
+    src = f"bert/encoder/transformer/group_{g}/inner_group_{k}"
+    for p in ("query", "key", "value"):
+      t += [Entry(f"{att}/self_attention/{p}/kernel",
+                  f"{src}/attention_1/self/{p}/kernel", "heads_in_kernel"),
+            Entry(f"{att}/self_attention/{p}/bias",
+                  f"{src}/attention_1/self/{p}/bias", "heads_bias")]
+    t += [Entry(f"{att}/self_attention/attention_output/kernel",
+                f"{src}/attention_1/output/dense/kernel", "heads_out_kernel"),
+          Entry(f"{att}/self_attention/attention_output/bias",
+                f"{src}/attention_1/output/dense/bias"),
+          Entry(f"{att}/layer_norm/gamma", f"{src}/LayerNorm/gamma"),
+          Entry(f"{att}/layer_norm/beta", f"{src}/LayerNorm/beta")]
+    for w in ("kernel", "bias"):
+      t += [Entry(f"{ffn}/intermediate/{w}",
+                  f"{src}/ffn_1/intermediate/dense/{w}"),
+            Entry(f"{ffn}/output/{w}",
+                  f"{src}/ffn_1/intermediate/output/dense/{w}")]
+    t += [Entry(f"{ffn}/layer_norm/gamma", f"{src}/LayerNorm_1/gamma"),
+          Entry(f"{ffn}/layer_norm/beta", f"{src}/LayerNorm_1/beta")]
   t += [Entry("pooler/kernel", "bert/pooler/dense/kernel"),
         Entry("pooler/bias", "bert/pooler/dense/bias"),
         Entry("masked_lm/transform/kernel",
@@ -247,32 +251,27 @@ def huggingface_table(config: AlbertConfig) -> List[Entry]:
              "albert.encoder.embedding_hidden_mapping_in.weight", "transpose"),
        Entry("embeddings/embedding_projection/bias",
              "albert.encoder.embedding_hidden_mapping_in.bias")]
-  for g in range(config.num_hidden_groups):
-    for k in range(config.inner_group_num):
-      src = f"albert.encoder.albert_layer_groups.{g}.albert_layers.{k}"
-      att = f"group_{g}_inner_{k}_attention"
-      ffn = f"group_{g}_inner_{k}_ffn"
-      for p in ("query", "key", "value"):
-        t += [Entry(f"{att}/self_attention/{p}/kernel",
-                    f"{src}.attention.{p}.weight", "linear_heads_in"),
-              Entry(f"{att}/self_attention/{p}/bias",
-                    f"{src}.attention.{p}.bias", "heads_bias")]
-      t += [Entry(f"{att}/self_attention/attention_output/kernel",
-                  f"{src}.attention.dense.weight", "linear_heads_out"),
-            Entry(f"{att}/self_attention/attention_output/bias",
-                  f"{src}.attention.dense.bias"),
-            Entry(f"{att}/layer_norm/gamma", f"{src}.attention.LayerNorm.weight"),
-            Entry(f"{att}/layer_norm/beta", f"{src}.attention.LayerNorm.bias"),
-            Entry(f"{ffn}/intermediate/kernel", f"{src}.ffn.weight",
-                  "transpose"),
-            Entry(f"{ffn}/intermediate/bias", f"{src}.ffn.bias"),
-            Entry(f"{ffn}/output/kernel", f"{src}.ffn_output.weight",
-                  "transpose"),
-            Entry(f"{ffn}/output/bias", f"{src}.ffn_output.bias"),
-            Entry(f"{ffn}/layer_norm/gamma",
-                  f"{src}.full_layer_layer_norm.weight"),
-            Entry(f"{ffn}/layer_norm/beta",
-                  f"{src}.full_layer_layer_norm.bias")]
+  for g, k, att, ffn in _group_blocks(config):
+    src = f"albert.encoder.albert_layer_groups.{g}.albert_layers.{k}"
+    for p in ("query", "key", "value"):
+      t += [Entry(f"{att}/self_attention/{p}/kernel",
+                  f"{src}.attention.{p}.weight", "linear_heads_in"),
+            Entry(f"{att}/self_attention/{p}/bias",
+                  f"{src}.attention.{p}.bias", "heads_bias")]
+    t += [Entry(f"{att}/self_attention/attention_output/kernel",
+                f"{src}.attention.dense.weight", "linear_heads_out"),
+          Entry(f"{att}/self_attention/attention_output/bias",
+                f"{src}.attention.dense.bias"),
+          Entry(f"{att}/layer_norm/gamma", f"{src}.attention.LayerNorm.weight"),
+          Entry(f"{att}/layer_norm/beta", f"{src}.attention.LayerNorm.bias"),
+          Entry(f"{ffn}/intermediate/kernel", f"{src}.ffn.weight", "transpose"),
+          Entry(f"{ffn}/intermediate/bias", f"{src}.ffn.bias"),
+          Entry(f"{ffn}/output/kernel", f"{src}.ffn_output.weight",
+                "transpose"),
+          Entry(f"{ffn}/output/bias", f"{src}.ffn_output.bias"),
+          Entry(f"{ffn}/layer_norm/gamma",
+                f"{src}.full_layer_layer_norm.weight"),
+          Entry(f"{ffn}/layer_norm/beta", f"{src}.full_layer_layer_norm.bias")]
   t += [Entry("pooler/kernel", "albert.pooler.weight", "transpose"),
         Entry("pooler/bias", "albert.pooler.bias"),
         Entry("masked_lm/transform/kernel", "predictions.dense.weight",

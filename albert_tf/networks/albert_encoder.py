@@ -165,20 +165,15 @@ def _sublayers_by_layer(config: AlbertConfig, kind: str,
                         make) -> List[List[tf_keras.layers.Layer]]:
   """For each layer l, the `inner_group_num` sublayers of `kind` it applies.
 
-  Shared sublayers are built once per group and appear in several layers'
-  lists; unshared ones are built per layer.
+  Named by `config.sublayer_names`: shared sublayers are built once per
+  group and appear in several layers' lists; unshared ones are built per
+  layer. `make(name)` is called once per name, in order of first use.
   """
-  shared = config.share_parameters in ("all", kind)
   built = {}
   by_layer = []
-  for layer_index in range(config.num_hidden_layers):
-    owner = config.group_of_layer(layer_index) if shared else layer_index
-    prefix = f"group_{owner}" if shared else f"layer_{owner}"
-    row = []
-    for inner in range(config.inner_group_num):
-      name = f"{prefix}_inner_{inner}_{kind}"
+  for names in config.sublayer_names(kind):
+    for name in names:
       if name not in built:
         built[name] = make(name)
-      row.append(built[name])
-    by_layer.append(row)
+    by_layer.append([built[name] for name in names])
   return by_layer
