@@ -23,7 +23,7 @@ from benchmarks import common
 
 
 def export_random_encoder(config: AlbertConfig, work_dir: str) -> str:
-  from albert_tf import export
+  from albert_tf import exports
   from albert_tf.models.albert_pretrainer import AlbertPretrainer
   from albert_tf.networks.albert_encoder import AlbertEncoder
   from data_pipeline import sentencepiece_trainer
@@ -36,8 +36,8 @@ def export_random_encoder(config: AlbertConfig, work_dir: str) -> str:
       model=AlbertPretrainer(AlbertEncoder(config))).save(
           os.path.join(work_dir, "ckpt", "ckpt"))
   export_dir = os.path.join(work_dir, "export")
-  export.export_savedmodel(config, checkpoint, spm + ".model", export_dir,
-                           seq_length=128)
+  exports.export_savedmodel(config, checkpoint, spm + ".model", export_dir,
+                            seq_length=128)
   return os.path.join(export_dir, "encoder")
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import export
+from albert_tf import exports
 from data_pipeline import file_io
 from albert_tf.checkpoints import converter
 from albert_tf.config import AlbertConfig
@@ -186,8 +186,8 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
 
   # Export, then fine-tuning from it (GLUE) and from the checkpoint.
   export_dir = join(root, "export")
-  export.export_savedmodel(_config(), join(run, "ckpt-4"), spm, export_dir,
-                           seq_length=SEQ)
+  exports.export_savedmodel(_config(), join(run, "ckpt-4"), spm, export_dir,
+                            seq_length=SEQ)
   rng = random.Random(0)
   words = [w for w in file_io.read_text(corpus).split()
            if w.isalpha() and 3 <= len(w) <= 8][:2000]
@@ -318,8 +318,8 @@ def test_outputs_have_ordinary_modes(tmp_path, spm_model):
     source = str(tmp_path / "pretrained" / "ckpt")
     tf.train.Checkpoint(model=_random_pretrainer(config)).write(source)
     outputs = {"export": str(tmp_path / "export")}
-    export.export_savedmodel(config, source, spm_model, outputs["export"],
-                             seq_length=SEQ)
+    exports.export_savedmodel(config, source, spm_model, outputs["export"],
+                              seq_length=SEQ)
     for output_format in WRITERS:
       outputs[output_format] = str(tmp_path / output_format)
       converter.convert_checkpoint(

@@ -4,9 +4,9 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from albert_tf import export
-from albert_tf.classifier_export import export_classifier
+from albert_tf import exports
 from albert_tf.config import AlbertConfig
+from albert_tf.exports.classifier import export_classifier
 from albert_tf.layers.classification_head import ClassificationHead
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.networks.albert_encoder import AlbertEncoder
@@ -74,7 +74,7 @@ def test_raw_text_export_matches_python_path(tmp_path, spm_model):
   expected = model(features.padded(seq_length, tokenizer.pad_id))["logits"]
   expected_probs = tf.nn.softmax(expected).numpy()
 
-  serving = export.load_saved_model(path).signatures["serving_default"]
+  serving = exports.load_saved_model(path).signatures["serving_default"]
   got = serving(text_a=tf.constant(texts_a), text_b=tf.constant(texts_b))
   np.testing.assert_allclose(got["probabilities"], expected_probs, atol=1e-5)
   np.testing.assert_array_equal(got["label_ids"],

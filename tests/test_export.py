@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from albert_tf import export
+from albert_tf import exports
 from albert_tf.checkpoints import converter
 from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -35,8 +35,8 @@ def exported(tmp_path_factory, spm_model):
   checkpoint = str(root / "ckpt" / "ckpt")
   tf.train.Checkpoint(model=model).write(checkpoint)
   export_dir = str(root / "exported")
-  export.export_savedmodel(config, checkpoint, spm_model, export_dir,
-                           do_lower_case=True, with_mlm=True, seq_length=SEQ)
+  exports.export_savedmodel(config, checkpoint, spm_model, export_dir,
+                            do_lower_case=True, with_mlm=True, seq_length=SEQ)
   return dict(config=config, model=model, dir=export_dir, root=root,
               checkpoint=checkpoint)
 
@@ -65,7 +65,7 @@ def test_layout_and_assets(exported):
 def test_saved_model_load_equals_in_memory(exported):
   config, model = exported["config"], exported["model"]
   inputs = _inputs(config)
-  encoder = export.load_saved_model(os.path.join(exported["dir"], "encoder"))
+  encoder = exports.load_saved_model(os.path.join(exported["dir"], "encoder"))
   expected = model.encoder(inputs, training=False)
   actual = encoder(inputs, training=False)
   for key in ("sequence_output", "pooled_output"):
@@ -89,7 +89,7 @@ def test_mlm_sub_object_and_signature(exported):
   inputs = _inputs(config)
   positions = np.array([[1, 2], [3, 0], [5, 6]], np.int32)
   expected = model(dict(inputs, masked_lm_positions=positions))["mlm_logits"]
-  encoder = export.load_saved_model(os.path.join(exported["dir"], "encoder"))
+  encoder = exports.load_saved_model(os.path.join(exported["dir"], "encoder"))
   actual = encoder.mlm(dict(inputs, masked_lm_positions=positions),
                        training=False)
   np.testing.assert_allclose(actual["mlm_logits"], expected, atol=1e-4)
@@ -102,8 +102,8 @@ def test_mlm_sub_object_and_signature(exported):
 
 def test_hub_keras_layer_fine_tunes(exported):
   config, model = exported["config"], exported["model"]
-  layer = export.hub_layer(os.path.join(exported["dir"], "encoder"),
-                           trainable=True)
+  layer = exports.hub_layer(os.path.join(exported["dir"], "encoder"),
+                            trainable=True)
   inputs = {k: tf_keras.Input(shape=(None,), dtype=tf.int32, name=k)
             for k in ("input_word_ids", "input_mask", "input_type_ids")}
   pooled = layer(inputs)["pooled_output"]
@@ -140,7 +140,7 @@ def test_preprocessor_ids_equal_python_tokenizer(exported, spm_model):
   from data_pipeline import tokenization
   tokenizer = tokenization.SentencePieceTokenizer(spm_model,
                                                   do_lower_case=True)
-  preprocessor = export.load_saved_model(
+  preprocessor = exports.load_saved_model(
       os.path.join(exported["dir"], "preprocessor"))
   a = ["Return the Absolute VALUE of a number, 1,000,000 times.",
        "Héllo  wörld ``quoted''", "",
@@ -196,9 +196,9 @@ def test_preprocessor_ids_equal_python_tokenizer(exported, spm_model):
 
 
 def test_preprocessor_feeds_encoder_in_keras(exported):
-  preprocessor = export.hub_layer(os.path.join(exported["dir"],
-                                               "preprocessor"))
-  encoder = export.hub_layer(os.path.join(exported["dir"], "encoder"))
+  preprocessor = exports.hub_layer(os.path.join(exported["dir"],
+                                                "preprocessor"))
+  encoder = exports.hub_layer(os.path.join(exported["dir"], "encoder"))
   text = tf_keras.Input(shape=(), dtype=tf.string)
   model = tf_keras.Model(text, encoder(preprocessor(text))["pooled_output"])
   out = model(tf.constant(["hello world", "the number"]))
@@ -216,9 +216,9 @@ def test_export_from_huggingface(exported, tmp_path, spm_model):
       out = str(tmp_path / fmt)
     converter.convert_checkpoint(config, exported["checkpoint"], out, fmt)
     export_dir = str(tmp_path / f"export_{fmt}")
-    export.export_savedmodel(config, out, spm_model, export_dir,
-                             seq_length=SEQ)
-    encoder = export.load_saved_model(os.path.join(export_dir, "encoder"))
+    exports.export_savedmodel(config, out, spm_model, export_dir,
+                              seq_length=SEQ)
+    encoder = exports.load_saved_model(os.path.join(export_dir, "encoder"))
     np.testing.assert_allclose(encoder(inputs)["pooled_output"], expected,
                                atol=1e-5)
     assert not hasattr(encoder, "mlm")
@@ -227,23 +227,23 @@ def test_export_from_huggingface(exported, tmp_path, spm_model):
 def test_bad_export_requests(exported, tmp_path, spm_model):
   config = exported["config"]
   with pytest.raises(UserInputError, match="already exists"):
-    export.export_savedmodel(config, exported["checkpoint"], spm_model,
-                             exported["dir"])
+    exports.export_savedmodel(config, exported["checkpoint"], spm_model,
+                              exported["dir"])
   with pytest.raises(UserInputError, match="seq_length"):
-    export.export_savedmodel(config, exported["checkpoint"], spm_model,
-                             str(tmp_path / "x"), seq_length=64)
+    exports.export_savedmodel(config, exported["checkpoint"], spm_model,
+                              str(tmp_path / "x"), seq_length=64)
   small = dataclasses.replace(config, vocab_size=1000)
   with pytest.raises(UserInputError, match="2000 pieces"):
-    export.export_savedmodel(small, exported["checkpoint"], spm_model,
-                             str(tmp_path / "y"), seq_length=SEQ)
+    exports.export_savedmodel(small, exported["checkpoint"], spm_model,
+                              str(tmp_path / "y"), seq_length=SEQ)
   encoder_only = str(tmp_path / "enc" / "ckpt")
   tf.train.Checkpoint(encoder=exported["model"].encoder).write(encoder_only)
   with pytest.raises(UserInputError, match="masked-LM"):
-    export.export_savedmodel(config, encoder_only, spm_model,
-                             str(tmp_path / "z"), with_mlm=True,
-                             seq_length=SEQ)
+    exports.export_savedmodel(config, encoder_only, spm_model,
+                              str(tmp_path / "z"), with_mlm=True,
+                              seq_length=SEQ)
   assert not [p for p in os.listdir(tmp_path) if p in ("x", "y", "z")]
   with pytest.raises(UserInputError, match="not a SavedModel"):
-    export.load_saved_model(str(tmp_path))
+    exports.load_saved_model(str(tmp_path))
   with pytest.raises(UserInputError, match="not a SavedModel"):
-    export.hub_layer(str(tmp_path / "enc"))
+    exports.hub_layer(str(tmp_path / "enc"))

@@ -608,7 +608,7 @@ def test_checkpoint_of_another_architecture_lists_names_and_shapes(tmp_path):
 
 def test_unwritable_output_dirs(tmp_path, english_corpus, spm_model,
                                 pretraining_records, config_file):
-  from albert_tf import export
+  from albert_tf import exports
   from albert_tf.training import finetuning
   from albert_tf.training import run_pretraining as lib
   a_file = tmp_path / "a_file"
@@ -631,8 +631,8 @@ def test_unwritable_output_dirs(tmp_path, english_corpus, spm_model,
   config, prefix = _tiny_checkpoint(tmp_path)
   with pytest.raises(UserInputError,
                      match=f"--export_dir={under}/export is not writable"):
-    export.export_savedmodel(config, prefix, spm_model, under + "/export",
-                             seq_length=16)
+    exports.export_savedmodel(config, prefix, spm_model, under + "/export",
+                              seq_length=16)
   assert a_file.read_text() == "in the way"
 
 
@@ -672,7 +672,7 @@ def test_glue_squad_race_files(tmp_path):
 
 
 def test_export_path_that_is_not_a_savedmodel(tmp_path):
-  from albert_tf import export
+  from albert_tf import exports
   (tmp_path / "plain").mkdir()
   for load in (export.load_saved_model, export.hub_layer):
     with pytest.raises(UserInputError,

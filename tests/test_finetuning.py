@@ -149,13 +149,13 @@ def test_warm_start_from_our_pretraining_checkpoint(tmp_path, caplog):
 
 def test_init_savedmodel_fine_tunes_the_exported_encoder(tmp_path, spm_model,
                                                          caplog):
-  from albert_tf import export  # pylint: disable=g-import-not-at-top
+  from albert_tf import exports
   config, _ = _config(tmp_path, vocab_size=2000)
   encoder = AlbertEncoder(config)
   prefix = tf.train.Checkpoint(model=AlbertPretrainer(encoder)).save(
       str(tmp_path / "pretrain"))
-  export.export_savedmodel(config, prefix, spm_model,
-                           str(tmp_path / "export"), seq_length=SEQ)
+  exports.export_savedmodel(config, prefix, spm_model,
+                            str(tmp_path / "export"), seq_length=SEQ)
   params = _params(tmp_path, "", init_savedmodel=str(tmp_path / "export" /
                                                      "encoder"),
                    train_step=20, warmup_step=2, save_checkpoints_steps=20,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import export
+from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from keras3_script import run_keras3
@@ -36,8 +36,8 @@ def keras3_results(tmp_path_factory, spm_model):
   checkpoint = str(root / "ckpt" / "ckpt")
   tf.train.Checkpoint(encoder=encoder).write(checkpoint)
   export_dir = str(root / "exported")
-  export.export_savedmodel(config, checkpoint, spm_model, export_dir,
-                           seq_length=SEQ)
+  exports.export_savedmodel(config, checkpoint, spm_model, export_dir,
+                            seq_length=SEQ)
 
   ids = rng.integers(5, config.vocab_size, size=(3, SEQ)).astype(np.int32)
   mask = np.ones((3, SEQ), np.int32)
@@ -47,7 +47,7 @@ def keras3_results(tmp_path_factory, spm_model):
   inputs = dict(input_word_ids=ids * mask, input_mask=mask,
                 input_type_ids=types * mask)
   outputs = encoder(inputs, training=False)
-  preprocessor = export.load_saved_model(
+  preprocessor = exports.load_saved_model(
       os.path.join(export_dir, "preprocessor"))
   expected = str(root / "expected.npz")
   np.savez(expected, **inputs,

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import export
+from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.networks.albert_encoder import AlbertEncoder
@@ -133,7 +133,7 @@ def test_serving_signature_equals_python_path(sst2_run):
   logits = model(features.padded(32, tokenizer.pad_id))["logits"]
   probabilities = tf.nn.softmax(logits).numpy()
 
-  serving = export.load_saved_model(
+  serving = exports.load_saved_model(
       sst2_run["export_dir"]).signatures["serving_default"]
   got = serving(sentences=tf.constant(texts))
   np.testing.assert_allclose(got["probabilities"], probabilities, atol=1e-5)

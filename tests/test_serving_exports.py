@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import export
+from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.training import race_finetuning
 from albert_tf.training import squad_finetuning
@@ -96,7 +96,7 @@ def test_squad_export_answers_as_predictions_json(v2, tmp_path, spm_model,
   with open(os.path.join(params.output_dir, "predictions.json")) as f:
     expected = json.load(f)
 
-  serving = export.load_saved_model(export_dir).signatures["serving_default"]
+  serving = exports.load_saved_model(export_dir).signatures["serving_default"]
   qas = [(p["qas"][0], p["context"]) for a in dev_json["data"]
          for p in a["paragraphs"]]
   out = serving(question=tf.constant([q["question"] for q, _ in qas]),
@@ -130,7 +130,7 @@ def test_squad_export_answers_as_predictions_json(v2, tmp_path, spm_model,
   assert len(set(best)) > 3  # not one degenerate answer
   if v2:  # another threshold, answering some questions and not others
     median = float(np.median(out["null_odds"].numpy()))
-    signature = export.load_saved_model(export_dir).signatures[
+    signature = exports.load_saved_model(export_dir).signatures[
         "with_threshold"]
     again = signature(question=tf.constant([q["question"] for q, _ in qas]),
                       context=tf.constant([c for _, c in qas]),
@@ -169,7 +169,7 @@ def test_race_export_picks_the_models_option(tmp_path, spm_model,
     expected = json.load(f)
 
   examples = race.read_race_examples(str(tmp_path / "race"), "dev")
-  serving = export.load_saved_model(export_dir).signatures["serving_default"]
+  serving = exports.load_saved_model(export_dir).signatures["serving_default"]
   out = serving(article=tf.constant([e.article for e in examples]),
                 question=tf.constant([e.question for e in examples]),
                 options=tf.constant([e.options for e in examples]))

@@ -1,4 +1,4 @@
-r"""Export an ALBERT checkpoint as TF Hub-style encoder and preprocessor SavedModels.
+r"""Export an ALBERT checkpoint as TF Hub encoder + preprocessor SavedModels.
 
   python -m tools.export_savedmodel \
       --albert_config_file=albert_base/albert_config.json \
@@ -8,10 +8,10 @@ r"""Export an ALBERT checkpoint as TF Hub-style encoder and preprocessor SavedMo
       --seq_length=128
 
 writes /tmp/albert_base_export/encoder and /tmp/albert_base_export/preprocessor
-(see albert_tf/export.py for their interfaces). --init_checkpoint may be ours,
-a released TF1 checkpoint, a Hugging Face model.safetensors (or its folder)
-or a Model Garden encoder checkpoint; the layout is detected from its
-contents. Use them from Keras:
+(see albert_tf/exports/encoder.py for their interfaces). --init_checkpoint
+may be ours, a released TF1 checkpoint, a Hugging Face model.safetensors (or
+its folder) or a Model Garden encoder checkpoint; the layout is detected from
+its contents. Use them from Keras:
 
   encoder = hub.KerasLayer("/tmp/albert_base_export/encoder", trainable=True)
   preprocessor = hub.KerasLayer("/tmp/albert_base_export/preprocessor")
@@ -52,9 +52,9 @@ def check_before_tensorflow(config) -> None:
   config allows becomes max_position_embeddings (logged)."""
   # pylint: disable=g-import-not-at-top
   from absl import logging
-  from data_pipeline import file_io
+
+  from data_pipeline import file_io, tokenization
   from data_pipeline.shared import UserInputError
-  from data_pipeline import tokenization
   if (not FLAGS["seq_length"].present and
       FLAGS.seq_length > config.max_position_embeddings):
     FLAGS.seq_length = config.max_position_embeddings
@@ -82,8 +82,8 @@ def main(argv):
 
   config = configs.load_albert_config(FLAGS.albert_config_file)
   check_before_tensorflow(config)
-  from albert_tf import export  # pylint: disable=g-import-not-at-top
-  print(export.export_savedmodel(
+  from albert_tf.exports.encoder import export_savedmodel
+  print(export_savedmodel(
       config, FLAGS.init_checkpoint, FLAGS.spm_model_file, FLAGS.export_dir,
       do_lower_case=FLAGS.do_lower_case, with_mlm=FLAGS.with_mlm,
       seq_length=FLAGS.seq_length, input_format=FLAGS.input_format))

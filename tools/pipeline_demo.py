@@ -234,10 +234,10 @@ def _print_summary(metrics: Dict[str, float], paths: Dict[str, str],
 
 def _export(settings, paths, setup):
   """Exports the final checkpoint; returns the export directory."""
-  from albert_tf import export
+  from albert_tf import exports
   if file_io.exists(paths["export"]):
     return paths["export"]
-  export.export_savedmodel(
+  exports.export_savedmodel(
       setup.config, setup.manager.latest_checkpoint, paths["spm"] + ".model",
       paths["export"], do_lower_case=True, with_mlm=True,
       seq_length=settings.max_seq_length)

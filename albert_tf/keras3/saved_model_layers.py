@@ -11,7 +11,8 @@
     model.compile(keras.optimizers.Adam(2e-5), ...)   # fine-tunes the encoder
 
 `encoder_layer` calls the export's `call_inference` endpoint, and
-`call_training` (dropout on) when Keras trains (see albert_tf.export_endpoints).
+`call_training` (dropout on) when Keras trains (see
+albert_tf.exports.endpoints).
 
 Why not plain `keras.layers.TFSMLayer`: a Keras 3 bug (seen in 3.15.1).
 TFSMLayer wraps each SavedModel variable in a Keras variable named

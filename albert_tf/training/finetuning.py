@@ -123,9 +123,8 @@ def build_encoder(params: FinetuningParams, config: AlbertConfig):
   """An AlbertEncoder in the run's dtype, or the exported encoder as a
   trainable hub.KerasLayer. Call inside the strategy's scope."""
   if params.init_savedmodel:
-    from albert_tf import export  # pylint: disable=g-import-not-at-top
-    layer = export.hub_layer(params.init_savedmodel, trainable=True,
-                             name="encoder")
+    from albert_tf.exports.loading import hub_layer
+    layer = hub_layer(params.init_savedmodel, trainable=True, name="encoder")
     logging.info("loaded %d variables (%d trainable) from the exported "
                  "encoder %s", len(layer.variables),
                  len(layer.trainable_variables), params.init_savedmodel)

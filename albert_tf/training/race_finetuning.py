@@ -62,7 +62,7 @@ def run_race(params: finetuning.FinetuningParams,
 
   With `export_dir`, the best checkpoint is also exported as a SavedModel
   answering raw article / question / options strings
-  (albert_tf.race_export); under --strategy=multi_worker by the chief only.
+  (albert_tf.exports.race); under --strategy=multi_worker by the chief only.
 
   Returns the eval results (accuracy, accuracy_middle, accuracy_high, ...).
   """
@@ -119,7 +119,7 @@ def run_race(params: finetuning.FinetuningParams,
                          json.dumps(test_results, indent=2, sort_keys=True))
     logging.info("RACE test: %s", test_results)
   if export_dir and finetuning.is_chief_process(params):
-    from albert_tf import race_export  # pylint: disable=g-import-not-at-top
+    from albert_tf.exports import race as race_export
     runner.restore_best()
     race_export.export_race(
         runner.model, export_dir, params.spm_model_file,

@@ -122,7 +122,7 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
     task_name: e.g. "MNLI", "sst-2".
     data_dir: the task's directory of GLUE TSV files.
     export_dir: if set, also export the best checkpoint as a raw-text
-      serving SavedModel (albert_tf.classifier_export); under
+      serving SavedModel (albert_tf.exports.classifier); under
       --strategy=multi_worker, by the chief only.
     skip_malformed: skip rows with a wrong column count or label (with a
       warning) instead of failing.
@@ -160,7 +160,7 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
     predictions = predict_test(runner, data, params.eval_batch_size,
                                params.output_dir)
   if export_dir and finetuning.is_chief_process(params):
-    from albert_tf import classifier_export  # pylint: disable=g-import-not-at-top
+    from albert_tf.exports import classifier as classifier_export
     config_file = file_io.join(params.output_dir, "albert_config.json")
     classifier_export.export_classifier(
         runner.model, export_dir, params.spm_model_file, task.labels,

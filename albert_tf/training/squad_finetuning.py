@@ -151,7 +151,7 @@ def run_squad(params: finetuning.FinetuningParams,
   null_score_diff_threshold), predictions.json, nbest_predictions.json,
   null_odds.json (v2.0), plus the runner's checkpoints and summaries.
   With `export_dir`, the best checkpoint is also exported as a SavedModel
-  answering raw question / context strings (albert_tf.squad_export), with
+  answering raw question / context strings (albert_tf.exports.squad), with
   the null-odds threshold of predictions.json; under
   --strategy=multi_worker by the chief only.
   """
@@ -208,8 +208,8 @@ def run_squad(params: finetuning.FinetuningParams,
 
 
 def _export(runner, params, options: SquadOptions, export_dir: str) -> None:
-  """The best checkpoint as a raw-text SavedModel (albert_tf.squad_export)."""
-  from albert_tf import squad_export  # pylint: disable=g-import-not-at-top
+  """The best checkpoint as a raw-text SavedModel (albert_tf.exports.squad)."""
+  from albert_tf.exports import squad as squad_export
   runner.restore_best()
   threshold = options.null_score_diff_threshold
   if threshold is None:  # the one predictions.json used

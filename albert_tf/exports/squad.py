@@ -45,11 +45,9 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 import tf_keras
 
-from albert_tf import export
-from data_pipeline import file_io
+from albert_tf.exports import staging
+from data_pipeline import file_io, tf_tokenization, tokenization
 from data_pipeline.shared import UserInputError
-from data_pipeline import tf_tokenization
-from data_pipeline import tokenization
 
 _WHITESPACE = [cp for cp in range(0x110000)
                if not 0xD800 <= cp <= 0xDFFF and chr(cp).isspace()]
@@ -207,8 +205,8 @@ class SquadServing(tf.Module):
     piece_len = tf.gather(self.expand_lengths, raw).flat_values
     # An unknown piece stands for one maximal run of unknown characters.
     found = tf.searchsorted(self.known_chars, norm_cp[None], side="left")[0]
-    known = tf.equal(tf.gather(self.known_chars,
-                               tf.minimum(found, tf.size(self.known_chars) - 1)),
+    last_known = tf.size(self.known_chars) - 1
+    known = tf.equal(tf.gather(self.known_chars, tf.minimum(found, last_known)),
                      norm_cp)
     unknown = ~known & (norm_cp != ord(" "))
     starts = unknown & tf.concat([[True], ~unknown[:-1]], 0)
@@ -227,7 +225,10 @@ class SquadServing(tf.Module):
     first = tf.maximum(cat - 1, 0)
     last = cat + piece_len - 2
     own = last >= first
-    safe = lambda i: tf.gather(norm_to_orig, tf.clip_by_value(i, 0, m - 1))
+
+    def safe(i):
+      return tf.gather(norm_to_orig, tf.clip_by_value(i, 0, m - 1))
+
     start = safe(first)
     end = safe(last)
     # A piece without a character of its own (the leading "▁"): an empty
@@ -426,7 +427,7 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
     raise UserInputError(f"--export_dir {export_dir} already exists; remove "
                          "it or choose another")
   model_proto = file_io.read_bytes(spm_model_file)
-  with export.staging_dir(export_dir) as (tmp_dir, assets):
+  with staging.staging_dir(export_dir) as (tmp_dir, assets):
     sp_copy = file_io.join(assets, file_io.basename(spm_model_file))
     file_io.copy(spm_model_file, sp_copy)
     serving = SquadServing(model, model_proto, seq_length, doc_stride,
@@ -456,5 +457,5 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
     out = file_io.join(tmp_dir, "model")
     tf.saved_model.save(serving, out,
                         signatures=signatures)
-    file_io.rename_tree(out, export_dir, last=export.SAVED_MODEL_LAST)
+    file_io.rename_tree(out, export_dir, last=staging.SAVED_MODEL_LAST)
   return export_dir

@@ -47,7 +47,8 @@ def add_encoder_endpoints(core) -> None:
   """Attaches the Keras 3 endpoints (module docstring) to `core` before save.
 
   Args:
-    core: the tf_keras encoder export model (`export.build_encoder_export_model`).
+    core: the tf_keras encoder export model
+      (`encoder.build_encoder_export_model`).
   """
 
   @tf.function(input_signature=_encoder_input_signature())
@@ -68,8 +69,8 @@ def add_preprocessor_endpoints(preprocessor) -> None:
   """Attaches the Keras 3 endpoints (module docstring) to the preprocessor.
 
   Args:
-    preprocessor: the tf_keras model of `export.build_preprocessor`, with its
-      `tokenize` and `bert_pack_inputs` attributes.
+    preprocessor: the tf_keras model of `preprocessor.build_preprocessor`,
+      with its `tokenize` and `bert_pack_inputs` attributes.
   """
   text = tf.TensorSpec([None], tf.string)
 

@@ -16,11 +16,9 @@ Outputs: `answer` tf.string [batch] ("A".."D"), `answer_index` int32
 import tensorflow as tf
 import tf_keras
 
-from albert_tf import export
-from data_pipeline import file_io
+from albert_tf.exports import staging
+from data_pipeline import file_io, race, tf_tokenization
 from data_pipeline.shared import UserInputError
-from data_pipeline import race
-from data_pipeline import tf_tokenization
 
 NUM_CHOICES = len(race.LABELS)
 
@@ -142,7 +140,7 @@ def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
     raise UserInputError(f"--export_dir {export_dir} already exists; remove "
                          "it or choose another")
   model_proto = file_io.read_bytes(spm_model_file)
-  with export.staging_dir(export_dir) as (tmp_dir, assets):
+  with staging.staging_dir(export_dir) as (tmp_dir, assets):
     sp_copy = file_io.join(assets, file_io.basename(spm_model_file))
     file_io.copy(spm_model_file, sp_copy)
     serving = RaceServing(model, model_proto, seq_length, max_qa_length,
@@ -162,5 +160,5 @@ def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
     out = file_io.join(tmp_dir, "model")
     tf.saved_model.save(serving, out,
                         signatures={"serving_default": serving_default})
-    file_io.rename_tree(out, export_dir, last=export.SAVED_MODEL_LAST)
+    file_io.rename_tree(out, export_dir, last=staging.SAVED_MODEL_LAST)
   return export_dir

@@ -2,7 +2,7 @@
 
 `export_classifier(...)` writes one SavedModel whose `serving_default`
 signature takes tf.string [batch] inputs and does everything in-graph:
-ALBERT normalisation + SentencePiece (the preprocessor of albert_tf.export),
+ALBERT normalisation + SentencePiece (the preprocessor of preprocessor.py),
 packing `[CLS] a [SEP] (b [SEP])` with the official pair truncation, the
 encoder and the classification head.
 
@@ -12,7 +12,7 @@ Signature inputs: `sentences` (one-segment tasks) or `text_a`, `text_b`
 [batch] (label names); regression (STS-B): `predictions` float32 [batch].
 
 Assets: the SentencePiece model, `albert_config.json` and `labels.txt`.
-Load with `albert_tf.export.load_saved_model(path)` (it registers the
+Load with `albert_tf.exports.load_saved_model(path)` (it registers the
 tensorflow-text ops) and call `.signatures["serving_default"]`.
 """
 
@@ -21,7 +21,8 @@ from typing import Optional, Sequence
 import tensorflow as tf
 import tf_keras
 
-from albert_tf import export
+from albert_tf.exports import staging
+from albert_tf.exports.preprocessor import build_preprocessor
 from data_pipeline import file_io
 from data_pipeline.shared import UserInputError
 
@@ -77,15 +78,14 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
                          "it or choose another")
   if num_segments not in (1, 2):
     raise ValueError(f"num_segments must be 1 or 2, got {num_segments}")
-  with export.staging_dir(export_dir) as (tmp_dir, assets):
+  with staging.staging_dir(export_dir) as (tmp_dir, assets):
     sp_copy = file_io.join(assets, file_io.basename(spm_model_file))
     file_io.copy(spm_model_file, sp_copy)
     labels_file = file_io.join(assets, "labels.txt")
     file_io.write_atomic(labels_file, "\n".join(labels) + "\n"
                          if labels is not None else "<regression>\n")
 
-    preprocessor = export.build_preprocessor(sp_copy, do_lower_case,
-                                             seq_length)
+    preprocessor = build_preprocessor(sp_copy, do_lower_case, seq_length)
     serving = _ClassifierServing(model, preprocessor, labels)
     serving.sp_model_file = tf.saved_model.Asset(sp_copy)
     serving.labels_file = tf.saved_model.Asset(labels_file)
@@ -107,5 +107,5 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
     out = file_io.join(tmp_dir, "model")
     tf.saved_model.save(serving, out,
                         signatures={"serving_default": serving_default})
-    file_io.rename_tree(out, export_dir, last=export.SAVED_MODEL_LAST)
+    file_io.rename_tree(out, export_dir, last=staging.SAVED_MODEL_LAST)
   return export_dir

@@ -1,0 +1,36 @@
+"""SavedModel exports: what a trained ALBERT becomes for users and servers.
+
+  encoder.py       `export_savedmodel`: <dir>/encoder + <dir>/preprocessor,
+                   the TF Hub BERT/ALBERT interfaces (pretraining checkpoints)
+  preprocessor.py  the raw strings -> encoder inputs model inside them
+  endpoints.py     the one-argument endpoints Keras 3's TFSMLayer calls
+  classifier.py    `export_classifier`: a fine-tuned GLUE model, raw text in
+  squad.py         `export_squad`: a fine-tuned SQuAD model, raw strings in
+  race.py          `export_race`: a fine-tuned RACE model, raw strings in
+  staging.py       build under a hidden name, publish atomically, assets
+  options.py       checks of the export arguments (imports no TensorFlow)
+  loading.py       `load_saved_model`, `hub_layer`: reload any of them
+
+The public functions are importable from here (`from albert_tf.exports
+import load_saved_model`); they load lazily, so `exports.options` stays
+TensorFlow-free.
+"""
+
+import importlib
+
+_LAZY = {
+    "export_savedmodel": "albert_tf.exports.encoder",
+    "export_classifier": "albert_tf.exports.classifier",
+    "export_squad": "albert_tf.exports.squad",
+    "export_race": "albert_tf.exports.race",
+    "load_saved_model": "albert_tf.exports.loading",
+    "hub_layer": "albert_tf.exports.loading",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name):
+  if name in _LAZY:
+    return getattr(importlib.import_module(_LAZY[name]), name)
+  raise AttributeError(f"module 'albert_tf.exports' has no attribute {name!r}")

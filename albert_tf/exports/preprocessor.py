@@ -1,0 +1,71 @@
+"""The preprocessor: raw strings -> encoder inputs, in-graph.
+
+The TF Hub preprocessor convention (tensorflow.org/hub/
+common_saved_model_apis/text): calling it on a tf.string [batch] gives the
+encoder inputs for one segment, `[CLS] a [SEP]`, padded / truncated to
+`seq_length`. `.tokenize(strings)` -> int32 RaggedTensor [batch, (tokens)]
+(ALBERT normalisation + SentencePiece + digit-comma rule, in-graph, ids
+equal to data_pipeline.tokenization.SentencePieceTokenizer.encode);
+`.bert_pack_inputs([tokens_a, tokens_b], seq_length=...)` packs one or two
+segments as `[CLS] a [SEP] b [SEP]` (type ids 0 for a, 1 for b), trimming
+the longer segment first (round robin) as the official `_truncate_seq_pair`.
+Signatures: `serving_default` (`sentences`) and `two_segments`
+(`text_a`, `text_b`), both at `seq_length`.
+
+Exported as <export_dir>/preprocessor (encoder.py) and inside the
+classifier's serving model (classifier.py).
+"""
+
+import tensorflow as tf
+import tf_keras
+
+
+def build_preprocessor(spm_model_file: str, do_lower_case: bool = True,
+                       seq_length: int = 128) -> tf_keras.Model:
+  """The preprocessor (see module docstring) as a tf_keras model."""
+  from official.nlp.modeling import layers as garden_layers
+  from official.nlp.tools import export_tfhub_lib
+
+  from data_pipeline import tokenization
+  from data_pipeline.tf_tokenization import TFSentencePieceTokenizer
+  python_tokenizer = tokenization.SentencePieceTokenizer(
+      spm_model_file, do_lower_case=do_lower_case)
+  special = dict(start_of_sequence_id=python_tokenizer.cls_id,
+                 end_of_segment_id=python_tokenizer.sep_id,
+                 padding_id=python_tokenizer.pad_id,
+                 mask_id=python_tokenizer.mask_id,
+                 vocab_size=python_tokenizer.vocab_size)
+  tokenizer = TFSentencePieceTokenizer.from_file(
+      spm_model_file, do_lower_case=do_lower_case, name="tokenize")
+  sentences = tf_keras.Input(shape=(), dtype=tf.string, name="sentences")
+  tokens = tokenizer(sentences)  # [batch, (tokens)]
+  pack = garden_layers.BertPackInputs(
+      seq_length=seq_length,
+      special_tokens_dict={k: special[k] for k in (
+          "start_of_sequence_id", "end_of_segment_id", "padding_id")})
+  preprocessor = tf_keras.Model(sentences, pack(tokens), name="preprocessor")
+  preprocessor.tokenize = tf_keras.Model(sentences, tokens)
+  preprocessor.tokenize.get_special_tokens_dict = tf.train.Checkpoint()
+  preprocessor.tokenize.get_special_tokens_dict.__call__ = tf.function(
+      lambda: {k: tf.constant(v) for k, v in special.items()},
+      input_signature=[])
+  preprocessor.bert_pack_inputs = (
+      export_tfhub_lib.BertPackInputsSavedModelWrapper(pack))
+  return preprocessor
+
+
+def preprocessor_signatures(preprocessor):
+  """The SavedModel signatures `serving_default` and `two_segments`."""
+  text = tf.TensorSpec([None], tf.string)
+
+  @tf.function(input_signature=[text])
+  def serving_default(sentences):
+    return preprocessor(sentences)
+
+  @tf.function(input_signature=[text, text])
+  def two_segments(text_a, text_b):
+    # The wrapper's __call__ is an instance attribute (a tf.function).
+    return preprocessor.bert_pack_inputs.__call__(
+        [preprocessor.tokenize(text_a), preprocessor.tokenize(text_b)])
+
+  return {"serving_default": serving_default, "two_segments": two_segments}
