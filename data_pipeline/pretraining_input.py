@@ -36,8 +36,6 @@ from absl import logging
 from data_pipeline.shared import UserInputError
 from data_pipeline import record_stream
 from data_pipeline import tfrecord_schema
-from data_pipeline.dynamic_masking import DynamicMasking
-from data_pipeline.dynamic_masking import remask
 
 _MODEL_INPUTS = {f.name: f.model_name for f in tfrecord_schema.FEATURES
                  if f.name != "token_boundary"}
@@ -151,7 +149,6 @@ def pretraining_dataset(
     cycle_length: Optional[int] = None,
     validate: bool = True,
     include_token_boundary: bool = False,
-    dynamic_masking: Optional[DynamicMasking] = None,
     vocab_size: Optional[int] = None,
     start_step: int = 0,
     record_count_cache: Optional[str] = None) -> tf.data.Dataset:
@@ -181,8 +178,6 @@ def pretraining_dataset(
       ids are below it.
     include_token_boundary: also yield `token_boundary` (int32 [batch, seq],
       1 at word starts and [CLS]/[SEP]), e.g. for masking on the fly.
-    dynamic_masking: a `dynamic_masking.DynamicMasking`: mask every batch
-      anew as it is read (new masks each epoch), with the offline rules.
 
   Returns:
     A tf.data.Dataset of dicts (see the table above), batch dimension static.
@@ -214,15 +209,8 @@ def pretraining_dataset(
   dataset = dataset.map(
       lambda records: _parse_batch(
           records, max_seq_length, max_predictions_per_seq,
-          include_token_boundary or dynamic_masking is not None),
+          include_token_boundary),
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-  if dynamic_masking is not None:
-    def new_masks(batch):
-      batch = remask(batch, dynamic_masking, seed=seed)
-      if not include_token_boundary:
-        batch.pop("token_boundary")
-      return batch
-    dataset = dataset.map(new_masks)
   return dataset.prefetch(tf.data.AUTOTUNE)
 
 
