@@ -19,7 +19,7 @@ document they are in (as a blank line would).
 """
 
 import math
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from absl import logging
 
@@ -265,17 +265,3 @@ def read_piece(spec: PieceSpec, skip_non_utf8_lines: bool = False,
       if sentences is not None:
         sentences.append(text)
   return Piece(spec.index, spec.key, documents, lines, skipped)
-
-
-def iter_pieces(files: Sequence[str], piece_bytes: int,
-                skip_non_utf8_lines: bool = False,
-                counters: Optional[Dict[str, int]] = None) -> Iterator[Piece]:
-  """Reads every piece in order in this process (for tests and tools)."""
-  counters = {} if counters is None else counters
-  for spec in plan_pieces(files, piece_bytes):
-    piece = read_piece(spec, skip_non_utf8_lines)
-    for name, value in (("lines", piece.lines),
-                        ("skipped_lines", piece.skipped_lines),
-                        ("documents", len(piece.documents))):
-      counters[name] = counters.get(name, 0) + value
-    yield piece

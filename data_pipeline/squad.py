@@ -26,7 +26,7 @@ import dataclasses
 import difflib
 import json
 import unicodedata
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -292,11 +292,6 @@ class TokenizedParagraph:
   tok_end_to_orig_index: List[int]
   orig_to_tok_index: List[int]
 
-  def span_text(self, paragraph_text: str, start: int, end: int) -> str:
-    """The original text covered by pieces start..end (inclusive), stripped."""
-    return paragraph_text[self.tok_start_to_orig_index[start]:
-                          self.tok_end_to_orig_index[end] + 1].strip()
-
   def char_span_to_tokens(self, char_start: int, char_end: int
                          ) -> Tuple[int, int]:
     """Pieces (first, last) covering original characters [start, end]."""
@@ -503,18 +498,3 @@ def features_to_arrays(features: Sequence[SquadFeature],
         is_impossible=np.array([int(f.is_impossible) for f in features],
                                np.int32))
   return arrays
-
-
-def answer_spans(features: Iterable[SquadFeature], examples
-                ) -> List[str]:
-  """The answer text each training feature's target points at ("" = none)."""
-  out = []
-  for f in features:
-    if f.is_impossible:
-      out.append("")
-      continue
-    example = examples[f.example_index]
-    s, e = f.doc_index(f.start_position), f.doc_index(f.end_position)
-    out.append(example.paragraph_text[f.tok_start_to_orig_index[s]:
-                                      f.tok_end_to_orig_index[e] + 1].strip())
-  return out

@@ -13,9 +13,10 @@ _TEXT = (
 
 
 def _documents(path, piece_bytes, skip=False):
+  """Every document of `path`, reading its pieces one by one in order."""
   docs = []
-  for piece in corpus_pieces.iter_pieces([path], piece_bytes, skip):
-    docs.extend(piece.documents)
+  for spec in corpus_pieces.plan_pieces([path], piece_bytes):
+    docs.extend(corpus_pieces.read_piece(spec, skip).documents)
   return docs
 
 
