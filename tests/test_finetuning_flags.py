@@ -201,6 +201,7 @@ def test_check_fails_fast_with_one_line(cli_results, case):
 def test_early_check_modules_do_not_import_tensorflow():
   code = ("import sys\n"
           "import albert_tf.checkpoints.configs, albert_tf.config\n"
+          "import albert_tf.exports, albert_tf.exports.options\n"
           "import albert_tf.training.finetuning_params\n"
           "import albert_tf.training.task_options, data_pipeline.glue\n"
           "import data_pipeline.tokenization, tools.finetune_flags\n"

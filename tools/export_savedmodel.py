@@ -17,7 +17,7 @@ its contents. Use them from Keras:
   preprocessor = hub.KerasLayer("/tmp/albert_base_export/preprocessor")
 """
 
-from absl import flags
+from absl import flags, logging
 
 from . import cli
 
@@ -47,38 +47,24 @@ flags.DEFINE_enum("input_format", "auto",
 
 def check_before_tensorflow(config) -> None:
   """What the flags, the config and the SentencePiece model alone show,
-  before TensorFlow is imported (about 5 s); export_savedmodel checks the
-  same again for library callers. An unset --seq_length longer than the
-  config allows becomes max_position_embeddings (logged)."""
-  # pylint: disable=g-import-not-at-top
-  from absl import logging
-
-  from data_pipeline import file_io, tokenization
-  from data_pipeline.shared import UserInputError
+  before TensorFlow is imported (about 5 s): the library's own checks
+  (albert_tf.exports.options), which export_savedmodel runs again for
+  library callers. An unset --seq_length longer than the config allows
+  becomes max_position_embeddings (logged)."""
+  from albert_tf.exports import options
   if (not FLAGS["seq_length"].present and
       FLAGS.seq_length > config.max_position_embeddings):
     FLAGS.seq_length = config.max_position_embeddings
     logging.info("using --seq_length=%d (max_position_embeddings of %s)",
                  FLAGS.seq_length, FLAGS.albert_config_file)
-  if file_io.exists(FLAGS.export_dir):
-    raise UserInputError(f"--export_dir {FLAGS.export_dir} already exists; "
-                         "remove it or choose another")
-  if not 2 < FLAGS.seq_length <= config.max_position_embeddings:
-    raise UserInputError(
-        f"--seq_length={FLAGS.seq_length} must be in [3, "
-        f"max_position_embeddings={config.max_position_embeddings}]")
-  vocab_size = tokenization.SentencePieceTokenizer(
-      FLAGS.spm_model_file, do_lower_case=FLAGS.do_lower_case).vocab_size
-  if vocab_size > config.vocab_size:
-    raise UserInputError(
-        f"SentencePiece model {FLAGS.spm_model_file} has {vocab_size} "
-        f"pieces, more than the config's vocab_size ({config.vocab_size})")
+  options.check_encoder_export(config, FLAGS.spm_model_file, FLAGS.export_dir,
+                               FLAGS.do_lower_case, FLAGS.seq_length)
 
 
 def main(argv):
   del argv
   # Imported here so that --help answers without loading TensorFlow.
-  from albert_tf.checkpoints import configs  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import configs
 
   config = configs.load_albert_config(FLAGS.albert_config_file)
   check_before_tensorflow(config)

@@ -22,9 +22,8 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.exports import staging
+from albert_tf.exports.options import check_export_dir_free
 from albert_tf.exports.preprocessor import build_preprocessor
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
 
 
 class _ClassifierServing(tf.Module):
@@ -73,39 +72,31 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
   Returns:
     export_dir.
   """
-  if file_io.exists(export_dir):
-    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
-                         "it or choose another")
+  check_export_dir_free(export_dir)
   if num_segments not in (1, 2):
     raise ValueError(f"num_segments must be 1 or 2, got {num_segments}")
-  with staging.staging_dir(export_dir) as (tmp_dir, assets):
-    sp_copy = file_io.join(assets, file_io.basename(spm_model_file))
-    file_io.copy(spm_model_file, sp_copy)
-    labels_file = file_io.join(assets, "labels.txt")
-    file_io.write_atomic(labels_file, "\n".join(labels) + "\n"
-                         if labels is not None else "<regression>\n")
+  labels_text = ("\n".join(labels) + "\n" if labels is not None
+                 else "<regression>\n")
 
+  def build(sp_copy):
     preprocessor = build_preprocessor(sp_copy, do_lower_case, seq_length)
     serving = _ClassifierServing(model, preprocessor, labels)
-    serving.sp_model_file = tf.saved_model.Asset(sp_copy)
-    serving.labels_file = tf.saved_model.Asset(labels_file)
-    if albert_config_file:
-      config_copy = file_io.join(assets, "albert_config.json")
-      file_io.copy(albert_config_file, config_copy)
-      serving.albert_config_file = tf.saved_model.Asset(config_copy)
+    return serving, {"serving_default": _signature(serving, num_segments)}
 
-    text = tf.TensorSpec([None], tf.string)
-    if num_segments == 1:
-      @tf.function(input_signature=[text])
-      def serving_default(sentences):
-        return serving.classify([sentences])
-    else:
-      @tf.function(input_signature=[text, text])
-      def serving_default(text_a, text_b):
-        return serving.classify([text_a, text_b])
+  return staging.save_serving_model(
+      export_dir, spm_model_file, build, albert_config_file,
+      text_assets=[("labels_file", "labels.txt", labels_text)])
 
-    out = file_io.join(tmp_dir, "model")
-    tf.saved_model.save(serving, out,
-                        signatures={"serving_default": serving_default})
-    file_io.rename_tree(out, export_dir, last=staging.SAVED_MODEL_LAST)
-  return export_dir
+
+def _signature(serving: _ClassifierServing, num_segments: int):
+  """serving_default: `sentences`, or `text_a` and `text_b` (tf.string [b])."""
+  text = tf.TensorSpec([None], tf.string)
+  if num_segments == 1:
+    @tf.function(input_signature=[text])
+    def serving_default(sentences):
+      return serving.classify([sentences])
+  else:
+    @tf.function(input_signature=[text, text])
+    def serving_default(text_a, text_b):
+      return serving.classify([text_a, text_b])
+  return serving_default

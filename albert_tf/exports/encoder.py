@@ -39,7 +39,7 @@ import tf_keras
 from absl import logging
 
 from albert_tf.config import AlbertConfig
-from albert_tf.exports import endpoints, staging
+from albert_tf.exports import endpoints, options, staging
 from albert_tf.exports.preprocessor import (
   build_preprocessor,
   preprocessor_signatures,
@@ -135,21 +135,9 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
   from albert_tf.checkpoints import converter
   from albert_tf.models.albert_pretrainer import AlbertPretrainer
   from albert_tf.networks.albert_encoder import AlbertEncoder
-  from data_pipeline import tokenization
 
-  if file_io.exists(export_dir):
-    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
-                         "it or choose another")
-  if not 2 < seq_length <= config.max_position_embeddings:
-    raise UserInputError(
-        f"--seq_length={seq_length} must be in [3, max_position_embeddings="
-        f"{config.max_position_embeddings}]")
-  vocab_size = tokenization.SentencePieceTokenizer(
-      spm_model_file, do_lower_case=do_lower_case).vocab_size
-  if vocab_size > config.vocab_size:
-    raise UserInputError(
-        f"SentencePiece model {spm_model_file} has {vocab_size} pieces, more "
-        f"than the config's vocab_size ({config.vocab_size})")
+  vocab_size = options.check_encoder_export(config, spm_model_file, export_dir,
+                                            do_lower_case, seq_length)
   if vocab_size < config.vocab_size:
     logging.warning("SentencePiece model %s has %d pieces, the model %d",
                     spm_model_file, vocab_size, config.vocab_size)

@@ -17,8 +17,8 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.exports import staging
+from albert_tf.exports.options import check_export_dir_free
 from data_pipeline import file_io, race, tf_tokenization
-from data_pipeline.shared import UserInputError
 
 NUM_CHOICES = len(race.LABELS)
 
@@ -136,20 +136,12 @@ def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
   Returns:
     export_dir.
   """
-  if file_io.exists(export_dir):
-    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
-                         "it or choose another")
+  check_export_dir_free(export_dir)
   model_proto = file_io.read_bytes(spm_model_file)
-  with staging.staging_dir(export_dir) as (tmp_dir, assets):
-    sp_copy = file_io.join(assets, file_io.basename(spm_model_file))
-    file_io.copy(spm_model_file, sp_copy)
+
+  def build(unused_sp_copy):
     serving = RaceServing(model, model_proto, seq_length, max_qa_length,
                           do_lower_case)
-    serving.sp_model_file = tf.saved_model.Asset(sp_copy)
-    if albert_config_file:
-      config_copy = file_io.join(assets, "albert_config.json")
-      file_io.copy(albert_config_file, config_copy)
-      serving.albert_config_file = tf.saved_model.Asset(config_copy)
 
     @tf.function(input_signature=[
         tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.string),
@@ -157,8 +149,7 @@ def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
     def serving_default(article, question, options):
       return serving.answer(article, question, options)
 
-    out = file_io.join(tmp_dir, "model")
-    tf.saved_model.save(serving, out,
-                        signatures={"serving_default": serving_default})
-    file_io.rename_tree(out, export_dir, last=staging.SAVED_MODEL_LAST)
-  return export_dir
+    return serving, {"serving_default": serving_default}
+
+  return staging.save_serving_model(export_dir, spm_model_file, build,
+                                    albert_config_file)

@@ -46,8 +46,8 @@ import tensorflow_text as tf_text
 import tf_keras
 
 from albert_tf.exports import staging
+from albert_tf.exports.options import check_export_dir_free
 from data_pipeline import file_io, tf_tokenization, tokenization
-from data_pipeline.shared import UserInputError
 
 _WHITESPACE = [cp for cp in range(0x110000)
                if not 0xD800 <= cp <= 0xDFFF and chr(cp).isspace()]
@@ -423,39 +423,35 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
   Returns:
     export_dir.
   """
-  if file_io.exists(export_dir):
-    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
-                         "it or choose another")
+  check_export_dir_free(export_dir)
   model_proto = file_io.read_bytes(spm_model_file)
-  with staging.staging_dir(export_dir) as (tmp_dir, assets):
-    sp_copy = file_io.join(assets, file_io.basename(spm_model_file))
-    file_io.copy(spm_model_file, sp_copy)
+
+  def build(unused_sp_copy):
     serving = SquadServing(model, model_proto, seq_length, doc_stride,
                            max_query_length, n_best_size, max_answer_length,
                            beam, version_2,
                            0.0 if threshold is None else threshold,
                            do_lower_case)
-    serving.sp_model_file = tf.saved_model.Asset(sp_copy)
-    if albert_config_file:
-      config_copy = file_io.join(assets, "albert_config.json")
-      file_io.copy(albert_config_file, config_copy)
-      serving.albert_config_file = tf.saved_model.Asset(config_copy)
-    text = tf.TensorSpec([None], tf.string)
+    return serving, _signatures(serving, version_2)
 
-    @tf.function(input_signature=[text, text])
-    def serving_default(question, context):
-      return serving.answer(question, context)
+  return staging.save_serving_model(export_dir, spm_model_file, build,
+                                    albert_config_file)
 
-    signatures = {"serving_default": serving_default}
-    if version_2:
-      @tf.function(input_signature=[text, text,
-                                    tf.TensorSpec([], tf.float32)])
-      def with_threshold(question, context, null_score_diff_threshold):
-        return serving.answer(question, context, null_score_diff_threshold)
-      signatures["with_threshold"] = with_threshold
 
-    out = file_io.join(tmp_dir, "model")
-    tf.saved_model.save(serving, out,
-                        signatures=signatures)
-    file_io.rename_tree(out, export_dir, last=staging.SAVED_MODEL_LAST)
-  return export_dir
+def _signatures(serving: SquadServing, version_2: bool):
+  """serving_default (`question`, `context`: tf.string [batch]) and, for
+  v2.0, with_threshold (also `null_score_diff_threshold`: float32 [])."""
+  text = tf.TensorSpec([None], tf.string)
+
+  @tf.function(input_signature=[text, text])
+  def serving_default(question, context):
+    return serving.answer(question, context)
+
+  signatures = {"serving_default": serving_default}
+  if version_2:
+    @tf.function(input_signature=[text, text,
+                                  tf.TensorSpec([], tf.float32)])
+    def with_threshold(question, context, null_score_diff_threshold):
+      return serving.answer(question, context, null_score_diff_threshold)
+    signatures["with_threshold"] = with_threshold
+  return signatures

@@ -4,10 +4,16 @@ Every export is built in a hidden folder `.<name>.tmp-<pid>` next to its
 `export_dir` and renamed into place when complete (on object stores file by
 file, each `saved_model.pb` last), so nothing half-written ever has the
 final name; `export_dir` may be on any TensorFlow filesystem (`gs://`).
+
+`staging_dir` is that folder; `save_serving_model` is the whole of it for
+the one-SavedModel serving exports (classifier, SQuAD, RACE): assets in,
+SavedModel written, published.
 """
 
 import contextlib
-from typing import Iterator, Tuple
+from typing import Callable, Dict, Iterator, Sequence, Tuple
+
+import tensorflow as tf
 
 from data_pipeline import file_io
 from data_pipeline.shared import UserInputError
@@ -41,3 +47,57 @@ def staging_dir(export_dir: str) -> Iterator[Tuple[str, str]]:
     yield tmp_dir, assets
   finally:
     file_io.rmtree(tmp_dir)
+
+
+def save_serving_model(
+    export_dir: str, spm_model_file: str,
+    build: Callable[[str], Tuple[tf.Module, Dict[str, Callable]]],
+    albert_config_file: str = "",
+    text_assets: Sequence[Tuple[str, str, str]] = ()) -> str:
+  """Writes one serving SavedModel to `export_dir`, published atomically.
+
+  Stages, in a `staging_dir`: the SentencePiece model is copied and each text
+  asset written; `build` makes the serving module and its signatures; the
+  files become the module's assets (`sp_model_file`, each text asset's
+  attribute, then `albert_config_file`, a copy of that file when given);
+  `tf.saved_model.save`; the folder is renamed to `export_dir`.
+
+  Args:
+    export_dir: must not exist (the caller checks first, with
+      options.check_export_dir_free); any filesystem.
+    spm_model_file: the model's SentencePiece model.
+    build: called with the path of the staged SentencePiece copy (for
+      graphs that read it as a file); returns (tf.Module to save, signatures
+      {name: tf.function}).
+    albert_config_file: copied as the asset `albert_config.json` when given.
+    text_assets: (attribute, file name, text) rows, e.g. the classifier's
+      ("labels_file", "labels.txt", "entailment\n...").
+
+  Returns:
+    export_dir.
+
+  Raises:
+    UserInputError: export_dir's parent cannot be written.
+  """
+  with staging_dir(export_dir) as (tmp_dir, assets):
+    sp_copy = file_io.join(assets, file_io.basename(spm_model_file))
+    file_io.copy(spm_model_file, sp_copy)
+    text_files = []
+    for attribute, name, text in text_assets:
+      path = file_io.join(assets, name)
+      file_io.write_atomic(path, text)
+      text_files.append((attribute, path))
+
+    serving, signatures = build(sp_copy)
+    serving.sp_model_file = tf.saved_model.Asset(sp_copy)
+    for attribute, path in text_files:
+      setattr(serving, attribute, tf.saved_model.Asset(path))
+    if albert_config_file:
+      config_copy = file_io.join(assets, "albert_config.json")
+      file_io.copy(albert_config_file, config_copy)
+      serving.albert_config_file = tf.saved_model.Asset(config_copy)
+
+    out = file_io.join(tmp_dir, "model")
+    tf.saved_model.save(serving, out, signatures=signatures)
+    file_io.rename_tree(out, export_dir, last=SAVED_MODEL_LAST)
+  return export_dir
