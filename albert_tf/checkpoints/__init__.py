@@ -1,8 +1,12 @@
 """Checkpoint interchange: released TF1, Hugging Face, Model Garden and ours.
 
-`name_tables` holds the declarative name tables, `configs` the config
-conversion (albert_config.json / Hugging Face config.json), `converter` the
-strict readers, writers and `load_weights_into`.
+`converter` is the public face: `convert_checkpoint`, `read_weights`,
+`load_weights_into`, `detect_format`. Behind it, one module per stage:
+`locate` (path and layout), `readers` (with `official_reader`,
+`huggingface_reader`, `object_readers`), `name_tables` + `mapping` (the
+declarative name tables and their strict use), `our_variables`, `writers`,
+`loading`; `configs` converts configs (albert_config.json / Hugging Face
+config.json), `keras_hub_preset` reads and writes keras-hub presets.
 
 The converter's names are imported lazily, so that `configs` (what the
 tools read before anything else) loads without TensorFlow.

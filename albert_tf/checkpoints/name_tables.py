@@ -25,7 +25,7 @@ Layouts:
 """
 
 import dataclasses
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import numpy as np
 
@@ -104,6 +104,20 @@ HEAD_PREFIXES = ("masked_lm/", "sentence_order/")
 
 def is_head(name: str) -> bool:
   return name.startswith(HEAD_PREFIXES)
+
+
+def head_of(name: str) -> Optional[str]:
+  """"masked_lm" or "sentence_order" for a head's canonical name, else None."""
+  for prefix in HEAD_PREFIXES:
+    if name.startswith(prefix):
+      return prefix[:-1]
+  return None
+
+
+def heads_in(names: Iterable[str]) -> Set[str]:
+  """The pretraining heads among canonical `names`: a subset of
+  {"masked_lm", "sentence_order"}."""
+  return {head_of(n) for n in names} - {None}
 
 
 def our_shapes(config: AlbertConfig,
@@ -339,10 +353,3 @@ TABLES = {"official": official_table, "huggingface": huggingface_table,
 
 def table_for(layout: str, config: AlbertConfig) -> List[Entry]:
   return TABLES[layout](config)
-
-
-def check_table(table: Sequence[Entry]) -> None:
-  """Both columns are one-to-one (used by tests)."""
-  for column in ("ours", "theirs"):
-    names = [getattr(e, column) for e in table]
-    assert len(names) == len(set(names)), f"duplicate {column} names"

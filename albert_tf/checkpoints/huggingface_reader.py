@@ -1,0 +1,67 @@
+"""Reads Hugging Face ALBERT weights from safetensors, without torch.
+
+A `model.safetensors` file or a sharded `model.safetensors.index.json`
+(resolved by locate), keys with or without the `albert.` prefix. Buffers
+are dropped; tensors transformers ties to others (the MLM decoder) must
+equal them. Everything else must map (name_tables.huggingface_table).
+"""
+
+import json
+from typing import Dict
+
+import numpy as np
+
+from albert_tf.checkpoints import mapping
+from albert_tf.checkpoints import name_tables
+from albert_tf.config import AlbertConfig
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
+
+
+def load_safetensors(path: str) -> Dict[str, np.ndarray]:
+  """Every tensor of a .safetensors file or of the shards an index names."""
+  # Imported on use, as every reader's own dependency.
+  from safetensors import SafetensorError
+  from safetensors.numpy import load
+  files = [path]
+  if path.endswith(".index.json"):
+    try:
+      weight_map = json.loads(file_io.read_text(path))["weight_map"]
+    except (OSError, ValueError, KeyError) as e:
+      raise UserInputError(f"bad safetensors index {path}: {e}") from e
+    folder = file_io.dirname(path)
+    files = [file_io.join(folder, f) for f in sorted(set(weight_map.values()))]
+  tensors = {}
+  for file in files:
+    try:
+      # From bytes: safetensors' own file reader knows local paths only.
+      tensors.update(load(file_io.read_bytes(file)))
+    except (OSError, SafetensorError, ValueError) as e:
+      raise UserInputError(f"cannot read safetensors file {file}: {e}") from e
+  return tensors
+
+
+def read_huggingface(path: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
+  """Canonical name -> array of the safetensors file or index at `path`."""
+  tensors = load_safetensors(path)
+  heads = ("predictions.", "sop_classifier.")
+  source = {}
+  for name, array in tensors.items():
+    if not name.startswith(("albert.",) + heads):
+      name = "albert." + name
+    source[name] = array
+  for name in name_tables.HUGGINGFACE_BUFFERS:
+    source.pop(name, None)
+  problems = []
+  for tied, target in name_tables.HUGGINGFACE_TIED.items():
+    if tied in source:
+      array = source.pop(tied)
+      if target in source and (array.shape != source[target].shape or
+                               not np.array_equal(array, source[target])):
+        problems.append(f"{tied} differs from {target}, to which this model "
+                        "ties it")
+  if problems:
+    raise mapping.misfit_error(path, "huggingface", extra=problems)
+  return mapping.map_to_ours(source, name_tables.huggingface_table(config),
+                             name_tables.our_shapes(config),
+                             source_name=path, layout="huggingface")

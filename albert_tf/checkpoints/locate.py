@@ -1,0 +1,92 @@
+"""Where a checkpoint is and which layout it has.
+
+`resolve_path` turns a user path (a prefix, a file or a folder, on any
+TensorFlow filesystem) into a TensorFlow checkpoint prefix or a safetensors
+file; `detect_format` tells the layout from the contents (keras-hub presets
+are recognised by keras_hub_preset.is_preset before this).
+"""
+
+from typing import Dict, List, Tuple
+
+import tensorflow as tf
+
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
+
+
+def resolve_path(path: str) -> Tuple[str, str]:
+  """("tf", checkpoint prefix) or ("safetensors", file) for a user path.
+
+  Raises:
+    UserInputError: nothing usable at `path`.
+  """
+  if file_io.isdir(path):
+    for name in ("model.safetensors", "model.safetensors.index.json"):
+      if file_io.exists(file_io.join(path, name)):
+        return "safetensors", file_io.join(path, name)
+    latest = tf.train.latest_checkpoint(path)
+    if latest:
+      return "tf", latest
+    if file_io.exists(file_io.join(path, "pytorch_model.bin")):
+      raise UserInputError(
+          f"{path} holds pytorch_model.bin only; save it as safetensors "
+          "(model.save_pretrained(dir, safe_serialization=True)), torch "
+          "pickles are not read here")
+    raise UserInputError(
+        f"no checkpoint in directory {path}: expected model.safetensors, "
+        "or a TensorFlow checkpoint with a 'checkpoint' state file")
+  if path.endswith(".safetensors") or path.endswith(".safetensors.index.json"):
+    if not file_io.exists(path):
+      raise UserInputError(f"checkpoint file {path} not found")
+    return "safetensors", path
+  if path.endswith(".index") and file_io.exists(path):
+    return "tf", path[:-len(".index")]
+  if file_io.exists(path + ".index"):
+    return "tf", path
+  raise UserInputError(
+      f"checkpoint {path} not found (neither {path}.index, a .safetensors "
+      "file nor a directory holding a checkpoint)")
+
+
+def checkpoint_reader(prefix: str):
+  """A CheckpointReader of `prefix`. (tf.train.load_checkpoint first asks
+  whether the prefix is a folder, which ram:// answers yes: "ckpt-4" is a
+  string prefix of "ckpt-4.index".)"""
+  try:
+    return tf.compat.v1.train.NewCheckpointReader(prefix)
+  except (tf.errors.OpError, ValueError) as e:
+    raise UserInputError(f"cannot read checkpoint {prefix}: {e}") from e
+
+
+def list_tf_checkpoint(prefix: str) -> Dict[str, List[int]]:
+  """Stored name -> shape of every tensor in the checkpoint at `prefix`."""
+  return checkpoint_reader(prefix).get_variable_to_shape_map()
+
+
+def strip_module(name: str) -> str:
+  """A TF-Hub `module/` name without that prefix (the official layout)."""
+  return name[len("module/"):] if name.startswith("module/") else name
+
+
+def detect_format(path: str) -> str:
+  """"ours", "official", "huggingface" or "garden", from the contents."""
+  kind, resolved = resolve_path(path)
+  if kind == "safetensors":
+    return "huggingface"
+  keys = list_tf_checkpoint(resolved)
+  if "_CHECKPOINTABLE_OBJECT_GRAPH" in keys:
+    roots = {k.split("/", 1)[0] for k in keys if ".ATTRIBUTES" in k}
+    if "model" in roots:
+      return "ours"
+    if "encoder" in roots:
+      # Model Garden's TransformerEncoderBlock attributes vs our sublayers.
+      garden = any("/_attention_layer/" in k for k in keys
+                   if k.startswith("encoder/"))
+      return "garden" if garden else "ours"
+  names = [k for k in keys if k != "_CHECKPOINTABLE_OBJECT_GRAPH"]
+  if any(strip_module(k).startswith(("bert/", "cls/")) for k in names):
+    return "official"
+  raise UserInputError(
+      f"cannot tell the layout of checkpoint {resolved}: no bert/... names "
+      f"(official), model/ or encoder/ objects (ours, Model Garden); first "
+      f"names: {sorted(names)[:5]}")

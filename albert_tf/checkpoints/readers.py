@@ -1,0 +1,102 @@
+"""Reads a checkpoint of any supported layout into canonical arrays.
+
+`read_weights` picks the layout (given, or detected by locate and
+keras_hub_preset) and calls its reader: official_reader,
+huggingface_reader, object_readers (ours, garden) or keras_hub_preset.
+Every reader is strict (see mapping) and returns float32 arrays under the
+canonical names of name_tables.
+"""
+
+import dataclasses
+from typing import Dict, Optional
+
+import numpy as np
+from absl import logging
+
+from albert_tf.checkpoints import configs
+from albert_tf.checkpoints import huggingface_reader
+from albert_tf.checkpoints import keras_hub_preset
+from albert_tf.checkpoints import locate
+from albert_tf.checkpoints import object_readers
+from albert_tf.checkpoints import official_reader
+from albert_tf.config import AlbertConfig
+from data_pipeline import file_io
+from data_pipeline.shared import INPUT_FORMATS, UserInputError
+
+_READERS = {"official": official_reader.read_official,
+            "huggingface": huggingface_reader.read_huggingface,
+            "ours": object_readers.read_ours,
+            "garden": object_readers.read_garden}
+
+
+@dataclasses.dataclass
+class Weights:
+  """Weights in our canonical names (see name_tables), as float32 arrays.
+
+  Attributes:
+    arrays: canonical name -> np.ndarray in our layout.
+    format: the layout they were read from.
+    path: the resolved file or prefix they were read from.
+    config: the config stored with them (a Hugging Face folder's or a
+      keras-hub preset's config.json), else None.
+    preset: what else a keras-hub preset holds (its tokenizer), else None.
+  """
+  arrays: Dict[str, np.ndarray]
+  format: str
+  path: str
+  config: Optional[AlbertConfig] = None
+  preset: Optional["keras_hub_preset.PresetContents"] = None
+
+  def check_config(self, config: AlbertConfig) -> None:
+    """Requires the stored config, if any, to compute what `config` does.
+
+    Raises:
+      UserInputError: naming every architecture field that differs.
+    """
+    if self.config is None:
+      return
+    differences = configs.architecture_differences(self.config, config)
+    if differences:
+      raise UserInputError(
+          f"config.json next to {self.path} disagrees with the model's "
+          "config: " + ", ".join(f"{k}: checkpoint {a!r}, model {b!r}"
+                                 for k, a, b in differences))
+
+
+def read_weights(path: str, config: AlbertConfig,
+                 input_format: str = "auto") -> Weights:
+  """Reads a checkpoint of any supported layout into canonical arrays.
+
+  Args:
+    path: checkpoint prefix, .safetensors file, or a directory.
+    config: the model's AlbertConfig (shapes and the name table follow it).
+    input_format: one of INPUT_FORMATS.
+
+  Raises:
+    UserInputError: missing or unreadable input, unknown layout, or any
+      unmatched name / missing variable / shape mismatch (all listed).
+  """
+  if input_format not in INPUT_FORMATS:
+    raise UserInputError(f"input format must be one of {INPUT_FORMATS}, got "
+                         f"{input_format!r}")
+  if input_format == "keras_hub" or (input_format == "auto" and
+                                     keras_hub_preset.is_preset(path)):
+    contents = keras_hub_preset.read_preset(path, config)
+    return Weights(arrays=contents.arrays, format="keras_hub", path=path,
+                   config=contents.config, preset=contents)
+  kind, resolved = locate.resolve_path(path)
+  layout = (locate.detect_format(path) if input_format == "auto"
+            else input_format)
+  if (layout == "huggingface") != (kind == "safetensors"):
+    raise UserInputError(f"{path} is not a {layout} checkpoint")
+  stored_config = None
+  if layout == "huggingface":
+    config_file = file_io.join(file_io.dirname(resolved), "config.json")
+    if file_io.exists(config_file):
+      stored_config = configs.load_albert_config(config_file)
+  arrays = _READERS[layout](resolved, config)
+  # What was loaded or converted is reported once, by the caller.
+  logging.debug("read %d variables from %s (%s layout)", len(arrays),
+                resolved, layout)
+  return Weights(arrays=arrays, format=layout, path=resolved,
+                 config=stored_config)

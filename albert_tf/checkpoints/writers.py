@@ -1,0 +1,132 @@
+"""Writes canonical arrays in our, the official TF1 and Hugging Face layouts.
+
+(keras-hub presets: keras_hub_preset.write_preset.) Outputs may be on any
+TensorFlow filesystem; every file is written under a temporary name and
+renamed, so no half-written checkpoint appears under the final name.
+"""
+
+import json
+from typing import Dict, List, Sequence
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.checkpoints import configs
+from albert_tf.checkpoints import mapping
+from albert_tf.checkpoints import name_tables
+from albert_tf.checkpoints import our_variables
+from albert_tf.config import AlbertConfig
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
+
+
+def _move_into_place(tmp_dir: str, output_dir: str, names: Sequence[str],
+                     last: Sequence[str] = ()) -> None:
+  """Renames files from tmp_dir into output_dir (`last` ones at the end)."""
+  for name in [n for n in names if n not in last] + list(last):
+    file_io.rename(file_io.join(tmp_dir, name), file_io.join(output_dir, name))
+
+
+def _write_checkpoint_files(output_prefix: str, write) -> List[str]:
+  """Calls write(tmp_prefix), then moves the files to output_prefix.
+
+  The files are written in a hidden folder `.<name>.tmp-<pid>` next to
+  them. The `.index` file (which makes a checkpoint visible) moves last, and
+  the `checkpoint` state file after it, so no half-written checkpoint
+  appears under the final name.
+  """
+  output_dir = file_io.dirname(output_prefix) or "."
+  base = file_io.basename(output_prefix)
+  tmp_dir = file_io.temp_name(output_prefix)
+  try:
+    file_io.makedirs(tmp_dir)
+  except OSError as e:
+    raise UserInputError(f"--output_checkpoint={output_prefix}: cannot "
+                         f"create its directory: {e}") from None
+  try:
+    write(file_io.join(tmp_dir, base))
+    files = [f for f in file_io.listdir(tmp_dir) if f.startswith(base + ".")]
+    _move_into_place(tmp_dir, output_dir, files, last=[base + ".index"])
+    file_io.write_atomic(file_io.join(output_dir, "checkpoint"),
+                         f'model_checkpoint_path: "{base}"\n'
+                         f'all_model_checkpoint_paths: "{base}"\n')
+  finally:
+    file_io.rmtree(tmp_dir)
+  return files
+
+
+def write_official(arrays: Dict[str, np.ndarray], config: AlbertConfig,
+                   output_prefix: str) -> None:
+  """A TF1 checkpoint with google-research/albert names: the files a
+  tf.compat.v1 Saver writes (SaveV2: .index + .data-00000-of-00001),
+  written eagerly (a Session would only add TensorFlow's MLIR log line)."""
+  tensors = mapping.map_from_ours(arrays, name_tables.official_table(config))
+
+  def write(prefix):
+    names = sorted(tensors)
+    tf.raw_ops.SaveV2(prefix=prefix, tensor_names=names,
+                      shape_and_slices=[""] * len(names),
+                      tensors=[tf.constant(tensors[n]) for n in names])
+
+  _write_checkpoint_files(output_prefix, write)
+
+
+def write_huggingface(arrays: Dict[str, np.ndarray], config: AlbertConfig,
+                      output: str) -> str:
+  """model.safetensors (+ config.json when `output` is a directory).
+
+  Returns:
+    The path of the .safetensors file written.
+  """
+  # Imported on use, as the reader's.
+  from safetensors.numpy import save
+  tensors = mapping.map_from_ours(arrays,
+                                  name_tables.huggingface_table(config))
+  heads = name_tables.heads_in(arrays)
+  architectures = (["AlbertForPreTraining"] if heads == {"masked_lm",
+                                                        "sentence_order"}
+                   else ["AlbertForMaskedLM"] if heads == {"masked_lm"}
+                   else ["AlbertModel"])
+  if output.endswith(".safetensors"):
+    file = output
+  else:
+    file = file_io.join(output, "model.safetensors")
+  try:
+    file_io.makedirs(file_io.dirname(file))
+  except OSError as e:
+    raise UserInputError(f"--output_checkpoint={output}: cannot create its "
+                         f"directory: {e}") from None
+  file_io.write_atomic(file, save(tensors, metadata={"format": "pt"}))
+  if not output.endswith(".safetensors"):
+    values = configs.config_to_huggingface(config, architectures)
+    file_io.write_atomic(file_io.join(output, "config.json"),
+                         json.dumps(values, indent=2, sort_keys=True) + "\n")
+  return file
+
+
+def write_ours(arrays: Dict[str, np.ndarray], config: AlbertConfig,
+               output_prefix: str) -> str:
+  """tf.train.Checkpoint(model=AlbertPretrainer) when both heads are there,
+  else tf.train.Checkpoint(encoder=AlbertEncoder). Returns the root name."""
+  # tf_keras is loaded on use (see our_variables).
+  from albert_tf.models.albert_pretrainer import AlbertPretrainer
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  encoder = AlbertEncoder(config)
+  heads = name_tables.heads_in(arrays)
+  if heads == {"masked_lm", "sentence_order"}:
+    model, root = AlbertPretrainer(encoder), "model"
+  else:
+    if heads:
+      logging.warning("only the %s head is present; writing the encoder "
+                      "alone (our pretrainer has both heads)", heads)
+    model, root = encoder, "encoder"
+  variables = our_variables.canonical_variables(model)
+  missing = sorted(set(variables) - set(arrays))
+  if missing:
+    raise UserInputError(f"cannot write our checkpoint, missing: {missing}")
+  for name, variable in variables.items():
+    variable.assign(arrays[name])
+  checkpoint = tf.train.Checkpoint(**{root: model})
+  _write_checkpoint_files(output_prefix, checkpoint.write)
+  return root
