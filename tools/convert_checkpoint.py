@@ -34,6 +34,9 @@ them.
 
 from absl import flags
 
+from data_pipeline.shared import INPUT_FORMATS
+from data_pipeline.shared import OUTPUT_FORMATS
+
 from . import cli
 
 FLAGS = flags.FLAGS
@@ -47,12 +50,9 @@ flags.DEFINE_string("input_checkpoint", None,
 flags.DEFINE_string("output_checkpoint", None,
                     "Checkpoint prefix (ours, official) or directory / "
                     ".safetensors file (huggingface).", required=True)
-flags.DEFINE_enum("output_format", "ours",
-                  ["ours", "official", "huggingface", "keras_hub"],
+flags.DEFINE_enum("output_format", "ours", list(OUTPUT_FORMATS),
                   "Layout to write (keras_hub: a preset directory).")
-flags.DEFINE_enum("input_format", "auto",
-                  ["auto", "ours", "official", "huggingface", "garden",
-                   "keras_hub"],
+flags.DEFINE_enum("input_format", "auto", list(INPUT_FORMATS),
                   "Layout to read; auto detects it from the contents.")
 flags.DEFINE_string("spm_model_file", None,
                     "SentencePiece model of the checkpoint; needed for "
