@@ -52,8 +52,9 @@ def config_from_huggingface(values: Mapping[str, Any],
                          "not 'albert'")
   act = values.get("hidden_act", "gelu_new")
   if _FROM_HF_ACT.get(act) is None:
+    supported = sorted(k for k, v in _FROM_HF_ACT.items() if v)
     raise UserInputError(f"{source}: hidden_act {act!r} is not supported; "
-                         f"expected one of {sorted(k for k, v in _FROM_HF_ACT.items() if v)}")
+                         f"expected one of {supported}")
   eps = values.get("layer_norm_eps", 1e-12)
   if abs(eps - 1e-12) > 1e-15:
     raise UserInputError(f"{source}: layer_norm_eps={eps}; this model uses "
@@ -108,7 +109,8 @@ def load_albert_config(path: str) -> AlbertConfig:
 def architecture_differences(a: AlbertConfig, b: AlbertConfig):
   """[(field, a value, b value)] for fields that change the computation."""
   return [(k, getattr(a, k), getattr(b, k)) for k in ARCHITECTURE_KEYS
-          if _canonical_act(k, getattr(a, k)) != _canonical_act(k, getattr(b, k))]
+          if _canonical_act(k, getattr(a, k)) !=
+          _canonical_act(k, getattr(b, k))]
 
 
 def _canonical_act(key, value):
