@@ -11,8 +11,8 @@ same stats JSON (its timings aside). Both paths plan with
 The pipeline (P pieces, S shards; piece p goes to shard p * S // P):
 
   Create       one element per input file: (path, file index, first piece)
-  FlatMap      the file's pieces (`corpus_pieces.file_pieces`), less those of
-               shards a previous run completed
+  FlatMap      the file's pieces, less those of shards a previous run
+               completed (`RunPlan.pieces_to_make`)
   Reshuffle    so the pieces of one large file spread over workers
   ParDo        process_piece: read, tokenize, make, shuffle, mask, encode and
                frame the piece's instances; write the framed bytes to a
@@ -47,7 +47,7 @@ import json
 import re
 import time
 import uuid
-from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
 from absl import logging
@@ -204,8 +204,7 @@ class _ConcatenateShard(beam.DoFn):
 def _publish(element, total: PretrainingStats, plan, fs: BeamFileIO):
   """Sidecar + rename of one shard, once the run is known to be non-empty."""
   shard, temp, stats = element
-  done = sum(s.instances for s in plan.done.values())
-  if total.instances + done == 0:
+  if total.instances + plan.previous_stats().instances == 0:
     with _user_errors():
       raise plan.empty_corpus_error(total)
   path = plan.paths[shard]
@@ -221,43 +220,23 @@ def _write_summary(unused_count, total: PretrainingStats, plan,
   """The stats JSON (as the local path's); then scratch files and the
   temporaries of retried attempts go."""
   del unused_count
-  everything = PretrainingStats()
-  for previous in plan.done.values():
-    everything.add(previous)
+  everything = plan.previous_stats()
   everything.add(total)
   summary = plan.summary(everything, total.instances, time.time() - started)
   write_json(plan.stats_path, summary, fs)
   _remove_temporaries(plan, scratch, token, fs)
 
 
-def _file_pieces(item: Tuple[str, int, int, int], piece_bytes: int,
-                 shard_of, done: FrozenSet[int]):
-  """The pieces of one file whose shard is still to be written."""
-  path, file_index, first, count = item
-  for spec in corpus_pieces.file_pieces(path, file_index, first, count,
-                                        piece_bytes):
-    if shard_of(spec.index) not in done:
-      yield spec
-
-
-def build_pipeline(pipeline: beam.Pipeline, plan, piece_bytes: int,
-                   scratch: str, token: str, started: float,
-                   fs: BeamFileIO) -> None:
+def build_pipeline(pipeline: beam.Pipeline, plan, scratch: str, token: str,
+                   started: float, fs: BeamFileIO) -> None:
   """Adds the steps of the module docstring to `pipeline`."""
-  files, first = [], 0
-  for file_index, (path, count) in enumerate(
-      zip(plan.files, plan.piece_counts)):
-    files.append((path, file_index, first, count))
-    first += count
-  done = frozenset(plan.done)
   # Only the pieces' step needs the vocabulary: keep the job graph small.
   slim = dataclasses.replace(plan, initargs=())
   todo = [s for s in range(len(plan.paths)) if s not in plan.done]
 
   pieces = (pipeline
-            | "Files" >> beam.Create(files)
-            | "Pieces" >> beam.FlatMap(_file_pieces, piece_bytes,
-                                       slim.shard_of, done)
+            | "Files" >> beam.Create(plan.file_ranges())
+            | "Pieces" >> beam.FlatMap(slim.pieces_to_make)
             | "Spread" >> beam.Reshuffle()
             | "Instances" >> beam.ParDo(_MakePieceRecords(
                 plan.initargs, scratch, slim.shard_of)))
@@ -343,10 +322,7 @@ def create_pretraining_data_beam(
       skip_non_utf8_lines, albert_config_file, fs=fs)
   if len(plan.done) == len(plan.paths):
     logging.info("every shard is complete; nothing to do")
-    total = PretrainingStats()
-    for previous in plan.done.values():
-      total.add(previous)
-    summary = plan.summary(total, 0, time.time() - started)
+    summary = plan.summary(plan.previous_stats(), 0, time.time() - started)
     write_json(plan.stats_path, summary, fs)
     return summary
   token = uuid.uuid4().hex[:12]
@@ -360,7 +336,7 @@ def create_pretraining_data_beam(
   logging.info("Beam %s: %d files, %d pieces, %d shards; scratch %s", runner,
                len(plan.files), plan.num_pieces, len(plan.paths), scratch)
   try:
-    build_pipeline(pipeline, plan, piece_bytes, scratch, token, started, fs)
+    build_pipeline(pipeline, plan, scratch, token, started, fs)
     result = pipeline.run()
     state = result.wait_until_finish()
     if state not in (None, PipelineState.DONE):

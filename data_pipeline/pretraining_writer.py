@@ -50,7 +50,7 @@ import multiprocessing
 import os
 import sys
 import time
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 
@@ -179,6 +179,39 @@ class RunPlan:
     """Shards hold consecutive pieces: piece p goes to p * S // P."""
     return piece_index * len(self.paths) // self.num_pieces
 
+  def piece_done(self, piece_index: int) -> bool:
+    """Whether a previous run completed the piece's shard."""
+    return self.shard_of(piece_index) in self.done
+
+  def num_pieces_to_make(self) -> int:
+    """How many pieces this run makes."""
+    return sum(1 for p in range(self.num_pieces) if not self.piece_done(p))
+
+  def file_ranges(self) -> List[Tuple[str, int, int, int]]:
+    """(path, file index, index of its first piece, its number of pieces)
+    of every input file."""
+    ranges, first = [], 0
+    for file_index, (path, count) in enumerate(
+        zip(self.files, self.piece_counts)):
+      ranges.append((path, file_index, first, count))
+      first += count
+    return ranges
+
+  def pieces_to_make(self, file_range: Tuple[str, int, int, int]
+                     ) -> Iterator[corpus_pieces.PieceSpec]:
+    """The pieces of one file (a `file_ranges` item) this run makes."""
+    for spec in corpus_pieces.file_pieces(*file_range,
+                                          self.settings["piece_bytes"]):
+      if not self.piece_done(spec.index):
+        yield spec
+
+  def previous_stats(self) -> PretrainingStats:
+    """The stats of the shards a previous run completed, added up."""
+    total = PretrainingStats()
+    for stats in self.done.values():
+      total.add(stats)
+    return total
+
   def empty_corpus_error(self, written: PretrainingStats) -> UserInputError:
     """The error for a run that made no instance."""
     reason = ("no documents" if not written.documents else
@@ -231,6 +264,37 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
       not writable, a vocabulary larger than the ALBERT config's.
   """
   fs = fs or file_io
+  _check_settings(options, dupe_factor, piece_bytes, spm_model_file)
+  files = corpus_pieces.resolve_input_files(input_file, fs)
+  if all(fs.getsize(p) == 0 for p in files):
+    raise UserInputError(f"--input_file: empty corpus: {', '.join(files)}")
+  paths = output_paths(output_file, num_output_shards)
+  for path in paths:
+    _check_output(path, fs)
+  vocab = _vocabulary(spm_model_file, do_lower_case, albert_config_file, fs)
+  piece_counts = corpus_pieces.pieces_per_file(files, piece_bytes, fs)
+  if sum(piece_counts) < len(paths):
+    logging.warning("%d input pieces for %d shards: some shards are empty "
+                    "(lower --num_output_shards)", sum(piece_counts),
+                    len(paths))
+  settings = {"options": dataclasses.asdict(options),
+              "do_lower_case": do_lower_case, "dupe_factor": dupe_factor,
+              "random_seed": random_seed, "piece_bytes": piece_bytes,
+              "skip_non_utf8_lines": skip_non_utf8_lines,
+              "num_shards": len(paths)}
+  fingerprints = _fingerprints(files, spm_model_file, settings, paths, fs)
+  done = _completed_shards(paths, fingerprints, fs)
+  initargs = (spm_model_file, do_lower_case, options, vocab, random_seed,
+              dupe_factor, 1, skip_non_utf8_lines)
+  return RunPlan(files, piece_counts, paths,
+                 stats_path(output_file, num_output_shards), settings,
+                 fingerprints, done, initargs)
+
+
+def _check_settings(options: pretraining_data.InstanceOptions,
+                    dupe_factor: int, piece_bytes: int,
+                    spm_model_file: str) -> None:
+  """Raises UserInputError naming a flag that is out of range or missing."""
   options.validate()
   if dupe_factor < 1:
     raise UserInputError(f"--dupe_factor={dupe_factor} must be at least 1")
@@ -239,23 +303,28 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
   if not spm_model_file:
     raise UserInputError("--spm_model_file is required (WordPiece-only "
                          "--vocab_file input is not supported)")
-  files = corpus_pieces.resolve_input_files(input_file, fs)
-  if all(fs.getsize(p) == 0 for p in files):
-    raise UserInputError(f"--input_file: empty corpus: {', '.join(files)}")
-  paths = output_paths(output_file, num_output_shards)
-  for path in paths:
-    if fs.isdir(path):
-      raise UserInputError(f"--output_file: {path} is a directory; give a "
-                           "file path (shards get -NNNNN-of-NNNNN suffixes)")
-    try:
-      fs.makedirs(file_io.dirname(path))
-    except OSError as e:
-      raise UserInputError(f"--output_file={path}: cannot create its "
-                           f"directory: {e}") from None
-    # Object stores have no permission bits to check before the first write.
-    if (not file_io.is_remote(path) and
-        not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)):
-      raise UserInputError(f"--output_file={path}: directory not writable")
+
+
+def _check_output(path: str, fs) -> None:
+  """Makes the shard's folder; UserInputError if it cannot be written."""
+  if fs.isdir(path):
+    raise UserInputError(f"--output_file: {path} is a directory; give a "
+                         "file path (shards get -NNNNN-of-NNNNN suffixes)")
+  try:
+    fs.makedirs(file_io.dirname(path))
+  except OSError as e:
+    raise UserInputError(f"--output_file={path}: cannot create its "
+                         f"directory: {e}") from None
+  # Object stores have no permission bits to check before the first write.
+  if (not file_io.is_remote(path) and
+      not os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)):
+    raise UserInputError(f"--output_file={path}: directory not writable")
+
+
+def _vocabulary(spm_model_file: str, do_lower_case: bool,
+                albert_config_file: Optional[str],
+                fs) -> pretraining_data.VocabInfo:
+  """The SentencePiece model's VocabInfo, checked against the config's."""
   tokenizer = SentencePieceTokenizer(spm_model_file,
                                      do_lower_case=do_lower_case, fs=fs)
   if albert_config_file:
@@ -267,23 +336,18 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
           f"--albert_config_file={albert_config_file}; ids past the "
           "embedding table would fail pretraining (use this vocabulary's "
           "config)")
-  vocab = pretraining_data.VocabInfo(
+  return pretraining_data.VocabInfo(
       vocab_size=tokenizer.vocab_size, cls_id=tokenizer.cls_id,
       sep_id=tokenizer.sep_id, mask_id=tokenizer.mask_id,
       start_piece=tokenizer.start_piece_table())
 
-  piece_counts = corpus_pieces.pieces_per_file(files, piece_bytes, fs)
-  num_shards = len(paths)
-  if sum(piece_counts) < num_shards:
-    logging.warning("%d input pieces for %d shards: some shards are empty "
-                    "(lower --num_output_shards)", sum(piece_counts),
-                    num_shards)
-  settings = {"options": dataclasses.asdict(options),
-              "do_lower_case": do_lower_case, "dupe_factor": dupe_factor,
-              "random_seed": random_seed, "piece_bytes": piece_bytes,
-              "skip_non_utf8_lines": skip_non_utf8_lines,
-              "num_shards": num_shards}
-  fingerprints = _fingerprints(files, spm_model_file, settings, paths, fs)
+
+def _completed_shards(paths: Sequence[str], fingerprints: Sequence[str],
+                      fs) -> Dict[int, PretrainingStats]:
+  """{shard: stats} of the shards a previous run completed.
+
+  Temporaries that killed runs left next to the shards are deleted.
+  """
   done = {}
   for shard, path in enumerate(paths):
     _remove_stale_temps(path, fs)
@@ -292,11 +356,7 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
       done[shard] = previous
   if done:
     logging.info("skipping %d complete shard(s) of a previous run", len(done))
-  initargs = (spm_model_file, do_lower_case, options, vocab, random_seed,
-              dupe_factor, 1, skip_non_utf8_lines)
-  return RunPlan(files, piece_counts, paths,
-                 stats_path(output_file, num_output_shards), settings,
-                 fingerprints, done, initargs)
+  return done
 
 
 class _ShardWriter:
@@ -348,10 +408,23 @@ class _LogProgress:
     pass
 
 
+class _NoProgress:
+  """No progress shown (show_progress=False)."""
+
+  def update(self, n: int):
+    del n
+
+  def set_postfix(self, refresh=False, **values):
+    del refresh, values
+
+  def close(self):
+    pass
+
+
 def _progress(total: int, enabled: bool):
-  """A tqdm bar on stderr (absl log lines without tqdm), or None."""
+  """A tqdm bar on stderr (absl log lines without tqdm), or no progress."""
   if not enabled:
-    return None
+    return _NoProgress()
   try:
     import tqdm  # pylint: disable=g-import-not-at-top
   except ImportError:
@@ -412,99 +485,148 @@ def create_pretraining_data(
   plan = plan_run(input_file, output_file, spm_model_file, options,
                   do_lower_case, dupe_factor, random_seed, num_output_shards,
                   piece_bytes, skip_non_utf8_lines, albert_config_file)
-  files, paths, fingerprints = plan.files, plan.paths, plan.fingerprints
-  done, shard_of, num_pieces = plan.done, plan.shard_of, plan.num_pieces
-  total = PretrainingStats()
-  for previous in done.values():
-    total.add(previous)
-  last_piece = {}
-  for p in range(num_pieces):
-    last_piece[shard_of(p)] = p
-  pieces_todo = sum(1 for p in range(num_pieces) if shard_of(p) not in done)
-
-  workers = min(num_workers, max(pieces_todo, 1))
-  executor = None
-  if workers > 1:
-    # Not fork: the parent may have imported TensorFlow (threads).
-    executor = concurrent.futures.ProcessPoolExecutor(
-        workers, mp_context=multiprocessing.get_context("spawn"),
-        initializer=pretraining_worker.init_worker, initargs=plan.initargs)
-  else:
-    pretraining_worker.init_worker(*plan.initargs)
-
-  writers: Dict[int, _ShardWriter] = {}
-  unpublished: List[_ShardWriter] = []
-  bar = _progress(pieces_todo, show_progress)
-  written = PretrainingStats()
-
-  def publish(writer):
-    # Until some instance exists the corpus may still turn out empty.
-    if total.instances + written.instances > 0:
-      writer.publish()
-    else:
-      unpublished.append(writer)
-
-  def handle(result):
-    index, data, stats = result
-    shard = shard_of(index)
-    writer = writers.get(shard)
-    if writer is None:
-      writer = writers[shard] = _ShardWriter(paths[shard], fingerprints[shard])
-    writer.write(data, stats)
-    written.add(stats)
-    if bar is not None:
-      bar.update(1)
-      bar.set_postfix(instances=written.instances, refresh=False)
-    if index == last_piece[shard]:
-      writer.close()
-      publish(writer)
-      del writers[shard]
-      while unpublished and written.instances:
-        unpublished.pop(0).publish()
-
+  shards = _Shards(plan)
+  todo = plan.num_pieces_to_make()
+  runner = _PieceRunner(plan.initargs, min(num_workers, max(todo, 1)))
+  bar = _progress(todo, show_progress)
   try:
-    pending = collections.deque()
-    for spec in corpus_pieces.plan_pieces(files, piece_bytes):
-      if shard_of(spec.index) in done:
-        continue
-      if executor is None:
-        handle(pretraining_worker.process_piece(spec))
-        continue
-      pending.append(executor.submit(pretraining_worker.process_piece, spec))
-      while len(pending) >= 2 * workers:
-        handle(pending.popleft().result())
-    while pending:
-      handle(pending.popleft().result())
-    if total.instances + written.instances == 0:
-      raise plan.empty_corpus_error(written)
-    # More shards than pieces: the shards without a piece are empty files.
-    for shard, path in enumerate(paths):
-      if shard not in last_piece and shard not in done:
-        writer = _ShardWriter(path, fingerprints[shard])
-        writer.close()
-        writer.publish()
-    while unpublished:
-      unpublished.pop(0).publish()
+    specs = (spec for file_range in plan.file_ranges()
+             for spec in plan.pieces_to_make(file_range))
+    for result in runner.results(specs):
+      shards.add(result)
+      bar.update(1)
+      bar.set_postfix(instances=shards.written.instances, refresh=False)
+    shards.finish()
   except BaseException:
-    if bar is not None:
-      bar.leave = False  # the error line is the last thing shown
-    for writer in list(writers.values()) + unpublished:
-      writer.discard()
-    if executor is not None:
-      executor.shutdown(wait=False, cancel_futures=True)
-      executor = None
+    bar.leave = False  # the error line is the last thing shown
+    shards.discard()
+    runner.close(cancel=True)
     raise
   finally:
-    if bar is not None:
-      bar.close()
-    if executor is not None:
-      executor.shutdown()
+    bar.close()
+    runner.close()
+  return _write_summary(plan, shards.written, started)
 
+
+class _PieceRunner:
+  """Runs `process_piece` over pieces and hands the results back in order.
+
+  One worker runs in this process; more are spawned processes with at most
+  2 per worker pieces in flight, so memory does not grow with the corpus.
+
+  Args:
+    initargs: `RunPlan.initargs`.
+    workers: how many processes make pieces.
+  """
+
+  def __init__(self, initargs: tuple, workers: int):
+    self._workers = workers
+    self._executor = None
+    if workers > 1:
+      # Not fork: the parent may have imported TensorFlow (threads).
+      self._executor = concurrent.futures.ProcessPoolExecutor(
+          workers, mp_context=multiprocessing.get_context("spawn"),
+          initializer=pretraining_worker.init_worker, initargs=initargs)
+    else:
+      pretraining_worker.init_worker(*initargs)
+
+  def results(self, specs: Iterable[corpus_pieces.PieceSpec]):
+    """(piece index, TFRecord bytes, PretrainingStats) of each spec."""
+    if self._executor is None:
+      for spec in specs:
+        yield pretraining_worker.process_piece(spec)
+      return
+    pending = collections.deque()
+    for spec in specs:
+      pending.append(self._executor.submit(pretraining_worker.process_piece,
+                                           spec))
+      while len(pending) >= 2 * self._workers:
+        yield pending.popleft().result()
+    while pending:
+      yield pending.popleft().result()
+
+  def close(self, cancel: bool = False) -> None:
+    """Stops the workers: after their pieces, or at once with `cancel`."""
+    if self._executor is not None:
+      if cancel:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+      else:
+        self._executor.shutdown()
+      self._executor = None
+
+
+class _Shards:
+  """Piece results, in corpus order, -> shard files, each published whole.
+
+  A shard is published (sidecar, then rename) after its last piece, but not
+  before the run has made an instance: until then the corpus may still turn
+  out empty, and complete shards wait unpublished.
+  """
+
+  def __init__(self, plan: RunPlan):
+    self.plan = plan
+    self.written = PretrainingStats()
+    self._instances_before = plan.previous_stats().instances
+    self._last_piece = {plan.shard_of(p): p for p in range(plan.num_pieces)}
+    self._writers: Dict[int, _ShardWriter] = {}
+    self._unpublished: List[_ShardWriter] = []
+
+  def add(self, result) -> None:
+    """Appends one piece's records to its shard; publishes a complete one."""
+    index, data, stats = result
+    shard = self.plan.shard_of(index)
+    writer = self._writers.get(shard)
+    if writer is None:
+      writer = self._writers[shard] = self._writer(shard)
+    writer.write(data, stats)
+    self.written.add(stats)
+    if index == self._last_piece[shard]:
+      writer.close()
+      del self._writers[shard]
+      self._unpublished.append(writer)
+      self._publish_ready()
+
+  def finish(self) -> None:
+    """Publishes what is left once every piece is written.
+
+    Raises:
+      UserInputError: the run made no instance (an empty corpus).
+    """
+    if not self._made_instances():
+      raise self.plan.empty_corpus_error(self.written)
+    # More shards than pieces: the shards without a piece are empty files.
+    for shard in range(len(self.plan.paths)):
+      if shard not in self._last_piece and shard not in self.plan.done:
+        writer = self._writer(shard)
+        writer.close()
+        writer.publish()
+    self._publish_ready()
+
+  def discard(self) -> None:
+    """Deletes the temporaries of every shard not published."""
+    for writer in list(self._writers.values()) + self._unpublished:
+      writer.discard()
+
+  def _writer(self, shard: int) -> _ShardWriter:
+    return _ShardWriter(self.plan.paths[shard],
+                        self.plan.fingerprints[shard])
+
+  def _made_instances(self) -> bool:
+    return self._instances_before + self.written.instances > 0
+
+  def _publish_ready(self) -> None:
+    while self._unpublished and self._made_instances():
+      self._unpublished.pop(0).publish()
+
+
+def _write_summary(plan: RunPlan, written: PretrainingStats,
+                   started: float) -> Dict:
+  """Writes the run's stats JSON (`plan.stats_path`) and returns it."""
+  total = plan.previous_stats()
   total.add(written)
   seconds = time.time() - started
   summary = plan.summary(total, written.instances, seconds)
   write_json(plan.stats_path, summary)
-  logging.info("wrote %d shard(s), %d instances in %.1f s", len(paths),
+  logging.info("wrote %d shard(s), %d instances in %.1f s", len(plan.paths),
                total.instances, seconds)
   return summary
-
