@@ -24,8 +24,8 @@ from albert_tf.checkpoints import converter
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
+from albert_tf.training import classifier_finetuning
 from albert_tf.training import race_finetuning
-from albert_tf.training import run_classifier
 from albert_tf.training import run_pretraining
 from albert_tf.training import squad_finetuning
 from albert_tf.training.finetuning import FinetuningParams
@@ -194,7 +194,7 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
   glue_dir = join(root, "glue", "SST-2")
   _write_sst2(glue_dir, words, rng)
   classifier_export = join(root, "sst2_export")
-  glue = run_classifier.run_classifier(
+  glue = classifier_finetuning.run_classifier(
       _finetuning_params(join(root, "sst2"), spm_model_file=spm,
                          init_savedmodel=join(export_dir, "encoder"),
                          do_predict=True),
@@ -337,7 +337,7 @@ def test_outputs_have_ordinary_modes(tmp_path, spm_model):
     config.to_json_file(config_file)
     outputs["finetuning"] = str(tmp_path / "sst2")
     outputs["classifier_export"] = str(tmp_path / "sst2_export")
-    run_classifier.run_classifier(
+    classifier_finetuning.run_classifier(
         _finetuning_params(outputs["finetuning"], spm_model_file=spm_model,
                            albert_config_file=config_file,
                            init_checkpoint=source, do_predict=True),

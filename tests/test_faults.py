@@ -445,7 +445,7 @@ def test_non_utf8_fails_by_default_and_is_skipped_and_counted_on_request(
 
 def test_spm_vocabulary_larger_than_config_is_refused(tmp_path, spm_model,
                                                       pretraining_records):
-  from albert_tf.training import finetuning
+  from albert_tf.training import finetuning_params
   from data_pipeline import pretraining_input
   from data_pipeline import tokenization
   tokenizer = tokenization.SentencePieceTokenizer(spm_model)
@@ -453,10 +453,10 @@ def test_spm_vocabulary_larger_than_config_is_refused(tmp_path, spm_model,
   with pytest.raises(UserInputError,
                      match=r"has 2000 pieces, more than the model's "
                      r"vocab_size \(1000\)"):
-    finetuning.check_vocab_size(small, tokenizer, spm_model)
+    finetuning_params.check_vocab_size(small, tokenizer, spm_model)
   # Fewer pieces than vocab_size is allowed (padded vocabularies).
-  finetuning.check_vocab_size(AlbertConfig(vocab_size=2048), tokenizer,
-                              spm_model)
+  finetuning_params.check_vocab_size(AlbertConfig(vocab_size=2048),
+                                     tokenizer, spm_model)
   # Pretraining: records are checked at start (first record of each file)...
   with pytest.raises(UserInputError,
                      match=r"train.tfrecord: token id \d+ is not below the "
@@ -595,7 +595,7 @@ def _tiny_checkpoint(tmp_path, hidden_size=32):
 def test_checkpoint_of_another_architecture_lists_names_and_shapes(tmp_path):
   from albert_tf.models.albert_pretrainer import AlbertPretrainer
   from albert_tf.networks.albert_encoder import AlbertEncoder
-  from albert_tf.training import checkpoints
+  from albert_tf.training.warm_start import warm_start
   _, prefix = _tiny_checkpoint(tmp_path, hidden_size=32)
   config, _ = _tiny_checkpoint(tmp_path, hidden_size=48)
   model = AlbertPretrainer(AlbertEncoder(config))
@@ -603,7 +603,7 @@ def test_checkpoint_of_another_architecture_lists_names_and_shapes(tmp_path):
                      match=r"does not fit the model:\n  \d+ shape "
                      r"mismatch\(es\):\n(    .*\n)*    .*pooler/kernel.* "
                      r"is \[32, 32\], the model needs \[48, 48\]\n"):
-    checkpoints.warm_start(model, prefix)
+    warm_start(model, prefix)
 
 
 def test_unwritable_output_dirs(tmp_path, english_corpus, spm_model,

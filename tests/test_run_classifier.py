@@ -143,7 +143,7 @@ def test_serving_signature_equals_python_path(sst2_run):
 
 def test_eval_only_run_uses_the_best_checkpoint(sst2_run):
   from albert_tf.training import finetuning  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import run_classifier  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import classifier_finetuning
   out = sst2_run["output_dir"]
   with open(os.path.join(out, "best", "best_eval_results.json")) as f:
     best = json.load(f)
@@ -151,8 +151,8 @@ def test_eval_only_run_uses_the_best_checkpoint(sst2_run):
       output_dir=out, spm_model_file=sst2_run["spm_model"],
       albert_config_file=os.path.join(out, "albert_config.json"),
       do_eval=True, max_seq_length=32, eval_batch_size=64)
-  result = run_classifier.run_classifier(params, "SST-2",
-                                         sst2_run["data_dir"])
+  result = classifier_finetuning.run_classifier(params, "SST-2",
+                                                sst2_run["data_dir"])
   assert result["eval"]["step"] == best["step"]
   assert result["eval"]["accuracy"] == pytest.approx(best["accuracy"])
 

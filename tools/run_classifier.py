@@ -54,7 +54,7 @@ def main(argv):
   task_options.check_glue_data_dir(FLAGS.data_dir)
   params = finetune_flags.checked_params_from_flags(
       task_options.task_defaults(task.name))
-  from albert_tf.training import run_classifier as lib  # TensorFlow
+  from albert_tf.training import classifier_finetuning as lib  # TensorFlow
   result = lib.run_classifier(params, task.name, FLAGS.data_dir,
                               export_dir=FLAGS.export_dir,
                               skip_malformed=FLAGS.skip_malformed_rows)

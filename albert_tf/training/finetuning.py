@@ -8,7 +8,7 @@ every task:
   - strategy (`--strategy`), mixed precision (`--dtype`), seed;
   - the encoder: a fresh AlbertEncoder, warm-started from `init_checkpoint`
     (ours, a released TF1 checkpoint, Hugging Face safetensors or Model
-    Garden; see albert_tf.training.checkpoints), or an exported encoder
+    Garden; see albert_tf.training.warm_start), or an exported encoder
     SavedModel (`init_savedmodel`, loaded as a trainable hub.KerasLayer);
   - the optimizer from albert_tf.optimization (AdamW by default, as the
     official ALBERT GLUE/SQuAD/RACE recipes), warmup + linear decay, gradients
@@ -61,9 +61,8 @@ from data_pipeline import file_io
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from data_pipeline.shared import UserInputError
-from albert_tf.training import checkpoints
+from albert_tf.training.warm_start import warm_start
 from albert_tf.training.finetuning_params import check_spm_model
-from albert_tf.training.finetuning_params import check_vocab_size  # noqa: F401
 from albert_tf.training.finetuning_params import FinetuningParams
 from albert_tf.training.finetuning_params import load_config
 from albert_tf.training.finetuning_params import validate_params
@@ -300,7 +299,7 @@ class FinetuningRunner:
       self.checkpoint.restore(latest).expect_partial()
       logging.info("resumed from %s", latest)
     elif params.init_checkpoint:
-      self.warm_start_summary = checkpoints.warm_start(
+      self.warm_start_summary = warm_start(
           self.model, params.init_checkpoint)
 
   # --- training -----------------------------------------------------------

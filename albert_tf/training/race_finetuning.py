@@ -13,18 +13,15 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.training import finetuning
-from albert_tf.training.task_options import RACE_DEFAULTS
 from albert_tf.training.task_options import RaceOptions
 from albert_tf.training.task_options import check_race
+from data_pipeline import file_io
 from data_pipeline import race
+from data_pipeline.shared import ENCODER_INPUT_NAMES
+from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import SentencePieceTokenizer
-
-DEFAULTS = RACE_DEFAULTS
-ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 def multiple_choice_loss(labels, outputs) -> tf.Tensor:
@@ -46,7 +43,7 @@ class RaceData:
 
   @property
   def inputs(self) -> Dict[str, np.ndarray]:
-    return {k: self.arrays[k] for k in ENCODER_INPUTS}
+    return {k: self.arrays[k] for k in ENCODER_INPUT_NAMES}
 
   def logits(self, predict, batch_size: int) -> np.ndarray:
     dataset = tf.data.Dataset.from_tensor_slices(self.inputs).batch(

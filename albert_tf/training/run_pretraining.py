@@ -25,7 +25,7 @@ from albert_tf.config import AlbertConfig
 from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from albert_tf.training import checkpoints
+from albert_tf.training.warm_start import warm_start
 from albert_tf.training.pretraining_runner import PretrainingRunner
 from albert_tf.training import strategy as strategy_lib
 from albert_tf.training.strategy import create_strategy
@@ -212,7 +212,7 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
       if chief_latest:
         checkpoint.restore(chief_latest)
       elif params.init_checkpoint:
-        checkpoints.warm_start(model, params.init_checkpoint)
+        warm_start(model, params.init_checkpoint)
 
     manager = tf.train.CheckpointManager(
         checkpoint, write_dir, max_to_keep=params.keep_checkpoint_max,

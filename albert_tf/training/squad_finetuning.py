@@ -21,22 +21,18 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
 from albert_tf.training import finetuning
-from albert_tf.training.task_options import DEFAULTS_V1  # noqa: F401
-from albert_tf.training.task_options import DEFAULTS_V2  # noqa: F401
-from albert_tf.training.task_options import NULL_SCORES  # noqa: F401
 from albert_tf.training.task_options import SquadOptions
 from albert_tf.training.task_options import check_squad
+from data_pipeline import file_io
 from data_pipeline import squad
 from data_pipeline import squad_metrics
 from data_pipeline import squad_postprocess
+from data_pipeline.shared import ENCODER_INPUT_NAMES
+from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import SentencePieceTokenizer
-
-ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
 
 def build_model(options: SquadOptions, encoder, config):
@@ -90,7 +86,7 @@ class SquadData:
                  len(self.features))
 
   def model_inputs(self, options: SquadOptions) -> Dict[str, np.ndarray]:
-    names = ENCODER_INPUTS + (("p_mask",) if options.beam else ())
+    names = ENCODER_INPUT_NAMES + (("p_mask",) if options.beam else ())
     return {k: self.arrays[k] for k in names}
 
 

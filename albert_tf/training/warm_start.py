@@ -8,6 +8,7 @@ fails listing what does not match. Only weights are loaded, never optimizer
 state or the step.
 """
 
+
 def warm_start(model, init_checkpoint: str) -> str:
   """Loads weights into `model` (an AlbertPretrainer or fine-tuning model).
 
@@ -18,6 +19,7 @@ def warm_start(model, init_checkpoint: str) -> str:
     UserInputError: missing file, or a checkpoint of another architecture
       (the message lists every mismatched name and shape).
   """
-  from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
+  # Imported here: the converter is large and only warm starts need it.
+  from albert_tf.checkpoints import converter
   # load_weights_into logs the summary (source, variables loaded): once.
   return converter.load_weights_into(model, init_checkpoint).summary()

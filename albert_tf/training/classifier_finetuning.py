@@ -13,18 +13,15 @@ the official google-research/albert `run_glue.sh` recipe.
 import dataclasses
 from typing import Dict, Optional
 
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.training import finetuning
-from albert_tf.training.task_options import TASK_DEFAULTS  # noqa: F401
-from albert_tf.training.task_options import task_defaults  # noqa: F401
+from data_pipeline import file_io
 from data_pipeline import glue
 from data_pipeline import tokenization
+from data_pipeline.shared import UserInputError
 
 
 def _loss_fn(task: glue.GlueTask):
@@ -170,13 +167,3 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
   return {"eval": results, "predictions": predictions,
           "export_dir": export_dir}
 
-
-def python_predict(model, data: GlueData, texts_a, texts_b=None,
-                   batch_size: int = 32) -> np.ndarray:
-  """Logits of raw texts through the Python featurisation (for checks)."""
-  examples = [glue.Example(str(i), a, None if texts_b is None else texts_b[i])
-              for i, a in enumerate(texts_a)]
-  features = glue.featurize(data.task, examples, data.tokenizer,
-                            data.max_seq_length)
-  inputs = features.padded(data.max_seq_length, data.tokenizer.pad_id)
-  return model.predict(inputs, batch_size=batch_size, verbose=0)["logits"]
