@@ -309,12 +309,7 @@ def create_pretraining_data_beam(
   """
   started = time.time()
   beam_options = pipeline_options(pipeline_args, runner, num_workers)
-  try:  # The runner checks its options here (Dataflow: project, region...).
-    pipeline = beam.Pipeline(options=beam_options)
-  except ValueError as e:
-    detail = "; ".join(line.strip() for line in str(e).splitlines()
-                       if line.strip())
-    raise UserInputError(f"--runner={runner}: {detail}") from None
+  pipeline = _new_pipeline(beam_options, runner)
   fs = BeamFileIO(beam_options)
   plan = pretraining_writer.plan_run(
       input_file, output_file, spm_model_file, options, do_lower_case,
@@ -326,21 +321,12 @@ def create_pretraining_data_beam(
     write_json(plan.stats_path, summary, fs)
     return summary
   token = uuid.uuid4().hex[:12]
-  first = plan.paths[0]
-  folder, prefix = fs.dirname(first), f".{fs.basename(first)}.beam-"
-  for name in fs.listdir(folder or "."):
-    if name.startswith(prefix):  # Scratch of a launcher that was killed.
-      fs.rmtree(fs.join(folder, name))
-  scratch = fs.join(folder, prefix + token)
-  fs.makedirs(scratch)
+  scratch = _new_scratch(plan.paths[0], token, fs)
   logging.info("Beam %s: %d files, %d pieces, %d shards; scratch %s", runner,
                len(plan.files), plan.num_pieces, len(plan.paths), scratch)
   try:
     build_pipeline(pipeline, plan, scratch, token, started, fs)
-    result = pipeline.run()
-    state = result.wait_until_finish()
-    if state not in (None, PipelineState.DONE):
-      raise RuntimeError(f"the Beam job ended in state {state}")
+    _run(pipeline)
   except Exception as e:
     _remove_temporaries(plan, scratch, token, fs)
     message = _user_error_in(e)
@@ -351,3 +337,36 @@ def create_pretraining_data_beam(
   logging.info("wrote %d shard(s), %d instances in %.1f s", len(plan.paths),
                summary["instances"], summary["seconds"])
   return summary
+
+
+def _new_pipeline(beam_options: PipelineOptions,
+                  runner: str) -> beam.Pipeline:
+  """A Pipeline; UserInputError where the runner refuses its options."""
+  try:  # The runner checks its options here (Dataflow: project, region...).
+    return beam.Pipeline(options=beam_options)
+  except ValueError as e:
+    detail = "; ".join(line.strip() for line in str(e).splitlines()
+                       if line.strip())
+    raise UserInputError(f"--runner={runner}: {detail}") from None
+
+
+def _new_scratch(first_output: str, token: str, fs: BeamFileIO) -> str:
+  """Makes the job's scratch folder next to the first output.
+
+  Scratch folders of launchers that were killed are deleted first.
+  """
+  folder = fs.dirname(first_output)
+  prefix = f".{fs.basename(first_output)}.beam-"
+  for name in fs.listdir(folder or "."):
+    if name.startswith(prefix):
+      fs.rmtree(fs.join(folder, name))
+  scratch = fs.join(folder, prefix + token)
+  fs.makedirs(scratch)
+  return scratch
+
+
+def _run(pipeline: beam.Pipeline) -> None:
+  """Runs the job to its end; RuntimeError unless it ended DONE."""
+  state = pipeline.run().wait_until_finish()
+  if state not in (None, PipelineState.DONE):
+    raise RuntimeError(f"the Beam job ended in state {state}")
