@@ -25,7 +25,6 @@ then published at `model_prefix` under temporary names and renamed.
 
 import os
 import random
-import shutil
 import tempfile
 from typing import Dict, Iterator, List, Sequence, Union
 
@@ -146,6 +145,41 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
   """
   files = resolve_inputs(input_patterns)
   stats = {"lines": 0, "skipped_non_utf8": 0}
+  sentences = _training_sentences(files, input_sentence_size, random_seed,
+                                  do_lower_case, keep_accents, stats)
+  stats["sampled"] = len(sentences)
+  try:
+    file_io.makedirs(file_io.dirname(model_prefix))
+  except OSError as e:  # Local paths; TF filesystems fail at the write.
+    raise UserInputError(f"--model_prefix={model_prefix}: cannot create its "
+                         f"directory: {e}") from None
+  # The trainer writes local files only: a private scratch folder.
+  with tempfile.TemporaryDirectory(prefix="albert_spm_",
+                                   ignore_cleanup_errors=True) as tmp_dir:
+    tmp_prefix = os.path.join(tmp_dir, "spm")
+    _train(sentences, tmp_prefix, files, random_seed, vocab_size=vocab_size,
+           model_type=model_type, character_coverage=character_coverage,
+           control_symbols=list(control_symbols),
+           user_defined_symbols=list(user_defined_symbols),
+           num_threads=num_threads)
+    for ext in (".vocab", ".model"):  # The model last: it marks completion.
+      with open(tmp_prefix + ext, "rb") as f:
+        file_io.write_atomic(model_prefix + ext, f.read())
+  stats["vocab_size"] = vocab_size
+  logging.info("wrote %s.model (%d pieces) from %d of %d lines",
+               model_prefix, vocab_size, stats["sampled"], stats["lines"])
+  return stats
+
+
+def _training_sentences(files: Sequence[str], input_sentence_size: int,
+                        random_seed: int, do_lower_case: bool,
+                        keep_accents: bool, stats: Dict[str, int]
+                        ) -> List[str]:
+  """The sampled lines, normalised (`preprocess_text`), blank ones dropped.
+
+  Raises:
+    UserInputError: no text line in `files` (an empty corpus).
+  """
   lines = sample_lines(files, input_sentence_size, random_seed, stats)
   sentences = [s for s in (tokenization.preprocess_text(
       line, keep_accents=keep_accents, lower=do_lower_case) for line in lines)
@@ -153,47 +187,41 @@ def train_sentencepiece(input_patterns: Union[str, Sequence[str]],
   if not sentences:
     raise UserInputError(
         f"empty corpus: no text lines in {', '.join(files)}")
-  stats["sampled"] = len(sentences)
+  return sentences
 
+
+def _train(sentences: List[str], model_prefix: str, files: Sequence[str],
+           random_seed: int, **options) -> None:
+  """Runs the SentencePiece trainer: `<model_prefix>.model` and `.vocab`.
+
+  Args:
+    sentences: the normalised training text.
+    model_prefix: a local path prefix.
+    files: the input files (named in errors).
+    random_seed: SentencePiece's seed.
+    **options: the trainer's vocab_size, model_type, character_coverage,
+      control_symbols, user_defined_symbols and num_threads.
+
+  Raises:
+    UserInputError: naming `files`, where the trainer refuses the corpus
+      (e.g. a vocab_size larger than it supports).
+  """
+  spm.set_random_generator_seed(random_seed)
   try:
-    file_io.makedirs(file_io.dirname(model_prefix))
-  except OSError as e:  # Local paths; TF filesystems fail at the write.
-    raise UserInputError(f"--model_prefix={model_prefix}: cannot create its "
-                         f"directory: {e}") from None
-  # Private scratch for the trainer's local files (removed below).
-  tmp_dir = tempfile.mkdtemp(prefix="albert_spm_")
-  try:
-    tmp_prefix = os.path.join(tmp_dir, "spm")
-    spm.set_random_generator_seed(random_seed)
-    try:
-      spm.SentencePieceTrainer.train(
-          sentence_iterator=iter(sentences),
-          model_prefix=tmp_prefix,
-          vocab_size=vocab_size,
-          model_type=model_type,
-          character_coverage=character_coverage,
-          normalization_rule_name="identity",
-          pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
-          control_symbols=list(control_symbols),
-          user_defined_symbols=list(user_defined_symbols),
-          input_sentence_size=0,  # Sampling is done above.
-          num_threads=num_threads,
-          minloglevel=1)
-    except RuntimeError as e:
-      if "Vocabulary size too high" in str(e):
-        limit = str(e).rsplit("<=", 1)[-1].strip(" .")
-        raise UserInputError(
-            f"--vocab_size={vocab_size} is too large for the corpus in "
-            f"{', '.join(files)} (SentencePiece allows at most {limit}); "
-            "use a smaller --vocab_size or more text") from e
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sentences),
+        model_prefix=model_prefix,
+        normalization_rule_name="identity",  # Text is normalised already.
+        pad_id=0, unk_id=1, bos_id=-1, eos_id=-1,
+        input_sentence_size=0,  # Sampling is done already.
+        minloglevel=1,
+        **options)
+  except RuntimeError as e:
+    if "Vocabulary size too high" in str(e):
+      limit = str(e).rsplit("<=", 1)[-1].strip(" .")
       raise UserInputError(
-          f"SentencePiece training failed on {', '.join(files)}: {e}") from e
-    for ext in (".vocab", ".model"):  # The model last: it marks completion.
-      with open(tmp_prefix + ext, "rb") as f:
-        file_io.write_atomic(model_prefix + ext, f.read())
-  finally:
-    shutil.rmtree(tmp_dir, ignore_errors=True)
-  stats["vocab_size"] = vocab_size
-  logging.info("wrote %s.model (%d pieces) from %d of %d lines",
-               model_prefix, vocab_size, stats["sampled"], stats["lines"])
-  return stats
+          f"--vocab_size={options['vocab_size']} is too large for the "
+          f"corpus in {', '.join(files)} (SentencePiece allows at most "
+          f"{limit}); use a smaller --vocab_size or more text") from e
+    raise UserInputError(
+        f"SentencePiece training failed on {', '.join(files)}: {e}") from e
