@@ -4,9 +4,11 @@ A preset directory (keras-hub's format, `from_preset(dir)` loads it):
 
   config.json, model.weights.h5   AlbertBackbone (config + weights)
   tokenizer.json, assets/tokenizer/vocabulary.spm
-                                  AlbertTokenizer from our SentencePiece model,
-                                  with ALBERT's normalisation written into it
-                                  (see keras_hub_vocabulary)
+                                  our OfficialAlbertTokenizer (a keras-hub
+                                  AlbertTokenizer giving the official ids,
+                                  albert_tf.keras3) on our SentencePiece
+                                  model with ALBERT's normalisation written
+                                  into it (see keras_hub_vocabulary)
   preprocessor.json               AlbertTextClassifierPreprocessor
                                   (sequence_length = max_position_embeddings,
                                   at most 512)
@@ -22,7 +24,9 @@ A preset directory (keras-hub's format, `from_preset(dir)` loads it):
 
 so that `keras_hub.models.AlbertBackbone.from_preset(dir)`,
 `AlbertTextClassifier.from_preset(dir, num_classes=N)` and
-`AlbertMaskedLM.from_preset(dir)` work with keras-hub alone.
+`AlbertMaskedLM.from_preset(dir)` load it: the backbone with keras-hub
+alone, anything with the tokenizer after `import albert_tf.keras3` (which
+registers OfficialAlbertTokenizer with Keras).
 
 keras-hub's AlbertBackbone is the official architecture with groups of
 shared blocks: only `share_parameters="all"` and GELU (tanh approximation,
@@ -385,7 +389,8 @@ def write_preset(arrays: Dict[str, np.ndarray], config: AlbertConfig,
              "task)" if "sentence_order" in heads else "")
   task = " + AlbertMaskedLM task" if "masked_lm" in heads else ""
   return (f"keras-hub preset {output_dir}: AlbertBackbone{task}, "
-          f"AlbertTokenizer ({len(unused)} digit-comma pieces unused){dropped}")
+          f"OfficialAlbertTokenizer ({len(unused)} digit-comma pieces "
+          f"re-split by the official rule){dropped}")
 
 
 def write_companions(contents: PresetContents, output_prefix: str) -> str:

@@ -4,27 +4,25 @@ keras-hub's `AlbertTokenizer` runs the SentencePiece model on the raw text
 and nothing else, while ALBERT tokenization (`data_pipeline.tokenization`)
 first applies `preprocess_text` (whitespace collapse, `` and '' -> ", NFKD
 accent stripping, lowercasing) and afterwards the official digit-comma
-re-split. `preset_vocabulary` writes both into the model itself, so the
-stock keras-hub tokenizer needs no code of ours:
+re-split. `preset_vocabulary` writes what it can into the model itself:
 
 - normalisation: the model's `normalizer_spec` becomes a character map (one
   rule per code point that `preprocess_text` changes, plus `` and ''),
   composed with the model's own normalisation; SentencePiece applies it,
-  then collapses and strips spaces as before;
-- digit-comma pieces ("▁1,", "0,"): marked UNUSED, so SentencePiece never
-  emits them (the official tokenizer never does either: it re-splits them,
-  so pretraining never saw their ids).
+  then collapses and strips spaces as before. Every path that runs the model
+  (the sentencepiece package, tensorflow_text's tokenizers) applies it;
+- digit-comma pieces ("▁1,", "0,"): marked UNUSED, so that the stock
+  AlbertTokenizer never emits them (the official tokenizer never does
+  either: it re-splits them, so pretraining never saw their ids).
 
-What cannot be written into a SentencePiece model (measured on the test
-corpus, tests/test_keras_hub_preset.py): where the official rule re-splits
-"▁" "1," into "▁" "1" ",", SentencePiece without the piece picks "▁1" ","
-(a digit before a comma may be split differently); Greek final sigma (ς) is
-lowercased to σ (Python's str.lower looks at the context); characters that
-NFKD decomposes into a space (e.g. "¨") are not collapsed with neighbouring
-spaces twice. keras-hub's TensorFlow path (tf.data, `fit`) uses
-tensorflow_text.SentencepieceTokenizer, which breaks exact Viterbi ties
-("w"+"ww" vs "ww"+"w") differently from the sentencepiece package (see
-data_pipeline.tf_tokenization); its eager path uses the package and agrees.
+The digit-comma rule itself cannot be written into a SentencePiece model
+(without the piece, SentencePiece cuts "▁1," as "▁1" "," where the official
+rule gives "▁" "1" ","; 9 of the 3540 test-corpus lines), so the presets
+name our tokenizer, `albert_tf.keras3.OfficialAlbertTokenizer`, which
+encodes with `encoding_vocabulary` (the pieces used again) and re-splits by
+`comma_resplits`. What the character map cannot express: Greek final sigma
+(Python's str.lower gives ς at the end of a word, the map always σ), which
+changes ids only for a model that has pieces with ς.
 
 The model proto is edited with a minimal protobuf schema (the fields read
 here; everything else is kept as unknown fields), because the
@@ -199,3 +197,30 @@ def original_vocabulary(preset_proto: bytes, normalizer_spec: bytes,
 def normalizer_spec_of(model_proto: bytes) -> bytes:
   """The serialized NormalizerSpec of a SentencePiece model."""
   return _parse(model_proto).normalizer_spec.SerializeToString()
+
+
+def encoding_vocabulary(preset_proto: bytes) -> bytes:
+  """The model our keras-hub tokenizer encodes with: the preset's, with its
+  unused digit-comma pieces used again (the official rule then re-splits
+  them, see `comma_resplits`). Identity for models without such pieces."""
+  model = _parse(preset_proto)
+  changed = False
+  for piece in model.pieces:
+    if piece.type == _UNUSED and tokenization.needs_comma_split(piece.piece):
+      piece.type = _NORMAL
+      changed = True
+  return model.SerializeToString() if changed else preset_proto
+
+
+def comma_resplits(model_proto: bytes) -> Dict[int, List[int]]:
+  """Id -> ids after the official digit-comma re-split, for every id the
+  rule changes ("▁1," -> "▁1" ","). It depends only on the piece, so a
+  tokenizer applies it as a lookup after SentencePiece."""
+  sp = spm.SentencePieceProcessor(model_proto=model_proto)
+  out = {}
+  for i in range(sp.GetPieceSize()):
+    piece = sp.IdToPiece(i)
+    if tokenization.needs_comma_split(piece):
+      out[i] = [sp.PieceToId(p)
+                for p in tokenization.resplit_pieces(sp, [piece])]
+  return out

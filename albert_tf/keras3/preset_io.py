@@ -36,8 +36,9 @@ def _assign(variables, arrays: Dict[str, np.ndarray], what: str) -> None:
 def save_preset(local_dir: str, backbone_kwargs: dict,
                 arrays: Dict[str, np.ndarray], vocabulary: bytes,
                 sequence_length: int) -> None:
-  """Writes a preset: backbone, tokenizer, classifier preprocessor and,
-  when `arrays` holds `mlm_head/...`, an AlbertMaskedLM task with its head.
+  """Writes a preset: backbone, tokenizer (OfficialAlbertTokenizer),
+  classifier preprocessor and, when `arrays` holds `mlm_head/...`, an
+  AlbertMaskedLM task with its head.
 
   Args:
     local_dir: an existing empty local directory.
@@ -47,12 +48,14 @@ def save_preset(local_dir: str, backbone_kwargs: dict,
     sequence_length: the preprocessors' default sequence length.
   """
   import keras_hub  # pylint: disable=g-import-not-at-top
+  from albert_tf.keras3 import official_albert_tokenizer  # pylint: disable=g-import-not-at-top
   backbone = _backbone(backbone_kwargs)
   _assign(backbone.weights,
           {k: v for k, v in arrays.items() if not k.startswith(MLM_PREFIX)},
           "backbone")
-  tokenizer = keras_hub.models.AlbertTokenizer(proto=vocabulary,
-                                               name="albert_tokenizer")
+  # Ours, not keras-hub's AlbertTokenizer: the official ids on every path.
+  tokenizer = official_albert_tokenizer.OfficialAlbertTokenizer(
+      proto=vocabulary, name="albert_tokenizer")
   if any(k.startswith(MLM_PREFIX) for k in arrays):
     task = keras_hub.models.AlbertMaskedLM(
         backbone, keras_hub.models.AlbertMaskedLMPreprocessor(
