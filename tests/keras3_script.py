@@ -123,13 +123,48 @@ def tfsm_export(settings):
   return out
 
 
-def _tokenizer_ids(tokenizer, lines):
-  """(eager ids, tf.data ids): keras-hub's Python and TensorFlow paths."""
+def _tokenizer_ids(tokenizer, lines, saved_model_dir):
+  """Ids of every line on keras-hub's three paths: eager (the sentencepiece
+  package), tf.data (TensorFlow ops) and a reloaded SavedModel."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  eager = [list(map(int, tokenizer(line))) for line in lines]
+  out = {"eager_ids": [list(map(int, ids)) for ids in tokenizer(lines)]}
   data = tf.data.Dataset.from_tensor_slices(lines).batch(64).map(tokenizer)
-  graph = [list(map(int, row)) for batch in data for row in batch.to_list()]
-  return eager, graph
+  out["graph_ids"] = [list(map(int, row)) for batch in data
+                      for row in batch.to_list()]
+  module = tf.Module()
+  module.tokenize = tf.function(
+      tokenizer, input_signature=[tf.TensorSpec([None], tf.string)])
+  tf.saved_model.save(module, saved_model_dir)
+  loaded = tf.saved_model.load(saved_model_dir)
+  out["saved_model_ids"] = [
+      list(map(int, row)) for row in loaded.tokenize(tf.constant(lines))
+      .to_list()]
+  # dtype="string": pieces, on lines where the digit-comma rule may apply.
+  sample = [line for line in lines
+            if any(f"{d}," in line for d in "0123456789")]
+  as_pieces = type(tokenizer)(proto=tokenizer.proto, dtype="string")
+  out["pieces_sample"] = sample
+  out["eager_pieces"] = as_pieces(sample)
+  out["graph_pieces"] = [
+      [p.decode("utf-8") for p in row]
+      for row in tf.function(as_pieces)(tf.constant(sample)).to_list()]
+  return out
+
+
+def _unregistered_error(load):
+  """The error of `load()` while our tokenizer class is not registered (as
+  in a process that did not import albert_tf.keras3)."""
+  import keras  # pylint: disable=g-import-not-at-top
+  registry = keras.saving.get_custom_objects()
+  key = "albert_tf>OfficialAlbertTokenizer"
+  saved = registry.pop(key)
+  try:
+    load()
+    return None
+  except (TypeError, ValueError) as e:
+    return str(e)[-1000:]  # Keras puts the cause last
+  finally:
+    registry[key] = saved
 
 
 def keras_hub_preset(settings):
@@ -173,17 +208,24 @@ def keras_hub_preset(settings):
                           mask_positions=expected["masked_lm_positions"]))
   out["mlm_logits_diff"] = _max_diff(logits, expected["mlm_logits"])
   out["mlm_has_preprocessor"] = masked_lm.preprocessor is not None
+  out["mlm_tokenizer_class"] = type(masked_lm.preprocessor.tokenizer).__name__
 
-  # 3. The tokenizer: ids of every corpus line, both keras-hub paths.
+  # 3. The tokenizer: ids of every corpus line on every keras-hub path.
   tokenizer = keras_hub.models.AlbertTokenizer.from_preset(preset)
+  out["tokenizer_class"] = type(tokenizer).__name__
   with open(settings["corpus_lines"], encoding="utf-8") as f:
     lines = json.load(f)
-  out["eager_ids"], out["graph_ids"] = _tokenizer_ids(tokenizer, lines)
+  out.update(_tokenizer_ids(tokenizer, lines, settings["tokenizer_export"]))
+  out["unregistered_error"] = _unregistered_error(
+      lambda: keras_hub.models.AlbertTextClassifier.from_preset(
+          preset, num_classes=2))
 
   # 4. AlbertTextClassifier learns a tiny separable task from raw strings.
   keras.utils.set_random_seed(1)
   classifier = keras_hub.models.AlbertTextClassifier.from_preset(
       preset, num_classes=2)
+  out["classifier_tokenizer_class"] = type(
+      classifier.preprocessor.tokenizer).__name__
   classifier.compile(optimizer=keras.optimizers.Adam(3e-3),
                      loss=keras.losses.SparseCategoricalCrossentropy(
                          from_logits=True), metrics=["accuracy"])
