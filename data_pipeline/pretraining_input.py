@@ -10,10 +10,12 @@ and maps the official feature names to the model's inputs:
 | input_word_ids | input_ids | int32 [batch, max_seq_length] |
 | input_mask | input_mask | int32 [batch, max_seq_length] |
 | input_type_ids | segment_ids | int32 [batch, max_seq_length] |
-| masked_lm_positions | masked_lm_positions | int32 [batch, max_predictions_per_seq] |
-| masked_lm_ids | masked_lm_ids | int32 [batch, max_predictions_per_seq] |
-| masked_lm_weights | masked_lm_weights | float32 [batch, max_predictions_per_seq] |
+| masked_lm_positions | masked_lm_positions | int32 [batch, P] |
+| masked_lm_ids | masked_lm_ids | int32 [batch, P] |
+| masked_lm_weights | masked_lm_weights | float32 [batch, P] |
 | next_sentence_labels | next_sentence_labels | int32 [batch] (1 = swapped) |
+
+(P = max_predictions_per_seq.)
 
 Bad files. Every file's first record is parsed with the expected schema when
 the dataset is built (`validate_tfrecord_file`); a file that is not a TFRecord,
@@ -28,7 +30,7 @@ training or evaluation, and reports the file).
 import os
 import random
 import re
-from typing import List, Optional, Union, Sequence
+from typing import List, NamedTuple, Optional, Sequence, Union
 
 import tensorflow as tf
 from absl import logging
@@ -187,31 +189,52 @@ def pretraining_dataset(
     for path in files:
       validate_tfrecord_file(path, max_seq_length, max_predictions_per_seq,
                              vocab_size=vocab_size)
-  per_replica = batch_size
-  num_pipelines, pipeline_id, replicas_per_pipeline = 1, 0, 1
-  if input_context is not None:
-    per_replica = input_context.get_per_replica_batch_size(batch_size)
-    num_pipelines = input_context.num_input_pipelines
-    pipeline_id = input_context.input_pipeline_id
-    replicas_per_pipeline = (input_context.num_replicas_in_sync
-                             // num_pipelines)
+  share = _PipelineShare.of(batch_size, input_context)
   cycle = cycle_length or min(len(files), 8)
   if is_training:
     dataset = _training_records(
-        files, num_pipelines, pipeline_id,
-        records_per_step=per_replica * replicas_per_pipeline,
-        seed=seed, cycle_length=cycle,
-        shuffle_buffer_size=shuffle_buffer_size, start_step=start_step,
-        record_count_cache=record_count_cache)
+        files, share.num_pipelines, share.pipeline_id,
+        records_per_step=share.records_per_step, seed=seed,
+        cycle_length=cycle, shuffle_buffer_size=shuffle_buffer_size,
+        start_step=start_step, record_count_cache=record_count_cache)
   else:
-    dataset = _evaluation_records(files, num_pipelines, pipeline_id, cycle)
-  dataset = dataset.batch(per_replica, drop_remainder=True)
+    dataset = _evaluation_records(files, share.num_pipelines,
+                                  share.pipeline_id, cycle)
+  dataset = dataset.batch(share.batch_size, drop_remainder=True)
   dataset = dataset.map(
       lambda records: _parse_batch(
           records, max_seq_length, max_predictions_per_seq,
           include_token_boundary),
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+class _PipelineShare(NamedTuple):
+  """This input pipeline's part of the global batch.
+
+  Attributes:
+    batch_size: the batch this pipeline yields (one replica's).
+    num_pipelines, pipeline_id: how many input pipelines, and which is this.
+    records_per_step: records this pipeline reads per training step (all
+      its replicas' batches).
+  """
+  batch_size: int
+  num_pipelines: int
+  pipeline_id: int
+  records_per_step: int
+
+  @classmethod
+  def of(cls, batch_size: int,
+         input_context: Optional[tf.distribute.InputContext]
+         ) -> "_PipelineShare":
+    if input_context is None:
+      return cls(batch_size, 1, 0, batch_size)
+    per_replica = input_context.get_per_replica_batch_size(batch_size)
+    num_pipelines = input_context.num_input_pipelines
+    replicas_per_pipeline = (input_context.num_replicas_in_sync
+                             // num_pipelines)
+    return cls(per_replica, num_pipelines, input_context.input_pipeline_id,
+               per_replica * replicas_per_pipeline)
 
 
 def _training_records(files, num_pipelines, pipeline_id, records_per_step,
