@@ -79,17 +79,8 @@ def resolve_input_files(input_file: str, fs=None) -> List[str]:
   Raises:
     UserInputError: naming the first pattern that matches no file.
   """
-  patterns = [p.strip() for p in (input_file or "").split(",") if p.strip()]
-  if not patterns:
-    raise UserInputError("no input file given (--input_file)")
-  fs = fs or file_io
-  files = []
-  for pattern in patterns:
-    matches = [p for p in fs.glob(pattern) if fs.isfile(p)]
-    if not matches:
-      raise UserInputError(f"--input_file: no such file: {pattern}")
-    files.extend(matches)
-  return files
+  return file_io.glob_files(input_file, "no input file given (--input_file)",
+                            "--input_file: no such file: {pattern}", fs=fs)
 
 
 def pieces_per_file(files: Sequence[str], piece_bytes: int,

@@ -22,7 +22,8 @@ import os
 import posixpath
 import shutil
 import sys
-from typing import Any, BinaryIO, List, Tuple, Union
+from typing import (Any, BinaryIO, Callable, List, Optional, Sequence, Tuple,
+                    Union)
 
 from data_pipeline.shared import UserInputError
 
@@ -145,6 +146,37 @@ def glob(pattern: str) -> List[str]:
       m for m in _gfile().glob(pattern)
       if not any(name.startswith(".") and not part.startswith(".")
                  for part, name in zip(parts, m.split("/"))))
+
+
+def glob_files(patterns: Union[None, str, Sequence[str]], no_pattern: str,
+               no_match: str, keep: Optional[Callable[[str], bool]] = None,
+               fs=None) -> List[str]:
+  """The files a user's paths / globs name, pattern by pattern, each sorted.
+
+  Args:
+    patterns: comma-separated paths or globs, or a list of such strings.
+    no_pattern: the UserInputError message when no pattern is given.
+    no_match: the message when a pattern matches nothing `keep` keeps;
+      "{pattern}" in it names the pattern.
+    keep: which matches count (default: files, not folders).
+    fs: the filesystem functions (default this module; the Beam pipeline
+      passes a `beam_file_io.BeamFileIO`).
+  """
+  if patterns is None or isinstance(patterns, str):
+    patterns = [patterns or ""]
+  patterns = [p.strip() for item in patterns for p in item.split(",")
+              if p.strip()]
+  if not patterns:
+    raise UserInputError(no_pattern)
+  fs = fs or sys.modules[__name__]
+  keep = keep or fs.isfile
+  files = []
+  for pattern in patterns:
+    matches = [m for m in fs.glob(pattern) if keep(m)]
+    if not matches:
+      raise UserInputError(no_match.format(pattern=pattern))
+    files.extend(matches)
+  return files
 
 
 def listdir(path: str) -> List[str]:

@@ -27,7 +27,6 @@ whole file and names it (run_pretraining does so when a DataLossError stops
 training or evaluation, and reports the file).
 """
 
-import os
 import random
 import re
 from typing import List, NamedTuple, Optional, Sequence, Union
@@ -35,6 +34,7 @@ from typing import List, NamedTuple, Optional, Sequence, Union
 import tensorflow as tf
 from absl import logging
 
+from data_pipeline import file_io
 from data_pipeline.shared import UserInputError
 from data_pipeline import record_stream
 from data_pipeline import tfrecord_schema
@@ -52,22 +52,12 @@ def resolve_files(file_pattern: Union[str, Sequence[str]]) -> List[str]:
   Raises:
     UserInputError: naming a pattern that matches no file.
   """
-  if isinstance(file_pattern, str):
-    file_pattern = [file_pattern]
-  patterns = [p.strip() for item in file_pattern for p in item.split(",")
-              if p.strip()]
-  if not patterns:
-    raise UserInputError("no input file pattern given")
-  files = []
-  for pattern in patterns:
-    matches = sorted(
-        m for m in tf.io.gfile.glob(pattern)
-        if not m.endswith(".json") and not os.path.basename(m).startswith(".")
-        and not tf.io.gfile.isdir(m))
-    if not matches:
-      raise UserInputError(f"no TFRecord file matches {pattern}")
-    files.extend(matches)
-  return files
+  return file_io.glob_files(
+      file_pattern, "no input file pattern given",
+      "no TFRecord file matches {pattern}",
+      keep=lambda m: not (m.endswith(".json") or
+                          file_io.basename(m).startswith(".") or
+                          file_io.isdir(m)))
 
 
 def _parse_batch(serialized, max_seq_length, max_predictions_per_seq,

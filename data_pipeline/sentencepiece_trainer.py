@@ -42,19 +42,8 @@ ALBERT_USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "\u2013", "\u00a3",
 
 def resolve_inputs(input_patterns: Union[str, Sequence[str]]) -> List[str]:
   """Expands globs / comma lists into sorted files; UserInputError if none."""
-  if isinstance(input_patterns, str):
-    input_patterns = [input_patterns]
-  patterns = [p.strip() for item in input_patterns for p in item.split(",")
-              if p.strip()]
-  if not patterns:
-    raise UserInputError("no input file given (--input)")
-  files = []
-  for pattern in patterns:
-    matches = [p for p in file_io.glob(pattern) if file_io.isfile(p)]
-    if not matches:
-      raise UserInputError(f"input file not found: {pattern}")
-    files.extend(matches)
-  return files
+  return file_io.glob_files(input_patterns, "no input file given (--input)",
+                            "input file not found: {pattern}")
 
 
 def _read_lines(path: str, stats: Dict[str, int]) -> Iterator[str]:
