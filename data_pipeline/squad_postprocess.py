@@ -28,6 +28,7 @@ Results are dicts keyed by feature unique id holding numpy arrays:
 
 import collections
 import dataclasses
+import functools
 import json
 import math
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
@@ -174,31 +175,12 @@ def postprocess_v1(examples: Sequence[SquadExample],
     cls_null_score: SQuAD v2.0 with the BERT-style [CLS] null score: compute
       null odds and answer "" above `null_score_diff_threshold`.
   """
-  predictions, nbest_json, null_odds = (collections.OrderedDict(),
-                                        collections.OrderedDict(),
-                                        collections.OrderedDict())
-  for example, feats in zip(examples, _group(examples, features)):
-    candidates, score_null = [], math.inf
-    for fi, feature in enumerate(feats):
-      result = results[feature.unique_id]
-      start_logits = np.asarray(result["start_logits"], np.float64)
-      end_logits = np.asarray(result["end_logits"], np.float64)
-      score_null = min(score_null, start_logits[0] + end_logits[0])
-      for start in _best_indexes(start_logits, n_best_size):
-        for end in _best_indexes(end_logits, n_best_size):
-          span = _valid(feature, start, end, max_answer_length)
-          if span is not None:
-            candidates.append(Candidate(fi, span[0], span[1],
-                                        float(start_logits[start]),
-                                        float(end_logits[end])))
-    entries = _nbest(example, feats, candidates, n_best_size,
-                     empty=("empty", 0.0))
-    nbest_json[example.qas_id] = entries
-    predictions[example.qas_id] = entries[0]["text"]
-    if cls_null_score:
-      best = entries[0]["start_log_prob"] + entries[0]["end_log_prob"]
-      null_odds[example.qas_id] = float(score_null - best)
-  out = SquadPredictions(predictions, nbest_json, null_odds)
+  out = _postprocess(
+      examples, features, results, n_best_size, empty=("empty", 0.0),
+      window_candidates=functools.partial(
+          _span_candidates, n_best_size=n_best_size,
+          max_answer_length=max_answer_length),
+      null_odds=_cls_null_odds if cls_null_score else None)
   if cls_null_score:
     out = out.with_threshold(null_score_diff_threshold)
   return out
@@ -219,33 +201,90 @@ def postprocess_v2(examples: Sequence[SquadExample],
     null_score_diff_threshold: answer "" where the null odds exceed it;
       None never answers "" (the first pass of the official evaluation).
   """
-  predictions, nbest_json, null_odds = (collections.OrderedDict(),
-                                        collections.OrderedDict(),
-                                        collections.OrderedDict())
-  for example, feats in zip(examples, _group(examples, features)):
-    candidates, score_null = [], math.inf
-    for fi, feature in enumerate(feats):
-      result = results[feature.unique_id]
-      score_null = min(score_null, float(result["cls_logits"]))
-      start_top = np.asarray(result["start_top_index"])
-      start_lp = np.asarray(result["start_top_log_probs"], np.float64)
-      end_top = np.asarray(result["end_top_index"])
-      end_lp = np.asarray(result["end_top_log_probs"], np.float64)
-      end_n_top = len(end_top) // len(start_top)
-      for i in range(len(start_top)):
-        for j in range(end_n_top):
-          k = i * end_n_top + j
-          span = _valid(feature, int(start_top[i]), int(end_top[k]),
-                        max_answer_length)
-          if span is not None:
-            candidates.append(Candidate(fi, span[0], span[1],
-                                        float(start_lp[i]), float(end_lp[k])))
-    entries = _nbest(example, feats, candidates, n_best_size,
-                     empty=("", -1e6))
-    nbest_json[example.qas_id] = entries
-    null_odds[example.qas_id] = score_null
-    predictions[example.qas_id] = entries[0]["text"]
-  out = SquadPredictions(predictions, nbest_json, null_odds)
+  out = _postprocess(
+      examples, features, results, n_best_size, empty=("", -1e6),
+      window_candidates=functools.partial(
+          _beam_candidates, max_answer_length=max_answer_length),
+      null_odds=_class_null_odds)
   if null_score_diff_threshold is not None:
     out = out.with_threshold(null_score_diff_threshold)
   return out
+
+
+def _postprocess(examples, features, results, n_best_size: int,
+                 empty: Tuple[str, float], window_candidates,
+                 null_odds=None) -> SquadPredictions:
+  """The n-best answers (and null odds) of every example.
+
+  Args:
+    examples, features, results, n_best_size: as `postprocess_v1`.
+    empty: (text, log prob) of the placeholder when no span is valid.
+    window_candidates: (feature index, feature, result) -> (list of
+      Candidate, the window's null score).
+    null_odds: (lowest null score of the windows, n-best entries) -> the
+      example's null odds; None: no null odds (v1).
+  """
+  predictions, nbest_json, null_odds_json = (collections.OrderedDict(),
+                                             collections.OrderedDict(),
+                                             collections.OrderedDict())
+  for example, feats in zip(examples, _group(examples, features)):
+    candidates, score_null = [], math.inf
+    for fi, feature in enumerate(feats):
+      found, window_null = window_candidates(fi, feature,
+                                             results[feature.unique_id])
+      candidates.extend(found)
+      score_null = min(score_null, window_null)
+    entries = _nbest(example, feats, candidates, n_best_size, empty=empty)
+    nbest_json[example.qas_id] = entries
+    predictions[example.qas_id] = entries[0]["text"]
+    if null_odds is not None:
+      null_odds_json[example.qas_id] = null_odds(score_null, entries)
+  return SquadPredictions(predictions, nbest_json, null_odds_json)
+
+
+def _span_candidates(fi: int, feature: SquadFeature, result,
+                     n_best_size: int, max_answer_length: int):
+  """v1: spans of the best starts and ends; null score at [CLS]."""
+  start_logits = np.asarray(result["start_logits"], np.float64)
+  end_logits = np.asarray(result["end_logits"], np.float64)
+  candidates = []
+  for start in _best_indexes(start_logits, n_best_size):
+    for end in _best_indexes(end_logits, n_best_size):
+      span = _valid(feature, start, end, max_answer_length)
+      if span is not None:
+        candidates.append(Candidate(fi, span[0], span[1],
+                                    float(start_logits[start]),
+                                    float(end_logits[end])))
+  return candidates, start_logits[0] + end_logits[0]
+
+
+def _beam_candidates(fi: int, feature: SquadFeature, result,
+                     max_answer_length: int):
+  """v2: spans of the model's start / end beam; null score its class logit."""
+  start_top = np.asarray(result["start_top_index"])
+  start_lp = np.asarray(result["start_top_log_probs"], np.float64)
+  end_top = np.asarray(result["end_top_index"])
+  end_lp = np.asarray(result["end_top_log_probs"], np.float64)
+  end_n_top = len(end_top) // len(start_top)
+  candidates = []
+  for i in range(len(start_top)):
+    for j in range(end_n_top):
+      k = i * end_n_top + j
+      span = _valid(feature, int(start_top[i]), int(end_top[k]),
+                    max_answer_length)
+      if span is not None:
+        candidates.append(Candidate(fi, span[0], span[1],
+                                    float(start_lp[i]), float(end_lp[k])))
+  return candidates, float(result["cls_logits"])
+
+
+def _cls_null_odds(score_null, entries: List[dict]) -> float:
+  """[CLS] null score minus the best non-null span's."""
+  best = entries[0]["start_log_prob"] + entries[0]["end_log_prob"]
+  return float(score_null - best)
+
+
+def _class_null_odds(score_null: float, entries: List[dict]) -> float:
+  """The answer-class logit (the lowest over the windows)."""
+  del entries
+  return score_null
