@@ -41,7 +41,8 @@ import numpy as np
 from absl import logging
 
 from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
+from data_pipeline.shared import (INPUT_MASK, INPUT_TYPE_IDS, INPUT_WORD_IDS,
+                                  UserInputError)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -297,8 +298,8 @@ class Features:
     ids = np.full((n, max_seq_length), pad_id, np.int32)
     ids[mask] = self.token_ids
     type_ids = (positions >= self.segment_a_lengths[:, None]) & mask
-    return dict(input_word_ids=ids, input_mask=mask.astype(np.int32),
-                input_type_ids=type_ids.astype(np.int32))
+    return {INPUT_WORD_IDS: ids, INPUT_MASK: mask.astype(np.int32),
+            INPUT_TYPE_IDS: type_ids.astype(np.int32)}
 
 
 def featurize(task: GlueTask, examples: Sequence[Example], tokenizer,
@@ -375,8 +376,8 @@ def make_dataset(features: Features, max_seq_length: int, batch_size: int,
     positions = tf.range(max_seq_length)
     mask = tf.cast(positions < length, tf.int32)
     type_ids = tf.cast(positions >= a_length, tf.int32) * mask
-    inputs = dict(input_word_ids=tf.ensure_shape(word_ids, [max_seq_length]),
-                  input_mask=mask, input_type_ids=type_ids)
+    inputs = {INPUT_WORD_IDS: tf.ensure_shape(word_ids, [max_seq_length]),
+              INPUT_MASK: mask, INPUT_TYPE_IDS: type_ids}
     return (inputs, label[0]) if label else inputs
 
   dataset = dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE)

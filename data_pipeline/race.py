@@ -20,7 +20,8 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
+from data_pipeline.shared import (INPUT_MASK, INPUT_TYPE_IDS, INPUT_WORD_IDS,
+                                  UserInputError)
 from data_pipeline.tokenization import SentencePieceTokenizer
 
 LEVELS = ("middle", "high")
@@ -184,8 +185,8 @@ def convert_examples_to_arrays(examples: Sequence[RaceExample],
       mask[i, j, :len(ids)] = 1
       type_ids[i, j, len(context) + 2:len(ids)] = 1
   labels = np.array([e.label for e in examples], np.int32)
-  return dict(input_word_ids=word_ids, input_mask=mask,
-              input_type_ids=type_ids, label_ids=labels)
+  return {INPUT_WORD_IDS: word_ids, INPUT_MASK: mask,
+          INPUT_TYPE_IDS: type_ids, "label_ids": labels}
 
 
 def accuracy(examples: Sequence[RaceExample], predictions: Sequence[int]

@@ -31,7 +31,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
+from data_pipeline.shared import (INPUT_MASK, INPUT_TYPE_IDS, INPUT_WORD_IDS,
+                                  UserInputError)
 from data_pipeline.tokenization import SPIECE_UNDERLINE
 from data_pipeline.tokenization import SentencePieceTokenizer
 from data_pipeline.tokenization import encode_pieces
@@ -484,12 +485,12 @@ def features_to_arrays(features: Sequence[SquadFeature],
     input_type_ids, p_mask int32 [n, seq]; with `is_training` also
     start_positions, end_positions, is_impossible int32 [n].
   """
-  arrays = dict(
-      unique_ids=np.array([f.unique_id for f in features], np.int64),
-      input_word_ids=np.array([f.input_ids for f in features], np.int32),
-      input_mask=np.array([f.input_mask for f in features], np.int32),
-      input_type_ids=np.array([f.segment_ids for f in features], np.int32),
-      p_mask=np.array([f.p_mask for f in features], np.int32))
+  arrays = {
+      "unique_ids": np.array([f.unique_id for f in features], np.int64),
+      INPUT_WORD_IDS: np.array([f.input_ids for f in features], np.int32),
+      INPUT_MASK: np.array([f.input_mask for f in features], np.int32),
+      INPUT_TYPE_IDS: np.array([f.segment_ids for f in features], np.int32),
+      "p_mask": np.array([f.p_mask for f in features], np.int32)}
   if is_training:
     arrays.update(
         start_positions=np.array([f.start_position for f in features],

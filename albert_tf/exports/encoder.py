@@ -45,23 +45,22 @@ from albert_tf.exports.preprocessor import (
   preprocessor_signatures,
 )
 from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
-
-_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+from data_pipeline.shared import ENCODER_INPUT_NAMES, UserInputError
 
 
 def build_encoder_export_model(encoder, pretrainer=None) -> tf_keras.Model:
   """The encoder with the TF Hub interface (+ `.mlm` when pretrainer given)."""
   inputs = {name: tf_keras.Input(shape=(None,), dtype=tf.int32, name=name)
-            for name in _INPUT_NAMES}
+            for name in ENCODER_INPUT_NAMES}
   outputs = dict(encoder(inputs))
   outputs["default"] = outputs["pooled_output"]
   core = tf_keras.Model(inputs=inputs, outputs=outputs, name="albert_encoder")
   if pretrainer is not None:
     mlm_inputs = {name: tf_keras.Input(shape=(None,), dtype=tf.int32,
                                        name=name)
-                  for name in _INPUT_NAMES + ("masked_lm_positions",)}
-    mlm_outputs = dict(encoder({k: mlm_inputs[k] for k in _INPUT_NAMES}))
+                  for name in ENCODER_INPUT_NAMES + ("masked_lm_positions",)}
+    mlm_outputs = dict(encoder({k: mlm_inputs[k]
+                                for k in ENCODER_INPUT_NAMES}))
     mlm_outputs["default"] = mlm_outputs["pooled_output"]
     mlm_outputs["mlm_logits"] = pretrainer.masked_lm(
         mlm_outputs["sequence_output"], mlm_inputs["masked_lm_positions"])
@@ -87,6 +86,7 @@ def _flatten(outputs):
 def _encoder_signatures(core, with_mlm: bool):
   spec = tf.TensorSpec([None, None], tf.int32)
 
+  # The parameters' names are the signatures' input names.
   @tf.function(input_signature=[spec, spec, spec])
   def serving_default(input_word_ids, input_mask, input_type_ids):
     return _flatten(core(dict(input_word_ids=input_word_ids,

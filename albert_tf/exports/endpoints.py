@@ -28,12 +28,12 @@ they use the very variables `hub.KerasLayer(trainable=True)` trains.
 
 import tensorflow as tf
 
-_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+from data_pipeline.shared import ENCODER_INPUT_NAMES
 
 
 def _encoder_input_signature():
   return [{name: tf.TensorSpec([None, None], tf.int32, name=name)
-           for name in _INPUT_NAMES}]
+           for name in ENCODER_INPUT_NAMES}]
 
 
 def _encoder_outputs(outputs):

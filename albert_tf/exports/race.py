@@ -19,6 +19,7 @@ import tf_keras
 from albert_tf.exports import staging
 from albert_tf.exports.options import check_export_dir_free
 from data_pipeline import file_io, race, tf_tokenization
+from data_pipeline.shared import INPUT_MASK, INPUT_TYPE_IDS, INPUT_WORD_IDS
 
 NUM_CHOICES = len(race.LABELS)
 
@@ -90,9 +91,9 @@ class RaceServing(tf.Module):
     second = position >= (keep + 2)[:, None]
     type_ids = tf.cast(second, tf.int32) * mask
     shape = [batch, NUM_CHOICES, self.seq_length]
-    return dict(input_word_ids=tf.reshape(word_ids, shape),
-                input_mask=tf.reshape(mask, shape),
-                input_type_ids=tf.reshape(type_ids, shape))
+    return {INPUT_WORD_IDS: tf.reshape(word_ids, shape),
+            INPUT_MASK: tf.reshape(mask, shape),
+            INPUT_TYPE_IDS: tf.reshape(type_ids, shape)}
 
   def answer(self, article, question, options):
     logits = tf.cast(self.model(self.inputs(article, question, options),

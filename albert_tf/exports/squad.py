@@ -48,6 +48,7 @@ import tf_keras
 from albert_tf.exports import staging
 from albert_tf.exports.options import check_export_dir_free
 from data_pipeline import file_io, tf_tokenization, tokenization
+from data_pipeline.shared import INPUT_MASK, INPUT_TYPE_IDS, INPUT_WORD_IDS
 
 _WHITESPACE = [cp for cp in range(0x110000)
                if not 0xD800 <= cp <= 0xDFFF and chr(cp).isspace()]
@@ -269,11 +270,11 @@ class SquadServing(tf.Module):
     ids = tf.where((j >= 1) & (j <= q), query_tokens, ids)
     ids = tf.where((j == q + 1) | (j == end), self.sep_id, ids)
     ids = tf.where(j == 0, self.cls_id, ids)
-    inputs = dict(
-        input_word_ids=ids,
-        input_mask=tf.cast(j <= end, tf.int32),
-        input_type_ids=tf.cast((j >= q + 2) & (j <= end), tf.int32),
-        p_mask=tf.cast(~in_doc & (j != 0), tf.int32))
+    inputs = {
+        INPUT_WORD_IDS: ids,
+        INPUT_MASK: tf.cast(j <= end, tf.int32),
+        INPUT_TYPE_IDS: tf.cast((j >= q + 2) & (j <= end), tf.int32),
+        "p_mask": tf.cast(~in_doc & (j != 0), tf.int32)}
     # Max context (squad._is_max_context): per piece, the first window with
     # the best min(left, right) + 0.01 * length.
     p = tf.range(n_pieces)[None, :]

@@ -8,8 +8,7 @@ import tf_keras
 from albert_tf.layers.classification_head import ClassificationHead
 from albert_tf.models.encoder_model_config import EncoderModelConfig
 from albert_tf.networks.albert_encoder import pooled_output
-
-_INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
+from data_pipeline.shared import ENCODER_INPUT_NAMES
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -38,7 +37,7 @@ class AlbertClassifier(EncoderModelConfig, tf_keras.Model):
       config = getattr(encoder, "config", None)
       initializer_range = getattr(config, "initializer_range", 0.02)
     inputs = {name: tf_keras.Input(shape=(None,), dtype=tf.int32, name=name)
-              for name in _INPUT_NAMES}
+              for name in ENCODER_INPUT_NAMES}
     pooled = pooled_output(encoder, inputs)
     head = ClassificationHead(num_classes, dropout_rate, initializer_range,
                               name="classifier")

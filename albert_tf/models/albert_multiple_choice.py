@@ -8,6 +8,8 @@ import tf_keras
 from albert_tf.layers.multiple_choice_head import MultipleChoiceHead
 from albert_tf.networks.albert_encoder import AlbertEncoder, pooled_output
 from albert_tf.models.encoder_model_config import EncoderModelConfig
+from data_pipeline.shared import (ENCODER_INPUT_NAMES, INPUT_MASK,
+                                  INPUT_TYPE_IDS, INPUT_WORD_IDS)
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -43,12 +45,12 @@ class AlbertMultipleChoice(EncoderModelConfig, tf_keras.Model):
         num_choices, initializer_range=initializer_range,
         dropout_rate=dropout_rate, name="multiple_choice")
     zeros = tf.zeros([1, num_choices, 2], tf.int32)
-    self(dict(input_word_ids=zeros, input_mask=zeros + 1,
-              input_type_ids=zeros), training=False)
+    self({INPUT_WORD_IDS: zeros, INPUT_MASK: zeros + 1, INPUT_TYPE_IDS: zeros},
+         training=False)
 
   def call(self, inputs: Dict[str, tf.Tensor], training=None):
     flat = {}
-    for name in ("input_word_ids", "input_mask", "input_type_ids"):
+    for name in ENCODER_INPUT_NAMES:
       x = inputs[name]
       flat[name] = tf.reshape(x, [-1, tf.shape(x)[-1]])  # (B*C, S)
     pooled = pooled_output(self.encoder, flat, training=training)

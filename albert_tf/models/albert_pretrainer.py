@@ -7,6 +7,7 @@ from albert_tf.layers.masked_lm_head import MaskedLMHead
 from albert_tf.layers.sentence_order_head import SentenceOrderHead
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.models.encoder_model_config import EncoderModelConfig
+from data_pipeline.shared import ENCODER_INPUT_NAMES
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -34,11 +35,9 @@ class AlbertPretrainer(EncoderModelConfig, tf_keras.Model):
     config = encoder.config
     inputs = {
         name: tf_keras.Input(shape=(None,), dtype=tf.int32, name=name)
-        for name in ("input_word_ids", "input_mask", "input_type_ids",
-                     "masked_lm_positions")
+        for name in ENCODER_INPUT_NAMES + ("masked_lm_positions",)
     }
-    encoder_inputs = {k: inputs[k] for k in
-                      ("input_word_ids", "input_mask", "input_type_ids")}
+    encoder_inputs = {k: inputs[k] for k in ENCODER_INPUT_NAMES}
     encoder_outputs = encoder(encoder_inputs,
                               output_positions=inputs["masked_lm_positions"])
     mlm_head = MaskedLMHead(

@@ -8,6 +8,7 @@ import tf_keras
 from albert_tf.layers.span_head import SpanHead
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.models.encoder_model_config import EncoderModelConfig
+from data_pipeline.shared import ENCODER_INPUT_NAMES
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -38,7 +39,7 @@ class AlbertSpanLabeler(EncoderModelConfig, tf_keras.Model):
       initializer_range = encoder.config.initializer_range
     inputs = {
         name: tf_keras.Input(shape=(None,), dtype=tf.int32, name=name)
-        for name in ("input_word_ids", "input_mask", "input_type_ids")
+        for name in ENCODER_INPUT_NAMES
     }
     sequence_output = encoder(inputs)["sequence_output"]
     head = SpanHead(initializer_range, name="span")

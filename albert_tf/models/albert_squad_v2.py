@@ -8,6 +8,8 @@ import tf_keras
 from albert_tf.layers.squad_v2_head import SquadV2Head
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.models.encoder_model_config import EncoderModelConfig
+from data_pipeline.shared import (ENCODER_INPUT_NAMES, INPUT_MASK,
+                                  INPUT_TYPE_IDS, INPUT_WORD_IDS)
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -58,12 +60,11 @@ class AlbertSquadV2(EncoderModelConfig, tf_keras.Model):
     # Build every variable now (warm starts and checkpoints need them).
     seq = max(start_n_top, end_n_top, 2)
     zeros = tf.zeros([1, seq], tf.int32)
-    self(dict(input_word_ids=zeros, input_mask=zeros + 1,
-              input_type_ids=zeros, p_mask=zeros), training=False)
+    self({INPUT_WORD_IDS: zeros, INPUT_MASK: zeros + 1, INPUT_TYPE_IDS: zeros,
+          "p_mask": zeros}, training=False)
 
   def call(self, inputs: Dict[str, tf.Tensor], training=None):
-    encoder_inputs = {k: inputs[k] for k in
-                      ("input_word_ids", "input_mask", "input_type_ids")}
+    encoder_inputs = {k: inputs[k] for k in ENCODER_INPUT_NAMES}
     sequence_output = self.encoder(encoder_inputs,
                                    training=training)["sequence_output"]
     return self.squad_v2(sequence_output, inputs["p_mask"],

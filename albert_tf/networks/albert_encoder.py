@@ -9,6 +9,8 @@ from albert_tf.config import AlbertConfig
 from albert_tf.layers.albert_embeddings import AlbertEmbeddings
 from albert_tf.layers.attention_sublayer import AttentionSublayer
 from albert_tf.layers.feed_forward_sublayer import FeedForwardSublayer
+from data_pipeline.shared import (ENCODER_INPUT_NAMES, INPUT_MASK,
+                                  INPUT_TYPE_IDS, INPUT_WORD_IDS)
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -56,7 +58,7 @@ class AlbertEncoder(tf_keras.Model):
       config = AlbertConfig.from_dict(config)
     inputs = {
         name: tf_keras.Input(shape=(None,), dtype=tf.int32, name=name)
-        for name in ("input_word_ids", "input_mask", "input_type_ids")
+        for name in ENCODER_INPUT_NAMES
     }
     embedding_layer = AlbertEmbeddings(
         vocab_size=config.vocab_size,
@@ -85,12 +87,12 @@ class AlbertEncoder(tf_keras.Model):
             dropout_rate=config.hidden_dropout_prob,
             dtype=dtype, name=name))
 
-    x = embedding_layer(inputs["input_word_ids"], inputs["input_type_ids"])
+    x = embedding_layer(inputs[INPUT_WORD_IDS], inputs[INPUT_TYPE_IDS])
     encoder_outputs = []
     for layer_index in range(config.num_hidden_layers):
       for attention, ffn in zip(attention_for_layer[layer_index],
                                 ffn_for_layer[layer_index]):
-        x = attention(x, inputs["input_mask"])
+        x = attention(x, inputs[INPUT_MASK])
         x = ffn(x)
       encoder_outputs.append(x)
     pooled_output = tf_keras.layers.Dense(
@@ -113,14 +115,14 @@ class AlbertEncoder(tf_keras.Model):
 
   def _call_at_positions(self, inputs, output_positions, training):
     """[CLS] + `output_positions` outputs; see the class docstring."""
-    input_mask = inputs["input_mask"]
+    input_mask = inputs[INPUT_MASK]
     blocks = [
         block for attention, ffn in zip(
             _sublayers_by_layer(self.config, "attention", self.get_layer),
             _sublayers_by_layer(self.config, "ffn", self.get_layer))
         for block in zip(attention, ffn)]
-    x = self.embedding_layer(inputs["input_word_ids"],
-                             inputs["input_type_ids"], training=training)
+    x = self.embedding_layer(inputs[INPUT_WORD_IDS], inputs[INPUT_TYPE_IDS],
+                             training=training)
     for attention, ffn in blocks[:-1]:
       x = ffn(attention(x, input_mask, training=training), training=training)
     positions = tf.cast(output_positions, tf.int32)
@@ -153,7 +155,7 @@ def pooled_output(encoder, inputs: Dict[str, tf.Tensor], training=None):
   `output_positions`), which is all a sentence-level head reads.
   """
   if isinstance(encoder, AlbertEncoder):
-    no_positions = tf.zeros_like(inputs["input_word_ids"][:, :0])  # (B, 0)
+    no_positions = tf.zeros_like(inputs[INPUT_WORD_IDS][:, :0])  # (B, 0)
     outputs = encoder(inputs, output_positions=no_positions,
                       training=training)
   else:
