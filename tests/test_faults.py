@@ -674,7 +674,7 @@ def test_glue_squad_race_files(tmp_path):
 def test_export_path_that_is_not_a_savedmodel(tmp_path):
   from albert_tf import exports
   (tmp_path / "plain").mkdir()
-  for load in (export.load_saved_model, export.hub_layer):
+  for load in (exports.load_saved_model, exports.hub_layer):
     with pytest.raises(UserInputError,
                        match=r"plain is not a SavedModel \(no saved_model.pb"
                        r"\)"):
