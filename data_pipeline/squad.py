@@ -143,7 +143,8 @@ def read_squad_examples(input_file: str, is_training: bool,
   data = load_squad_json(input_file)
   examples = []
   for a, article in enumerate(data):
-    paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+    paragraphs = (article.get("paragraphs") if isinstance(article, dict)
+                  else None)
     if not isinstance(paragraphs, list):
       raise UserInputError(
           f"{input_file}: data[{a}] has no 'paragraphs' list")
@@ -411,69 +412,101 @@ def convert_examples_to_features(examples: Sequence[SquadExample],
     raise UserInputError(
         f"--max_seq_length ({max_seq_length}) must exceed --max_query_length "
         f"({max_query_length}) + 3")
-  cls_id, sep_id, pad_id = tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id
   features = []
-  unique_id = FIRST_UNIQUE_ID
   for example_index, example in enumerate(examples):
-    query_pieces = tokenizer.tokenize(example.question_text)[:max_query_length]
-    query_ids = tokenizer.convert_tokens_to_ids(query_pieces)
-    para = tokenize_paragraph(tokenizer, example.paragraph_text)
-
-    tok_start = tok_end = None
-    if is_training and not example.is_impossible:
-      tok_start, tok_end = para.char_span_to_tokens(
-          example.answer_start,
-          example.answer_start + len(example.answer_text) - 1)
-
-    max_tokens_for_doc = max_seq_length - len(query_ids) - 3
-    doc_spans = []  # (start, length)
-    start_offset = 0
-    while start_offset < len(para.ids):
-      length = min(len(para.ids) - start_offset, max_tokens_for_doc)
-      doc_spans.append((start_offset, length))
-      if start_offset + length == len(para.ids):
-        break
-      start_offset += min(length, doc_stride)
-
-    doc_offset = len(query_ids) + 2
-    for span_index, (span_start, span_length) in enumerate(doc_spans):
-      window = range(span_start, span_start + span_length)
-      tokens = (["[CLS]"] + query_pieces + ["[SEP]"] +
-                [para.pieces[i] for i in window] + ["[SEP]"])
-      input_ids = ([cls_id] + query_ids + [sep_id] +
-                   [para.ids[i] for i in window] + [sep_id])
-      segment_ids = [0] * doc_offset + [1] * (span_length + 1)
-      p_mask = [0] + [1] * (len(query_ids) + 1) + [0] * span_length + [1]
-      input_mask = [1] * len(input_ids)
-      padding = max_seq_length - len(input_ids)
-      input_ids += [pad_id] * padding
-      input_mask += [0] * padding
-      segment_ids += [0] * padding
-      p_mask += [1] * padding
-
-      start_position = end_position = 0
-      span_is_impossible = example.is_impossible
-      if is_training and not example.is_impossible:
-        if span_start <= tok_start and tok_end < span_start + span_length:
-          start_position = tok_start - span_start + doc_offset
-          end_position = tok_end - span_start + doc_offset
-        else:
-          span_is_impossible = True
-      features.append(SquadFeature(
-          unique_id=unique_id, example_index=example_index,
-          doc_span_index=span_index, tokens=tokens, input_ids=input_ids,
-          input_mask=input_mask, segment_ids=segment_ids, p_mask=p_mask,
-          doc_offset=doc_offset,
-          tok_start_to_orig_index=[para.tok_start_to_orig_index[i]
-                                   for i in window],
-          tok_end_to_orig_index=[para.tok_end_to_orig_index[i]
-                                 for i in window],
-          token_is_max_context=[_is_max_context(doc_spans, span_index, i)
-                                for i in window],
-          start_position=start_position, end_position=end_position,
-          is_impossible=bool(is_training and span_is_impossible)))
-      unique_id += 1
+    features.extend(_example_features(
+        example, example_index, FIRST_UNIQUE_ID + len(features), tokenizer,
+        max_seq_length, doc_stride, max_query_length, is_training))
   return features
+
+
+def _example_features(example: SquadExample, example_index: int,
+                      first_unique_id: int,
+                      tokenizer: SentencePieceTokenizer, max_seq_length: int,
+                      doc_stride: int, max_query_length: int,
+                      is_training: bool) -> List[SquadFeature]:
+  """The windows of one example, numbered from `first_unique_id`."""
+  query_pieces = tokenizer.tokenize(example.question_text)[:max_query_length]
+  query_ids = tokenizer.convert_tokens_to_ids(query_pieces)
+  para = tokenize_paragraph(tokenizer, example.paragraph_text)
+  answer = None  # (first, last) paragraph piece of the answer (training).
+  if is_training and not example.is_impossible:
+    answer = para.char_span_to_tokens(
+        example.answer_start,
+        example.answer_start + len(example.answer_text) - 1)
+  doc_spans = _doc_spans(len(para.ids), max_seq_length - len(query_ids) - 3,
+                         doc_stride)
+  doc_offset = len(query_ids) + 2
+  features = []
+  for span_index, (span_start, span_length) in enumerate(doc_spans):
+    window = range(span_start, span_start + span_length)
+    start_position = end_position = 0
+    is_impossible = bool(is_training and example.is_impossible)
+    if answer is not None:
+      start_position, end_position, inside = _answer_positions(
+          answer, span_start, span_length, doc_offset)
+      is_impossible = not inside
+    features.append(SquadFeature(
+        unique_id=first_unique_id + span_index, example_index=example_index,
+        doc_span_index=span_index, doc_offset=doc_offset,
+        **_window_inputs(tokenizer, query_pieces, query_ids, para, window,
+                         max_seq_length),
+        tok_start_to_orig_index=[para.tok_start_to_orig_index[i]
+                                 for i in window],
+        tok_end_to_orig_index=[para.tok_end_to_orig_index[i]
+                               for i in window],
+        token_is_max_context=[_is_max_context(doc_spans, span_index, i)
+                              for i in window],
+        start_position=start_position, end_position=end_position,
+        is_impossible=is_impossible))
+  return features
+
+
+def _doc_spans(num_pieces: int, max_tokens_for_doc: int,
+               doc_stride: int) -> List[Tuple[int, int]]:
+  """(start, length) of the windows over a paragraph of `num_pieces`."""
+  doc_spans = []
+  start_offset = 0
+  while start_offset < num_pieces:
+    length = min(num_pieces - start_offset, max_tokens_for_doc)
+    doc_spans.append((start_offset, length))
+    if start_offset + length == num_pieces:
+      break
+    start_offset += min(length, doc_stride)
+  return doc_spans
+
+
+def _window_inputs(tokenizer: SentencePieceTokenizer, query_pieces: List[str],
+                   query_ids: List[int], para: TokenizedParagraph,
+                   window: range, max_seq_length: int) -> Dict[str, list]:
+  """[CLS] question [SEP] window [SEP], padded: SquadFeature's tokens,
+  input_ids, input_mask, segment_ids and p_mask."""
+  doc_offset = len(query_ids) + 2
+  tokens = (["[CLS]"] + query_pieces + ["[SEP]"] +
+            [para.pieces[i] for i in window] + ["[SEP]"])
+  input_ids = ([tokenizer.cls_id] + query_ids + [tokenizer.sep_id] +
+               [para.ids[i] for i in window] + [tokenizer.sep_id])
+  segment_ids = [0] * doc_offset + [1] * (len(window) + 1)
+  p_mask = [0] + [1] * (len(query_ids) + 1) + [0] * len(window) + [1]
+  input_mask = [1] * len(input_ids)
+  padding = max_seq_length - len(input_ids)
+  input_ids += [tokenizer.pad_id] * padding
+  input_mask += [0] * padding
+  segment_ids += [0] * padding
+  p_mask += [1] * padding
+  return dict(tokens=tokens, input_ids=input_ids, input_mask=input_mask,
+              segment_ids=segment_ids, p_mask=p_mask)
+
+
+def _answer_positions(answer: Tuple[int, int], span_start: int,
+                      span_length: int, doc_offset: int):
+  """(start, end, True): input positions of the answer pieces in a window,
+  or (0, 0, False) where the window does not hold them whole."""
+  tok_start, tok_end = answer
+  if span_start <= tok_start and tok_end < span_start + span_length:
+    return (tok_start - span_start + doc_offset,
+            tok_end - span_start + doc_offset, True)
+  return 0, 0, False
 
 
 def features_to_arrays(features: Sequence[SquadFeature],
