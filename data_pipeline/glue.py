@@ -200,19 +200,7 @@ def read_examples(task: GlueTask, data_dir: str, split: str,
     header = rows[0][1]
     rows = rows[1:]
     num_columns = len(header)
-    wanted = {"text_a": task.text_a, "text_b": task.text_b}
-    wanted["id" if is_test else "label"] = (task.test_id if is_test
-                                            else task.label)
-    columns = {}
-    for role, name in wanted.items():
-      if name is None:
-        continue
-      if name not in header:
-        raise UserInputError(
-            f"{path}:1: no column {name!r} in the header "
-            f"({', '.join(header)}); is this the {task.name} {split} file?")
-      columns[role] = header.index(name)
-
+    columns = _header_columns(task, split, header, is_test, path)
   examples = []
   skipped = 0
   for number, fields in rows:
@@ -239,6 +227,28 @@ def read_examples(task: GlueTask, data_dir: str, split: str,
   if not examples:
     raise UserInputError(f"{path} has no examples")
   return examples
+
+
+def _header_columns(task: GlueTask, split: str, header: List[str],
+                    is_test: bool, path: str) -> Dict[str, int]:
+  """{role: column index} of text_a, text_b and label (id for test splits).
+
+  Raises:
+    UserInputError: a column the task reads is not in the header.
+  """
+  wanted = {"text_a": task.text_a, "text_b": task.text_b}
+  wanted["id" if is_test else "label"] = (task.test_id if is_test
+                                          else task.label)
+  columns = {}
+  for role, name in wanted.items():
+    if name is None:
+      continue
+    if name not in header:
+      raise UserInputError(
+          f"{path}:1: no column {name!r} in the header "
+          f"({', '.join(header)}); is this the {task.name} {split} file?")
+    columns[role] = header.index(name)
+  return columns
 
 
 def _parse_label(task: GlueTask, value: str, path: str, number: int):
