@@ -1,21 +1,24 @@
-"""GLUE: the 9 tasks from their standard TSV files, features, metrics, submissions.
+"""GLUE's 9 tasks: their standard TSV files, features, metrics, submissions.
 
 Files as distributed by the GLUE benchmark (download_glue_data.py), one task
 per `data_dir`:
 
-  task    files (dev / test splits)                      columns used
-  CoLA    train.tsv dev.tsv: no header, 4 columns        3 = sentence, 1 = label
-          test.tsv: header                               index, sentence
-  SST-2   train/dev/test.tsv                             sentence, label
-  MRPC    train/dev/test.tsv                             #1 String, #2 String, Quality
-  STS-B   train/dev/test.tsv                             sentence1, sentence2, score
-  QQP     train/dev/test.tsv                             question1, question2, is_duplicate (test: id)
-  MNLI    train.tsv dev_matched.tsv dev_mismatched.tsv   sentence1, sentence2, gold_label
-          test_matched.tsv test_mismatched.tsv
-          (+ diagnostic.tsv here or in ../diagnostic/, the AX set)
-  QNLI    train/dev/test.tsv                             question, sentence, label
-  RTE     train/dev/test.tsv                             sentence1, sentence2, label
-  WNLI    train/dev/test.tsv                             sentence1, sentence2, label
+  task    files (dev / test splits)          columns used
+  CoLA    train.tsv dev.tsv: no header,      3 = sentence, 1 = label
+            4 columns
+          test.tsv: header                   index, sentence
+  SST-2   train/dev/test.tsv                 sentence, label
+  MRPC    train/dev/test.tsv                 #1 String, #2 String, Quality
+  STS-B   train/dev/test.tsv                 sentence1, sentence2, score
+  QQP     train/dev/test.tsv                 question1, question2,
+                                               is_duplicate (test: id)
+  MNLI    train.tsv dev_matched.tsv          sentence1, sentence2, gold_label
+            dev_mismatched.tsv
+            test_matched.tsv test_mismatched.tsv
+            (+ diagnostic.tsv here or in ../diagnostic/, the AX set)
+  QNLI    train/dev/test.tsv                 question, sentence, label
+  RTE     train/dev/test.tsv                 sentence1, sentence2, label
+  WNLI    train/dev/test.tsv                 sentence1, sentence2, label
 
 Columns are found by header name, so the different column counts of e.g.
 MNLI's train (12) and dev (16) files need no special cases. Fields are split on
@@ -466,9 +469,9 @@ def compute_metrics(task: GlueTask, labels: np.ndarray,
   logits = outputs - outputs.max(axis=-1, keepdims=True)
   log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
   predictions = outputs.argmax(axis=-1)
+  label_log_probs = log_probs[np.arange(len(labels)), labels]
   results = dict(accuracy=accuracy(labels, predictions),
-                 loss=float(-np.mean(log_probs[np.arange(len(labels)),
-                                               labels])))
+                 loss=float(-np.mean(label_log_probs)))
   if task.name == "CoLA":
     results["matthews_corr"] = matthews_corr(labels, predictions)
   if task.name in ("MRPC", "QQP"):
@@ -476,7 +479,7 @@ def compute_metrics(task: GlueTask, labels: np.ndarray,
   return results
 
 
-# --- Submissions ---------------------------------------------------------------
+# --- Submissions -------------------------------------------------------------
 
 
 def prediction_labels(task: GlueTask, outputs: np.ndarray) -> List[str]:

@@ -1,10 +1,11 @@
 """One piece of corpus -> framed TFRecord bytes (runs in worker processes).
 
-Reads the piece (`corpus_pieces.read_piece`), tokenizes its sentences in one batched SentencePiece call, makes the
-instances of every dupe (`pretraining_data`), shuffles them with the piece's
-own Generator, masks and encodes them in batches and frames the records
-(`tfrecord_io`). Imports no TensorFlow. `init_worker` sets the per-process
-state, so the same code runs in a pool worker or in the main process.
+Reads the piece (`corpus_pieces.read_piece`), tokenizes its sentences in one
+batched SentencePiece call, makes the instances of every dupe
+(`pretraining_data`), shuffles them with the piece's own Generator, masks and
+encodes them in batches and frames the records (`tfrecord_io`). Imports no
+TensorFlow. `init_worker` sets the per-process state, so the same code runs
+in a pool worker or in the main process.
 """
 
 import numpy as np

@@ -94,9 +94,9 @@ def read_race_examples(data_dir: str, split: str, high_only: bool = False,
   if high_only and middle_only:
     raise UserInputError("--high_only and --middle_only exclude each other")
   root = split_dir(data_dir, split)
-  levels = [l for l in LEVELS
-            if not (l == "middle" and high_only) and
-            not (l == "high" and middle_only)]
+  levels = [level for level in LEVELS
+            if not (level == "middle" and high_only) and
+            not (level == "high" and middle_only)]
   examples = []
   for level in levels:
     level_dir = file_io.join(root, level)

@@ -1,4 +1,4 @@
-"""An English corpus every machine has: the Python standard library's docstrings.
+"""An English corpus every machine has: the standard library's docstrings.
 
 Module, class and function docstrings are read with `ast` (nothing is imported,
 so no module runs), cleaned of doctest and code lines, split into sentences and
