@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo venv clean
+.PHONY: test lint demo venv clean
 
 venv: $(STAMP)
 
@@ -20,6 +20,10 @@ $(STAMP): requirements.txt constraints.txt
 
 test: $(STAMP)
 	$(PY) -m pytest -q tests
+
+# Lint and import order (configured in pyproject.toml); .ci/run runs it first.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
 
 # The whole pipeline on a corpus built here; about 4 minutes on 2 cores.
 demo: $(STAMP)
