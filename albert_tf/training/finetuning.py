@@ -31,7 +31,9 @@ keeping the best one, stopping on NaN) fits in one callback. `fit` already
 distributes the batches under any strategy (including TPU) and runs
 `steps_per_execution` steps per host call. The step itself is ours
 (`_TrainingModel.train_step`): the same all-reduce, clip and apply as the
-pretraining runner.
+pretraining runner (albert_tf.training.run_support, which also holds the
+precision policy, the output-directory check and the chief rule both
+share).
 
 Layout of `output_dir`:
   ckpt-<step>.*              model + optimizer, for resuming
@@ -49,29 +51,26 @@ import dataclasses
 import functools
 import json
 import math
-import os
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
 import tf_keras
-from absl import logging
 
-from data_pipeline import file_io
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
-from data_pipeline.shared import UserInputError
-from albert_tf.training.warm_start import warm_start
-from albert_tf.training.finetuning_params import check_spm_model
+from albert_tf.training import run_support
 from albert_tf.training.finetuning_params import FinetuningParams
+from albert_tf.training.finetuning_params import check_spm_model
 from albert_tf.training.finetuning_params import load_config
 from albert_tf.training.finetuning_params import validate_params
-from albert_tf.training.pretraining_runner import NonFiniteLossError
-from albert_tf.training import strategy as strategy_lib
+from albert_tf.training.run_support import NonFiniteLossError
 from albert_tf.training.strategy import create_strategy
+from albert_tf.training.warm_start import warm_start
+from data_pipeline import file_io
+from data_pipeline.shared import UserInputError
 
-DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16",
-                  "float16": "mixed_float16"}
 BEST_DIR = "best"
 EVAL_RESULTS = "eval_results.json"
 BEST_RESULTS = "best_eval_results.json"
@@ -128,8 +127,8 @@ def build_encoder(params: FinetuningParams, config: AlbertConfig):
                  "encoder %s", len(layer.variables),
                  len(layer.trainable_variables), params.init_savedmodel)
     return layer
-  from albert_tf.networks.albert_encoder import AlbertEncoder  # pylint: disable=g-import-not-at-top
-  return AlbertEncoder(config, dtype=DTYPE_POLICIES[params.dtype],
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  return AlbertEncoder(config, dtype=run_support.DTYPE_POLICIES[params.dtype],
                        name="encoder")
 
 
@@ -151,16 +150,8 @@ class _TrainingModel(tf_keras.Model):
   def metrics(self):
     return [self.loss_tracker]
 
-  def _learning_rate(self):
-    schedule = self.optimizer.learning_rate
-    if callable(schedule):
-      return schedule(self.optimizer.iterations)
-    return tf.convert_to_tensor(schedule)
-
   def train_step(self, data):
     features, labels = data
-    loss_scaled = isinstance(self.optimizer,
-                             tf_keras.mixed_precision.LossScaleOptimizer)
     context = tf.distribute.get_replica_context()
     with tf.GradientTape() as tape:
       outputs = self.model(features, training=True)
@@ -168,19 +159,16 @@ class _TrainingModel(tf_keras.Model):
                                     tf.float32))
       # Each replica's share of the mean over the global batch.
       replica_loss = loss / context.num_replicas_in_sync
-      scaled = (self.optimizer.get_scaled_loss(replica_loss) if loss_scaled
-                else replica_loss)
+      scaled = run_support.scaled_loss(self.optimizer, replica_loss)
     variables = self.model.trainable_variables
     grads = tape.gradient(scaled, variables)
-    grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-    if loss_scaled:
-      grads = self.optimizer.get_unscaled_gradients(grads)
-    grads, norm = tf.clip_by_global_norm(grads, self.clip_norm)
-    self.optimizer.apply_gradients(zip(grads, variables),
-                                   experimental_aggregate_gradients=False)
+    norm = run_support.apply_clipped_gradients(self.optimizer, grads,
+                                               variables, self.clip_norm)
     self.loss_tracker.update_state(loss)
     return {"loss": self.loss_tracker.result(), "step_loss": loss,
-            "gradient_norm": norm, "learning_rate": self._learning_rate()}
+            "gradient_norm": norm,
+            "learning_rate": run_support.current_learning_rate(
+                self.optimizer)}
 
   def predict_step(self, data):
     if isinstance(data, tuple):
@@ -246,61 +234,88 @@ class FinetuningRunner:
   def __init__(self, params: FinetuningParams, task: FinetuningTask):
     self.params = params
     self.task = task
-    validate_params(params)
-    self.config = load_config(params)
-    validate_params(params, self.config)
-    if params.spm_model_file:  # the vocabulary before any checkpoint
-      check_spm_model(params, self.config)
-    _prepare_output_dir(params.output_dir)
+    self.config = self._check_settings()
+    run_support.prepare_output_dir(params.output_dir)
     if params.seed is not None:
       tf_keras.utils.set_random_seed(params.seed)
     self.strategy = create_strategy(params.strategy, params.tpu)
     self.steps_per_execution = min(params.iterations_per_loop,
                                    params.save_checkpoints_steps)
     with self.strategy.scope():
-      self.encoder = build_encoder(params, self.config)
-      self.model = task.build_model(self.encoder, self.config)
-      train_steps = max(params.train_step, params.warmup_step + 1)
-      optimizer = optimization.create_optimizer(
-          params.optimizer, params.learning_rate, train_steps,
-          params.warmup_step, params.poly_power, params.weight_decay_rate)
-      if params.dtype == "float16":
-        optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
-      self.optimizer = optimizer
-      self.trainer = _TrainingModel(self.model, task.loss_fn,
-                                    params.clip_norm)
-      self.trainer.compile(optimizer=optimizer,
-                           steps_per_execution=self.steps_per_execution,
-                           jit_compile=params.jit_compile)
-      self.checkpoint = tf.train.Checkpoint(model=self.model,
-                                            optimizer=optimizer)
-      self.manager = tf.train.CheckpointManager(
-          self.checkpoint, params.output_dir,
-          max_to_keep=params.keep_checkpoint_max,
-          step_counter=optimizer.iterations)
-      self.best_checkpoint = tf.train.Checkpoint(model=self.model)
-      self.best_manager = tf.train.CheckpointManager(
-          self.best_checkpoint, os.path.join(params.output_dir, BEST_DIR),
-          max_to_keep=1, step_counter=optimizer.iterations)
+      self._build_model_and_optimizer()
+      self._build_checkpoint_managers()
+    self._open_outputs()
+    self.warm_start_summary = self._resume_or_warm_start()
+
+  # --- building -------------------------------------------------------------
+
+  def _check_settings(self) -> AlbertConfig:
+    """The checks the tools run before TensorFlow, again for library
+    callers (the vocabulary before any checkpoint); returns the config."""
+    validate_params(self.params)
+    config = load_config(self.params)
+    validate_params(self.params, config)
+    if self.params.spm_model_file:
+      check_spm_model(self.params, config)
+    return config
+
+  def _build_model_and_optimizer(self) -> None:
+    """The encoder, the task model on it, the optimizer and the compiled
+    `fit` wrapper. In the strategy's scope."""
+    params = self.params
+    self.encoder = build_encoder(params, self.config)
+    self.model = self.task.build_model(self.encoder, self.config)
+    train_steps = max(params.train_step, params.warmup_step + 1)
+    self.optimizer = run_support.with_loss_scaling(
+        optimization.create_optimizer(
+            params.optimizer, params.learning_rate, train_steps,
+            params.warmup_step, params.poly_power, params.weight_decay_rate),
+        params.dtype)
+    self.trainer = _TrainingModel(self.model, self.task.loss_fn,
+                                  params.clip_norm)
+    self.trainer.compile(optimizer=self.optimizer,
+                         steps_per_execution=self.steps_per_execution,
+                         jit_compile=params.jit_compile)
+
+  def _build_checkpoint_managers(self) -> None:
+    """The resume checkpoints (model + optimizer) in output_dir and the best
+    dev checkpoint (model) in output_dir/best. In the strategy's scope."""
+    params = self.params
+    self.checkpoint = tf.train.Checkpoint(model=self.model,
+                                          optimizer=self.optimizer)
+    self.manager = tf.train.CheckpointManager(
+        self.checkpoint, params.output_dir,
+        max_to_keep=params.keep_checkpoint_max,
+        step_counter=self.optimizer.iterations)
+    self.best_checkpoint = tf.train.Checkpoint(model=self.model)
+    self.best_manager = tf.train.CheckpointManager(
+        self.best_checkpoint, file_io.join(params.output_dir, BEST_DIR),
+        max_to_keep=1, step_counter=self.optimizer.iterations)
+
+  def _open_outputs(self) -> None:
+    """The summary writers, and the config the run uses."""
+    output_dir = self.params.output_dir
     self.train_writer = tf.summary.create_file_writer(
-        os.path.join(params.output_dir, "train"))
+        file_io.join(output_dir, "train"))
     self.eval_writer = tf.summary.create_file_writer(
-        os.path.join(params.output_dir, "eval"))
-    self.config.to_json_file(os.path.join(params.output_dir,
-                                          "albert_config.json"))
-    self.warm_start_summary = ""
-    latest = self.manager.latest_checkpoint
-    if latest is None and _is_worker_scratch(params):
-      # A worker whose scratch directory is gone resumes where the chief is.
-      latest = tf.train.latest_checkpoint(os.path.dirname(params.output_dir))
+        file_io.join(output_dir, "eval"))
+    self.config.to_json_file(file_io.join(output_dir, "albert_config.json"))
+
+  def _resume_or_warm_start(self) -> str:
+    """Restores the latest checkpoint of output_dir (for a worker, else the
+    chief's), or warm-starts from init_checkpoint; returns the warm start's
+    summary ("" if none)."""
+    latest = (self.manager.latest_checkpoint or
+              run_support.chief_latest_checkpoint(self.params.output_dir))
     if latest:
       # Optimizer slots are restored when created (deferred); an eval-only
       # run never creates them, which is not an error.
       self.checkpoint.restore(latest).expect_partial()
       logging.info("resumed from %s", latest)
-    elif params.init_checkpoint:
-      self.warm_start_summary = warm_start(
-          self.model, params.init_checkpoint)
+      return ""
+    if self.params.init_checkpoint:
+      return warm_start(self.model, self.params.init_checkpoint)
+    return ""
 
   # --- training -----------------------------------------------------------
 
@@ -347,19 +362,19 @@ class FinetuningRunner:
     if best is None or _is_better(value, best[self.task.main_metric],
                                   self.task.higher_is_better):
       self.best_manager.save(checkpoint_number=step)
-      _write_json(os.path.join(self.params.output_dir, BEST_DIR,
-                               BEST_RESULTS), dict(results, step=step))
+      run_support.write_results(
+          file_io.join(self.params.output_dir, BEST_DIR, BEST_RESULTS),
+          dict(results, step=step))
       self._write_eval_outputs()
       logging.info("new best %s %.4f at step %d", self.task.main_metric,
                    value, step)
     return results
 
   def best_results(self) -> Optional[Dict[str, float]]:
-    path = os.path.join(self.params.output_dir, BEST_DIR, BEST_RESULTS)
-    if not tf.io.gfile.exists(path):
+    path = file_io.join(self.params.output_dir, BEST_DIR, BEST_RESULTS)
+    if not file_io.exists(path):
       return None
-    with tf.io.gfile.GFile(path) as f:
-      return json.load(f)
+    return json.loads(file_io.read_text(path))
 
   # --- evaluation and prediction -------------------------------------------
 
@@ -390,8 +405,9 @@ class FinetuningRunner:
       self.eval_writer.flush()
     logging.info("%s eval at step %d: %s", self.task.name, step, results)
     if write:
-      _write_json(os.path.join(self.params.output_dir, EVAL_RESULTS),
-                  dict(results, step=step))
+      run_support.write_results(
+          file_io.join(self.params.output_dir, EVAL_RESULTS),
+          dict(results, step=step))
       self._write_eval_outputs()
     return results
 
@@ -437,11 +453,9 @@ class FinetuningRunner:
       results = dict(self.evaluate(write=False, step=step, summary=False),
                      step=step)
       self._write_eval_outputs()
-    _write_json(os.path.join(self.params.output_dir, EVAL_RESULTS), results)
+    run_support.write_results(
+        file_io.join(self.params.output_dir, EVAL_RESULTS), results)
     return results
-
-
-WORKER_SCRATCH_PREFIX = ".worker_"
 
 
 def per_worker_output_dir(run):
@@ -449,19 +463,17 @@ def per_worker_output_dir(run):
 
   Under `--strategy=multi_worker` every worker runs the same program; all
   but the chief (TF_CONFIG: the "chief" task, else worker 0) get params
-  whose `output_dir` is a scratch directory inside it, so that their
-  checkpoints, summaries, results and predictions do not collide with the
-  chief's; it is removed when `run` returns. Single-process runs are
-  unchanged.
+  whose `output_dir` is their scratch directory inside it
+  (run_support.process_output_dir), so that their checkpoints, summaries,
+  results and predictions do not collide with the chief's; it is removed
+  when `run` returns. Single-process runs are unchanged.
   """
   @functools.wraps(run)
   def wrapper(params: FinetuningParams, *args, **kwargs):
-    if is_chief_process(params):
+    scratch = run_support.process_output_dir(params.output_dir,
+                                             _cluster_resolver(params))
+    if scratch == params.output_dir:
       return run(params, *args, **kwargs)
-    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-    scratch = os.path.join(
-        params.output_dir,
-        f"{WORKER_SCRATCH_PREFIX}{resolver.task_type}_{resolver.task_id}")
     logging.info("this worker writes to %s (removed at the end); the chief "
                  "writes %s", scratch, params.output_dir)
     result = run(dataclasses.replace(params, output_dir=scratch), *args,
@@ -471,14 +483,25 @@ def per_worker_output_dir(run):
   return wrapper
 
 
+def check_new_export_dir(export_dir: str) -> None:
+  """An --export_dir (if given) must not exist yet: checked before
+  training, not after it."""
+  if export_dir and file_io.exists(export_dir):
+    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
+                         "it or choose another")
+
+
 def is_chief_process(params: FinetuningParams) -> bool:
-  """Whether this process writes the run's shared outputs."""
-  return params.strategy != "multi_worker" or strategy_lib.is_chief()
+  """Whether this process writes the run's shared outputs (exports)."""
+  return run_support.is_chief_process(_cluster_resolver(params))
 
 
-def _is_worker_scratch(params: FinetuningParams) -> bool:
-  return os.path.basename(os.path.normpath(params.output_dir)).startswith(
-      WORKER_SCRATCH_PREFIX)
+def _cluster_resolver(params: FinetuningParams):
+  """TF_CONFIG's cluster under --strategy=multi_worker; None (one process)
+  otherwise. Read before the strategy exists: the decorated run builds it."""
+  if params.strategy != "multi_worker":
+    return None
+  return tf.distribute.cluster_resolver.TFConfigClusterResolver()
 
 
 def fit_segments(step: int, train_step: int, save_every: int
@@ -509,25 +532,6 @@ def _checkpoint_step(path: str, default: int) -> int:
     return int(path.rsplit("-", 1)[1])
   except (IndexError, ValueError):
     return default
-
-
-def _write_json(path: str, obj) -> None:
-  """Writes `obj` as JSON atomically (temporary name, then rename)."""
-  tmp = path + ".tmp"
-  with tf.io.gfile.GFile(tmp, "w") as f:
-    json.dump(obj, f, indent=2, sort_keys=True)
-  tf.io.gfile.rename(tmp, path, overwrite=True)
-
-
-def _prepare_output_dir(path: str) -> None:
-  try:
-    tf.io.gfile.makedirs(path)
-    probe = os.path.join(path, ".write_test")
-    with tf.io.gfile.GFile(probe, "w") as f:
-      f.write("ok")
-    tf.io.gfile.remove(probe)
-  except (tf.errors.OpError, OSError) as e:
-    raise UserInputError(f"--output_dir={path} is not writable: {e}") from e
 
 
 def run_finetuning(params: FinetuningParams, task: FinetuningTask,

@@ -18,16 +18,13 @@ import orbit
 import tensorflow as tf
 import tf_keras
 
-from data_pipeline.shared import UserInputError
+from albert_tf.training import run_support
 from albert_tf.training.pretraining_objective import PretrainingMetrics
 from albert_tf.training.pretraining_objective import replica_loss
+from albert_tf.training.run_support import NonFiniteLossError
+from data_pipeline.shared import ENCODER_INPUT_NAMES
 
-MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids",
-                "masked_lm_positions")
-
-
-class NonFiniteLossError(UserInputError):
-  """The training loss became NaN or Inf."""
+MODEL_INPUTS = ENCODER_INPUT_NAMES + ("masked_lm_positions",)
 
 
 class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
@@ -56,8 +53,6 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
     self.global_batch_size = global_batch_size
     self.clip_norm = clip_norm
     self.has_eval = eval_dataset is not None
-    self._loss_scaled = isinstance(
-        optimizer, tf_keras.mixed_precision.LossScaleOptimizer)
     with strategy.scope():
       self.train_metrics = PretrainingMetrics()
       self.eval_metrics = PretrainingMetrics()
@@ -85,10 +80,8 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
       outputs = self.model(self._model_inputs(batch), training=True)
       loss, per_token = replica_loss(batch, outputs, global_mlm_weight,
                                      self.global_batch_size)
-      scaled = (self.optimizer.get_scaled_loss(loss) if self._loss_scaled
-                else loss)
-    variables = self.model.trainable_variables
-    grads = tape.gradient(scaled, variables)
+      scaled = run_support.scaled_loss(self.optimizer, loss)
+    grads = tape.gradient(scaled, self.model.trainable_variables)
     return grads, outputs, per_token
 
   def _forward_fn(self, batch, global_mlm_weight):
@@ -100,21 +93,11 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
   def replica_train_step(self, batch):
     """One replica's whole step: forward, both losses, gradients, all-reduce,
     clipping, optimizer update, metrics. What a TPU compiles (XLA)."""
-    context = tf.distribute.get_replica_context()
-    global_mlm_weight = context.all_reduce(
-        tf.distribute.ReduceOp.SUM,
-        tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)))
-    grads, outputs, per_token = self._forward_backward(batch,
-                                                       global_mlm_weight)
-    # Sum over replicas: each replica's loss is its share of the global
-    # loss, so the sum is the global gradient.
-    grads = context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
-    if self._loss_scaled:
-      grads = self.optimizer.get_unscaled_gradients(grads)
-    grads, norm = tf.clip_by_global_norm(grads, self.clip_norm)
-    self.optimizer.apply_gradients(
-        zip(grads, self.model.trainable_variables),
-        experimental_aggregate_gradients=False)
+    grads, outputs, per_token = self._forward_backward(
+        batch, _global_mlm_weight(batch))
+    norm = run_support.apply_clipped_gradients(
+        self.optimizer, grads, self.model.trainable_variables,
+        self.clip_norm)
     self.train_metrics.update(batch, outputs, per_token)
     self.gradient_norm.update_state(norm)
 
@@ -123,11 +106,7 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
 
   def eval_step(self, iterator):
     def step_fn(batch):
-      context = tf.distribute.get_replica_context()
-      global_mlm_weight = context.all_reduce(
-          tf.distribute.ReduceOp.SUM,
-          tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)))
-      outputs, per_token = self._forward(batch, global_mlm_weight)
+      outputs, per_token = self._forward(batch, _global_mlm_weight(batch))
       self.eval_metrics.update(batch, outputs, per_token)
 
     self.strategy.run(step_fn, args=(next(iterator),))
@@ -161,11 +140,16 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
     return results
 
   def learning_rate(self) -> float:
-    schedule = self.optimizer.learning_rate
-    if callable(schedule):
-      return float(schedule(self.optimizer.iterations))
-    return float(tf.convert_to_tensor(schedule))
+    return float(run_support.current_learning_rate(self.optimizer))
 
   @property
   def global_step(self) -> tf.Variable:
     return self.optimizer.iterations
+
+
+def _global_mlm_weight(batch) -> tf.Tensor:
+  """The sum of masked_lm_weights over all replicas (replica context): the
+  MLM loss's denominator."""
+  return tf.distribute.get_replica_context().all_reduce(
+      tf.distribute.ReduceOp.SUM,
+      tf.reduce_sum(tf.cast(batch["masked_lm_weights"], tf.float32)))

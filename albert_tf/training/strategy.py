@@ -1,11 +1,10 @@
 """Choosing a tf.distribute strategy by name."""
 
-import tensorflow as tf
 from absl import logging
+import tensorflow as tf
 
+from data_pipeline.shared import STRATEGIES
 from data_pipeline.shared import UserInputError
-
-STRATEGIES = ("default", "one_device", "mirrored", "multi_worker", "tpu")
 
 
 def create_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:

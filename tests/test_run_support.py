@@ -1,0 +1,109 @@
+"""albert_tf.training.run_support: what pretraining and fine-tuning share."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from albert_tf.training import run_support
+from data_pipeline import file_io
+from data_pipeline.shared import DTYPES
+from data_pipeline.shared import UserInputError
+
+
+def _resolver(cluster, task_type, task_id):
+  return tf.distribute.cluster_resolver.SimpleClusterResolver(
+      tf.train.ClusterSpec(cluster), task_type=task_type, task_id=task_id)
+
+
+def test_every_dtype_has_a_policy():
+  assert tuple(run_support.DTYPE_POLICIES) == DTYPES
+  assert run_support.DTYPE_POLICIES["float32"] is None
+
+
+def test_only_float16_is_loss_scaled():
+  for dtype in DTYPES:
+    optimizer = run_support.with_loss_scaling(
+        tf_keras.optimizers.legacy.SGD(1.0), dtype)
+    assert run_support.is_loss_scaled(optimizer) == (dtype == "float16")
+
+
+def test_each_non_chief_task_writes_its_own_scratch_directory():
+  out = "/runs/x"
+  assert run_support.process_output_dir(out, None) == out
+  with_chief = {"chief": ["c:1"], "worker": ["w:1", "w:2"],
+                "evaluator": ["e:1"]}
+  dirs = {(task_type, task_id): run_support.process_output_dir(
+      out, _resolver(with_chief, task_type, task_id))
+          for task_type, task_id in (("chief", 0), ("worker", 0),
+                                     ("worker", 1), ("evaluator", 0))}
+  assert dirs[("chief", 0)] == out
+  assert dirs[("worker", 0)] == os.path.join(out, ".worker_worker_0")
+  assert dirs[("evaluator", 0)] == os.path.join(out, ".worker_evaluator_0")
+  assert len(set(dirs.values())) == 4  # unique in the cluster
+  workers_only = {"worker": ["w:1", "w:2"]}
+  assert run_support.process_output_dir(
+      out, _resolver(workers_only, "worker", 0)) == out
+  assert run_support.process_output_dir(
+      out, _resolver(workers_only, "worker", 1)) == os.path.join(
+          out, ".worker_worker_1")
+
+
+def test_a_worker_starts_from_the_chiefs_latest_checkpoint(tmp_path):
+  out = str(tmp_path / "out")
+  variable = tf.Variable(1.0)
+  manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=variable), out,
+                                       max_to_keep=2)
+  manager.save(checkpoint_number=3)
+  manager.save(checkpoint_number=7)
+  scratch = os.path.join(out, ".worker_worker_1")
+  assert run_support.chief_latest_checkpoint(scratch) == os.path.join(
+      out, "ckpt-7")
+  assert run_support.chief_latest_checkpoint(scratch + "/") == os.path.join(
+      out, "ckpt-7")
+  assert run_support.chief_latest_checkpoint(out) is None
+
+
+@pytest.mark.parametrize("root", ["local", "ram://run_support"])
+def test_results_are_written_whole_with_sorted_keys(tmp_path, root):
+  directory = str(tmp_path) if root == "local" else root
+  path = file_io.join(directory, "sub", "eval_results.json")
+  run_support.write_results(path, {"loss": 0.5, "accuracy": 0.75, "step": 4})
+  text = file_io.read_text(path)
+  assert json.loads(text) == {"accuracy": 0.75, "loss": 0.5, "step": 4}
+  assert list(json.loads(text)) == ["accuracy", "loss", "step"]
+  assert file_io.glob(file_io.join(directory, "sub", "*")) == [path]
+
+
+def test_an_unwritable_output_dir_is_named(tmp_path):
+  in_the_way = tmp_path / "a_file"
+  in_the_way.write_text("x")
+  with pytest.raises(UserInputError, match=r"--output_dir=.*a_file/out is "
+                     "not writable"):
+    run_support.prepare_output_dir(str(in_the_way / "out"))
+  run_support.prepare_output_dir(str(tmp_path / "new" / "out"))
+  assert os.listdir(tmp_path / "new" / "out") == []  # the probe is gone
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_the_clipped_update(dtype):
+  """Gradient (3, 4): norm 5, clipped to norm 1 -> (0.6, 0.8); float16's
+  loss scale (2**15) is taken out before clipping."""
+  variable = tf.Variable([0.0, 0.0])
+  optimizer = run_support.with_loss_scaling(
+      tf_keras.optimizers.legacy.SGD(learning_rate=0.5), dtype)
+  with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(variable * tf.constant([3.0, 4.0]))
+    scaled = run_support.scaled_loss(optimizer, loss)
+  grads = tape.gradient(scaled, [variable])
+  if dtype == "float16":
+    np.testing.assert_allclose(grads[0], [3 * 2.0**15, 4 * 2.0**15])
+  norm = run_support.apply_clipped_gradients(optimizer, grads, [variable],
+                                             clip_norm=1.0)
+  assert float(norm) == pytest.approx(5.0)
+  np.testing.assert_allclose(variable.numpy(), [-0.3, -0.4], rtol=1e-6)
+  assert int(optimizer.iterations.numpy()) == 1
+  assert float(run_support.current_learning_rate(optimizer)) == 0.5
