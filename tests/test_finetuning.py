@@ -5,18 +5,18 @@ import json
 import logging
 import os
 
+from absl import flags
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import flags
 
 from albert_tf.config import AlbertConfig
-from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training import finetuning
-from albert_tf.training.pretraining_runner import NonFiniteLossError
+from albert_tf.training.run_support import NonFiniteLossError
+from data_pipeline.shared import UserInputError
 
 SEQ = 16
 

@@ -142,8 +142,8 @@ def test_serving_signature_equals_python_path(sst2_run):
 
 
 def test_eval_only_run_uses_the_best_checkpoint(sst2_run):
-  from albert_tf.training import finetuning  # pylint: disable=g-import-not-at-top
   from albert_tf.training import classifier_finetuning
+  from albert_tf.training import finetuning
   out = sst2_run["output_dir"]
   with open(os.path.join(out, "best", "best_eval_results.json")) as f:
     best = json.load(f)

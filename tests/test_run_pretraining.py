@@ -12,7 +12,7 @@ import tf_keras
 from albert_tf.config import AlbertConfig
 from albert_tf.training import pretraining_objective
 from albert_tf.training import run_pretraining as lib
-from albert_tf.training.pretraining_runner import NonFiniteLossError
+from albert_tf.training.run_support import NonFiniteLossError
 
 
 def read_scalars(event_dir):

@@ -13,8 +13,8 @@ the official google-research/albert `run_glue.sh` recipe.
 import dataclasses
 from typing import Dict, Optional
 
-import tensorflow as tf
 from absl import logging
+import tensorflow as tf
 
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.training import finetuning
@@ -137,33 +137,46 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
       params.spm_model_file, do_lower_case=params.do_lower_case)
   data = GlueData(task, data_dir, tokenizer, params.max_seq_length,
                   skip_malformed)
-  # Read the files first: a bad file fails before any model is built.
-  if params.do_train:
-    data.features("train")
-  if params.do_eval:
-    for split in task.dev_splits:
-      data.features(split)
-  if params.do_predict:
-    for split in glue.available_test_splits(task, data_dir):
-      data.features(split)
-
+  _read_needed_splits(data, params)
   runner = finetuning.FinetuningRunner(
       params, build_glue_task(data, params.eval_batch_size))
   results = finetuning.run_finetuning(params, runner.task, runner)
-  predictions = {}
   if params.do_predict or export_dir:
     runner.restore_best()
+  predictions = {}
   if params.do_predict:
     predictions = predict_test(runner, data, params.eval_batch_size,
                                params.output_dir)
   if export_dir and finetuning.is_chief_process(params):
-    from albert_tf.exports import classifier as classifier_export
-    config_file = file_io.join(params.output_dir, "albert_config.json")
-    classifier_export.export_classifier(
-        runner.model, export_dir, params.spm_model_file, task.labels,
-        task.num_segments, params.max_seq_length, params.do_lower_case,
-        config_file)
-    logging.info("exported %s", export_dir)
+    _export(runner, params, task, export_dir)
   return {"eval": results, "predictions": predictions,
           "export_dir": export_dir}
+
+
+def _read_needed_splits(data: GlueData,
+                        params: finetuning.FinetuningParams) -> None:
+  """Reads and featurises the splits the run will use, first: a bad file
+  fails before any model is built."""
+  if params.do_train:
+    data.features("train")
+  if params.do_eval:
+    for split in data.task.dev_splits:
+      data.features(split)
+  if params.do_predict:
+    for split in glue.available_test_splits(data.task, data.data_dir):
+      data.features(split)
+
+
+def _export(runner: finetuning.FinetuningRunner,
+            params: finetuning.FinetuningParams, task: glue.GlueTask,
+            export_dir: str) -> None:
+  """The restored (best) weights as a raw-text SavedModel
+  (albert_tf.exports.classifier)."""
+  from albert_tf.exports import classifier as classifier_export
+  config_file = file_io.join(params.output_dir, "albert_config.json")
+  classifier_export.export_classifier(
+      runner.model, export_dir, params.spm_model_file, task.labels,
+      task.num_segments, params.max_seq_length, params.do_lower_case,
+      config_file)
+  logging.info("exported %s", export_dir)
 

@@ -13,11 +13,11 @@ from typing import Collection, Mapping, Optional
 
 from absl import logging
 
-from data_pipeline import file_io
 from albert_tf.config import AlbertConfig
+from data_pipeline import file_io
+from data_pipeline.shared import DTYPES
 from data_pipeline.shared import UserInputError
 
-DTYPES = ("float32", "bfloat16", "float16")
 # The warmup share of train_step when no recipe gives one.
 DEFAULT_WARMUP_FRACTION = 0.1
 
@@ -26,8 +26,9 @@ DEFAULT_WARMUP_FRACTION = 0.1
 class FinetuningParams:
   """Settings shared by every fine-tuning task; names as the official flags.
 
-  Defaults are the official run_classifier.py defaults; task tools fill in
-  their own (see tools/finetune_flags.py).
+  Defaults are the official run_classifier.py defaults, and those of the
+  tools' flags (tools/finetune_flags.py); the hyperparameters of a task's
+  recipe (albert_tf.training.task_options) replace them when left unset.
   """
 
   output_dir: str
@@ -67,6 +68,15 @@ def validate_params(params: FinetuningParams,
   With `config`, also checks the settings that derive_defaults may derive
   (max_seq_length against the config, warmup_step against train_step).
   """
+  _check_actions_and_sources(params)
+  _check_numbers(params)
+  _check_paths_exist(params)
+  if config is not None:
+    _check_against_config(params, config)
+
+
+def _check_actions_and_sources(params: FinetuningParams) -> None:
+  """Something to do, one source of weights, a config, a dtype it runs in."""
   if not (params.do_train or params.do_eval or params.do_predict):
     raise UserInputError(
         "at least one of --do_train, --do_eval, --do_predict must be set")
@@ -82,6 +92,10 @@ def validate_params(params: FinetuningParams,
   if params.init_savedmodel and params.dtype != "float32":
     raise UserInputError("--init_savedmodel runs in float32 (the exported "
                          f"encoder's dtype); got --dtype={params.dtype}")
+
+
+def _check_numbers(params: FinetuningParams) -> None:
+  """Counts and sizes positive; a learning rate to train with."""
   for name in ("max_seq_length", "train_batch_size", "eval_batch_size",
                "train_step", "save_checkpoints_steps", "keep_checkpoint_max",
                "iterations_per_loop", "log_steps"):
@@ -91,12 +105,18 @@ def validate_params(params: FinetuningParams,
   if params.do_train and not params.learning_rate > 0:
     raise UserInputError(f"--learning_rate must be positive, got "
                          f"{params.learning_rate}")
+
+
+def _check_paths_exist(params: FinetuningParams) -> None:
   for name in ("spm_model_file", "albert_config_file", "init_savedmodel"):
     path = getattr(params, name)
     if path and not file_io.exists(path):
       raise UserInputError(f"--{name}={path} does not exist")
-  if config is None:
-    return
+
+
+def _check_against_config(params: FinetuningParams,
+                          config: AlbertConfig) -> None:
+  """The settings derive_defaults may derive from the config or the flags."""
   if params.max_seq_length > config.max_position_embeddings:
     raise UserInputError(
         f"--max_seq_length={params.max_seq_length} exceeds "
@@ -140,7 +160,8 @@ def check_vocab_size(config: AlbertConfig, tokenizer,
 def check_spm_model(params: FinetuningParams, config: AlbertConfig) -> None:
   """Loads --spm_model_file (SentencePiece only, fast) and checks its size
   against the config's vocab_size."""
-  from data_pipeline import tokenization  # pylint: disable=g-import-not-at-top
+  # Imported here: a run without --spm_model_file needs no SentencePiece.
+  from data_pipeline import tokenization
   tokenizer = tokenization.SentencePieceTokenizer(params.spm_model_file,
                                                   params.do_lower_case)
   check_vocab_size(config, tokenizer, params.spm_model_file)

@@ -6,21 +6,20 @@ AlbertMultipleChoice, softmax cross-entropy over the 4 options. Evaluation
 option probabilities per question) and test_results.json (test accuracy).
 """
 
-import json
 from typing import Dict, Optional
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.training import finetuning
+from albert_tf.training import run_support
 from albert_tf.training.task_options import RaceOptions
 from albert_tf.training.task_options import check_race
 from data_pipeline import file_io
 from data_pipeline import race
 from data_pipeline.shared import ENCODER_INPUT_NAMES
-from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import SentencePieceTokenizer
 
 
@@ -64,16 +63,33 @@ def run_race(params: finetuning.FinetuningParams,
   Returns the eval results (accuracy, accuracy_middle, accuracy_high, ...).
   """
   check_race(params, options)
-  if export_dir and file_io.exists(export_dir):
-    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
-                         "it or choose another")
+  finetuning.check_new_export_dir(export_dir)
   tokenizer = SentencePieceTokenizer(params.spm_model_file,
                                      params.do_lower_case)
-  train = RaceData("train", tokenizer, params, options) \
-      if params.do_train else None
-  dev = RaceData("dev", tokenizer, params, options) if params.do_eval else None
-  test = RaceData("test", tokenizer, params, options) \
-      if params.do_predict else None
+
+  def read(split: str, needed: bool) -> Optional[RaceData]:
+    return RaceData(split, tokenizer, params, options) if needed else None
+
+  train = read("train", params.do_train)
+  dev = read("dev", params.do_eval)
+  test = read("test", params.do_predict)
+  task = build_race_task(options, train, dev, params.eval_batch_size)
+  runner = finetuning.FinetuningRunner(params, task)
+  results = finetuning.run_finetuning(params, task, runner)
+  if test is not None:
+    _predict_test(runner, test, params)
+  if export_dir and finetuning.is_chief_process(params):
+    _export(runner, params, options, export_dir)
+  return results
+
+
+def build_race_task(options: RaceOptions, train: Optional[RaceData],
+                    dev: Optional[RaceData], eval_batch_size: int
+                   ) -> finetuning.FinetuningTask:
+  """The FinetuningTask: AlbertMultipleChoice, its loss, the training
+  questions and the dev accuracy (dev_predictions.json kept for the best
+  checkpoint)."""
+  last_evaluation = {}
 
   def train_dataset(global_batch_size, seed):
     labels = {"label_ids": train.arrays["label_ids"]}
@@ -82,18 +98,15 @@ def run_race(params: finetuning.FinetuningParams,
                                        seed=seed)
     return dataset.batch(global_batch_size, drop_remainder=True).prefetch(2)
 
-  last_evaluation = {}
-
   def evaluate(predict):
-    logits = last_evaluation["logits"] = dev.logits(predict,
-                                                    params.eval_batch_size)
+    logits = last_evaluation["logits"] = dev.logits(predict, eval_batch_size)
     return race.accuracy(dev.examples, logits.argmax(-1))
 
   def write_eval_outputs(directory):
     race.write_predictions(file_io.join(directory, "dev_predictions.json"),
                            dev.examples, last_evaluation["logits"])
 
-  task = finetuning.FinetuningTask(
+  return finetuning.FinetuningTask(
       name="race",
       build_model=lambda encoder, config: AlbertMultipleChoice(
           encoder, num_choices=len(race.LABELS),
@@ -103,24 +116,30 @@ def run_race(params: finetuning.FinetuningParams,
       train_dataset=train_dataset if train else None,
       evaluate=evaluate if dev else None,
       main_metric="accuracy", write_eval_outputs=write_eval_outputs)
-  runner = finetuning.FinetuningRunner(params, task)
-  results = finetuning.run_finetuning(params, task, runner)
-  if test is not None:
-    runner.restore_best()
-    logits = test.logits(runner.predict, params.eval_batch_size)
-    race.write_predictions(file_io.join(params.output_dir,
-                                        "test_predictions.json"),
-                           test.examples, logits)
-    test_results = race.accuracy(test.examples, logits.argmax(-1))
-    file_io.write_atomic(file_io.join(params.output_dir, "test_results.json"),
-                         json.dumps(test_results, indent=2, sort_keys=True))
-    logging.info("RACE test: %s", test_results)
-  if export_dir and finetuning.is_chief_process(params):
-    from albert_tf.exports import race as race_export
-    runner.restore_best()
-    race_export.export_race(
-        runner.model, export_dir, params.spm_model_file,
-        params.max_seq_length, options.max_qa_length, params.do_lower_case,
-        file_io.join(params.output_dir, "albert_config.json"))
-    logging.info("exported %s", export_dir)
-  return results
+
+
+def _predict_test(runner: finetuning.FinetuningRunner, test: RaceData,
+                  params: finetuning.FinetuningParams) -> None:
+  """test_predictions.json and test_results.json of the best checkpoint."""
+  runner.restore_best()
+  logits = test.logits(runner.predict, params.eval_batch_size)
+  race.write_predictions(file_io.join(params.output_dir,
+                                      "test_predictions.json"),
+                         test.examples, logits)
+  test_results = race.accuracy(test.examples, logits.argmax(-1))
+  run_support.write_results(
+      file_io.join(params.output_dir, "test_results.json"), test_results)
+  logging.info("RACE test: %s", test_results)
+
+
+def _export(runner: finetuning.FinetuningRunner,
+            params: finetuning.FinetuningParams, options: RaceOptions,
+            export_dir: str) -> None:
+  """The best checkpoint as a raw-text SavedModel (albert_tf.exports.race)."""
+  from albert_tf.exports import race as race_export
+  runner.restore_best()
+  race_export.export_race(
+      runner.model, export_dir, params.spm_model_file,
+      params.max_seq_length, options.max_qa_length, params.do_lower_case,
+      file_io.join(params.output_dir, "albert_config.json"))
+  logging.info("exported %s", export_dir)

@@ -17,9 +17,9 @@ the same files without scoring.
 
 from typing import Dict, Optional
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
@@ -31,7 +31,6 @@ from data_pipeline import squad
 from data_pipeline import squad_metrics
 from data_pipeline import squad_postprocess
 from data_pipeline.shared import ENCODER_INPUT_NAMES
-from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import SentencePieceTokenizer
 
 
@@ -152,9 +151,7 @@ def run_squad(params: finetuning.FinetuningParams,
   --strategy=multi_worker by the chief only.
   """
   check_squad(params, options)
-  if export_dir and file_io.exists(export_dir):
-    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
-                         "it or choose another")
+  finetuning.check_new_export_dir(export_dir)
   tokenizer = SentencePieceTokenizer(params.spm_model_file,
                                      params.do_lower_case)
   train_data = (SquadData(options.train_file, tokenizer, params, options,
@@ -162,9 +159,25 @@ def run_squad(params: finetuning.FinetuningParams,
   eval_data = (SquadData(options.predict_file, tokenizer, params, options,
                          is_training=False)
                if params.do_eval or params.do_predict else None)
+  task = build_squad_task(params, options, train_data, eval_data)
+  runner = finetuning.FinetuningRunner(params, task)
+  results = finetuning.run_finetuning(params, task, runner)
+  if params.do_predict and not params.do_eval:
+    _predict(runner, eval_data, params, options)
+  if export_dir and finetuning.is_chief_process(params):
+    _export(runner, params, options, export_dir)
+  return results
+
+
+def build_squad_task(params: finetuning.FinetuningParams,
+                     options: SquadOptions, train_data: Optional[SquadData],
+                     eval_data: Optional[SquadData]
+                    ) -> finetuning.FinetuningTask:
+  """The FinetuningTask: span labeler or v2.0 model, its loss, training
+  windows and (with --do_eval) the official evaluation of predict_file,
+  whose prediction files are kept for the best checkpoint."""
   dataset_json = (squad.load_squad_json(options.predict_file)
                   if params.do_eval else None)
-  output_dir = params.output_dir
   last_evaluation = {}
 
   def evaluate(predict):
@@ -174,9 +187,8 @@ def run_squad(params: finetuning.FinetuningParams,
                                               options)
     return metrics
 
-  name = "squad_v2" if options.version_2_with_negative else "squad_v1.1"
-  task = finetuning.FinetuningTask(
-      name=name,
+  return finetuning.FinetuningTask(
+      name="squad_v2" if options.version_2_with_negative else "squad_v1.1",
       build_model=lambda encoder, config: build_model(options, encoder,
                                                       config),
       loss_fn=squad_v2_loss if options.beam else span_loss,
@@ -186,31 +198,34 @@ def run_squad(params: finetuning.FinetuningParams,
       main_metric="f1",
       write_eval_outputs=lambda directory: last_evaluation["final"].write(
           directory))
-  runner = finetuning.FinetuningRunner(params, task)
-  results = finetuning.run_finetuning(params, task, runner)
-  if params.do_predict and not params.do_eval:
-    runner.restore_best()
-    threshold = options.null_score_diff_threshold
-    if threshold is None:
-      threshold = (runner.best_results() or {}).get(
-          "null_score_diff_threshold", 0.0)
-    predictions = predict_answers(runner.predict, eval_data, options,
-                                  params.eval_batch_size, threshold)
-    paths = predictions.write(output_dir)
-    logging.info("wrote %s", ", ".join(paths))
-  if export_dir and finetuning.is_chief_process(params):
-    _export(runner, params, options, export_dir)
-  return results
+
+
+def _threshold(runner: finetuning.FinetuningRunner,
+               options: SquadOptions) -> float:
+  """The v2.0 null-odds threshold: --null_score_diff_threshold, else the one
+  the best checkpoint's evaluation tuned (0.0 without one)."""
+  if options.null_score_diff_threshold is not None:
+    return options.null_score_diff_threshold
+  return (runner.best_results() or {}).get("null_score_diff_threshold", 0.0)
+
+
+def _predict(runner: finetuning.FinetuningRunner, data: SquadData,
+             params: finetuning.FinetuningParams,
+             options: SquadOptions) -> None:
+  """--do_predict alone: the prediction files of the best checkpoint."""
+  runner.restore_best()
+  predictions = predict_answers(runner.predict, data, options,
+                                params.eval_batch_size,
+                                _threshold(runner, options))
+  paths = predictions.write(params.output_dir)
+  logging.info("wrote %s", ", ".join(paths))
 
 
 def _export(runner, params, options: SquadOptions, export_dir: str) -> None:
   """The best checkpoint as a raw-text SavedModel (albert_tf.exports.squad)."""
   from albert_tf.exports import squad as squad_export
   runner.restore_best()
-  threshold = options.null_score_diff_threshold
-  if threshold is None:  # the one predictions.json used
-    threshold = (runner.best_results() or {}).get(
-        "null_score_diff_threshold", 0.0)
+  threshold = _threshold(runner, options)  # the one predictions.json used
   squad_export.export_squad(
       runner.model, export_dir, params.spm_model_file, params.max_seq_length,
       options.doc_stride, options.max_query_length, options.n_best_size,

@@ -16,10 +16,10 @@ from typing import Collection, Dict, Optional
 from absl import logging
 
 from data_pipeline import file_io
+from data_pipeline import glue
 from data_pipeline.shared import UserInputError
 
-
-# --- GLUE ----------------------------------------------------------------------
+# --- GLUE ---------------------------------------------------------------------
 
 
 def _recipe(warmup_step, learning_rate, train_step, save_checkpoints_steps,
@@ -49,7 +49,6 @@ TASK_DEFAULTS: Dict[str, Dict] = {
 
 def task_defaults(task_name: str) -> Dict:
   """The run_glue.sh recipe of a task (see TASK_DEFAULTS)."""
-  from data_pipeline import glue  # pylint: disable=g-import-not-at-top
   return dict(TASK_DEFAULTS[glue.get_task(task_name).name])
 
 
@@ -60,7 +59,7 @@ def check_glue_data_dir(data_dir: str) -> None:
     raise UserInputError(f"--data_dir={data_dir} is not a directory")
 
 
-# --- SQuAD ---------------------------------------------------------------------
+# --- SQuAD --------------------------------------------------------------------
 
 # Paper / official README recipes (batch 48; v1.1 3649 steps, v2.0 8144).
 DEFAULTS_V1 = dict(learning_rate=5e-5, train_step=3649, warmup_step=365,
@@ -148,7 +147,7 @@ def check_squad(params, options: SquadOptions) -> None:
       raise UserInputError(f"--{name}={path} does not exist")
 
 
-# --- RACE ----------------------------------------------------------------------
+# --- RACE ---------------------------------------------------------------------
 
 # Official ALBERT RACE recipe (paper Table 16 / run_race flags).
 RACE_DEFAULTS = dict(learning_rate=1e-5, train_step=12000, warmup_step=1000,
