@@ -25,7 +25,14 @@ from typing import Mapping, Optional, Set
 
 from absl import flags
 
+from albert_tf.training import finetuning_params
+from data_pipeline.shared import DTYPES
+from data_pipeline.shared import STRATEGIES
+from data_pipeline.shared import UserInputError
+
 FLAGS = flags.FLAGS
+# The flags' defaults: FinetuningParams' (TensorFlow-free).
+DEFAULT = finetuning_params.FinetuningParams
 
 # Flags whose default depends on the task (None = "use the task's recipe").
 TASK_DEFAULTED = ("max_seq_length", "train_batch_size", "learning_rate",
@@ -36,98 +43,126 @@ def define_shared_flags(flag_values=FLAGS) -> None:
   """Defines the shared flags on `flag_values` (once; later calls no-op)."""
   if "init_savedmodel" in flag_values:
     return
-  flags.DEFINE_string("albert_config_file", "",
-                      "albert_config.json of the encoder (optional with "
-                      "--init_savedmodel: its assets hold one).",
-      flag_values=flag_values)
+  _define_model_flags(flag_values)
+  _define_action_flags(flag_values)
+  _define_hyperparameter_flags(flag_values)
+  _define_run_flags(flag_values)
+
+
+def _define_model_flags(flag_values) -> None:
+  """The encoder: config, initial weights, vocabulary."""
   flags.DEFINE_string(
-      "init_checkpoint", "",
+      "albert_config_file", DEFAULT.albert_config_file,
+      "albert_config.json of the encoder (optional with --init_savedmodel: "
+      "its assets hold one).", flag_values=flag_values)
+  flags.DEFINE_string(
+      "init_checkpoint", DEFAULT.init_checkpoint,
       "Warm-start weights: our checkpoint (prefix or directory), a released "
       "google-research/albert TF1 checkpoint, Hugging Face model.safetensors "
       "(file or folder) or a Model Garden checkpoint. Ignored when "
       "--output_dir already holds a checkpoint (the run resumes).",
       flag_values=flag_values)
-  flags.DEFINE_string("init_savedmodel", "",
-                      "An exported encoder SavedModel (<export_dir>/encoder "
-                      "of tools.export_savedmodel), fine-tuned as a "
-                      "trainable hub.KerasLayer.",
+  flags.DEFINE_string(
+      "init_savedmodel", DEFAULT.init_savedmodel,
+      "An exported encoder SavedModel (<export_dir>/encoder of "
+      "tools.export_savedmodel), fine-tuned as a trainable hub.KerasLayer.",
       flag_values=flag_values)
-  flags.DEFINE_string("spm_model_file", None,
-                      "SentencePiece model the encoder was trained with.",
+  flags.DEFINE_string(
+      "spm_model_file", None,
+      "SentencePiece model the encoder was trained with.",
       flag_values=flag_values)
-  flags.DEFINE_bool("do_lower_case", True,
-                    "Lowercase the input (released ALBERT models: True).",
+  flags.DEFINE_bool(
+      "do_lower_case", DEFAULT.do_lower_case,
+      "Lowercase the input (released ALBERT models: True).",
       flag_values=flag_values)
-  flags.DEFINE_string("output_dir", None,
-                      "Checkpoints, summaries, eval_results.json and "
-                      "predictions are written here.",
+
+
+def _define_action_flags(flag_values) -> None:
+  """Where to write, and what to do."""
+  flags.DEFINE_string(
+      "output_dir", None,
+      "Checkpoints, summaries, eval_results.json and predictions are "
+      "written here.", flag_values=flag_values)
+  flags.DEFINE_bool(
+      "do_train", DEFAULT.do_train, "Fine-tune on the training set.",
       flag_values=flag_values)
-  flags.DEFINE_bool("do_train", False, "Fine-tune on the training set.",
+  flags.DEFINE_bool(
+      "do_eval", DEFAULT.do_eval,
+      "Evaluate on the dev set at every checkpoint, keep the best, and "
+      "write eval_results.json for it.", flag_values=flag_values)
+  flags.DEFINE_bool(
+      "do_predict", DEFAULT.do_predict,
+      "Predict the test set with the best checkpoint.",
       flag_values=flag_values)
-  flags.DEFINE_bool("do_eval", False,
-                    "Evaluate on the dev set at every checkpoint, keep the "
-                    "best, and write eval_results.json for it.",
+
+
+def _define_hyperparameter_flags(flag_values) -> None:
+  """The recipe; TASK_DEFAULTED ones default to None (the task's value)."""
+  flags.DEFINE_integer(
+      "max_seq_length", None,
+      "Tokens per sequence after SentencePiece (task default if unset, at "
+      "most the config's max_position_embeddings).",
       flag_values=flag_values)
-  flags.DEFINE_bool("do_predict", False,
-                    "Predict the test set with the best checkpoint.",
+  flags.DEFINE_integer(
+      "train_batch_size", None,
+      "Global training batch size (task default if unset).",
       flag_values=flag_values)
-  flags.DEFINE_integer("max_seq_length", None,
-                       "Tokens per sequence after SentencePiece (task "
-                       "default if unset, at most the config's "
-                       "max_position_embeddings).",
+  flags.DEFINE_integer(
+      "eval_batch_size", DEFAULT.eval_batch_size,
+      "Global batch size for evaluation and prediction.",
       flag_values=flag_values)
-  flags.DEFINE_integer("train_batch_size", None,
-                       "Global training batch size (task default if unset).",
+  flags.DEFINE_float(
+      "learning_rate", None, "Peak learning rate (task default if unset).",
       flag_values=flag_values)
-  flags.DEFINE_integer("eval_batch_size", 8,
-                       "Global batch size for evaluation and prediction.",
+  flags.DEFINE_integer(
+      "train_step", None, "Training steps (task default if unset).",
       flag_values=flag_values)
-  flags.DEFINE_float("learning_rate", None,
-                     "Peak learning rate (task default if unset).",
+  flags.DEFINE_integer(
+      "warmup_step", None,
+      "Linear warmup steps (task default if unset, scaled down with a "
+      "--train_step it does not fit in).", flag_values=flag_values)
+  flags.DEFINE_enum(
+      "optimizer", DEFAULT.optimizer, ["adamw", "lamb"],
+      "Optimizer (the official fine-tuning recipes: adamw).",
       flag_values=flag_values)
-  flags.DEFINE_integer("train_step", None,
-                       "Training steps (task default if unset).",
+  flags.DEFINE_float(
+      "weight_decay_rate", DEFAULT.weight_decay_rate,
+      "Decoupled weight decay.", flag_values=flag_values)
+
+
+def _define_run_flags(flag_values) -> None:
+  """Checkpoints, logging, distribution and precision."""
+  flags.DEFINE_integer(
+      "save_checkpoints_steps", None,
+      "Checkpoint and evaluate every this many steps (task default if "
+      "unset).", flag_values=flag_values)
+  flags.DEFINE_integer(
+      "keep_checkpoint_max", DEFAULT.keep_checkpoint_max,
+      "Recent checkpoints kept for resuming (the best one is kept "
+      "separately in <output_dir>/best).", flag_values=flag_values)
+  flags.DEFINE_integer(
+      "iterations_per_loop", DEFAULT.iterations_per_loop,
+      "Training steps per host call (Keras steps_per_execution).",
       flag_values=flag_values)
-  flags.DEFINE_integer("warmup_step", None,
-                       "Linear warmup steps (task default if unset, scaled "
-                       "down with a --train_step it does not fit in).",
+  flags.DEFINE_integer(
+      "log_steps", DEFAULT.log_steps,
+      "Log and write training summaries every this many steps.",
       flag_values=flag_values)
-  flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"],
-                    "Optimizer (the official fine-tuning recipes: adamw).",
+  flags.DEFINE_enum(
+      "strategy", DEFAULT.strategy, STRATEGIES, "tf.distribute strategy.",
       flag_values=flag_values)
-  flags.DEFINE_float("weight_decay_rate", 0.01, "Decoupled weight decay.",
+  flags.DEFINE_string(
+      "tpu", DEFAULT.tpu, "TPU address or name for TPUClusterResolver.",
       flag_values=flag_values)
-  flags.DEFINE_integer("save_checkpoints_steps", None,
-                       "Checkpoint and evaluate every this many steps (task "
-                       "default if unset).",
+  flags.DEFINE_enum(
+      "dtype", DEFAULT.dtype, DTYPES,
+      "Compute dtype (mixed precision; float16 with loss scaling).",
       flag_values=flag_values)
-  flags.DEFINE_integer("keep_checkpoint_max", 2,
-                       "Recent checkpoints kept for resuming (the best one "
-                       "is kept separately in <output_dir>/best).",
+  flags.DEFINE_bool(
+      "jit_compile", DEFAULT.jit_compile, "Compile the train step with XLA.",
       flag_values=flag_values)
-  flags.DEFINE_integer("iterations_per_loop", 100,
-                       "Training steps per host call (Keras "
-                       "steps_per_execution).",
-      flag_values=flag_values)
-  flags.DEFINE_integer("log_steps", 100,
-                       "Log and write training summaries every this many "
-                       "steps.",
-      flag_values=flag_values)
-  flags.DEFINE_enum("strategy", "default",
-                    ["default", "one_device", "mirrored", "multi_worker",
-                     "tpu"], "tf.distribute strategy.",
-      flag_values=flag_values)
-  flags.DEFINE_string("tpu", "", "TPU address or name for "
-                      "TPUClusterResolver.",
-      flag_values=flag_values)
-  flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16", "float16"],
-                    "Compute dtype (mixed precision; float16 with loss "
-                    "scaling).",
-      flag_values=flag_values)
-  flags.DEFINE_bool("jit_compile", False, "Compile the train step with XLA.",
-      flag_values=flag_values)
-  flags.DEFINE_integer("seed", None,
-                       "Seed for initialisation, dropout and shuffling.",
+  flags.DEFINE_integer(
+      "seed", DEFAULT.seed, "Seed for initialisation, dropout and shuffling.",
       flag_values=flag_values)
 
 
@@ -140,11 +175,8 @@ def params_from_flags(defaults: Optional[Mapping] = None, flag_values=FLAGS):
     flag_values: absl FlagValues (FLAGS).
 
   Returns:
-    albert_tf.training.finetuning.FinetuningParams.
+    albert_tf.training.finetuning_params.FinetuningParams.
   """
-  # Imported here so that --help answers at once (no TensorFlow either way).
-  from data_pipeline.shared import UserInputError  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import finetuning_params  # pylint: disable=g-import-not-at-top
   defaults = dict(defaults or {})
   values = {}
   for field in (f.name for f in
@@ -179,7 +211,6 @@ def checked_params_from_flags(defaults: Optional[Mapping] = None,
   Raises:
     UserInputError: the first problem found.
   """
-  from albert_tf.training import finetuning_params  # pylint: disable=g-import-not-at-top
   params = params_from_flags(defaults, flag_values)
   return finetuning_params.check_before_building(
       params, user_set(flag_values), defaults)

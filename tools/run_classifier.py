@@ -18,6 +18,10 @@ summaries. `--export_dir` writes a SavedModel serving raw strings.
 
 from absl import flags
 
+from albert_tf.training import task_options
+from data_pipeline import glue
+from data_pipeline.shared import UserInputError
+
 from . import cli
 from . import finetune_flags
 
@@ -42,12 +46,8 @@ flags.DEFINE_bool("skip_malformed_rows", False,
 
 def main(argv):
   del argv
-  # pylint: disable=g-import-not-at-top
   # Every check of the flags, config and vocabulary runs before TensorFlow
   # is imported (about 5 s): a mistake is reported at once.
-  from data_pipeline.shared import UserInputError
-  from albert_tf.training import task_options
-  from data_pipeline import glue
   if not FLAGS.task_name:
     raise UserInputError("--task_name is required")
   task = glue.get_task(FLAGS.task_name)

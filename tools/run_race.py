@@ -18,22 +18,30 @@ answers raw article / question / options strings.
 
 from absl import flags
 
+from albert_tf.training import task_options
+from data_pipeline.shared import UserInputError
+
 from . import cli
 from . import finetune_flags
 
 FLAGS = flags.FLAGS
+# The RACE flags' defaults: RaceOptions' (TensorFlow-free).
+DEFAULT = task_options.RaceOptions
 finetune_flags.define_shared_flags()
 # Key flags of this tool, so that --help lists them (absl shows only the
 # main module's key flags; the shared ones are defined in finetune_flags).
 flags.adopt_module_key_flags(finetune_flags)
 flags.DEFINE_string("data_dir", None,
                     "RACE directory: train|dev|test/middle|high/*.txt.")
-flags.DEFINE_bool("high_only", False, "Only RACE-high questions.")
-flags.DEFINE_bool("middle_only", False, "Only RACE-middle questions.")
-flags.DEFINE_integer("max_qa_length", 128,
+flags.DEFINE_bool("high_only", DEFAULT.high_only,
+                  "Only RACE-high questions.")
+flags.DEFINE_bool("middle_only", DEFAULT.middle_only,
+                  "Only RACE-middle questions.")
+flags.DEFINE_integer("max_qa_length", DEFAULT.max_qa_length,
                      "Pieces kept of question + option (its end). If unset "
                      "and too long for --max_seq_length: half of it.")
-flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the pooled output.")
+flags.DEFINE_float("dropout_prob", DEFAULT.dropout_rate,
+                   "Dropout on the pooled output.")
 flags.DEFINE_string("export_dir", "",
                     "If set, export the best checkpoint as a SavedModel "
                     "whose serving_default takes raw article, question and "
@@ -42,16 +50,13 @@ flags.DEFINE_string("export_dir", "",
 
 def main(argv):
   del argv
-  # pylint: disable=g-import-not-at-top
   # Every check of the flags, config and vocabulary runs before TensorFlow
   # is imported (about 5 s): a mistake is reported at once.
-  from data_pipeline.shared import UserInputError
-  from albert_tf.training import task_options
   if not FLAGS.data_dir:
     raise UserInputError("--data_dir is required")
   params = finetune_flags.checked_params_from_flags(
       task_options.RACE_DEFAULTS)
-  options = task_options.RaceOptions(
+  options = DEFAULT(
       data_dir=FLAGS.data_dir, high_only=FLAGS.high_only,
       middle_only=FLAGS.middle_only, max_qa_length=FLAGS.max_qa_length,
       dropout_rate=FLAGS.dropout_prob)

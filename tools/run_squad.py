@@ -21,37 +21,46 @@ offsets, score and, for v2.0, the no-answer probability).
 
 from absl import flags
 
+from albert_tf.training import task_options
+
 from . import cli
 from . import finetune_flags
 
 FLAGS = flags.FLAGS
+# The SQuAD flags' defaults: SquadOptions' (TensorFlow-free).
+DEFAULT = task_options.SquadOptions
 finetune_flags.define_shared_flags()
 # Key flags of this tool, so that --help lists them (absl shows only the
 # main module's key flags; the shared ones are defined in finetune_flags).
 flags.adopt_module_key_flags(finetune_flags)
-flags.DEFINE_bool("version_2_with_negative", False,
+flags.DEFINE_bool("version_2_with_negative", DEFAULT.version_2_with_negative,
                   "SQuAD v2.0: some questions have no answer.")
-flags.DEFINE_string("train_file", "", "SQuAD JSON for training.")
-flags.DEFINE_string("predict_file", "",
+flags.DEFINE_string("train_file", DEFAULT.train_file,
+                    "SQuAD JSON for training.")
+flags.DEFINE_string("predict_file", DEFAULT.predict_file,
                     "SQuAD JSON to evaluate (--do_eval) or predict.")
-flags.DEFINE_integer("doc_stride", 128,
+flags.DEFINE_integer("doc_stride", DEFAULT.doc_stride,
                      "Pieces between the starts of consecutive windows.")
-flags.DEFINE_integer("max_query_length", 64,
+flags.DEFINE_integer("max_query_length", DEFAULT.max_query_length,
                      "Question pieces kept (the rest is cut). If unset and "
                      "too long for --max_seq_length: half of it.")
-flags.DEFINE_integer("n_best_size", 20,
+flags.DEFINE_integer("n_best_size", DEFAULT.n_best_size,
                      "Candidates per window and answers in "
                      "nbest_predictions.json.")
-flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in pieces.")
-flags.DEFINE_integer("start_n_top", 5, "v2.0 beam: start candidates.")
-flags.DEFINE_integer("end_n_top", 5, "v2.0 beam: end candidates per start.")
-flags.DEFINE_enum("null_score", "answer_class", ["answer_class", "cls"],
+flags.DEFINE_integer("max_answer_length", DEFAULT.max_answer_length,
+                     "Longest answer, in pieces.")
+flags.DEFINE_integer("start_n_top", DEFAULT.start_n_top,
+                     "v2.0 beam: start candidates.")
+flags.DEFINE_integer("end_n_top", DEFAULT.end_n_top,
+                     "v2.0 beam: end candidates per start.")
+flags.DEFINE_enum("null_score", DEFAULT.null_score, task_options.NULL_SCORES,
                   "v2.0 no-answer score: the official ALBERT answer-class "
                   "head (with beam search), or BERT's [CLS] span score.")
-flags.DEFINE_float("null_score_diff_threshold", None,
+flags.DEFINE_float("null_score_diff_threshold",
+                   DEFAULT.null_score_diff_threshold,
                    "v2.0: answer '' above these null odds. Unset: tuned "
                    "for best F1 on --predict_file (official evaluation).")
-flags.DEFINE_float("dropout_prob", 0.1,
+flags.DEFINE_float("dropout_prob", DEFAULT.dropout_rate,
                    "Dropout in the v2.0 answer-class head.")
 flags.DEFINE_string("export_dir", "",
                     "If set, export the best checkpoint as a SavedModel "
@@ -61,14 +70,12 @@ flags.DEFINE_string("export_dir", "",
 
 def main(argv):
   del argv
-  # pylint: disable=g-import-not-at-top
   # Every check of the flags, config and vocabulary runs before TensorFlow
   # is imported (about 5 s): a mistake is reported at once.
-  from albert_tf.training import task_options
   defaults = (task_options.DEFAULTS_V2 if FLAGS.version_2_with_negative
               else task_options.DEFAULTS_V1)
   params = finetune_flags.checked_params_from_flags(defaults)
-  options = task_options.SquadOptions(
+  options = DEFAULT(
       train_file=FLAGS.train_file, predict_file=FLAGS.predict_file,
       version_2_with_negative=FLAGS.version_2_with_negative,
       null_score=FLAGS.null_score, doc_stride=FLAGS.doc_stride,
