@@ -168,6 +168,7 @@ def test_presets_name_our_tokenizer(preset_results):
   assert result["tokenizer_class"] == "OfficialAlbertTokenizer"
   assert result["classifier_tokenizer_class"] == "OfficialAlbertTokenizer"
   assert result["mlm_tokenizer_class"] == "OfficialAlbertTokenizer"
+  assert result["keras3_package_without_tf_keras"]  # Keras 3 only
   # Without `import albert_tf.keras3`, Keras says which class and module.
   error = result["unregistered_error"]
   assert "Could not locate class 'OfficialAlbertTokenizer'" in error, error
