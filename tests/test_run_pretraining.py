@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -27,25 +28,38 @@ def read_scalars(event_dir):
   return scalars
 
 
-@pytest.fixture
-def params(tmp_path, pretraining_records, spm_model):
+def _params(folder, records):
   config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
                         num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, max_position_embeddings=32)
-  config_path = str(tmp_path / "albert_config.json")
+  config_path = os.path.join(folder, "albert_config.json")
   config.to_json_file(config_path)
   return lib.PretrainingParams(
-      input_file=pretraining_records["path"],
-      eval_file=pretraining_records["path"],
-      output_dir=str(tmp_path / "run"), albert_config_file=config_path,
+      input_file=records["path"], eval_file=records["path"],
+      output_dir=os.path.join(folder, "run"), albert_config_file=config_path,
       train_batch_size=16, eval_batch_size=16, max_seq_length=32,
       max_predictions_per_seq=5, learning_rate=5e-2, num_train_steps=40,
       num_warmup_steps=4, save_checkpoints_steps=20, iterations_per_loop=10,
       max_eval_steps=4, seed=3, shuffle_buffer_size=100)
 
 
-def test_loss_falls_and_summaries_are_written(params):
-  results = lib.run_pretraining(params)
+@pytest.fixture
+def params(tmp_path, pretraining_records):
+  return _params(str(tmp_path), pretraining_records)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, pretraining_records):
+  """One 40-step run with evaluations (checkpoints 0, 20, 40), shared by the
+  tests that read it, resume from it or warm-start from it (none of them
+  writes into its output_dir): (params, results)."""
+  params = _params(str(tmp_path_factory.mktemp("trained")),
+                   pretraining_records)
+  return params, lib.run_pretraining(params)
+
+
+def test_loss_falls_and_summaries_are_written(trained):
+  params, results = trained
   train = read_scalars(os.path.join(params.output_dir, "train"))
   losses = [v for _, v in sorted(train["loss"])]
   assert [s for s, _ in sorted(train["loss"])] == [10, 20, 30, 40]
@@ -63,10 +77,22 @@ def test_loss_falls_and_summaries_are_written(params):
   assert kept == ["ckpt-0", "ckpt-20", "ckpt-40"]
 
 
-def test_resume_restores_step_slots_and_learning_rate(params):
-  first = dataclasses.replace(params, num_train_steps=20)
-  lib.run_pretraining(first)
-  saved = tf.train.load_checkpoint(os.path.join(params.output_dir, "ckpt-20"))
+def _interrupted_at(source_dir, step, output_dir):
+  """output_dir as a run of source_dir's params killed after ckpt-<step>:
+  that checkpoint, recorded as the latest."""
+  os.makedirs(output_dir)
+  for path in tf.io.gfile.glob(os.path.join(source_dir, f"ckpt-{step}.*")):
+    shutil.copy(path, output_dir)
+  prefix = os.path.join(output_dir, f"ckpt-{step}")
+  tf.compat.v1.train.update_checkpoint_state(
+      output_dir, prefix, all_model_checkpoint_paths=[prefix])
+  return prefix
+
+
+def test_resume_restores_step_slots_and_learning_rate(trained, tmp_path):
+  params = dataclasses.replace(trained[0], output_dir=str(tmp_path / "run"))
+  saved = tf.train.load_checkpoint(
+      _interrupted_at(trained[0].output_dir, 20, params.output_dir))
   setup = lib.build_pretraining(params)  # same output_dir: resumes
   assert int(setup.optimizer.iterations.numpy()) == 20
   kernel = setup.model.get_layer("masked_lm").transform.kernel
@@ -86,25 +112,22 @@ def test_resume_restores_step_slots_and_learning_rate(params):
   assert tf.train.latest_checkpoint(params.output_dir).endswith("ckpt-30")
 
 
-def test_warm_start_from_our_checkpoint(params, tmp_path):
-  source = dataclasses.replace(params, num_train_steps=10,
-                               save_checkpoints_steps=10, eval_file="")
-  lib.run_pretraining(source)
+def test_warm_start_from_our_checkpoint(trained, tmp_path):
+  params = trained[0]
   target = dataclasses.replace(
       params, output_dir=str(tmp_path / "warm"),
       init_checkpoint=params.output_dir)  # a directory: its latest
   setup = lib.build_pretraining(target)
   assert int(setup.optimizer.iterations.numpy()) == 0  # weights only
-  saved = tf.train.load_checkpoint(os.path.join(params.output_dir, "ckpt-10"))
+  saved = tf.train.load_checkpoint(os.path.join(params.output_dir, "ckpt-40"))
   table = setup.model.encoder.get_embedding_table().numpy()
   key = [k for k in saved.get_variable_to_shape_map()
          if "word_embeddings" in k and "OPTIMIZER_SLOT" not in k]
   np.testing.assert_array_equal(table, saved.get_tensor(key[0]))
 
 
-def test_warm_start_rejects_another_architecture(params, tmp_path):
-  lib.run_pretraining(dataclasses.replace(
-      params, num_train_steps=10, save_checkpoints_steps=10, eval_file=""))
+def test_warm_start_rejects_another_architecture(trained, tmp_path):
+  params = trained[0]
   bigger = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=48,
                         num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, max_position_embeddings=32)
