@@ -16,10 +16,10 @@ the gradients across replicas, clips them to global norm 1.0, and calls
 `apply_gradients(..., experimental_aggregate_gradients=False)`.
 """
 
-import tf_keras
 from official.modeling.optimization import lamb
 from official.modeling.optimization import legacy_adamw
 from official.modeling.optimization import lr_schedule
+import tf_keras
 
 from data_pipeline.shared import UserInputError
 

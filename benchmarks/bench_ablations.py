@@ -89,7 +89,7 @@ VARIANTS = {  # name: patches undoing one optimisation
         mock.patch.object(MatMulEinsumDense, "call",
                           tf_keras.layers.EinsumDense.call)),
     "GELU in its tanh form": lambda: _stack(
-        mock.patch.dict(activations._BY_NAME,  # pylint: disable=protected-access
+        mock.patch.dict(activations._BY_NAME,
                         {"gelu": _gelu_tanh_form})),
     "[batch, seq, seq] attention mask": lambda: _stack(
         mock.patch.object(AttentionSublayer, "call", _full_mask_call)),
@@ -103,7 +103,7 @@ def run(size: str, batch: int, seq: int, repeats: int) -> str:
   for name, undo in VARIANTS.items():
     with undo():
       step = bench_pretraining_step.ours_step(config, batch_tensors, False)
-      common._block(step())  # pylint: disable=protected-access
+      common._block(step())
     steps[name] = step
     print(f"built: {name}", flush=True)
   times = common.time_alternating(steps, repeats)

@@ -63,6 +63,7 @@ def ours(config: AlbertConfig, features, labels):
 
 def garden(config: AlbertConfig, features, labels):
   from official.nlp.modeling import models
+
   from albert_tf.checkpoints.converter import build_garden_encoder
   init = tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
   encoder = build_garden_encoder(config, dropout_rate=0.0,

@@ -83,8 +83,8 @@ if __name__ == "__main__":
 
 
 def _prepare(work_dir):
-  from data_pipeline import sentencepiece_trainer  # pylint: disable=g-import-not-at-top
-  from data_pipeline import stdlib_corpus  # pylint: disable=g-import-not-at-top
+  from data_pipeline import sentencepiece_trainer
+  from data_pipeline import stdlib_corpus
   one = os.path.join(work_dir, "stdlib_docs.txt")
   info = stdlib_corpus.write_stdlib_corpus(one)
   corpus = one
@@ -165,7 +165,7 @@ def main(argv):
     print(" ".join(f"{c:>{w}}" for c, w in zip(map(str, cells), widths)))
     rows.append([FLAGS.corpus_copies] + cells)
   if FLAGS.write:
-    from benchmarks import common  # pylint: disable=g-import-not-at-top
+    from benchmarks import common
     table = common.markdown_table(
         ["corpus copies", "runner", "workers", "seconds", "instances",
          "inst/s", "tokens/s", "CPU s", "inst/CPU-s", "s/GB", "CPU-h/GB",

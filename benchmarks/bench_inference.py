@@ -21,7 +21,6 @@ from albert_tf.config import AlbertConfig
 from benchmarks import common
 
 
-
 def export_random_encoder(config: AlbertConfig, work_dir: str) -> str:
   from albert_tf import exports
   from albert_tf.models.albert_pretrainer import AlbertPretrainer

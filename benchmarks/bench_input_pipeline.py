@@ -17,7 +17,6 @@ import time
 from benchmarks import common
 
 
-
 def build_records(work_dir: str, seq_length: int, predictions: int) -> str:
   from data_pipeline import pretraining_data
   from data_pipeline import pretraining_writer

@@ -95,7 +95,9 @@ def garden_step(config: AlbertConfig, batch, jit_compile: bool,
 
 
 def _garden_step(config: AlbertConfig, batch, jit_compile: bool):
-  from official.nlp.modeling import layers, models
+  from official.nlp.modeling import layers
+  from official.nlp.modeling import models
+
   from albert_tf.checkpoints.converter import build_garden_encoder
   init = tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
   encoder = build_garden_encoder(config, dropout_rate=0.0,
@@ -157,7 +159,7 @@ def _memory_child(size, which, batch, seq, mode):
   make = ours_step if which == "ours" else garden_step
   step = make(config, synthetic_batch(config, batch, seq), *MODES[mode])
   for _ in range(3):
-    common._block(step())  # pylint: disable=protected-access
+    common._block(step())
   return common.peak_rss_mb()
 
 
@@ -175,11 +177,11 @@ def run(sizes, batch, seq, repeats, modes, memory=True):
                                              *MODES[mode])
       try:
         step = garden_step(config, batch_tensors, *MODES[mode])
-        common._block(step())  # pylint: disable=protected-access
+        common._block(step())
         contenders[f"garden {mode}"] = step
       except (ValueError, TypeError, tf.errors.OpError) as e:
-        lines = [l.strip() for l in str(e).splitlines()
-                 if "Error" in l or "Incompatible" in l]
+        lines = [line.strip() for line in str(e).splitlines()
+                 if "Error" in line or "Incompatible" in line]
         failures[mode] = (lines or [type(e).__name__])[-1][:160]
         print(f"Model Garden fails in mode {mode}: {failures[mode]}")
     times = common.time_alternating(contenders, repeats)
@@ -217,9 +219,9 @@ def _megabytes(value: float) -> str:
 
 
 def save_plot(plot, path):
-  import matplotlib  # pylint: disable=g-import-not-at-top
+  import matplotlib
   matplotlib.use("Agg")
-  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  import matplotlib.pyplot as plt
   labels = [p[0] for p in plot]
   x = np.arange(len(plot))
   fig, ax = plt.subplots(figsize=(1.6 * len(plot) + 2, 4))

@@ -24,8 +24,8 @@ from benchmarks.bench_input_pipeline import build_records
 
 
 def _params(work_dir, pattern, steps, batch_size, seq_length, predictions):
-  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import run_pretraining as lib  # pylint: disable=g-import-not-at-top
+  from albert_tf.config import AlbertConfig
+  from albert_tf.training import run_pretraining as lib
   config = os.path.join(work_dir, "albert_config.json")
   AlbertConfig(vocab_size=5000, embedding_size=16, hidden_size=32,
                num_hidden_layers=2, num_attention_heads=2,
@@ -41,9 +41,10 @@ def _params(work_dir, pattern, steps, batch_size, seq_length, predictions):
 
 def _resume_seconds(params, step):
   """(build seconds, first step seconds) of a job restarted at `step`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tf_keras  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import run_pretraining as lib  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+  import tf_keras
+
+  from albert_tf.training import run_pretraining as lib
   run_dir = params.output_dir + f"_at_{step}"
   shutil.rmtree(run_dir, ignore_errors=True)
   os.makedirs(run_dir)
@@ -66,8 +67,9 @@ def _resume_seconds(params, step):
 
 
 def _skip_by_reading_seconds(pattern, records):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from data_pipeline import pretraining_input  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
+
+  from data_pipeline import pretraining_input
   files = pretraining_input.resolve_files(pattern)
   dataset = tf.data.TFRecordDataset(files).repeat().skip(records).take(1)
   start = time.perf_counter()
@@ -85,7 +87,7 @@ def main():
   parser.add_argument("--write", action="store_true")
   args = parser.parse_args()
   steps = [int(s) for s in args.steps.split(",")]
-  from albert_tf.training import run_pretraining as lib  # pylint: disable=g-import-not-at-top
+  from albert_tf.training import run_pretraining as lib
   rows = []
   with tempfile.TemporaryDirectory() as work_dir:
     pattern = build_records(work_dir, args.seq_length, args.predictions)

@@ -16,7 +16,7 @@ BENCHMARKS_MD = os.path.join(REPO_ROOT, "BENCHMARKS.md")
 def load_config(size: str):
   """The AlbertConfig of a released size ("base" -> configs/albert_base.json)
   or of a config file path (ending in .json)."""
-  from albert_tf.config import AlbertConfig  # pylint: disable=g-import-not-at-top
+  from albert_tf.config import AlbertConfig
   path = size if size.endswith(".json") else os.path.join(
       REPO_ROOT, "configs", f"albert_{size}.json")
   return AlbertConfig.from_json_file(path)
@@ -25,7 +25,7 @@ def load_config(size: str):
 def parse_args(parser):
   """`parser.parse_args()`, then every model size in `--size` / `--sizes`
   checked: a missing or invalid config exits with one line and status 1."""
-  from data_pipeline.shared import UserInputError  # pylint: disable=g-import-not-at-top
+  from data_pipeline.shared import UserInputError
   args = parser.parse_args()
   sizes = getattr(args, "sizes", None) or getattr(args, "size", None) or ""
   for size in sizes.split(","):
@@ -138,7 +138,7 @@ def model_step_main(doc: str, run, module: str, section: str, note: str,
   """Command line of a one-model step benchmark: `run(size, batch_size,
   seq_length, repeats)` returns its markdown table; `--write` puts it in
   BENCHMARKS.md under `section`, after the command and `note`."""
-  import argparse  # pylint: disable=g-import-not-at-top
+  import argparse
   parser = argparse.ArgumentParser(description=doc.split("\n")[0])
   parser.add_argument("--size", default="base")
   parser.add_argument("--batch_size", type=int, default=8)

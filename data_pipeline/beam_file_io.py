@@ -27,8 +27,8 @@ is_remote = file_io.is_remote
 
 def _beam():
   """(FileSystems, CompressionTypes); imported on first remote use."""
-  from apache_beam.io.filesystem import CompressionTypes  # pylint: disable=g-import-not-at-top
-  from apache_beam.io.filesystems import FileSystems  # pylint: disable=g-import-not-at-top
+  from apache_beam.io.filesystem import CompressionTypes
+  from apache_beam.io.filesystems import FileSystems
   return FileSystems, CompressionTypes
 
 

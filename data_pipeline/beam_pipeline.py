@@ -46,15 +46,14 @@ import dataclasses
 import json
 import re
 import time
-import uuid
 from typing import Dict, List, Optional, Sequence
+import uuid
 
-import apache_beam as beam
 from absl import logging
+import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
-from data_pipeline.shared import UserInputError
 from data_pipeline import corpus_pieces
 from data_pipeline import pretraining_data
 from data_pipeline import pretraining_worker
@@ -62,6 +61,7 @@ from data_pipeline import pretraining_writer
 from data_pipeline.beam_file_io import BeamFileIO
 from data_pipeline.pretraining_stats import PretrainingStats
 from data_pipeline.pretraining_stats import write_json
+from data_pipeline.shared import UserInputError
 
 RUNNERS = ("DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner",
            "PortableRunner", "PrismRunner")
@@ -270,7 +270,7 @@ def _remove_temporaries(plan, scratch: str, token: str,
       for name in fs.listdir(folder or "."):
         if name.startswith(tuple(names)):
           fs.remove(fs.join(folder, name))
-  except Exception as e:  # pylint: disable=broad-except
+  except Exception as e:
     logging.warning("could not remove the temporaries of job %s: %s", token,
                     e)
 

@@ -22,8 +22,16 @@ import os
 import posixpath
 import shutil
 import sys
-from typing import (Any, BinaryIO, Callable, List, Optional, Sequence, Tuple,
-                    Union)
+from typing import (
+  Any,
+  BinaryIO,
+  Callable,
+  List,
+  Optional,
+  Sequence,
+  Tuple,
+  Union,
+)
 
 from data_pipeline.shared import UserInputError
 
@@ -34,7 +42,7 @@ def is_remote(path: str) -> bool:
 
 
 def _gfile():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   return tf.io.gfile
 
 
@@ -101,7 +109,7 @@ def read_bytes(path: str) -> bytes:
     with open(path, "rb") as f:
       return f.read()
   gfile = _gfile()
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   try:
     with gfile.GFile(path, "rb") as f:
       return f.read()
@@ -192,7 +200,7 @@ def stat(path: str) -> Tuple[int, int]:
   if _local_ok(path):
     st = os.stat(path)
     return st.st_size, st.st_mtime_ns
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   try:
     st = _gfile().stat(path)
   except tf.errors.NotFoundError as e:
@@ -311,7 +319,7 @@ def makedirs(path: str) -> None:
   if _local_ok(path):
     os.makedirs(path, exist_ok=True)
     return
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   try:
     _gfile().makedirs(path)
   except tf.errors.OpError as e:

@@ -40,12 +40,14 @@ F1 of the positive class + accuracy (MRPC, QQP), Pearson + Spearman (STS-B).
 import dataclasses
 from typing import Dict, List, Optional, Sequence, Tuple
 
-import numpy as np
 from absl import logging
+import numpy as np
 
 from data_pipeline import file_io
-from data_pipeline.shared import (INPUT_MASK, INPUT_TYPE_IDS, INPUT_WORD_IDS,
-                                  UserInputError)
+from data_pipeline.shared import INPUT_MASK
+from data_pipeline.shared import INPUT_TYPE_IDS
+from data_pipeline.shared import INPUT_WORD_IDS
+from data_pipeline.shared import UserInputError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -365,7 +367,7 @@ def make_dataset(features: Features, max_seq_length: int, batch_size: int,
   Otherwise: one pass in order; with labels (features, labels) if
   `with_labels`, else feature dicts only (the default for prediction).
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   if with_labels is None:
     with_labels = is_training
   ragged = tf.RaggedTensor.from_row_lengths(features.token_ids,

@@ -31,13 +31,13 @@ import random
 import re
 from typing import List, NamedTuple, Optional, Sequence, Union
 
-import tensorflow as tf
 from absl import logging
+import tensorflow as tf
 
 from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
 from data_pipeline import record_stream
 from data_pipeline import tfrecord_schema
+from data_pipeline.shared import UserInputError
 
 _MODEL_INPUTS = {f.name: f.model_name for f in tfrecord_schema.FEATURES
                  if f.name != "token_boundary"}

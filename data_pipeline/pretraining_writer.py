@@ -54,13 +54,13 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
 from data_pipeline import corpus_pieces
+from data_pipeline import file_io
 from data_pipeline import pretraining_data
 from data_pipeline import pretraining_worker
 from data_pipeline.pretraining_stats import PretrainingStats
 from data_pipeline.pretraining_stats import write_json
+from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import SentencePieceTokenizer
 
 DEFAULT_PIECE_BYTES = 256 * 1024
@@ -426,7 +426,7 @@ def _progress(total: int, enabled: bool):
   if not enabled:
     return _NoProgress()
   try:
-    import tqdm  # pylint: disable=g-import-not-at-top
+    import tqdm
   except ImportError:
     return _LogProgress(total)
   # Shown after a second (a run that fails at once shows no bar).

@@ -20,8 +20,10 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from data_pipeline import file_io
-from data_pipeline.shared import (INPUT_MASK, INPUT_TYPE_IDS, INPUT_WORD_IDS,
-                                  UserInputError)
+from data_pipeline.shared import INPUT_MASK
+from data_pipeline.shared import INPUT_TYPE_IDS
+from data_pipeline.shared import INPUT_WORD_IDS
+from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import SentencePieceTokenizer
 
 LEVELS = ("middle", "high")

@@ -29,9 +29,9 @@ import dataclasses
 import json
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from data_pipeline import file_io
 

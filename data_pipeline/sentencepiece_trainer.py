@@ -32,8 +32,8 @@ from absl import logging
 import sentencepiece as spm
 
 from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
 from data_pipeline import tokenization
+from data_pipeline.shared import UserInputError
 
 ALBERT_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 ALBERT_USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "\u2013", "\u00a3",

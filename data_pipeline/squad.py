@@ -25,14 +25,16 @@ were not character-local).
 import dataclasses
 import difflib
 import json
-import unicodedata
 from typing import Dict, List, Optional, Sequence, Tuple
+import unicodedata
 
 import numpy as np
 
 from data_pipeline import file_io
-from data_pipeline.shared import (INPUT_MASK, INPUT_TYPE_IDS, INPUT_WORD_IDS,
-                                  UserInputError)
+from data_pipeline.shared import INPUT_MASK
+from data_pipeline.shared import INPUT_TYPE_IDS
+from data_pipeline.shared import INPUT_WORD_IDS
+from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import SPIECE_UNDERLINE
 from data_pipeline.tokenization import SentencePieceTokenizer
 from data_pipeline.tokenization import encode_pieces

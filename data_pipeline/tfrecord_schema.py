@@ -59,7 +59,7 @@ def name_to_features(max_seq_length: int, max_predictions_per_seq: int):
 
   Equal to `run_pretraining.input_fn_builder`'s `name_to_features`.
   """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   lengths = feature_lengths(max_seq_length, max_predictions_per_seq)
   return {
       f.name: tf.io.FixedLenFeature(

@@ -15,8 +15,8 @@ here, identically in this module and in the in-graph tokenizer
 This module does not import TensorFlow.
 """
 
-import unicodedata
 from typing import Iterable, List, Sequence
+import unicodedata
 
 import numpy as np
 import sentencepiece as spm

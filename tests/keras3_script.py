@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 
 def run_keras3(command, settings, tmp_path):
   """Runs COMMAND of this script in a subprocess; its JSON result."""
-  import subprocess  # pylint: disable=g-import-not-at-top
+  import subprocess
   out = os.path.join(str(tmp_path), f"{command}.json")
   root = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
   process = subprocess.run(
@@ -37,10 +37,11 @@ def _max_diff(a, b) -> float:
 def tfsm_export(settings):
   """TFSMLayer over <export>/encoder and /preprocessor: outputs, dropout,
   fine-tuning with Adam."""
-  import keras  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  import tensorflow_text  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
-  from albert_tf.keras3 import saved_model_layers  # pylint: disable=g-import-not-at-top
+  import keras
+  import tensorflow as tf
+  import tensorflow_text  # noqa: F401
+
+  from albert_tf.keras3 import saved_model_layers
 
   encoder_path = os.path.join(settings["export_dir"], "encoder")
   preprocessor_path = os.path.join(settings["export_dir"], "preprocessor")
@@ -126,7 +127,7 @@ def tfsm_export(settings):
 def _tokenizer_ids(tokenizer, lines, saved_model_dir):
   """Ids of every line on keras-hub's three paths: eager (the sentencepiece
   package), tf.data (TensorFlow ops) and a reloaded SavedModel."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   out = {"eager_ids": [list(map(int, ids)) for ids in tokenizer(lines)]}
   data = tf.data.Dataset.from_tensor_slices(lines).batch(64).map(tokenizer)
   out["graph_ids"] = [list(map(int, row)) for batch in data
@@ -154,7 +155,7 @@ def _tokenizer_ids(tokenizer, lines, saved_model_dir):
 def _unregistered_error(load):
   """The error of `load()` while our tokenizer class is not registered (as
   in a process that did not import albert_tf.keras3)."""
-  import keras  # pylint: disable=g-import-not-at-top
+  import keras
   registry = keras.saving.get_custom_objects()
   key = "albert_tf>OfficialAlbertTokenizer"
   saved = registry.pop(key)
@@ -170,18 +171,19 @@ def _unregistered_error(load):
 def keras_hub_preset(settings):
   """Ours -> preset; keras-hub loads it (backbone, tokenizer, masked LM,
   classifier fit); preset -> ours (CLI) -> preset is exact; strictness."""
-  import albert_tf.keras3  # noqa: F401  pylint: disable=g-import-not-at-top,unused-import
+  import albert_tf.keras3  # noqa: F401
   keras3_only = "tf_keras" not in sys.modules  # before anything else loads it
-  import h5py  # pylint: disable=g-import-not-at-top
-  import keras  # pylint: disable=g-import-not-at-top
-  import keras_hub  # pylint: disable=g-import-not-at-top
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from absl import flags  # pylint: disable=g-import-not-at-top
-  from albert_tf.checkpoints import configs  # pylint: disable=g-import-not-at-top
-  from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
-  from albert_tf.checkpoints import keras_hub_preset as khp  # pylint: disable=g-import-not-at-top
-  from data_pipeline.shared import UserInputError  # pylint: disable=g-import-not-at-top
-  from tools import convert_checkpoint  # pylint: disable=g-import-not-at-top
+  from absl import flags
+  import h5py
+  import keras
+  import keras_hub
+  import tensorflow as tf
+
+  from albert_tf.checkpoints import configs
+  from albert_tf.checkpoints import converter
+  from albert_tf.checkpoints import keras_hub_preset as khp
+  from data_pipeline.shared import UserInputError
+  from tools import convert_checkpoint
 
   out = {"keras3_package_without_tf_keras": keras3_only}
   config = configs.load_albert_config(settings["config_file"])
@@ -304,7 +306,7 @@ def keras_hub_preset(settings):
       np.array_equal(remote[k], local[k]) for k in local))
 
   # 6. Any reader of checkpoints takes a preset (e.g. --init_checkpoint).
-  from albert_tf.networks.albert_encoder import AlbertEncoder  # pylint: disable=g-import-not-at-top
+  from albert_tf.networks.albert_encoder import AlbertEncoder
   encoder = AlbertEncoder(config)
   report = converter.load_weights_into(encoder, preset)
   reference = AlbertEncoder(config)

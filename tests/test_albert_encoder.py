@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from albert_tf import AlbertConfig, AlbertEncoder
+from albert_tf import AlbertConfig
+from albert_tf import AlbertEncoder
 
 CONFIG_DIR = os.path.join(os.path.dirname(__file__), os.pardir, "configs")
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import AlbertEncoder, AlbertPretrainer
+from albert_tf import AlbertEncoder
+from albert_tf import AlbertPretrainer
 
 
 @pytest.fixture

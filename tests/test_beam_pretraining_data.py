@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from data_pipeline.shared import UserInputError
 from data_pipeline import beam_pipeline
 from data_pipeline import pretraining_writer
 from data_pipeline.pretraining_data import InstanceOptions
+from data_pipeline.shared import UserInputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTIONS = InstanceOptions(max_seq_length=64, max_predictions_per_seq=10)

@@ -16,7 +16,7 @@ def _record(pathname, level=logging.INFO):
 
 
 def test_library_chatter_is_filtered_and_nothing_else():
-  keep = cli._NoEchoOfPrintedProgress().filter  # pylint: disable=protected-access
+  keep = cli._NoEchoOfPrintedProgress().filter
   site = "/venv/lib/python3.11/site-packages/"
   chatter = [
       _record(site + "orbit/controller.py"),

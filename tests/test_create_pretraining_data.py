@@ -8,11 +8,11 @@ import sys
 import numpy as np
 import pytest
 
-from data_pipeline.shared import UserInputError
 from data_pipeline import pretraining_writer
 from data_pipeline import tfrecord_io
 from data_pipeline import tfrecord_schema
 from data_pipeline.pretraining_data import InstanceOptions
+from data_pipeline.shared import UserInputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTIONS = InstanceOptions(max_seq_length=64, max_predictions_per_seq=10)
@@ -98,7 +98,7 @@ def test_rerun_skips_complete_shards(tmp_path, english_corpus, spm_model):
 
 
 def test_official_schema_round_trip(single):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   out, stats = single
   spec = {
       "input_ids": tf.io.FixedLenFeature([64], tf.int64),
@@ -122,7 +122,7 @@ def test_official_schema_round_trip(single):
 
 
 def test_framing_is_identical_to_tf_record_writer(tmp_path):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   rng = np.random.default_rng(0)
   payloads = [rng.bytes(int(n)) for n in [0, 1, 2, 3, 5, 8, 127, 128, 4099]]
   path = str(tmp_path / "tf.tfrecord")
@@ -134,7 +134,7 @@ def test_framing_is_identical_to_tf_record_writer(tmp_path):
 
 
 def test_examples_parse_like_protobuf_serialised_ones():
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   rng = np.random.default_rng(1)
   n = 5
   arrays = {

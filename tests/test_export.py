@@ -10,9 +10,9 @@ import tf_keras
 
 from albert_tf import exports
 from albert_tf.checkpoints import converter
-from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
+from data_pipeline.shared import UserInputError
 
 SEQ = 16
 

@@ -199,7 +199,7 @@ def test_bad_settings(tmp_path):
 
 
 def test_shared_flags_take_task_defaults():
-  from tools import finetune_flags  # pylint: disable=g-import-not-at-top
+  from tools import finetune_flags
   # A private FlagValues: the global FLAGS may already hold same-named flags
   # of other tools imported in this process.
   values = flags.FlagValues()

@@ -15,9 +15,9 @@ import time
 import pytest
 
 from albert_tf.config import AlbertConfig
-from data_pipeline.shared import UserInputError
 from albert_tf.training import finetuning_params
 from albert_tf.training import task_options
+from data_pipeline.shared import UserInputError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIMIT_S = 3.0
@@ -189,7 +189,7 @@ def test_check_fails_fast_with_one_line(cli_results, case):
   result, seconds, pattern, logged = cli_results[case]
   assert "Traceback" not in result.stderr, result.stderr[-3000:]
   assert result.returncode == 1, result.stderr[-3000:]
-  errors = [l for l in result.stderr.splitlines() if l.startswith("error:")]
+  errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
   assert len(errors) == 1, result.stderr[-3000:]
   assert re.search(pattern, errors[0]), errors[0]
   assert result.stderr.rstrip().endswith(errors[0]), result.stderr[-3000:]

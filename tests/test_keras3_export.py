@@ -7,6 +7,7 @@ process only ever imports tf_keras.
 
 import os
 
+from keras3_script import run_keras3
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -14,7 +15,6 @@ import tensorflow as tf
 from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from keras3_script import run_keras3
 
 SEQ = 16
 SENTENCES = ["The quick brown fox jumps.", "Ünïcode, and  spaces: 1,000!"]

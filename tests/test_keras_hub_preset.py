@@ -7,17 +7,17 @@ this process builds the checkpoint and our reference outputs with tf_keras.
 import json
 import os
 
+from keras3_script import run_keras3
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from albert_tf.checkpoints import converter
 from albert_tf.config import AlbertConfig
-from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from data_pipeline import tokenization
-from keras3_script import run_keras3
+from data_pipeline.shared import UserInputError
 
 SEQ = 16
 # Lines the stdlib corpus lacks: case, accents, whitespace runs, quotes,
@@ -148,7 +148,7 @@ def test_corpus_has_what_the_stock_tokenizer_misses(preset_results):
   the digit-comma re-split, and exact Viterbi ties ("w" "ww" vs "ww" "w")
   that tensorflow_text.SentencepieceTokenizer (keras-hub's tf.data path)
   breaks differently from the sentencepiece package."""
-  import tensorflow_text as tf_text  # pylint: disable=g-import-not-at-top
+  import tensorflow_text as tf_text
   lines = preset_results["lines"]
   ours = tokenization.SentencePieceTokenizer(preset_results["spm_model"])
   texts = [ours.preprocess(line) for line in lines]

@@ -75,26 +75,26 @@ def _call_masked_lm_head(head):
 # class -> (constructor args, call on the test inputs with training off).
 # A callable arg is a factory (a sublayer or config), called per build.
 CASES = {
-    AlbertEmbeddings: (EMBEDDINGS, lambda l: l(WORD_IDS, TYPE_IDS,
+    AlbertEmbeddings: (EMBEDDINGS, lambda layer: layer(WORD_IDS, TYPE_IDS,
                                                training=False)),
     AttentionSublayer: (
         dict(hidden_size=H, num_attention_heads=2, initializer_range=0.05,
              dropout_rate=0.2, attention_dropout_rate=0.3),
-        lambda l: (l(HIDDEN, MASK, training=False),
-                   l(HIDDEN, MASK, query=HIDDEN[:, :2], training=False))),
+        lambda layer: (layer(HIDDEN, MASK, training=False),
+                   layer(HIDDEN, MASK, query=HIDDEN[:, :2], training=False))),
     CheckpointedDropout: (dict(rate=0.25, noise_shape=(B, 1, H), seed=3),
-                          lambda l: l(HIDDEN, training=False)),
+                          lambda layer: layer(HIDDEN, training=False)),
     ClassificationHead: (
         dict(num_classes=3, dropout_rate=0.2, initializer_range=0.05),
-        lambda l: l(HIDDEN[:, 0], training=False)),
+        lambda layer: layer(HIDDEN[:, 0], training=False)),
     FeedForwardSublayer: (
         dict(hidden_size=H, intermediate_size=24, hidden_act="relu",
              initializer_range=0.05, dropout_rate=0.2),
-        lambda l: l(HIDDEN, training=False)),
+        lambda layer: layer(HIDDEN, training=False)),
     Float32SoftmaxAttention: (
         dict(num_heads=2, key_dim=4, value_dim=6, dropout=0.1,
              output_shape=10),
-        lambda l: l(HIDDEN, HIDDEN[:, :4],
+        lambda layer: layer(HIDDEN, HIDDEN[:, :4],
                     attention_mask=MASK[:, None, :4].astype(bool),
                     training=False)),
     MaskedLMHead: (
@@ -104,48 +104,48 @@ CASES = {
     MatMulEinsumDense: (
         dict(equation="abc,cde->abde", output_shape=(None, 2, 4),
              bias_axes="de", activation="relu"),
-        lambda l: l(HIDDEN)),
+        lambda layer: layer(HIDDEN)),
     MultipleChoiceHead: (
         dict(num_choices=3, initializer_range=0.05, dropout_rate=0.2),
         # B*S = 12 pooled rows: 4 questions of 3 options.
-        lambda l: l(HIDDEN.reshape(-1, H), training=False)),
+        lambda layer: layer(HIDDEN.reshape(-1, H), training=False)),
     SentenceOrderHead: (dict(initializer_range=0.05),
-                        lambda l: l(HIDDEN[:, 0])),
-    SpanHead: (dict(initializer_range=0.05), lambda l: l(HIDDEN)),
+                        lambda layer: layer(HIDDEN[:, 0])),
+    SpanHead: (dict(initializer_range=0.05), lambda layer: layer(HIDDEN)),
     SquadV2Head: (
         dict(hidden_size=H, start_n_top=2, end_n_top=3,
              initializer_range=0.05, dropout_rate=0.2),
-        lambda l: (l(HIDDEN, P_MASK, training=False),
-                   l(HIDDEN, P_MASK, start_positions=np.array([1, 3]),
+        lambda layer: (layer(HIDDEN, P_MASK, training=False),
+                   layer(HIDDEN, P_MASK, start_positions=np.array([1, 3]),
                      training=False))),
     AlbertEncoder: (
         dict(config=_encoder_config),
-        lambda l: (l(ENCODER_INPUTS, training=False),
-                   l(ENCODER_INPUTS, output_positions=POSITIONS,
+        lambda layer: (layer(ENCODER_INPUTS, training=False),
+                   layer(ENCODER_INPUTS, output_positions=POSITIONS,
                      training=False))),
     AlbertClassifier: (
         dict(encoder=lambda: AlbertEncoder(_encoder_config()), num_classes=3,
              dropout_rate=0.2, initializer_range=0.07),
-        lambda l: l(ENCODER_INPUTS, training=False)),
+        lambda layer: layer(ENCODER_INPUTS, training=False)),
     AlbertMultipleChoice: (
         dict(encoder=lambda: AlbertEncoder(_encoder_config()), num_choices=2,
              dropout_rate=0.2, initializer_range=0.07),
-        lambda l: l({k: v.reshape(1, 2, S)
+        lambda layer: layer({k: v.reshape(1, 2, S)
                      for k, v in ENCODER_INPUTS.items()}, training=False)),
     AlbertPretrainer: (
         dict(encoder=lambda: AlbertEncoder(_encoder_config())),
-        lambda l: l(dict(ENCODER_INPUTS, masked_lm_positions=POSITIONS),
+        lambda layer: layer(dict(ENCODER_INPUTS, masked_lm_positions=POSITIONS),
                     training=False)),
     AlbertSpanLabeler: (
         dict(encoder=lambda: AlbertEncoder(_encoder_config()),
              initializer_range=0.07),
-        lambda l: l(ENCODER_INPUTS, training=False)),
+        lambda layer: layer(ENCODER_INPUTS, training=False)),
     AlbertSquadV2: (
         dict(encoder=lambda: AlbertEncoder(_encoder_config()), start_n_top=2,
              end_n_top=3, dropout_rate=0.2, hidden_size=H,
              initializer_range=0.07),
-        lambda l: (l(dict(ENCODER_INPUTS, p_mask=P_MASK), training=False),
-                   l(dict(ENCODER_INPUTS, p_mask=P_MASK,
+        lambda layer: (layer(dict(ENCODER_INPUTS, p_mask=P_MASK), training=False),
+                   layer(dict(ENCODER_INPUTS, p_mask=P_MASK,
                           start_positions=np.array([1, 2])),
                      training=False))),
 }
@@ -211,7 +211,7 @@ def test_rebuilt_from_config_computes_the_same(cls):
       assert _as_json(config[name]) == _as_json(value), name
 
   clone = cls.from_config(_as_json(config))
-  assert type(clone) is cls  # pylint: disable=unidiomatic-typecheck
+  assert type(clone) is cls
   assert _as_json(clone.get_config()) == _as_json(config)
   call(clone)  # builds the variables a call creates
   weights = layer.get_weights()

@@ -5,7 +5,8 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
-from albert_tf.layers.matmul_einsum_dense import MatMulEinsumDense, _matmul_plan
+from albert_tf.layers.matmul_einsum_dense import MatMulEinsumDense
+from albert_tf.layers.matmul_einsum_dense import _matmul_plan
 
 
 @pytest.mark.parametrize("equation,plan", [
@@ -80,4 +81,4 @@ def test_config_round_trip():
                             bias_axes="de")
   clone = tf_keras.layers.deserialize(tf_keras.layers.serialize(layer))
   assert isinstance(clone, MatMulEinsumDense)
-  assert clone._plan == (2, 1)  # pylint: disable=protected-access
+  assert clone._plan == (2, 1)

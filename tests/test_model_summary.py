@@ -5,7 +5,8 @@ import os
 import subprocess
 import sys
 
-from albert_tf import AlbertConfig, AlbertEncoder
+from albert_tf import AlbertConfig
+from albert_tf import AlbertEncoder
 from albert_tf import model_summary
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)

@@ -4,8 +4,8 @@ import collections
 
 import tensorflow as tf
 
-from tools import pipeline_demo
 from data_pipeline import tfrecord_schema
+from tools import pipeline_demo
 
 
 def test_split_corpus_by_document(english_corpus, tmp_path):

@@ -15,7 +15,7 @@ PRED = 20
 
 
 def _read(paths, max_seq_length=SEQ, max_predictions_per_seq=PRED):
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   spec = tfrecord_schema.name_to_features(max_seq_length,
                                           max_predictions_per_seq)
   records = list(tf.data.TFRecordDataset(paths).batch(1 << 20))
@@ -283,7 +283,7 @@ def test_same_seed_same_instances_other_seed_differs(tokenizer, vocab):
 
 
 def test_options_validation():
-  from data_pipeline.shared import UserInputError  # pylint: disable=g-import-not-at-top
+  from data_pipeline.shared import UserInputError
   with pytest.raises(UserInputError, match="--max_seq_length=4"):
     InstanceOptions(max_seq_length=4).validate()
   with pytest.raises(UserInputError, match="--masked_lm_prob"):

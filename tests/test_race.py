@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from albert_tf.config import AlbertConfig
-from data_pipeline.shared import UserInputError
 from albert_tf.training import race_finetuning
 from albert_tf.training.finetuning import FinetuningParams
 from data_pipeline import race
+from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import SentencePieceTokenizer
 
 WORDS = ["alpha", "beta", "gamma", "delta", "theta", "kappa", "sigma",

@@ -49,8 +49,8 @@ def sst2_run(tmp_path_factory, english_corpus, spm_model):
   data_dir.mkdir()
   rng = random.Random(0)
   with open(english_corpus, encoding="utf-8") as f:
-    lines = [l.split()[:12] for l in f
-             if len(l.split()) >= 4 and KEYWORD not in l.lower()]
+    lines = [line.split()[:12] for line in f
+             if len(line.split()) >= 4 and KEYWORD not in line.lower()]
   rng.shuffle(lines)
   splits = {"train": _keyword_rows(lines[:1000], rng),
             "dev": _keyword_rows(lines[1000:1200], rng)}
@@ -84,7 +84,7 @@ def sst2_run(tmp_path_factory, english_corpus, spm_model):
               data_dir=str(data_dir),
               config=config, spm_model=spm_model, stdout=result.stdout,
               test=[s for s, _ in test_rows],
-              test_labels=[l for _, l in test_rows])
+              test_labels=[label for _, label in test_rows])
 
 
 def test_keyword_task_reaches_high_dev_accuracy(sst2_run):
@@ -108,9 +108,9 @@ def test_submission_file(sst2_run):
             encoding="utf-8") as f:
     lines = f.read().splitlines()
   assert lines[0] == "index\tprediction"
-  assert [l.split("\t")[0] for l in lines[1:]] == [
+  assert [line.split("\t")[0] for line in lines[1:]] == [
       str(i) for i in range(len(sst2_run["test"]))]
-  predicted = [l.split("\t")[1] for l in lines[1:]]
+  predicted = [line.split("\t")[1] for line in lines[1:]]
   assert set(predicted) <= {"0", "1"}
   assert np.mean(np.array(predicted) == np.array(sst2_run["test_labels"])) \
       > 0.85

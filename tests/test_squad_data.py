@@ -3,15 +3,15 @@
 import json
 
 import numpy as np
+from official.nlp.tools import squad_evaluate_v1_1
+from official.nlp.tools import squad_evaluate_v2_0
 import pytest
 
-from data_pipeline.shared import UserInputError
 from data_pipeline import squad
 from data_pipeline import squad_metrics
 from data_pipeline import squad_postprocess
+from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import SentencePieceTokenizer
-from official.nlp.tools import squad_evaluate_v1_1
-from official.nlp.tools import squad_evaluate_v2_0
 
 CONTEXT = ("  The  Café   Münster, opened in 1,000 BC,  serves \ufb01ne "
            "``crêpes'' and nai\u0308ve   tea to Ελληνικά guests.  ")

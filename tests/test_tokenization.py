@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
-from data_pipeline.shared import UserInputError
 from data_pipeline import sentencepiece_trainer
 from data_pipeline import tokenization
+from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import preprocess_text
 
 # Text the parity tests run on: accents, digits with commas, CJK, emoji,
@@ -78,7 +78,7 @@ class _StubSp:
     self.table = table
     self.calls = []
 
-  def EncodeAsPieces(self, text):  # pylint: disable=invalid-name
+  def EncodeAsPieces(self, text):
     self.calls.append(text)
     return list(self.table[text])
 
@@ -211,6 +211,7 @@ def test_digit_comma_rule_on_real_model(numbers_model):
 def tf_modules():
   # Imported here: the tests above run without paying for TensorFlow.
   import tensorflow as tf
+
   from data_pipeline import tf_tokenization
   return tf, tf_tokenization
 

@@ -8,8 +8,8 @@ import pytest
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
-from data_pipeline.shared import UserInputError
 from data_pipeline import sentencepiece_trainer
+from data_pipeline.shared import UserInputError
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -129,7 +129,7 @@ def test_cli_user_errors(tmp_path, case):
   prefix = str(tmp_path / "out")
   result = _run_tool(f"--input={path}", f"--model_prefix={prefix}")
   assert result.returncode == 1
-  error_lines = [l for l in result.stderr.splitlines() if l.startswith("error")]
+  error_lines = [line for line in result.stderr.splitlines() if line.startswith("error")]
   assert len(error_lines) == 1 and str(path) in error_lines[0], result.stderr
   assert "Traceback" not in result.stderr
   assert not any(name.startswith("out") for name in os.listdir(tmp_path))

@@ -66,12 +66,12 @@ def main(argv):
   del argv
   # Imported here so that --help answers without loading TensorFlow; the
   # config is checked before TensorFlow is imported (converter).
-  from albert_tf.checkpoints import configs  # pylint: disable=g-import-not-at-top
-  from data_pipeline.shared import UserInputError  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import configs
+  from data_pipeline.shared import UserInputError
 
   config_file = FLAGS.albert_config_file
   if config_file is None:
-    from data_pipeline import file_io  # pylint: disable=g-import-not-at-top
+    from data_pipeline import file_io
     candidate = file_io.join(FLAGS.input_checkpoint, "config.json")
     if not file_io.isfile(candidate):
       raise UserInputError(
@@ -80,10 +80,10 @@ def main(argv):
     config_file = candidate
   config = configs.load_albert_config(config_file)
   if FLAGS.output_format == "keras_hub":  # what the flags alone show
-    from albert_tf.checkpoints import keras_hub_preset  # pylint: disable=g-import-not-at-top
+    from albert_tf.checkpoints import keras_hub_preset
     keras_hub_preset.check_output(config, FLAGS.output_checkpoint,
                                   FLAGS.spm_model_file)
-  from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import converter
   print(converter.convert_checkpoint(
       config, FLAGS.input_checkpoint, FLAGS.output_checkpoint,
       FLAGS.output_format, input_format=FLAGS.input_format,

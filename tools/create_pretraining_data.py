@@ -31,11 +31,11 @@ Flink and Spark): add --runner and Beam's own pipeline options, e.g.
 import sys
 
 from absl import app
-
 from absl import flags
 from absl import logging
 
 from data_pipeline.shared import UserInputError
+
 from . import cli
 
 FLAGS = flags.FLAGS
@@ -124,15 +124,15 @@ def _parse_flags(argv):
 
 def main(argv):
   # Imported here so that `--help` stays fast.
-  from data_pipeline import pretraining_data  # pylint: disable=g-import-not-at-top
-  from data_pipeline import pretraining_stats  # pylint: disable=g-import-not-at-top
-  from data_pipeline import pretraining_writer  # pylint: disable=g-import-not-at-top
+  from data_pipeline import pretraining_data
+  from data_pipeline import pretraining_stats
+  from data_pipeline import pretraining_writer
   for name in ("input_file", "output_file", "spm_model_file"):
     if not getattr(FLAGS, name):
       raise UserInputError(f"--{name} is required")
   if FLAGS.do_permutation:
     raise UserInputError("--do_permutation is not supported")
-  from data_pipeline import file_io  # pylint: disable=g-import-not-at-top
+  from data_pipeline import file_io
   if FLAGS.vocab_file and not file_io.isfile(FLAGS.vocab_file):
     raise UserInputError(f"--vocab_file: no such file: {FLAGS.vocab_file}")
   logging.set_verbosity(logging.INFO)
@@ -160,7 +160,7 @@ def main(argv):
       skip_non_utf8_lines=FLAGS.skip_non_utf8_lines,
       albert_config_file=FLAGS.albert_config_file)
   if FLAGS.runner:
-    from data_pipeline import beam_pipeline  # pylint: disable=g-import-not-at-top
+    from data_pipeline import beam_pipeline
     stats = beam_pipeline.create_pretraining_data_beam(
         runner=FLAGS.runner, pipeline_args=argv[1:], **common)
   else:

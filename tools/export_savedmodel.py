@@ -17,7 +17,8 @@ its contents. Use them from Keras:
   preprocessor = hub.KerasLayer("/tmp/albert_base_export/preprocessor")
 """
 
-from absl import flags, logging
+from absl import flags
+from absl import logging
 
 from . import cli
 

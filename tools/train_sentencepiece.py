@@ -14,6 +14,7 @@ uses SentencePiece's identity normalization; use the same --do_lower_case /
 from absl import flags
 
 from data_pipeline import sentencepiece_trainer
+
 from . import cli
 
 FLAGS = flags.FLAGS

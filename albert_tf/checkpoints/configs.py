@@ -10,7 +10,8 @@ we spell `gelu_exact`. Nothing is renamed silently the other way either.
 
 from typing import Any, Dict, Mapping
 
-from albert_tf.config import AlbertConfig, read_config_json
+from albert_tf.config import AlbertConfig
+from albert_tf.config import read_config_json
 from data_pipeline.shared import UserInputError
 
 _FROM_HF_ACT = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
@@ -98,7 +99,6 @@ def load_albert_config(path: str) -> AlbertConfig:
   values = read_config_json(path)
   if is_huggingface_config(values):
     return config_from_huggingface(values, source=path)
-  # pylint: disable=g-import-not-at-top
   from albert_tf.checkpoints import keras_hub_preset
   if keras_hub_preset.is_keras_hub_config(values):  # a preset's config.json
     return keras_hub_preset.config_from_keras_hub(

@@ -54,10 +54,10 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from data_pipeline import file_io
 from albert_tf.checkpoints import keras_hub_vocabulary
 from albert_tf.checkpoints import name_tables
 from albert_tf.config import AlbertConfig
+from data_pipeline import file_io
 from data_pipeline.shared import UserInputError
 
 EXTRA_FILE = "albert_tf.json"
@@ -207,7 +207,7 @@ def is_preset(path: str) -> bool:
 
 def _download(path: str, local_dir: str) -> None:
   """Copies the preset folder `path` (any filesystem) into `local_dir`."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   for folder, _, names in tf.io.gfile.walk(path):
     rel = folder[len(path):].strip("/")
     os.makedirs(os.path.join(local_dir, rel), exist_ok=True)
@@ -218,7 +218,7 @@ def _download(path: str, local_dir: str) -> None:
 
 def _publish(local_dir: str, output_dir: str) -> None:
   """Moves the finished local folder to `output_dir`, whole or not at all."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow as tf
   staging = file_io.temp_name(output_dir)
   file_io.rmtree(staging)
   for folder, _, names in os.walk(local_dir):
@@ -265,8 +265,8 @@ def read_preset(path: str, config: Optional[AlbertConfig] = None
     UserInputError: not a readable ALBERT preset, or any variable that does
       not map, is missing or has the wrong shape (all listed).
   """
-  from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
-  from albert_tf.keras3 import preset_io  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import converter
+  from albert_tf.keras3 import preset_io
   if not is_preset(path):
     raise UserInputError(f"{path} is not a keras-hub preset directory (no "
                          "config.json of a keras-hub backbone)")
@@ -344,8 +344,8 @@ def write_preset(arrays: Dict[str, np.ndarray], config: AlbertConfig,
     UserInputError: an inexpressible config, an existing output_dir, an
       unreadable or too large SentencePiece model.
   """
-  from albert_tf.checkpoints import converter  # pylint: disable=g-import-not-at-top
-  from albert_tf.keras3 import preset_io  # pylint: disable=g-import-not-at-top
+  from albert_tf.checkpoints import converter
+  from albert_tf.keras3 import preset_io
   kwargs = backbone_kwargs(config)
   model_proto = check_output(config, output_dir, spm_model_file)
   try:
@@ -353,7 +353,7 @@ def write_preset(arrays: Dict[str, np.ndarray], config: AlbertConfig,
         model_proto, do_lower_case, keep_accents)
   except UserInputError as e:
     raise UserInputError(f"{spm_model_file}: {e}") from e
-  pieces = len(keras_hub_vocabulary._parse(model_proto).pieces)  # pylint: disable=protected-access
+  pieces = len(keras_hub_vocabulary._parse(model_proto).pieces)
   if pieces > config.vocab_size:
     raise UserInputError(
         f"SentencePiece model {spm_model_file} has {pieces} pieces, more than "

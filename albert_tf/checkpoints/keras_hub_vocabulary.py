@@ -31,13 +31,13 @@ runtime than TensorFlow allows.
 """
 
 import functools
-import unicodedata
 from typing import Dict, List, Tuple
+import unicodedata
 
 import sentencepiece as spm
 
-from data_pipeline.shared import UserInputError
 from data_pipeline import tokenization
+from data_pipeline.shared import UserInputError
 
 _NORMAL, _UNUSED = 1, 5  # sentencepiece ModelProto.SentencePiece.Type
 
@@ -45,8 +45,9 @@ _NORMAL, _UNUSED = 1, 5  # sentencepiece ModelProto.SentencePiece.Type
 @functools.lru_cache(maxsize=None)
 def _schema():
   """(ModelProto, NormalizerSpec) message classes for the fields we touch."""
-  # pylint: disable=g-import-not-at-top
-  from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+  from google.protobuf import descriptor_pb2
+  from google.protobuf import descriptor_pool
+  from google.protobuf import message_factory
   field = descriptor_pb2.FieldDescriptorProto
   file = descriptor_pb2.FileDescriptorProto(
       name="albert_tf_sentencepiece_subset.proto", package="albert_tf_spm",

@@ -15,9 +15,9 @@ mismatch is reported together.
 
 from typing import Dict, List
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import mapping

@@ -7,8 +7,8 @@ skipped, every other name must map (name_tables.official_table).
 
 from typing import Dict
 
-import numpy as np
 from absl import logging
+import numpy as np
 
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import mapping

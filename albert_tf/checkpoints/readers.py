@@ -10,8 +10,8 @@ canonical names of name_tables.
 import dataclasses
 from typing import Dict, Optional
 
-import numpy as np
 from absl import logging
+import numpy as np
 
 from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import huggingface_reader
@@ -21,7 +21,8 @@ from albert_tf.checkpoints import object_readers
 from albert_tf.checkpoints import official_reader
 from albert_tf.config import AlbertConfig
 from data_pipeline import file_io
-from data_pipeline.shared import INPUT_FORMATS, UserInputError
+from data_pipeline.shared import INPUT_FORMATS
+from data_pipeline.shared import UserInputError
 
 _READERS = {"official": official_reader.read_official,
             "huggingface": huggingface_reader.read_huggingface,

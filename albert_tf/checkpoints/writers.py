@@ -8,9 +8,9 @@ renamed, so no half-written checkpoint appears under the final name.
 import json
 from typing import Dict, List, Sequence
 
+from absl import logging
 import numpy as np
 import tensorflow as tf
-from absl import logging
 
 from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import mapping

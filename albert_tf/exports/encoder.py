@@ -34,18 +34,19 @@ Loading the preprocessor needs the tensorflow-text ops registered:
 `hub_layer` do).
 """
 
+from absl import logging
 import tensorflow as tf
 import tf_keras
-from absl import logging
 
 from albert_tf.config import AlbertConfig
-from albert_tf.exports import endpoints, options, staging
-from albert_tf.exports.preprocessor import (
-  build_preprocessor,
-  preprocessor_signatures,
-)
+from albert_tf.exports import endpoints
+from albert_tf.exports import options
+from albert_tf.exports import staging
+from albert_tf.exports.preprocessor import build_preprocessor
+from albert_tf.exports.preprocessor import preprocessor_signatures
 from data_pipeline import file_io
-from data_pipeline.shared import ENCODER_INPUT_NAMES, UserInputError
+from data_pipeline.shared import ENCODER_INPUT_NAMES
+from data_pipeline.shared import UserInputError
 
 
 def build_encoder_export_model(encoder, pretrainer=None) -> tf_keras.Model:
@@ -68,7 +69,7 @@ def build_encoder_export_model(encoder, pretrainer=None) -> tf_keras.Model:
                                name="albert_encoder_with_mlm")
     # Keep the head's variables out of the encoder's (trainable) variables,
     # as Model Garden's export_tfhub does.
-    core._auto_track_sub_layers = False  # pylint: disable=protected-access
+    core._auto_track_sub_layers = False
     core.mlm = mlm_model
   return core
 

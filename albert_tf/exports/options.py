@@ -6,7 +6,8 @@ TensorFlow's ~5 s import; the exports run the same ones for library callers.
 """
 
 from albert_tf.config import AlbertConfig
-from data_pipeline import file_io, tokenization
+from data_pipeline import file_io
+from data_pipeline import tokenization
 from data_pipeline.shared import UserInputError
 
 

@@ -18,8 +18,12 @@ import tf_keras
 
 from albert_tf.exports import staging
 from albert_tf.exports.options import check_export_dir_free
-from data_pipeline import file_io, race, tf_tokenization
-from data_pipeline.shared import INPUT_MASK, INPUT_TYPE_IDS, INPUT_WORD_IDS
+from data_pipeline import file_io
+from data_pipeline import race
+from data_pipeline import tf_tokenization
+from data_pipeline.shared import INPUT_MASK
+from data_pipeline.shared import INPUT_TYPE_IDS
+from data_pipeline.shared import INPUT_WORD_IDS
 
 NUM_CHOICES = len(race.LABELS)
 
@@ -41,7 +45,7 @@ class RaceServing(tf.Module):
     self.model = model
     self.tokenizer = tf_tokenization.TFSentencePieceTokenizer(
         model_proto, do_lower_case=do_lower_case)
-    import sentencepiece as spm  # pylint: disable=g-import-not-at-top
+    import sentencepiece as spm
     sp = spm.SentencePieceProcessor(model_proto=model_proto)
     self.cls_id, self.sep_id, self.pad_id = (
         sp.PieceToId(p) for p in ("[CLS]", "[SEP]", "<pad>"))

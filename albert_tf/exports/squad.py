@@ -47,8 +47,12 @@ import tf_keras
 
 from albert_tf.exports import staging
 from albert_tf.exports.options import check_export_dir_free
-from data_pipeline import file_io, tf_tokenization, tokenization
-from data_pipeline.shared import INPUT_MASK, INPUT_TYPE_IDS, INPUT_WORD_IDS
+from data_pipeline import file_io
+from data_pipeline import tf_tokenization
+from data_pipeline import tokenization
+from data_pipeline.shared import INPUT_MASK
+from data_pipeline.shared import INPUT_TYPE_IDS
+from data_pipeline.shared import INPUT_WORD_IDS
 
 _WHITESPACE = [cp for cp in range(0x110000)
                if not 0xD800 <= cp <= 0xDFFF and chr(cp).isspace()]
@@ -133,7 +137,7 @@ class SquadServing(tf.Module):
     sp = spm.SentencePieceProcessor(model_proto=model_proto)
     self.cls_id, self.sep_id, self.pad_id = (
         sp.PieceToId(p) for p in ("[CLS]", "[SEP]", "<pad>"))
-    self.combining = tf_tokenization._patterns()[1]  # pylint: disable=protected-access
+    self.combining = tf_tokenization._patterns()[1]
     self.seq_length = seq_length
     self.doc_stride = doc_stride
     self.max_query_length = max_query_length

@@ -87,7 +87,7 @@ class _SentencePieceWithResplit:
     out = [j for i in ids for j in self._resplits.get(i, (i,))]
     return self._processor.IdToPiece(out) if self._string_output else out
 
-  def Encode(self, inputs, **kwargs):  # pylint: disable=invalid-name
+  def Encode(self, inputs, **kwargs):
     kwargs["out_type"] = int
     ids = self._processor.Encode(inputs, **kwargs)
     if isinstance(inputs, (str, bytes)):

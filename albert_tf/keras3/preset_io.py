@@ -16,7 +16,7 @@ MLM_PREFIX = "mlm_head/"
 
 
 def _backbone(backbone_kwargs):
-  import keras_hub  # pylint: disable=g-import-not-at-top
+  import keras_hub
   # Fixed names: the same checkpoint always gives the same preset files.
   return keras_hub.models.AlbertBackbone(dtype="float32",
                                          name="albert_backbone",
@@ -47,8 +47,9 @@ def save_preset(local_dir: str, backbone_kwargs: dict,
     vocabulary: the tokenizer's SentencePiece model bytes.
     sequence_length: the preprocessors' default sequence length.
   """
-  import keras_hub  # pylint: disable=g-import-not-at-top
-  from albert_tf.keras3 import official_albert_tokenizer  # pylint: disable=g-import-not-at-top
+  import keras_hub
+
+  from albert_tf.keras3 import official_albert_tokenizer
   backbone = _backbone(backbone_kwargs)
   _assign(backbone.weights,
           {k: v for k, v in arrays.items() if not k.startswith(MLM_PREFIX)},
@@ -87,8 +88,9 @@ def load_preset(local_dir: str
   The arrays hold the backbone's variables and, when the preset has an
   AlbertMaskedLM task with weights, its head's (`mlm_head/...`).
   """
-  import keras_hub  # pylint: disable=g-import-not-at-top
-  import json  # pylint: disable=g-import-not-at-top
+  import json
+
+  import keras_hub
   task_file = os.path.join(local_dir, "task.json")
   model = None
   if (os.path.exists(task_file) and

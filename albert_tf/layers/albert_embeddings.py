@@ -5,6 +5,7 @@ import tf_keras
 
 from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
 
+
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
 class AlbertEmbeddings(tf_keras.layers.Layer):
   """Word + position + token-type embeddings, LayerNorm, dropout, E -> H.

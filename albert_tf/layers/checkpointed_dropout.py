@@ -20,5 +20,5 @@ class CheckpointedDropout(tf_keras.layers.Dropout):
     kwargs.pop("rng_type", None)
     super().__init__(rate, force_generator=rate > 0, **kwargs)
     if rate > 0:
-      self._random_generator._maybe_init()  # pylint: disable=protected-access
-      self.rng = self._random_generator._generator  # pylint: disable=protected-access
+      self._random_generator._maybe_init()
+      self.rng = self._random_generator._generator

@@ -2,8 +2,8 @@
 
 import tf_keras
 
-from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
 from albert_tf.layers.activations import get_activation
+from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")

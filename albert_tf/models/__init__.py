@@ -5,3 +5,11 @@ from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
+
+__all__ = [
+    "AlbertClassifier",
+    "AlbertMultipleChoice",
+    "AlbertPretrainer",
+    "AlbertSpanLabeler",
+    "AlbertSquadV2",
+]

@@ -5,8 +5,8 @@ import tf_keras
 
 from albert_tf.layers.masked_lm_head import MaskedLMHead
 from albert_tf.layers.sentence_order_head import SentenceOrderHead
-from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.models.encoder_model_config import EncoderModelConfig
+from albert_tf.networks.albert_encoder import AlbertEncoder
 from data_pipeline.shared import ENCODER_INPUT_NAMES
 
 

@@ -6,8 +6,8 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.layers.span_head import SpanHead
-from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.models.encoder_model_config import EncoderModelConfig
+from albert_tf.networks.albert_encoder import AlbertEncoder
 from data_pipeline.shared import ENCODER_INPUT_NAMES
 
 

@@ -9,8 +9,10 @@ from albert_tf.config import AlbertConfig
 from albert_tf.layers.albert_embeddings import AlbertEmbeddings
 from albert_tf.layers.attention_sublayer import AttentionSublayer
 from albert_tf.layers.feed_forward_sublayer import FeedForwardSublayer
-from data_pipeline.shared import (ENCODER_INPUT_NAMES, INPUT_MASK,
-                                  INPUT_TYPE_IDS, INPUT_WORD_IDS)
+from data_pipeline.shared import ENCODER_INPUT_NAMES
+from data_pipeline.shared import INPUT_MASK
+from data_pipeline.shared import INPUT_TYPE_IDS
+from data_pipeline.shared import INPUT_WORD_IDS
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
