@@ -1,4 +1,4 @@
-"""AlbertConfig: the model hyperparameters, keyed like the released albert_config.json."""
+"""AlbertConfig: model hyperparameters, keyed like albert_config.json."""
 
 import dataclasses
 import json

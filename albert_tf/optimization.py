@@ -29,9 +29,10 @@ EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
 OPTIMIZERS = ("lamb", "adamw")
 
 
-def learning_rate_schedule(learning_rate: float, num_train_steps: int,
-                           num_warmup_steps: int = 0, poly_power: float = 1.0
-                          ) -> tf_keras.optimizers.schedules.LearningRateSchedule:
+def learning_rate_schedule(
+    learning_rate: float, num_train_steps: int, num_warmup_steps: int = 0,
+    poly_power: float = 1.0
+) -> tf_keras.optimizers.schedules.LearningRateSchedule:
   """Linear warmup over `num_warmup_steps`, then polynomial decay to 0.
 
   lr(step) = step / warmup * decay(warmup) while step < warmup, and

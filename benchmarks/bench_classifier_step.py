@@ -83,7 +83,8 @@ def run(size: str, batch: int, seq: int, repeats: int) -> str:
   header = ["model", "ours s/step", "Garden s/step", "speed-up (Garden/ours)",
             "ours seq/s", "Garden seq/s"]
   table = common.markdown_table(header, [[
-      common.size_label(size), f"{ours_s:.2f}", f"{garden_s:.2f}", f"{garden_s / ours_s:.2f}x",
+      common.size_label(size), f"{ours_s:.2f}", f"{garden_s:.2f}",
+      f"{garden_s / ours_s:.2f}x",
       f"{batch / ours_s:.1f}", f"{batch / garden_s:.1f}"]])
   print(table)
   return table

@@ -332,7 +332,8 @@ COMMANDS = {"tfsm_export": tfsm_export, "keras_hub_preset": keras_hub_preset}
 
 
 def main():
-  command, settings, out_path = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+  command, settings, out_path = (sys.argv[1], json.loads(sys.argv[2]),
+                                 sys.argv[3])
   result = COMMANDS[command](settings)
   with open(out_path, "w", encoding="utf-8") as f:
     json.dump(result, f, indent=2)

@@ -151,7 +151,7 @@ def _gelu(x):
 
 
 def _official_forward(config, w, inputs):
-  """modeling.py of google-research/albert, in NumPy; `w(name)` gives weights."""
+  """google-research/albert modeling.py in NumPy; `w(name)` gives weights."""
   ids, mask, types = (np.asarray(inputs[k]) for k in
                       ("input_word_ids", "input_mask", "input_type_ids"))
   seq = ids.shape[1]
@@ -174,7 +174,8 @@ def _official_forward(config, w, inputs):
       f = f"{owner['ffn']}_inner_{inner}_ffn/"
 
       def proj(t, name, a=a):
-        kernel = w(a + f"self_attention/{name}/kernel").reshape(-1, heads * size)
+        kernel = w(a + f"self_attention/{name}/kernel").reshape(
+            -1, heads * size)
         bias = w(a + f"self_attention/{name}/bias").reshape(-1)
         out = t @ kernel + bias
         return out.reshape(t.shape[0], seq, heads, size).transpose(0, 2, 1, 3)

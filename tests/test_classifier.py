@@ -1,4 +1,4 @@
-"""AlbertClassifier: shapes, config round trip, structure, raw-text export parity."""
+"""AlbertClassifier: shapes, config round trip, structure, raw-text export."""
 
 import numpy as np
 import tensorflow as tf

@@ -21,7 +21,8 @@ def test_library_chatter_is_filtered_and_nothing_else():
   chatter = [
       _record(site + "orbit/controller.py"),
       _record(site + "tensorflow/python/checkpoint/functional_saver.py"),
-      _record(site + "tensorflow/python/saved_model/signature_serialization.py"),
+      _record(site + "tensorflow/python/saved_model/"
+              "signature_serialization.py"),
       _record(site + "tensorflow/python/saved_model/save.py"),
       _record(site + "tensorflow/python/saved_model/builder_impl.py"),
       _record(site + "tensorflow/python/saved_model/fingerprinting_utils.py"),

@@ -169,7 +169,8 @@ def cli_results(files):
     return dict(pool.map(run, cases.items()))
 
 
-CASES = ("vocabulary_before_checkpoint", "missing_checkpoint", "no_action", "unknown_task",
+CASES = ("vocabulary_before_checkpoint", "missing_checkpoint", "no_action",
+         "unknown_task",
          "missing_data_dir", "missing_config", "bad_config",
          "savedmodel_without_config", "user_max_seq_length_too_long",
          "user_warmup_not_below_train_step",
@@ -189,7 +190,8 @@ def test_check_fails_fast_with_one_line(cli_results, case):
   result, seconds, pattern, logged = cli_results[case]
   assert "Traceback" not in result.stderr, result.stderr[-3000:]
   assert result.returncode == 1, result.stderr[-3000:]
-  errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+  errors = [line for line in result.stderr.splitlines()
+            if line.startswith("error:")]
   assert len(errors) == 1, result.stderr[-3000:]
   assert re.search(pattern, errors[0]), errors[0]
   assert result.stderr.rstrip().endswith(errors[0]), result.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""GLUE readers on files in the exact GLUE formats, features, metrics, submissions."""
+"""GLUE readers on exact-format GLUE files, features, metrics, submissions."""
 
 import os
 
@@ -46,14 +46,17 @@ def glue_dir(tmp_path):
   _write(f"{d}/SST-2/train.tsv", [["sentence", "label"],
                                   ['hide new "secretions" ', "0"],
                                   ["the greatest musicians ", "1"]])
-  _write(f"{d}/SST-2/dev.tsv", [["sentence", "label"], ["it 's a charming", "1"]])
-  _write(f"{d}/SST-2/test.tsv", [["index", "sentence"], ["0", "uneasy mishmash"]])
+  _write(f"{d}/SST-2/dev.tsv", [["sentence", "label"],
+                                ["it 's a charming", "1"]])
+  _write(f"{d}/SST-2/test.tsv", [["index", "sentence"],
+                                 ["0", "uneasy mishmash"]])
   mrpc = ["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"]
   _write(f"{d}/MRPC/train.tsv", [mrpc, ["1", "702876", "702977", "Amrozi said",
                                         "Referring to him"]])
   _write(f"{d}/MRPC/dev.tsv", [mrpc, ["0", "1", "2", "He said", "She said"]])
   _write(f"{d}/MRPC/test.tsv", [["index"] + mrpc[1:],
-                                ["0", "1089874", "1089925", "PCCW 's", "Yucaipa"]])
+                                ["0", "1089874", "1089925", "PCCW 's",
+                                 "Yucaipa"]])
   _write(f"{d}/STS-B/train.tsv", [STSB_HEADER, ["0", "main-captions", "MSRvid",
                                                 "2012test", "0001", "none",
                                                 "none", "A plane takes off.",
@@ -81,7 +84,8 @@ def glue_dir(tmp_path):
   dev_labels = ["neutral"] * 5 + ["entailment"]
   _write(f"{d}/MNLI/dev_matched.tsv", [MNLI_DEV_HEADER,
                                        _mnli_row(0, "The new rights.",
-                                                 "Everyone likes.", dev_labels)])
+                                                 "Everyone likes.",
+                                                 dev_labels)])
   _write(f"{d}/MNLI/dev_mismatched.tsv", [MNLI_DEV_HEADER,
                                           _mnli_row(0, "Your contribution.",
                                                     "Helped.", dev_labels[:5]

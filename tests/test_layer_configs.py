@@ -76,12 +76,13 @@ def _call_masked_lm_head(head):
 # A callable arg is a factory (a sublayer or config), called per build.
 CASES = {
     AlbertEmbeddings: (EMBEDDINGS, lambda layer: layer(WORD_IDS, TYPE_IDS,
-                                               training=False)),
+                                                       training=False)),
     AttentionSublayer: (
         dict(hidden_size=H, num_attention_heads=2, initializer_range=0.05,
              dropout_rate=0.2, attention_dropout_rate=0.3),
         lambda layer: (layer(HIDDEN, MASK, training=False),
-                   layer(HIDDEN, MASK, query=HIDDEN[:, :2], training=False))),
+                       layer(HIDDEN, MASK, query=HIDDEN[:, :2],
+                             training=False))),
     CheckpointedDropout: (dict(rate=0.25, noise_shape=(B, 1, H), seed=3),
                           lambda layer: layer(HIDDEN, training=False)),
     ClassificationHead: (
@@ -95,8 +96,8 @@ CASES = {
         dict(num_heads=2, key_dim=4, value_dim=6, dropout=0.1,
              output_shape=10),
         lambda layer: layer(HIDDEN, HIDDEN[:, :4],
-                    attention_mask=MASK[:, None, :4].astype(bool),
-                    training=False)),
+                            attention_mask=MASK[:, None, :4].astype(bool),
+                            training=False)),
     MaskedLMHead: (
         dict(embedding_layer=lambda: AlbertEmbeddings(**EMBEDDINGS),
              hidden_act="relu", initializer_range=0.05),
@@ -116,13 +117,13 @@ CASES = {
         dict(hidden_size=H, start_n_top=2, end_n_top=3,
              initializer_range=0.05, dropout_rate=0.2),
         lambda layer: (layer(HIDDEN, P_MASK, training=False),
-                   layer(HIDDEN, P_MASK, start_positions=np.array([1, 3]),
-                     training=False))),
+                       layer(HIDDEN, P_MASK, start_positions=np.array([1, 3]),
+                             training=False))),
     AlbertEncoder: (
         dict(config=_encoder_config),
         lambda layer: (layer(ENCODER_INPUTS, training=False),
-                   layer(ENCODER_INPUTS, output_positions=POSITIONS,
-                     training=False))),
+                       layer(ENCODER_INPUTS, output_positions=POSITIONS,
+                             training=False))),
     AlbertClassifier: (
         dict(encoder=lambda: AlbertEncoder(_encoder_config()), num_classes=3,
              dropout_rate=0.2, initializer_range=0.07),
@@ -131,11 +132,13 @@ CASES = {
         dict(encoder=lambda: AlbertEncoder(_encoder_config()), num_choices=2,
              dropout_rate=0.2, initializer_range=0.07),
         lambda layer: layer({k: v.reshape(1, 2, S)
-                     for k, v in ENCODER_INPUTS.items()}, training=False)),
+                             for k, v in ENCODER_INPUTS.items()},
+                            training=False)),
     AlbertPretrainer: (
         dict(encoder=lambda: AlbertEncoder(_encoder_config())),
-        lambda layer: layer(dict(ENCODER_INPUTS, masked_lm_positions=POSITIONS),
-                    training=False)),
+        lambda layer: layer(dict(ENCODER_INPUTS,
+                                 masked_lm_positions=POSITIONS),
+                            training=False)),
     AlbertSpanLabeler: (
         dict(encoder=lambda: AlbertEncoder(_encoder_config()),
              initializer_range=0.07),
@@ -144,10 +147,11 @@ CASES = {
         dict(encoder=lambda: AlbertEncoder(_encoder_config()), start_n_top=2,
              end_n_top=3, dropout_rate=0.2, hidden_size=H,
              initializer_range=0.07),
-        lambda layer: (layer(dict(ENCODER_INPUTS, p_mask=P_MASK), training=False),
-                   layer(dict(ENCODER_INPUTS, p_mask=P_MASK,
-                          start_positions=np.array([1, 2])),
-                     training=False))),
+        lambda layer: (layer(dict(ENCODER_INPUTS, p_mask=P_MASK),
+                             training=False),
+                       layer(dict(ENCODER_INPUTS, p_mask=P_MASK,
+                                  start_positions=np.array([1, 2])),
+                             training=False))),
 }
 
 

@@ -36,7 +36,8 @@ def test_sharing_does_not_change_flops_and_inner_groups_do():
 
 def test_breakdown_rows(tiny_config):
   config = dataclasses.replace(tiny_config, num_hidden_layers=4,
-                               num_hidden_groups=2, share_parameters="attention")
+                               num_hidden_groups=2,
+                               share_parameters="attention")
   rows = dict(model_summary.parameter_breakdown(AlbertEncoder(config)))
   # Two shared attention sublayers (one per group), four per-layer FFNs.
   assert sorted(k for k in rows if "attention" in k) == [

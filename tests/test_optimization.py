@@ -41,7 +41,8 @@ def test_lamb_steps_match_numpy():
     grads = {k: rng.normal(size=w.shape) for k, w in
              (("k", kernel0), ("b", bias0), ("g", gamma0))}
     optimizer.apply_gradients(
-        [(tf.constant(grads["k"], tf.float32), kernel), (tf.constant(grads["b"], tf.float32), bias),
+        [(tf.constant(grads["k"], tf.float32), kernel),
+         (tf.constant(grads["b"], tf.float32), bias),
          (tf.constant(grads["g"], tf.float32), gamma)])
     lr = 0.01 * (1 - (step - 1) / 100)  # polynomial decay read at step - 1
     for key in expected:

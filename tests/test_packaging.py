@@ -107,6 +107,7 @@ def test_installed_console_script_answers_help(wheel, tmp_path):
   assert "Traceback" not in result.stderr, result.stderr
   assert "--vocab_size" in result.stdout, result.stderr
   assert str(target) in subprocess.run(
-      [sys.executable, "-c", "import albert_tf.cli.cli as m; print(m.__file__)"],
+      [sys.executable, "-c",
+       "import albert_tf.cli.cli as m; print(m.__file__)"],
       cwd=tmp_path, env={"PYTHONPATH": str(target)}, capture_output=True,
       text=True, check=True).stdout

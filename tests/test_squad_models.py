@@ -1,4 +1,4 @@
-"""Span labeler, SQuAD v2.0 and multiple-choice models: shapes, config, structure."""
+"""Span labeler, SQuAD v2.0, multiple choice: shapes, config, structure."""
 
 import numpy as np
 import tensorflow as tf

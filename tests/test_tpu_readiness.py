@@ -99,7 +99,8 @@ def test_strategy_tpu_without_a_tpu_is_one_error_line(tmp_path,
        "--max_seq_length=32", "--max_predictions_per_seq=5"],
       cwd=ROOT, capture_output=True, text=True, timeout=300)
   assert result.returncode == 1
-  errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+  errors = [line for line in result.stderr.splitlines()
+            if line.startswith("error:")]
   assert len(errors) == 1, result.stderr[-2000:]
   assert errors[0].startswith("error: --strategy=tpu found no TPU at --tpu=''")
   assert "Traceback" not in result.stderr

@@ -129,7 +129,8 @@ def test_cli_user_errors(tmp_path, case):
   prefix = str(tmp_path / "out")
   result = _run_tool(f"--input={path}", f"--model_prefix={prefix}")
   assert result.returncode == 1
-  error_lines = [line for line in result.stderr.splitlines() if line.startswith("error")]
+  error_lines = [line for line in result.stderr.splitlines()
+                 if line.startswith("error")]
   assert len(error_lines) == 1 and str(path) in error_lines[0], result.stderr
   assert "Traceback" not in result.stderr
   assert not any(name.startswith("out") for name in os.listdir(tmp_path))

@@ -1,6 +1,7 @@
-r"""Convert ALBERT checkpoints between our, the official TF1 and Hugging Face layouts.
+r"""Convert ALBERT checkpoints among ours, official TF1, Hugging Face layouts.
 
-  # A released google-research/albert checkpoint (or TF-Hub module/ names) -> ours:
+  # A released google-research/albert checkpoint (or TF-Hub module/ names)
+  # -> ours:
   python -m tools.convert_checkpoint \
       --albert_config_file=albert_base/albert_config.json \
       --input_checkpoint=albert_base/model.ckpt-best \
@@ -27,9 +28,9 @@ r"""Convert ALBERT checkpoints between our, the official TF1 and Hugging Face la
 The input layout (ours, official, huggingface, garden = Model Garden
 AlbertEncoder) is detected from the contents. --albert_config_file may be an
 official albert_config.json or a Hugging Face config.json; it defaults to the
-config.json of a Hugging Face input folder or keras-hub preset. Any variable that does not map,
-is missing or has the wrong shape stops the conversion with a list of all of
-them.
+config.json of a Hugging Face input folder or keras-hub preset. Any variable
+that does not map, is missing or has the wrong shape stops the conversion with
+a list of all of them.
 """
 
 from absl import flags

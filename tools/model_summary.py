@@ -38,7 +38,8 @@ def main(argv):
   from albert_tf.networks.albert_encoder import AlbertEncoder
   logging.getLogger("tensorflow").setLevel(logging.ERROR)
   encoder = AlbertEncoder(config)
-  print(f"{FLAGS.albert_config_file} (share_parameters={config.share_parameters})")
+  print(f"{FLAGS.albert_config_file} "
+        f"(share_parameters={config.share_parameters})")
   print(model_summary.format_summary(config, encoder, FLAGS.max_seq_length))
 
 

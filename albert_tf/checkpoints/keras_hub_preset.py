@@ -162,7 +162,8 @@ def keras_hub_table(config: AlbertConfig) -> List[name_tables.Entry]:
          "segment_embedding/embeddings"),
        e("embeddings/layer_norm/gamma", "embeddings_layer_norm/gamma"),
        e("embeddings/layer_norm/beta", "embeddings_layer_norm/beta"),
-       e("embeddings/embedding_projection/kernel", "embedding_projection/kernel"),
+       e("embeddings/embedding_projection/kernel",
+         "embedding_projection/kernel"),
        e("embeddings/embedding_projection/bias", "embedding_projection/bias")]
   for g in range(config.num_hidden_groups):
     for k in range(config.inner_group_num):
@@ -179,7 +180,8 @@ def keras_hub_table(config: AlbertConfig) -> List[name_tables.Entry]:
       for w in ("gamma", "beta"):
         t += [e(f"{att}/layer_norm/{w}",
                 f"{theirs}/self_attention_layer_norm/{w}"),
-              e(f"{ffn}/layer_norm/{w}", f"{theirs}/feedforward_layer_norm/{w}")]
+              e(f"{ffn}/layer_norm/{w}",
+                f"{theirs}/feedforward_layer_norm/{w}")]
   t += [e("pooler/kernel", "pooled_dense/kernel"),
         e("pooler/bias", "pooled_dense/bias"),
         e("masked_lm/transform/kernel", "mlm_head/intermediate_dense/kernel"),

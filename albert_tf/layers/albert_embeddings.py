@@ -1,4 +1,4 @@
-"""Factorized embeddings: a V x E word table projected up to the hidden width H."""
+"""Factorized embeddings: a V x E word table projected up to hidden width H."""
 
 import tensorflow as tf
 import tf_keras

@@ -1,4 +1,4 @@
-"""AlbertClassifier: sequence classification / regression on the pooled output."""
+"""AlbertClassifier: sequence classification / regression on pooled output."""
 
 from typing import Optional
 

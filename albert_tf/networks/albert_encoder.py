@@ -1,4 +1,4 @@
-"""AlbertEncoder: factorized embeddings + shared transformer sublayers + pooler."""
+"""AlbertEncoder: factorized embeddings, shared transformer layers, pooler."""
 
 from typing import Dict, List, Optional, Union
 
