@@ -17,9 +17,10 @@ def english_corpus(tmp_path_factory):
   return path
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def tiny_config():
-  """A tiny AlbertConfig (H=32, 2 layers) for fast model tests."""
+  """A tiny AlbertConfig (H=32, 2 layers) for fast model tests (frozen:
+  shared by every test)."""
   from albert_tf.config import AlbertConfig
   return AlbertConfig(vocab_size=97, embedding_size=16, hidden_size=32,
                       num_hidden_layers=2, num_attention_heads=4,
