@@ -251,16 +251,30 @@ def test_parity_with_model_garden_converter(tmp_path, tiny_config,
 # --- Round trips ---------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def originals(tmp_path_factory, tiny_config):
+  """originals(groups, inner) -> (config, random pretrainer, our checkpoint)
+  of a 4-layer config; built once per layout and shared (read only)."""
+  built = {}
+
+  def get(groups, inner):
+    if (groups, inner) not in built:
+      config = _config(tiny_config, num_hidden_layers=4,
+                       num_hidden_groups=groups, inner_group_num=inner)
+      model = AlbertPretrainer(AlbertEncoder(config))
+      _randomize(model)
+      ours = str(tmp_path_factory.mktemp(f"g{groups}i{inner}") / "ckpt")
+      tf.train.Checkpoint(model=model).write(ours)
+      built[groups, inner] = config, model, ours
+    return built[groups, inner]
+  return get
+
+
 @pytest.mark.parametrize("output_format", ["official", "huggingface", "ours"])
 @pytest.mark.parametrize("groups,inner", [(1, 1), (2, 2)])
-def test_round_trip_is_exact(tmp_path, tiny_config, output_format, groups,
+def test_round_trip_is_exact(tmp_path, originals, output_format, groups,
                              inner):
-  config = _config(tiny_config, num_hidden_layers=4, num_hidden_groups=groups,
-                   inner_group_num=inner)
-  original = AlbertPretrainer(AlbertEncoder(config))
-  _randomize(original)
-  ours = str(tmp_path / "ours" / "ckpt")
-  tf.train.Checkpoint(model=original).write(ours)
+  config, original, ours = originals(groups, inner)
   out = str(tmp_path / output_format / "model.ckpt")
   if output_format == "huggingface":
     out = str(tmp_path / output_format)
@@ -273,12 +287,8 @@ def test_round_trip_is_exact(tmp_path, tiny_config, output_format, groups,
   _assert_same_weights(original, restored)
 
 
-def test_official_output_uses_official_names(tmp_path, tiny_config):
-  config = _config(tiny_config, num_hidden_layers=4, num_hidden_groups=2,
-                   inner_group_num=2)
-  model = AlbertPretrainer(AlbertEncoder(config))
-  ours = str(tmp_path / "ours" / "ckpt")
-  tf.train.Checkpoint(model=model).write(ours)
+def test_official_output_uses_official_names(tmp_path, originals):
+  config, _, ours = originals(2, 2)
   out = str(tmp_path / "official" / "model.ckpt")
   converter.convert_checkpoint(config, ours, out, "official")
   written = dict(tf.train.list_variables(out))
