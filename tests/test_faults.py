@@ -112,23 +112,20 @@ def config_file(tmp_path_factory):
   return path
 
 
-# --- pretraining: SIGKILL and rerun ------------------------------------------
+# --- pretraining and fine-tuning: SIGKILL and rerun -------------------------
+#
+# Both kill sequences run side by side (fixture `kill_sequences`), each next
+# to its uninterrupted reference: mostly one process per sequence is alive.
 
 
-def test_pretraining_killed_twice_and_cut_short_save_resumes_exactly(
-    tmp_path, pretraining_records, config_file):
-  def command(output_dir):
-    return ("tools.run_pretraining",
-            f"--input_file={pretraining_records['path']}",
-            f"--output_dir={output_dir}",
-            f"--albert_config_file={config_file}", "--train_batch_size=8",
-            f"--max_seq_length={SEQ}", f"--max_predictions_per_seq={PREDS}",
-            "--learning_rate=1e-3", "--num_train_steps=60",
-            "--num_warmup_steps=4", "--save_checkpoints_steps=10",
-            "--iterations_per_loop=5", "--seed=11",
-            "--shuffle_buffer_size=100")
-
-  reference, killed = str(tmp_path / "reference"), str(tmp_path / "killed")
+def _kill_sequence(command, folder):
+  """An uninterrupted run of `command(output_dir)` to step 60 beside one
+  killed with SIGKILL right after ckpt-10, then (rerun with the same
+  command) at a random moment after ckpt-20, then, when it had not finished,
+  a save of the next checkpoint cut short; the last rerun ends the run.
+  Returns (reference dir, killed dir, a line naming the kill points)."""
+  reference = os.path.join(folder, "reference")
+  killed = os.path.join(folder, "killed")
   uninterrupted = _start(*command(reference))
   # Kill 1: right after ckpt-10 is recorded.
   run = _start(*command(killed))
@@ -143,18 +140,35 @@ def test_pretraining_killed_twice_and_cut_short_save_resumes_exactly(
   _kill(run)
   second_kill = _latest_step(killed)
   assert second_kill >= 20
-  print(f"pretraining killed after ckpt-{first_kill} and ckpt-{second_kill}")
   if second_kill < 60:
     # A kill during the next save: the previous checkpoint stays the one
     # a rerun resumes from, and the rerun overwrites the broken files.
     _cut_short_save(killed, second_kill + 10)
   _finish(_start(*command(killed)))
   _finish(uninterrupted)
-  assert _latest_step(killed) == _latest_step(reference) == 60
-  _assert_same_weights(reference, killed)
+  return (reference, killed,
+          f"killed after ckpt-{first_kill} and ckpt-{second_kill}")
 
 
-# --- fine-tuning: SIGKILL and rerun ------------------------------------------
+def _pretraining_command(records, config_file):
+  return lambda output_dir: (
+      "tools.run_pretraining", f"--input_file={records}",
+      f"--output_dir={output_dir}", f"--albert_config_file={config_file}",
+      "--train_batch_size=8", f"--max_seq_length={SEQ}",
+      f"--max_predictions_per_seq={PREDS}", "--learning_rate=1e-3",
+      "--num_train_steps=60", "--num_warmup_steps=4",
+      "--save_checkpoints_steps=10", "--iterations_per_loop=5", "--seed=11",
+      "--shuffle_buffer_size=100")
+
+
+def _finetuning_command(sst2_dir, spm_model, config_file):
+  return lambda output_dir: (
+      "tools.run_classifier", "--task_name=SST-2", f"--data_dir={sst2_dir}",
+      f"--albert_config_file={config_file}", f"--spm_model_file={spm_model}",
+      f"--output_dir={output_dir}", "--do_train", f"--max_seq_length={SEQ}",
+      "--train_batch_size=16", "--learning_rate=1e-3", "--train_step=60",
+      "--warmup_step=4", "--save_checkpoints_steps=10",
+      "--iterations_per_loop=5", "--seed=5")
 
 
 def _write_sst2(data_dir, corpus, num_train=400, num_dev=64):
@@ -184,32 +198,31 @@ def sst2_dir(tmp_path_factory, english_corpus):
   return path
 
 
-def test_finetuning_killed_and_rerun_resumes_exactly(tmp_path, sst2_dir,
-                                                     spm_model, config_file):
-  def command(output_dir):
-    return ("tools.run_classifier", "--task_name=SST-2",
-            f"--data_dir={sst2_dir}", f"--albert_config_file={config_file}",
-            f"--spm_model_file={spm_model}", f"--output_dir={output_dir}",
-            "--do_train", f"--max_seq_length={SEQ}", "--train_batch_size=16",
-            "--learning_rate=1e-3", "--train_step=60", "--warmup_step=4",
-            "--save_checkpoints_steps=10", "--iterations_per_loop=5",
-            "--seed=5")
+@pytest.fixture(scope="module")
+def kill_sequences(tmp_path_factory, pretraining_records, config_file,
+                   sst2_dir, spm_model):
+  """{"pretraining" | "finetuning": future of `_kill_sequence`'s result}."""
+  commands = {
+      "pretraining": _pretraining_command(pretraining_records["path"],
+                                          config_file),
+      "finetuning": _finetuning_command(sst2_dir, spm_model, config_file)}
+  with concurrent.futures.ThreadPoolExecutor(2) as pool:
+    yield {name: pool.submit(_kill_sequence, command,
+                             str(tmp_path_factory.mktemp(name)))
+           for name, command in commands.items()}
 
-  reference, killed = str(tmp_path / "reference"), str(tmp_path / "killed")
-  uninterrupted = _start(*command(reference))
-  run = _start(*command(killed))
-  _wait_for(lambda: _latest_step(killed) >= 10, run)
-  _kill(run)
-  assert 10 <= _latest_step(killed) < 60
-  run = _start(*command(killed))
-  _wait_for(lambda: _latest_step(killed) >= 20, run)
-  time.sleep(random.uniform(0, 0.1))
-  _kill(run)
-  print(f"fine-tuning killed the second time after ckpt-{_latest_step(killed)}")
-  if _latest_step(killed) < 60:
-    _cut_short_save(killed, _latest_step(killed) + 10)
-  _finish(_start(*command(killed)))
-  _finish(uninterrupted)
+
+def test_pretraining_killed_twice_and_cut_short_save_resumes_exactly(
+    kill_sequences):
+  reference, killed, kills = kill_sequences["pretraining"].result()
+  print(f"pretraining {kills}")
+  assert _latest_step(killed) == _latest_step(reference) == 60
+  _assert_same_weights(reference, killed)
+
+
+def test_finetuning_killed_and_rerun_resumes_exactly(kill_sequences):
+  reference, killed, kills = kill_sequences["finetuning"].result()
+  print(f"fine-tuning {kills}")
   assert _latest_step(killed) == _latest_step(reference) == 60
   _assert_same_weights(reference, killed)
 
