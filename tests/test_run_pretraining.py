@@ -248,56 +248,77 @@ def test_interrupted_run_resumes_exactly(params, tmp_path):
                                err_msg=key)
 
 
-def test_sigterm_saves_a_checkpoint_and_exits_for_restart(params):
-  """A preemption notice (SIGTERM) is handled by TensorFlow's
-  PreemptionCheckpointHandler: checkpoint after the current loop, exit 42."""
+def _cli_flags(params, names):
+  return [f"--{k}={getattr(params, k)}" for k in names]
+
+
+@pytest.fixture(scope="module")
+def cli_runs(tmp_path_factory, pretraining_records):
+  """Two `python -m tools.run_pretraining` processes side by side (each pays
+  the TensorFlow import): "sigterm", a long run sent SIGTERM after a few
+  loops, and "progress", a 4-step run. {name: (process, stdout, stderr)}."""
   import signal  # pylint: disable=g-import-not-at-top
   import subprocess  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
   import time  # pylint: disable=g-import-not-at-top
   root = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
-  flags = [f"--{k}={getattr(params, k)}" for k in (
-      "input_file", "output_dir", "albert_config_file", "train_batch_size",
-      "max_seq_length", "max_predictions_per_seq", "num_warmup_steps",
-      "seed")] + ["--num_train_steps=100000", "--save_checkpoints_steps=50000",
-                  "--iterations_per_loop=10"]
-  process = subprocess.Popen(
-      [sys.executable, "-m", "tools.run_pretraining"] + flags, cwd=root,
-      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-  first = os.path.join(params.output_dir, "ckpt-0.index")
-  deadline = time.time() + 120
-  while not os.path.exists(first) and time.time() < deadline:
-    time.sleep(0.5)
-  time.sleep(3)  # a few loops of training
-  process.send_signal(signal.SIGTERM)
-  _, stderr = process.communicate(timeout=120)
+  folder = str(tmp_path_factory.mktemp("cli"))
+  params = _params(folder, pretraining_records)
+  common = ("input_file", "albert_config_file", "train_batch_size",
+            "max_seq_length", "max_predictions_per_seq")
+  flags = {
+      "sigterm": _cli_flags(params, common + ("num_warmup_steps", "seed")) + [
+          "--num_train_steps=100000", "--save_checkpoints_steps=50000",
+          "--iterations_per_loop=10"],
+      "progress": _cli_flags(params, common) + [
+          "--num_train_steps=4", "--num_warmup_steps=1",
+          "--save_checkpoints_steps=2", "--iterations_per_loop=2"],
+  }
+  for name in flags:
+    flags[name].append(f"--output_dir={os.path.join(folder, name)}")
+  processes = {name: subprocess.Popen(
+      [sys.executable, "-m", "tools.run_pretraining"] + args, cwd=root,
+      stdout=subprocess.PIPE if name == "progress" else subprocess.DEVNULL,
+      stderr=subprocess.PIPE, text=True) for name, args in flags.items()}
+  try:
+    first = os.path.join(folder, "sigterm", "ckpt-0.index")
+    deadline = time.time() + 120
+    while not os.path.exists(first) and time.time() < deadline:
+      time.sleep(0.5)
+    time.sleep(3)  # a few loops of training
+    processes["sigterm"].send_signal(signal.SIGTERM)
+    # communicate() drains both pipes (a full pipe would stall a process).
+    outputs = {name: processes[name].communicate(timeout=300)
+               for name in ("progress", "sigterm")}
+  finally:
+    for process in processes.values():
+      if process.poll() is None:
+        process.kill()
+  return {name: (processes[name], *outputs[name]) for name in processes}, \
+      folder
+
+
+def test_sigterm_saves_a_checkpoint_and_exits_for_restart(cli_runs):
+  """A preemption notice (SIGTERM) is handled by TensorFlow's
+  PreemptionCheckpointHandler: checkpoint after the current loop, exit 42."""
+  runs, folder = cli_runs
+  process, _, stderr = runs["sigterm"]
   assert process.returncode == 42, stderr[-2000:]
-  latest = tf.train.latest_checkpoint(params.output_dir)
+  latest = tf.train.latest_checkpoint(os.path.join(folder, "sigterm"))
   step = int(latest.rsplit("-", 1)[1])
   assert step > 0 and step % 10 == 0
 
 
-def test_cli_progress_lines_appear_once(params):
+def test_cli_progress_lines_appear_once(cli_runs):
   """Orbit prints its progress to stdout; its absl copies are filtered out of
   stderr, which keeps the other log lines."""
-  import subprocess  # pylint: disable=g-import-not-at-top
-  import sys  # pylint: disable=g-import-not-at-top
-  root = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
-  flags = [f"--{k}={getattr(params, k)}" for k in (
-      "input_file", "output_dir", "albert_config_file", "train_batch_size",
-      "max_seq_length", "max_predictions_per_seq")] + [
-          "--num_train_steps=4", "--num_warmup_steps=1",
-          "--save_checkpoints_steps=2",
-          "--iterations_per_loop=2"]
-  result = subprocess.run(
-      [sys.executable, "-m", "tools.run_pretraining"] + flags, cwd=root,
-      capture_output=True, text=True, timeout=300)
-  assert result.returncode == 0, result.stderr[-2000:]
-  assert result.stdout.count("train | step:") == 3  # start, 2, 4
-  assert result.stdout.count("saved checkpoint to") == 2
-  assert "train | step:" not in result.stderr
-  assert "saved checkpoint to" not in result.stderr
-  assert "strategy default" in result.stderr  # other INFO lines stay
+  process, stdout, stderr = cli_runs[0]["progress"]
+  assert process.returncode == 0, stderr[-2000:]
+  assert stdout.count("train | step:") == 3  # start, 2, 4
+  assert stdout.count("saved checkpoint to") == 2
+  assert "train | step:" not in stderr
+  assert "saved checkpoint to" not in stderr
+  assert "strategy default" in stderr  # other INFO lines stay
 
 
 def test_stops_at_exactly_num_train_steps_between_loops(params):
