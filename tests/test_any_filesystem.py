@@ -11,6 +11,8 @@ ordinary files and folders (0644 / 0755 under umask 022).
 import json
 import os
 import random
+import subprocess
+import sys
 import tempfile
 import uuid
 
@@ -311,39 +313,65 @@ def _modes(root):
   return found
 
 
-def test_outputs_have_ordinary_modes(tmp_path, spm_model):
+def _make_local_outputs(folder, spm_model):
+  """Under umask 022, writes into the local `folder` what exports,
+  conversions and fine-tuning write; returns {name: output folder}."""
   old = os.umask(0o022)
   try:
     config = _config(vocab_size=2000)
-    source = str(tmp_path / "pretrained" / "ckpt")
+    source = os.path.join(folder, "pretrained", "ckpt")
     tf.train.Checkpoint(model=_random_pretrainer(config)).write(source)
-    outputs = {"export": str(tmp_path / "export")}
+    outputs = {"export": os.path.join(folder, "export")}
     exports.export_savedmodel(config, source, spm_model, outputs["export"],
                               seq_length=SEQ)
     for output_format in WRITERS:
-      outputs[output_format] = str(tmp_path / output_format)
+      outputs[output_format] = os.path.join(folder, output_format)
       converter.convert_checkpoint(
           config, source, outputs[output_format] + (
               "" if output_format == "huggingface" else "/model.ckpt"),
           output_format)
-    single = str(tmp_path / "single" / "weights.safetensors")
+    single = os.path.join(folder, "single", "weights.safetensors")
     converter.convert_checkpoint(config, source, single, "huggingface")
     outputs["single"] = os.path.dirname(single)
 
-    data_dir = tmp_path / "SST-2"
-    _write_sst2(str(data_dir), [f"w{i}" for i in range(50)],
-                random.Random(0))
-    config_file = str(tmp_path / "albert_config.json")
+    data_dir = os.path.join(folder, "SST-2")
+    _write_sst2(data_dir, [f"w{i}" for i in range(50)], random.Random(0))
+    config_file = os.path.join(folder, "albert_config.json")
     config.to_json_file(config_file)
-    outputs["finetuning"] = str(tmp_path / "sst2")
-    outputs["classifier_export"] = str(tmp_path / "sst2_export")
+    outputs["finetuning"] = os.path.join(folder, "sst2")
+    outputs["classifier_export"] = os.path.join(folder, "sst2_export")
     classifier_finetuning.run_classifier(
         _finetuning_params(outputs["finetuning"], spm_model_file=spm_model,
                            albert_config_file=config_file,
                            init_checkpoint=source, do_predict=True),
-        "sst-2", str(data_dir), export_dir=outputs["classifier_export"])
+        "sst-2", data_dir, export_dir=outputs["classifier_export"])
   finally:
     os.umask(old)
+  return outputs
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_outputs(tmp_path_factory, spm_model):
+  """`_make_local_outputs` in a process of its own (this file run as a
+  script), started before the in-process pipeline test so that both use a
+  core; the modes test reads its result."""
+  folder = str(tmp_path_factory.mktemp("local_outputs"))
+  root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  process = subprocess.Popen(
+      [sys.executable, os.path.abspath(__file__), folder, spm_model],
+      cwd=root, env=dict(os.environ, PYTHONPATH=root,
+                         TF_CPP_MIN_LOG_LEVEL="3"),
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  yield process
+  if process.poll() is None:
+    process.kill()
+  process.communicate()
+
+
+def test_outputs_have_ordinary_modes(local_outputs):
+  stdout, stderr = local_outputs.communicate(timeout=900)
+  assert local_outputs.returncode == 0, stderr[-3000:]
+  outputs = json.loads(stdout.strip().splitlines()[-1])
   wrong = {}
   for name, root in outputs.items():
     modes = _modes(root)
@@ -353,3 +381,8 @@ def test_outputs_have_ordinary_modes(tmp_path, spm_model):
       if mode != want:
         wrong[f"{name}/{path}"] = oct(mode)
   assert not wrong
+
+
+if __name__ == "__main__":
+  # python tests/test_any_filesystem.py FOLDER SPM_MODEL (see local_outputs)
+  print(json.dumps(_make_local_outputs(sys.argv[1], sys.argv[2])))
