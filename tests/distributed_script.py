@@ -45,9 +45,10 @@ def _largest_difference(a, b):
 
 def mirrored_runs(params_json, out_json):
   _two_logical_cpus()
-  from absl import logging  # pylint: disable=g-import-not-at-top
-  import tf_keras  # pylint: disable=g-import-not-at-top
-  from albert_tf.training import run_pretraining as lib  # pylint: disable=g-import-not-at-top
+  from absl import logging
+  import tf_keras
+
+  from albert_tf.training import run_pretraining as lib
   logging.set_verbosity(logging.INFO)  # the resume line is an INFO line
   params = lib.PretrainingParams(**json.loads(params_json))
   one_device = dataclasses.replace(

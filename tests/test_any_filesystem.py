@@ -21,7 +21,6 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import exports
-from data_pipeline import file_io
 from albert_tf.checkpoints import converter
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -31,6 +30,7 @@ from albert_tf.training import race_finetuning
 from albert_tf.training import run_pretraining
 from albert_tf.training import squad_finetuning
 from albert_tf.training.finetuning import FinetuningParams
+from data_pipeline import file_io
 from data_pipeline import pretraining_data
 from data_pipeline import pretraining_writer
 from data_pipeline import race

@@ -16,10 +16,9 @@ import tensorflow as tf
 from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import converter
 from albert_tf.checkpoints import name_tables
-from albert_tf.config import AlbertConfig
-from data_pipeline.shared import UserInputError
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
+from data_pipeline.shared import UserInputError
 
 
 def official_shapes(config, heads=True):
@@ -219,7 +218,7 @@ def test_parity_with_model_garden_converter(tmp_path, tiny_config,
   (tmp_path / "garden" / "temp_v1").mkdir(parents=True)  # as its CLI expects
   mg.convert_checkpoint(_garden_config(tiny_config), garden_path, tf1_prefix,
                         "encoder", converted_model="encoder")
-  garden = mg._create_albert_model(_garden_config(tiny_config))  # pylint: disable=protected-access
+  garden = mg._create_albert_model(_garden_config(tiny_config))
   assert isinstance(garden, networks.AlbertEncoder)
   garden_file = tf.train.latest_checkpoint(str(tmp_path / "garden"))
   tf.train.Checkpoint(encoder=garden).read(
@@ -328,7 +327,8 @@ def test_huggingface_output_keys_and_config(tmp_path, tiny_config):
 
 
 def test_huggingface_without_prefix_and_with_tied_keys(tmp_path, tiny_config):
-  from safetensors.numpy import load_file, save_file
+  from safetensors.numpy import load_file
+  from safetensors.numpy import save_file
   model = AlbertPretrainer(AlbertEncoder(tiny_config))
   _randomize(model)
   ours = str(tmp_path / "ours" / "ckpt")

@@ -181,6 +181,7 @@ def test_multi_worker_finetuning_only_the_chief_writes(tmp_path, spm_model):
 ])
 def test_is_chief(cluster, task_type, task_id, expected):
   import tensorflow as tf
+
   from albert_tf.training.strategy import is_chief
   resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
       tf.train.ClusterSpec(cluster), task_type=task_type, task_id=task_id)

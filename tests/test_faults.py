@@ -493,8 +493,9 @@ def _pretraining_params(tmp_path, records, config_file, **changes):
 def test_pretraining_out_of_vocabulary_ids_found_while_training(
     tmp_path, pretraining_records):
   # ...and ids past the first record are caught while training.
+  import tensorflow as tf
+
   from albert_tf.training import run_pretraining as lib
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
   # A vocabulary that holds the first record's ids but not all the others.
   largest = []
   for record in tf.data.TFRecordDataset(pretraining_records["path"]):

@@ -257,10 +257,10 @@ def cli_runs(tmp_path_factory, pretraining_records):
   """Two `python -m tools.run_pretraining` processes side by side (each pays
   the TensorFlow import): "sigterm", a long run sent SIGTERM after a few
   loops, and "progress", a 4-step run. {name: (process, stdout, stderr)}."""
-  import signal  # pylint: disable=g-import-not-at-top
-  import subprocess  # pylint: disable=g-import-not-at-top
-  import sys  # pylint: disable=g-import-not-at-top
-  import time  # pylint: disable=g-import-not-at-top
+  import signal
+  import subprocess
+  import sys
+  import time
   root = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
   folder = str(tmp_path_factory.mktemp("cli"))
   params = _params(folder, pretraining_records)
