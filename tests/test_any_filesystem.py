@@ -86,7 +86,7 @@ def _write_sst2(data_dir, words, rng):
   for split, n in (("train", 48), ("dev", 16)):
     file_io.write_atomic(file_io.join(data_dir, f"{split}.tsv"),
                          "sentence\tlabel\n" + "".join(
-                             f"{s}\t{l}\n" for s, l in rows(n)))
+                             f"{s}\t{line}\n" for s, line in rows(n)))
   file_io.write_atomic(file_io.join(data_dir, "test.tsv"),
                        "index\tsentence\n" + "".join(
                            f"{i}\t{s}\n" for i, (s, _) in enumerate(rows(8))))

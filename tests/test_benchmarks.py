@@ -52,8 +52,8 @@ def side_runs(tiny_config_file):
 
 def _rows(table):
   """Markdown table -> list of rows (lists of cell strings), header dropped."""
-  lines = [l for l in table.strip().splitlines() if l.startswith("|")]
-  return [[c.strip() for c in l.strip("|").split("|")] for l in lines[2:]]
+  lines = [line for line in table.strip().splitlines() if line.startswith("|")]
+  return [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
 
 
 def _ratio(cell):
@@ -102,6 +102,6 @@ def test_unknown_size_is_one_line_exit_1(side_runs):
   process = side_runs["unknown_size"]
   _, stderr = process.communicate(timeout=120)
   assert process.returncode == 1
-  lines = [l for l in stderr.splitlines() if l.startswith("error:")]
+  lines = [line for line in stderr.splitlines() if line.startswith("error:")]
   assert len(lines) == 1 and "albert_huge.json" in lines[0], stderr
   assert "Traceback" not in stderr

@@ -175,7 +175,7 @@ def _write_sst2(data_dir, corpus, num_train=400, num_dev=64):
   """SST-2 rows: label 1 iff the keyword was inserted into the sentence."""
   rng = random.Random(0)
   with open(corpus, encoding="utf-8") as f:
-    lines = [l.split()[:12] for l in f
+    lines = [line.split()[:12] for line in f
              if len(l.split()) >= 4 and "banana" not in l.lower()]
   os.makedirs(data_dir, exist_ok=True)
   for split, chunk in (("train", lines[:num_train]),
@@ -397,7 +397,7 @@ def test_cli_bad_input_is_one_clear_error(cli_results, case):
   result, pattern, root = cli_results[case]
   assert "Traceback" not in result.stderr, result.stderr[-3000:]
   assert result.returncode == 1, result.stderr[-3000:]
-  errors = [l for l in result.stderr.splitlines() if l.startswith("error:")]
+  errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
   assert len(errors) == 1, result.stderr[-3000:]
   assert re.search(pattern, errors[0]), errors[0]
   if case == "pretraining_nan":
