@@ -176,7 +176,7 @@ def _write_sst2(data_dir, corpus, num_train=400, num_dev=64):
   rng = random.Random(0)
   with open(corpus, encoding="utf-8") as f:
     lines = [line.split()[:12] for line in f
-             if len(l.split()) >= 4 and "banana" not in l.lower()]
+             if len(line.split()) >= 4 and "banana" not in line.lower()]
   os.makedirs(data_dir, exist_ok=True)
   for split, chunk in (("train", lines[:num_train]),
                        ("dev", lines[num_train:num_train + num_dev])):
