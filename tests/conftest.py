@@ -11,7 +11,7 @@ from data_pipeline import stdlib_corpus  # noqa: E402
 
 @pytest.fixture(scope="session")
 def english_corpus(tmp_path_factory):
-  """A real English corpus (stdlib docstrings), about 300 KB, in input format."""
+  """A real English corpus (stdlib docstrings), ~300 KB, input format."""
   path = str(tmp_path_factory.mktemp("corpus") / "stdlib_docs.txt")
   stdlib_corpus.write_stdlib_corpus(path, max_bytes=300_000)
   return path

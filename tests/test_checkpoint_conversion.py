@@ -1,4 +1,4 @@
-"""Checkpoint interchange: released TF1 layout, Hugging Face, Model Garden, ours.
+"""Checkpoint interchange: released TF1, Hugging Face, Model Garden, ours.
 
 The TF1 checkpoints here are written by the test itself with tf.compat.v1
 Variables and a Saver, under the names google-research/albert's modeling.py
@@ -26,7 +26,8 @@ def official_shapes(config, heads=True):
   v, e, h, i = (config.vocab_size, config.embedding_size, config.hidden_size,
                 config.intermediate_size)
   shapes = {"bert/embeddings/word_embeddings": (v, e),
-            "bert/embeddings/token_type_embeddings": (config.type_vocab_size, e),
+            "bert/embeddings/token_type_embeddings":
+                (config.type_vocab_size, e),
             "bert/embeddings/position_embeddings":
                 (config.max_position_embeddings, e),
             "bert/embeddings/LayerNorm/gamma": (e,),
@@ -247,7 +248,7 @@ def test_parity_with_model_garden_converter(tmp_path, tiny_config,
   _assert_same_weights(ours, from_garden)
 
 
-# --- Round trips ---------------------------------------------------------------
+# --- Round trips ------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -422,7 +423,7 @@ def test_training_checkpoint_with_optimizer_state(tmp_path, tiny_config,
   _assert_same_weights(model, target)
 
 
-# --- Failing loudly -------------------------------------------------------------
+# --- Failing loudly -------------------------------------------------------
 
 
 def test_wrong_hidden_size_lists_every_mismatch(tmp_path, tiny_config):

@@ -397,7 +397,8 @@ def test_cli_bad_input_is_one_clear_error(cli_results, case):
   result, pattern, root = cli_results[case]
   assert "Traceback" not in result.stderr, result.stderr[-3000:]
   assert result.returncode == 1, result.stderr[-3000:]
-  errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+  errors = [line for line in result.stderr.splitlines()
+            if line.startswith("error:")]
   assert len(errors) == 1, result.stderr[-3000:]
   assert re.search(pattern, errors[0]), errors[0]
   if case == "pretraining_nan":
@@ -408,7 +409,7 @@ def test_cli_bad_input_is_one_clear_error(cli_results, case):
                 if f.lstrip(".").startswith(("a.tfrecord", "b.tfrecord"))]
 
 
-# --- bad input, in process -----------------------------------------------------
+# --- bad input, in process --------------------------------------------
 
 
 def _options():
