@@ -305,3 +305,12 @@ def test_pretraining_warmup_derived_from_a_short_num_train_steps(files):
   assert result.stdout.split() == ["10"]
   assert "using --num_warmup_steps=10 (2.5% of --num_train_steps" in \
       result.stderr
+
+
+def test_results_line_is_sorted_with_floats_to_four_decimals(capsys):
+  from tools import finetune_flags
+  finetune_flags.print_results(
+      {"f1": 87.123456, "exact_match": 80.0, "num_examples": 12})
+  finetune_flags.print_results({})
+  assert capsys.readouterr().out == (
+      "exact_match=80.0000 f1=87.1235 num_examples=12\n")

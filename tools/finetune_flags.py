@@ -215,3 +215,11 @@ def checked_params_from_flags(defaults: Optional[Mapping] = None,
   return finetuning_params.check_before_building(
       params, user_set(flag_values), defaults)
 
+
+
+def print_results(results: Optional[Mapping]) -> None:
+  """The dev results on one line, `key=value` sorted by key (floats to 4
+  decimals); nothing when there were none (e.g. --do_eval=false)."""
+  if results:
+    print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
+                   for k, v in sorted(results.items())))

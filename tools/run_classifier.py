@@ -58,9 +58,7 @@ def main(argv):
   result = lib.run_classifier(params, task.name, FLAGS.data_dir,
                               export_dir=FLAGS.export_dir,
                               skip_malformed=FLAGS.skip_malformed_rows)
-  if result["eval"]:
-    print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
-                   for k, v in sorted(result["eval"].items())))
+  finetune_flags.print_results(result["eval"])
 
 
 def run():

@@ -91,9 +91,7 @@ def main(argv):
   from albert_tf.training import squad_finetuning  # TensorFlow
   results = squad_finetuning.run_squad(params, options,
                                        export_dir=FLAGS.export_dir)
-  if results:
-    print(" ".join(f"{k}={v:.4g}" for k, v in sorted(results.items())
-                   if isinstance(v, float)))
+  finetune_flags.print_results(results)
 
 
 def run():
