@@ -30,4 +30,4 @@ demo: $(STAMP)
 	$(PY) -m tools.demo --output_dir=demo_output
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache build dist *.egg-info
