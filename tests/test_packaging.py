@@ -6,6 +6,7 @@ read from every module's import statements, not from a list kept by hand.
 
 import ast
 import pathlib
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -48,10 +49,19 @@ def test_shared_leaf_imports_only_the_standard_library():
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
+  """The wheel `pip install .` would build, from a copy of the sources:
+  pip builds in the source folder, where a build/lib left by an older tree
+  would add modules that no longer exist (and the checkout stays clean)."""
+  source = tmp_path_factory.mktemp("source")
+  for name in ("pyproject.toml", "README.md"):
+    shutil.copy(ROOT / name, source / name)
+  for package in ("albert_tf", "data_pipeline", "tools"):
+    shutil.copytree(ROOT / package, source / package,
+                    ignore=shutil.ignore_patterns("__pycache__"))
   out = tmp_path_factory.mktemp("wheel")
   subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                   "--no-build-isolation", "--quiet", "-w", str(out),
-                  str(ROOT)], check=True, capture_output=True)
+                  str(source)], check=True, capture_output=True)
   (path,) = out.glob("*.whl")
   return path
 
