@@ -21,12 +21,12 @@ from official.modeling.optimization import legacy_adamw
 from official.modeling.optimization import lr_schedule
 import tf_keras
 
+from data_pipeline.shared import OPTIMIZERS
 from data_pipeline.shared import UserInputError
 
 # Regexes (searched in variable names) as the official recipe; they match our
 # `.../layer_norm/gamma|beta`, every `bias` and the MLM `output_bias`.
 EXCLUDE_FROM_WEIGHT_DECAY = ("LayerNorm", "layer_norm", "bias")
-OPTIMIZERS = ("lamb", "adamw")
 
 
 def learning_rate_schedule(

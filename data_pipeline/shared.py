@@ -28,6 +28,9 @@ STRATEGIES = ("default", "one_device", "mirrored", "multi_worker", "tpu")
 # --dtype values: the compute precision of training.
 DTYPES = ("float32", "bfloat16", "float16")
 
+# --optimizer values (see albert_tf.optimization.create_optimizer).
+OPTIMIZERS = ("lamb", "adamw")
+
 # Checkpoint formats: what convert_checkpoint reads and writes.
 INPUT_FORMATS = ("auto", "ours", "official", "huggingface", "garden",
                  "keras_hub")

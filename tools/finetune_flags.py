@@ -27,6 +27,7 @@ from absl import flags
 
 from albert_tf.training import finetuning_params
 from data_pipeline.shared import DTYPES
+from data_pipeline.shared import OPTIMIZERS
 from data_pipeline.shared import STRATEGIES
 from data_pipeline.shared import UserInputError
 
@@ -122,7 +123,7 @@ def _define_hyperparameter_flags(flag_values) -> None:
       "Linear warmup steps (task default if unset, scaled down with a "
       "--train_step it does not fit in).", flag_values=flag_values)
   flags.DEFINE_enum(
-      "optimizer", DEFAULT.optimizer, ["adamw", "lamb"],
+      "optimizer", DEFAULT.optimizer, OPTIMIZERS,
       "Optimizer (the official fine-tuning recipes: adamw).",
       flag_values=flag_values)
   flags.DEFINE_float(

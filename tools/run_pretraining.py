@@ -20,6 +20,7 @@ from absl import flags
 
 from albert_tf.training import pretraining_params
 from data_pipeline.shared import DTYPES
+from data_pipeline.shared import OPTIMIZERS
 from data_pipeline.shared import STRATEGIES
 
 from . import cli
@@ -46,7 +47,7 @@ flags.DEFINE_integer("max_seq_length", DEFAULT.max_seq_length,
 flags.DEFINE_integer("max_predictions_per_seq",
                      DEFAULT.max_predictions_per_seq,
                      "Masked positions per sequence in the TFRecords.")
-flags.DEFINE_enum("optimizer", DEFAULT.optimizer, ["lamb", "adamw"],
+flags.DEFINE_enum("optimizer", DEFAULT.optimizer, OPTIMIZERS,
                   "Optimizer.")
 flags.DEFINE_float("learning_rate", DEFAULT.learning_rate,
                    "Peak learning rate.")
