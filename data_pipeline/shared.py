@@ -28,6 +28,17 @@ STRATEGIES = ("default", "one_device", "mirrored", "multi_worker", "tpu")
 # --dtype values: the compute precision of training.
 DTYPES = ("float32", "bfloat16", "float16")
 
+# --seed values: any integer in [0, MAX_SEED] (int64's range, as TensorFlow's
+# seeds are; albert_tf.training.run_support.set_global_seeds).
+MAX_SEED = 2**63 - 1
+
+
+def check_seed(seed) -> None:
+  """UserInputError naming --seed unless it is None or in [0, MAX_SEED]."""
+  if seed is not None and not 0 <= seed <= MAX_SEED:
+    raise UserInputError(f"--seed must be in [0, 2**63 - 1], got {seed}")
+
+
 # --optimizer values (see albert_tf.optimization.create_optimizer).
 OPTIMIZERS = ("lamb", "adamw")
 

@@ -107,3 +107,12 @@ def test_the_clipped_update(dtype):
   np.testing.assert_allclose(variable.numpy(), [-0.3, -0.4], rtol=1e-6)
   assert int(optimizer.iterations.numpy()) == 1
   assert float(run_support.current_learning_rate(optimizer)) == 0.5
+
+
+def test_seeds_outside_int64_are_one_clear_error():
+  from data_pipeline.shared import check_seed
+  for seed in (None, 0, 1, 2**63 - 1):
+    check_seed(seed)
+  for seed in (-1, 2**63):
+    with pytest.raises(UserInputError, match=rf"--seed .*got {seed}$"):
+      check_seed(seed)

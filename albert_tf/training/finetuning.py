@@ -237,7 +237,7 @@ class FinetuningRunner:
     self.config = self._check_settings()
     run_support.prepare_output_dir(params.output_dir)
     if params.seed is not None:
-      tf_keras.utils.set_random_seed(params.seed)
+      run_support.set_global_seeds(params.seed)
     self.strategy = create_strategy(params.strategy, params.tpu)
     self.steps_per_execution = min(params.iterations_per_loop,
                                    params.save_checkpoints_steps)

@@ -17,6 +17,7 @@ from albert_tf.config import AlbertConfig
 from data_pipeline import file_io
 from data_pipeline.shared import DTYPES
 from data_pipeline.shared import UserInputError
+from data_pipeline.shared import check_seed
 
 # The warmup share of train_step when no recipe gives one.
 DEFAULT_WARMUP_FRACTION = 0.1
@@ -89,6 +90,7 @@ def _check_actions_and_sources(params: FinetuningParams) -> None:
   if params.dtype not in DTYPES:
     raise UserInputError(f"--dtype must be one of {sorted(DTYPES)}, "
                          f"got {params.dtype!r}")
+  check_seed(params.seed)
   if params.init_savedmodel and params.dtype != "float32":
     raise UserInputError("--init_savedmodel runs in float32 (the exported "
                          f"encoder's dtype); got --dtype={params.dtype}")

@@ -15,6 +15,7 @@ from absl import logging
 from albert_tf.config import AlbertConfig
 from data_pipeline.shared import DTYPES
 from data_pipeline.shared import UserInputError
+from data_pipeline.shared import check_seed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +66,7 @@ def validate_params(params: PretrainingParams, config: AlbertConfig) -> None:
         f"--max_seq_length={params.max_seq_length} exceeds "
         f"max_position_embeddings={config.max_position_embeddings} in "
         f"{params.albert_config_file}")
+  check_seed(params.seed)
   if params.dtype not in DTYPES:
     raise UserInputError(f"--dtype must be one of {sorted(DTYPES)}, "
                          f"got {params.dtype!r}")

@@ -117,7 +117,7 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
   config = _check_inputs(params)
   run_support.prepare_output_dir(params.output_dir)
   if params.seed is not None:
-    tf_keras.utils.set_random_seed(params.seed)
+    run_support.set_global_seeds(params.seed)
   strategy = create_strategy(params.strategy, params.tpu)
   resolver = getattr(strategy, "cluster_resolver", None)
   write_dir = run_support.process_output_dir(params.output_dir, resolver)

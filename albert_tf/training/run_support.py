@@ -11,11 +11,14 @@
     writes it, every other worker its own scratch directory inside it
     (`process_output_dir`), removed at the end;
   - the results files (`write_results`: sorted keys, atomic) and the
-    NaN/Inf stop (`NonFiniteLossError`).
+    NaN/Inf stop (`NonFiniteLossError`);
+  - the seeds (`set_global_seeds`): any --seed in [0, 2**63).
 """
 
+import random
 from typing import Dict, List, Optional
 
+import numpy as np
 import tensorflow as tf
 import tf_keras
 
@@ -56,6 +59,25 @@ def is_loss_scaled(optimizer) -> bool:
 def scaled_loss(optimizer, loss: tf.Tensor) -> tf.Tensor:
   """The loss to differentiate: multiplied by the loss scale if any."""
   return optimizer.get_scaled_loss(loss) if is_loss_scaled(optimizer) else loss
+
+
+# --- seeds --------------------------------------------------------------------
+
+# TensorFlow reduces its global seed modulo 2**31 - 1 and treats a result of 0
+# specially, with a Python comparison that a tensor-valued op seed (the data
+# stream's per-group shuffle seeds) cannot take inside a graph. Seeds of that
+# class (0, 2**31 - 1, ...) are handed to TensorFlow as this one instead.
+_TF_SEED_MODULUS = 2**31 - 1
+_TF_SEED_FOR_ZERO_CLASS = _TF_SEED_MODULUS - 1
+
+
+def set_global_seeds(seed: int) -> None:
+  """Seeds Python, NumPy and TensorFlow (initialisation, dropout) from one
+  --seed in [0, 2**63) (`tf_keras.utils.set_random_seed` refuses NumPy
+  seeds of 2**32 and above, and TensorFlow's seed 0 breaks tensor seeds)."""
+  random.seed(seed)
+  np.random.seed(seed % 2**32)
+  tf.random.set_seed(seed % _TF_SEED_MODULUS or _TF_SEED_FOR_ZERO_CLASS)
 
 
 # --- the update ---------------------------------------------------------------
