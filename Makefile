@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint demo venv clean
+.PHONY: test test-all lint demo venv clean
 
 venv: $(STAMP)
 
@@ -18,7 +18,15 @@ $(STAMP): requirements.txt constraints.txt
 	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
 	touch $(STAMP)
 
+# A newcomer's check of an install (about 10 minutes on 2 cores): every tool
+# once, the parity checks, the import graph, the CLI help. Tests marked
+# `slow` (multi-process runs, whole pipelines, kill-and-resume sequences,
+# Keras 3 subprocesses, benchmarks) run only in test-all.
 test: $(STAMP)
+	$(PY) -m pytest -q -m "not slow" tests
+
+# Everything, slow tests included (what CI runs; about 25 minutes).
+test-all: $(STAMP)
 	$(PY) -m pytest -q tests
 
 # Lint and import order (configured in pyproject.toml); .ci/run runs it first.

@@ -34,6 +34,7 @@ def test_output_shapes_and_dtypes(tiny_config, encoder_inputs):
   assert outputs["sequence_output"].dtype == tf.float32
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,expected", [
     ("base", 11_683_584), ("large", 17_683_968), ("xlarge", 58_724_864),
     ("xxlarge", 222_595_584)])
@@ -41,6 +42,7 @@ def test_preset_parameter_counts(name, expected):
   assert AlbertEncoder(_preset(name)).count_params() == expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("share,expected,paper_millions", [
     ("none", 89_650_176, 89), ("attention", 63_647_232, 64),
     ("ffn", 37_686_528, 38), ("all", 11_683_584, 12)])

@@ -37,6 +37,9 @@ from data_pipeline import race
 from data_pipeline import sentencepiece_trainer
 from data_pipeline import stdlib_corpus
 
+# Minutes of multi-process or whole-pipeline runs: `make test-all` only.
+pytestmark = pytest.mark.slow
+
 VOCAB = 400
 SEQ = 32
 KEYWORD = "banana"

@@ -119,6 +119,7 @@ def _cli(*args):
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["non_utf8", "glob", "vocab"])
 def test_bad_input_gives_the_local_paths_error(case, tmp_path, english_corpus,
                                                spm_model):

@@ -12,6 +12,9 @@ import pytest
 
 from albert_tf.config import AlbertConfig
 
+# Minutes of multi-process or whole-pipeline runs: `make test-all` only.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def tiny_config_file(tmp_path_factory):

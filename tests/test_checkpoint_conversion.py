@@ -115,6 +115,7 @@ def _check_one_to_one(table):
     assert len(names) == len(set(names)), f"duplicate {column} names"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("share,groups,inner", [
     ("all", 1, 1), ("all", 2, 2), ("attention", 2, 1), ("ffn", 1, 2),
     ("none", 1, 1)])
@@ -270,6 +271,7 @@ def originals(tmp_path_factory, tiny_config):
   return get
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("output_format", ["official", "huggingface", "ours"])
 @pytest.mark.parametrize("groups,inner", [(1, 1), (2, 2)])
 def test_round_trip_is_exact(tmp_path, originals, output_format, groups,

@@ -1,6 +1,7 @@
 """AlbertClassifier: shapes, config round trip, structure, raw-text export."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 import tf_keras
 
@@ -51,6 +52,7 @@ def test_only_the_head_is_added(tiny_config):
   assert model.classifier.dense.kernel.shape == (tiny_config.hidden_size, 4)
 
 
+@pytest.mark.slow
 def test_raw_text_export_matches_python_path(tmp_path, spm_model):
   """Two-segment serving signature == Python featurisation + model, also
   when the pair is truncated and with accents / extra spaces."""

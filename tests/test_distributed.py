@@ -11,6 +11,9 @@ import pytest
 
 from albert_tf.config import AlbertConfig
 
+# Minutes of multi-process or whole-pipeline runs: `make test-all` only.
+pytestmark = pytest.mark.slow
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
 
 

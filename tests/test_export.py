@@ -205,6 +205,7 @@ def test_preprocessor_feeds_encoder_in_keras(exported):
   assert out.shape == (2, exported["config"].hidden_size)
 
 
+@pytest.mark.slow
 def test_export_from_huggingface(exported, tmp_path, spm_model):
   """init_checkpoint may be any layout; all exports compute the same thing."""
   config = exported["config"]

@@ -212,6 +212,7 @@ def kill_sequences(tmp_path_factory, pretraining_records, config_file,
            for name, command in commands.items()}
 
 
+@pytest.mark.slow
 def test_pretraining_killed_twice_and_cut_short_save_resumes_exactly(
     kill_sequences):
   reference, killed, kills = kill_sequences["pretraining"].result()
@@ -220,6 +221,7 @@ def test_pretraining_killed_twice_and_cut_short_save_resumes_exactly(
   _assert_same_weights(reference, killed)
 
 
+@pytest.mark.slow
 def test_finetuning_killed_and_rerun_resumes_exactly(kill_sequences):
   reference, killed, kills = kill_sequences["finetuning"].result()
   print(f"fine-tuning {kills}")
@@ -392,6 +394,7 @@ CLI_CASES = ("missing_corpus", "non_utf8_corpus", "data_unwritable_output",
              "init_savedmodel_not_a_savedmodel")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CLI_CASES)
 def test_cli_bad_input_is_one_clear_error(cli_results, case):
   result, pattern, root = cli_results[case]
@@ -491,6 +494,7 @@ def _pretraining_params(tmp_path, records, config_file, **changes):
   return dataclasses.replace(params, **changes)
 
 
+@pytest.mark.slow
 def test_pretraining_out_of_vocabulary_ids_found_while_training(
     tmp_path, pretraining_records):
   # ...and ids past the first record are caught while training.

@@ -147,6 +147,7 @@ def test_warm_start_from_our_pretraining_checkpoint(tmp_path, caplog):
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
 
 
+@pytest.mark.slow
 def test_init_savedmodel_fine_tunes_the_exported_encoder(tmp_path, spm_model,
                                                          caplog):
   from albert_tf import exports
@@ -232,6 +233,7 @@ def _summary_steps(directory):
   return steps
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("train_step,iterations_per_loop,save_every",
                          [(40, 100, 100), (7, 5, 5)])
 def test_stops_at_exactly_train_step(tmp_path, train_step,

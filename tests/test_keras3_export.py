@@ -16,6 +16,9 @@ from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.networks.albert_encoder import AlbertEncoder
 
+# Minutes of multi-process or whole-pipeline runs: `make test-all` only.
+pytestmark = pytest.mark.slow
+
 SEQ = 16
 SENTENCES = ["The quick brown fox jumps.", "Ünïcode, and  spaces: 1,000!"]
 

@@ -19,6 +19,9 @@ from albert_tf.networks.albert_encoder import AlbertEncoder
 from data_pipeline import tokenization
 from data_pipeline.shared import UserInputError
 
+# Minutes of multi-process or whole-pipeline runs: `make test-all` only.
+pytestmark = pytest.mark.slow
+
 SEQ = 16
 # Lines the stdlib corpus lacks: case, accents, whitespace runs, quotes,
 # numbers with commas, compatibility characters.

@@ -199,6 +199,7 @@ def test_every_class_has_a_case():
   assert _names(_defined_classes()) == _names(CASES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", list(CASES), ids=lambda c: c.__name__)
 def test_rebuilt_from_config_computes_the_same(cls):
   args, call = CASES[cls]

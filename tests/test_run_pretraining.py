@@ -142,6 +142,7 @@ def test_warm_start_rejects_another_architecture(trained, tmp_path):
         albert_config_file=config_path, init_checkpoint=params.output_dir))
 
 
+@pytest.mark.slow
 def test_nan_loss_stops_with_message_and_keeps_last_good_checkpoint(params):
   bad = dataclasses.replace(params, learning_rate=1e6, num_warmup_steps=0,
                             eval_file="")
@@ -199,6 +200,7 @@ def _final_weights(output_dir):
           if k.startswith("model/") and "OPTIMIZER_SLOT" not in k}
 
 
+@pytest.mark.slow
 def test_xla_compiled_step_matches_eager_step(params, tmp_path):
   short = dataclasses.replace(params, num_train_steps=6,
                               save_checkpoints_steps=3, iterations_per_loop=3,
@@ -214,6 +216,7 @@ def test_xla_compiled_step_matches_eager_step(params, tmp_path):
     np.testing.assert_allclose(xla[key], eager[key], atol=2e-4, err_msg=key)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_mixed_precision_training_runs(params, dtype):
   results = lib.run_pretraining(dataclasses.replace(
@@ -224,6 +227,7 @@ def test_mixed_precision_training_runs(params, dtype):
   assert all(w.dtype == np.float32 for w in weights.values())
 
 
+@pytest.mark.slow
 def test_interrupted_run_resumes_exactly(params, tmp_path):
   """Weights, optimizer slots, data position and dropout RNG state all come
   back: an interrupted run ends where an uninterrupted one does."""
@@ -298,6 +302,7 @@ def cli_runs(tmp_path_factory, pretraining_records):
       folder
 
 
+@pytest.mark.slow
 def test_sigterm_saves_a_checkpoint_and_exits_for_restart(cli_runs):
   """A preemption notice (SIGTERM) is handled by TensorFlow's
   PreemptionCheckpointHandler: checkpoint after the current loop, exit 42."""
@@ -309,6 +314,7 @@ def test_sigterm_saves_a_checkpoint_and_exits_for_restart(cli_runs):
   assert step > 0 and step % 10 == 0
 
 
+@pytest.mark.slow
 def test_cli_progress_lines_appear_once(cli_runs):
   """Orbit prints its progress to stdout; its absl copies are filtered out of
   stderr, which keeps the other log lines."""

@@ -77,6 +77,7 @@ def _params(root, spm_model, config, **kwargs):
   return FinetuningParams(**values)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("v2", [False, True], ids=["v1.1", "v2.0"])
 def test_squad_export_answers_as_predictions_json(v2, tmp_path, spm_model,
                                                   english_corpus,
@@ -141,6 +142,7 @@ def test_squad_export_answers_as_predictions_json(v2, tmp_path, spm_model,
     assert 0 < got.count("") < len(got)
 
 
+@pytest.mark.slow
 def test_race_export_picks_the_models_option(tmp_path, spm_model,
                                              english_corpus, tiny_config):
   words = _words(english_corpus)

@@ -111,6 +111,7 @@ def test_squad_v1_learns_marker_task(squad_setup):
   assert os.path.isdir(os.path.join(params.output_dir, "best"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("null_score", ["answer_class", "cls"])
 def test_squad_v2_runs_and_reports_official_metrics(squad_setup, null_score):
   params = _params(squad_setup, f"v2_{null_score}")
@@ -144,6 +145,7 @@ def test_squad_v2_runs_and_reports_official_metrics(squad_setup, null_score):
   assert results["f1"] == pytest.approx(official["f1"])
 
 
+@pytest.mark.slow
 def test_squad_predict_only_uses_best_checkpoint(squad_setup):
   """--do_predict alone after training: same answers as the evaluation."""
   params = _params(squad_setup, "v1", do_train=False, do_eval=False,
@@ -161,6 +163,7 @@ def test_squad_option_errors(squad_setup):
         predict_file="x.json"))
 
 
+@pytest.mark.slow
 def test_cli_reports_bad_squad_file(squad_setup, tmp_path):
   bad = tmp_path / "nodata.json"
   bad.write_text(json.dumps({"version": "1.1"}))

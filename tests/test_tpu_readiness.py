@@ -18,6 +18,9 @@ from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training.pretraining_runner import PretrainingRunner
 from data_pipeline import pretraining_input
 
+# Minutes of multi-process or whole-pipeline runs: `make test-all` only.
+pytestmark = pytest.mark.slow
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
 CONFIG = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
                       num_hidden_layers=2, num_attention_heads=2,
