@@ -267,3 +267,43 @@ def test_cli_refuses_a_splitter_for_the_text_format(tmp_path, spm_model):
   assert result.returncode == 1
   assert "--sentence_splitter=blingfire needs --input_format" in \
       result.stderr.strip().splitlines()[-1]
+
+
+def test_split_sentences_writes_what_data_creation_reads(corpora, tmp_path,
+                                                         spm_model):
+  from data_pipeline import sentence_corpus
+  corpus = CorpusOptions(input_format="jsonl")
+  text = str(tmp_path / "split.txt")
+  stats = sentence_corpus.write_sentences(corpora["gz"], text, corpus)
+  from_text = _create(text, str(tmp_path / "t.tfrecord"), spm_model)
+  from_jsonl = _create(corpora["gz"], str(tmp_path / "j.tfrecord"),
+                       spm_model, corpus=corpus)
+  assert stats.documents == from_jsonl["documents"]
+  assert stats.sentences >= from_jsonl["sentences"]  # Before tokenizing.
+  assert _bytes(str(tmp_path / "t.tfrecord")) == _bytes(
+      str(tmp_path / "j.tfrecord"))
+  assert from_text["instances"] == from_jsonl["instances"]
+
+
+def test_split_sentences_cli_one_output_per_input(corpora, tmp_path):
+  result = subprocess.run(
+      [sys.executable, "-m", "tools.split_sentences",
+       f"--input_file={corpora['parquet1']},{corpora['jsonl']}",
+       "--input_format=parquet", f"--output_file={tmp_path}/out/"],
+      cwd=REPO, capture_output=True, text=True, timeout=300)
+  # A JSON-lines file read as Parquet: one line naming it, nothing written.
+  assert result.returncode == 1
+  assert "c.jsonl: not a readable Parquet file" in result.stderr
+  assert not (tmp_path / "out").exists() or not list(
+      (tmp_path / "out").iterdir())
+  result = subprocess.run(
+      [sys.executable, "-m", "tools.split_sentences",
+       f"--input_file={corpora['parquet']},{corpora['parquet1']}",
+       "--input_format=parquet", "--sentence_splitter=none",
+       f"--output_file={tmp_path}/out/"],
+      cwd=REPO, capture_output=True, text=True, timeout=300)
+  assert result.returncode == 0, result.stderr
+  assert sorted(os.listdir(tmp_path / "out")) == ["c.txt", "c1.txt"]
+  # Sentences not split: the official text the corpus came from.
+  assert _bytes(str(tmp_path / "out" / "c.txt")) == _bytes(corpora["text"])
+  assert _bytes(str(tmp_path / "out" / "c1.txt")) == _bytes(corpora["text"])
