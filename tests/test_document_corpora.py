@@ -307,3 +307,63 @@ def test_split_sentences_cli_one_output_per_input(corpora, tmp_path):
   # Sentences not split: the official text the corpus came from.
   assert _bytes(str(tmp_path / "out" / "c.txt")) == _bytes(corpora["text"])
   assert _bytes(str(tmp_path / "out" / "c1.txt")) == _bytes(corpora["text"])
+
+
+@pytest.mark.slow
+def test_beam_parquet_equals_local_json_lines(corpora, tmp_path, spm_model,
+                                              monkeypatch):
+  from data_pipeline import beam_pipeline
+  monkeypatch.setenv("PYTHONPATH", REPO)  # For the worker processes.
+  settings = dict(dupe_factor=2, piece_bytes=ONE_PIECE, num_output_shards=2)
+  local = str(tmp_path / "local.tfrecord")
+  pretraining_writer.create_pretraining_data(
+      corpora["jsonl"], local, spm_model, OPTIONS, num_workers=1,
+      show_progress=False, corpus=JSONL, **settings)
+  beam = str(tmp_path / "beam" / "b.tfrecord")
+  stats = beam_pipeline.create_pretraining_data_beam(
+      corpora["parquet1"], beam, spm_model, OPTIONS, runner="DirectRunner",
+      pipeline_args=["--direct_num_workers=2",
+                     "--direct_running_mode=multi_processing"],
+      corpus=PARQUET, **settings)
+  assert stats["instances"] > 1000
+  for shard in ("-00000-of-00002", "-00001-of-00002"):
+    assert _bytes(beam + shard) == _bytes(local + shard)
+
+
+_PEAK_RSS = """
+import json, resource, sys
+from data_pipeline import pretraining_writer
+from data_pipeline.corpus_options import CorpusOptions
+from data_pipeline.pretraining_data import InstanceOptions
+corpus_file, out, model = sys.argv[1:]
+stats = pretraining_writer.create_pretraining_data(
+    corpus_file, out, model, InstanceOptions(max_seq_length=64,
+    max_predictions_per_seq=10), dupe_factor=1, num_workers=1,
+    show_progress=False, piece_bytes=64 * 1024,
+    corpus=CorpusOptions(input_format="jsonl"))
+print(json.dumps([stats["pieces"],
+                  resource.getrusage(resource.RUSAGE_SELF).ru_maxrss]))
+"""
+
+
+@pytest.mark.slow
+def test_constant_memory_on_a_16_times_larger_corpus(corpora, tmp_path,
+                                                     spm_model):
+  with open(corpora["jsonl"], "rb") as f:
+    one = f.read()
+  results = []
+  for copies in (1, 16):
+    path = tmp_path / f"x{copies}.jsonl.gz"
+    with gzip.open(path, "wb") as f:
+      for _ in range(copies):
+        f.write(one)
+    result = subprocess.run(
+        [sys.executable, "-c", _PEAK_RSS, str(path),
+         str(tmp_path / f"x{copies}.tfrecord"), spm_model],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, PYTHONPATH=REPO))
+    assert result.returncode == 0, result.stderr[-2000:]
+    results.append(json.loads(result.stdout.strip().splitlines()[-1]))
+  (small_pieces, small_rss), (large_pieces, large_rss) = results
+  assert large_pieces >= 16 * small_pieces - 16
+  assert large_rss <= 1.2 * small_rss, results
