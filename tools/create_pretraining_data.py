@@ -52,6 +52,8 @@ from . import cli
 from . import corpus_flags
 
 FLAGS = flags.FLAGS
+# --help lists the corpus flags with this tool's own.
+flags.adopt_module_key_flags(corpus_flags)
 
 flags.DEFINE_string("input_file", None,
                     "Input text file(s): comma-separated paths or globs.")
