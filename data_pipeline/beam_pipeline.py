@@ -289,7 +289,8 @@ def create_pretraining_data_beam(
     albert_config_file: Optional[str] = None,
     runner: str = "DirectRunner",
     pipeline_args: Sequence[str] = (),
-    num_workers: Optional[int] = None) -> Dict:
+    num_workers: Optional[int] = None,
+    corpus=None) -> Dict:
   """Writes pretraining TFRecords with an Apache Beam pipeline.
 
   Args: those of `pretraining_writer.create_pretraining_data` (same meaning,
@@ -314,7 +315,7 @@ def create_pretraining_data_beam(
   plan = pretraining_writer.plan_run(
       input_file, output_file, spm_model_file, options, do_lower_case,
       dupe_factor, random_seed, num_output_shards, piece_bytes,
-      skip_non_utf8_lines, albert_config_file, fs=fs)
+      skip_non_utf8_lines, albert_config_file, fs=fs, corpus=corpus)
   if len(plan.done) == len(plan.paths):
     logging.info("every shard is complete; nothing to do")
     summary = plan.summary(plan.previous_stats(), 0, time.time() - started)

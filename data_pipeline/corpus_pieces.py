@@ -60,14 +60,20 @@ class Piece(NamedTuple):
     key: int, as PieceSpec.key.
     documents: list of (document key, list of str sentences); the key is
       file_index * 2**40 + the byte offset of the document's first line.
-    lines: lines starting in the piece's range.
+    lines: lines (records, rows) starting in the piece's range.
     skipped_lines: those of them skipped as not UTF-8.
+    bad_records: records skipped as bad (document formats).
+    short_documents, duplicate_documents: documents dropped by the
+      hygiene flags (`document_pieces.filter_documents`).
   """
   index: int
   key: int
   documents: List[Tuple[int, List[str]]]
   lines: int = 0
   skipped_lines: int = 0
+  bad_records: int = 0
+  short_documents: int = 0
+  duplicate_documents: int = 0
 
 
 def resolve_input_files(input_file: str, fs=None) -> List[str]:

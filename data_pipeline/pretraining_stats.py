@@ -29,6 +29,9 @@ class PretrainingStats:
       pretraining_data).
     skipped_lines: input lines skipped as not UTF-8.
     pieces: input pieces processed.
+    bad_records: records skipped by --skip_bad_records.
+    short_documents: documents dropped by --min_document_sentences.
+    duplicate_documents: documents dropped by --dedup_documents.
   """
   documents: int = 0
   sentences: int = 0
@@ -44,6 +47,9 @@ class PretrainingStats:
   dropped_chunks: int = 0
   skipped_lines: int = 0
   pieces: int = 0
+  bad_records: int = 0
+  short_documents: int = 0
+  duplicate_documents: int = 0
 
   def add(self, other: "PretrainingStats") -> None:
     for field in dataclasses.fields(self):
@@ -100,7 +106,11 @@ class PretrainingStats:
         f"SOP swapped (label 1) {d['swapped_fraction']:.4f}",
         f"dropped one-token chunks {self.dropped_chunks:,}  skipped non-UTF-8 "
         f"lines {self.skipped_lines:,}",
-    ])
+    ] + ([f"skipped bad records {self.bad_records:,}  dropped short "
+          f"documents {self.short_documents:,}  dropped duplicate "
+          f"documents {self.duplicate_documents:,}"]
+         if self.bad_records or self.short_documents or
+         self.duplicate_documents else []))
 
 
 def write_json(path: str, payload: Dict, fs=None) -> None:

@@ -1,6 +1,6 @@
 """One piece of corpus -> framed TFRecord bytes (runs in worker processes).
 
-Reads the piece (`corpus_pieces.read_piece`), tokenizes its sentences in one
+Reads the piece (`document_pieces.read_piece`), tokenizes its sentences in one
 batched SentencePiece call, makes the instances of every dupe
 (`pretraining_data`), shuffles them with the piece's own Generator, masks and
 encodes them in batches and frames the records (`tfrecord_io`). Imports no
@@ -11,6 +11,7 @@ in a pool worker or in the main process.
 import numpy as np
 
 from data_pipeline import corpus_pieces
+from data_pipeline import document_pieces
 from data_pipeline import pretraining_data
 from data_pipeline import tfrecord_io
 from data_pipeline import tfrecord_schema
@@ -28,13 +29,16 @@ _WORKER = {}
 
 
 def init_worker(spm_model_file, do_lower_case, options, vocab, random_seed,
-                dupe_factor, num_threads, skip_non_utf8_lines, fs=None):
+                dupe_factor, num_threads, skip_non_utf8_lines, corpus=None,
+                fs=None):
   """Loads what `process_piece` needs (once per process).
 
-  `fs` reads the model and the corpus (default file_io).
+  `corpus`: a CorpusOptions (default: the text format). `fs` reads the
+  model and the corpus (default file_io).
   """
   _WORKER.update(
       skip_non_utf8_lines=skip_non_utf8_lines, fs=fs,
+      corpus=corpus or document_pieces.CorpusOptions(),
       tokenizer=SentencePieceTokenizer(spm_model_file,
                                        do_lower_case=do_lower_case, fs=fs),
       options=options, vocab=vocab, random_seed=random_seed,
@@ -53,7 +57,10 @@ def _tokenize_piece(piece: corpus_pieces.Piece):
   pool = np.fromiter((i for x in ids for i in x), dtype=np.int32,
                      count=sum(lengths))
   documents = []
-  stats = PretrainingStats(pieces=1, skipped_lines=piece.skipped_lines)
+  stats = PretrainingStats(pieces=1, skipped_lines=piece.skipped_lines,
+                           bad_records=piece.bad_records,
+                           short_documents=piece.short_documents,
+                           duplicate_documents=piece.duplicate_documents)
   offset = 0
   sentence = 0
   for key, sentences in piece.documents:
@@ -75,8 +82,9 @@ def _tokenize_piece(piece: corpus_pieces.Piece):
 
 def process_piece(spec: corpus_pieces.PieceSpec):
   """(piece index, TFRecord bytes, PretrainingStats) of one piece."""
-  piece = corpus_pieces.read_piece(spec, _WORKER["skip_non_utf8_lines"],
-                                   _WORKER["fs"])
+  piece = document_pieces.read_piece(spec, _WORKER["corpus"],
+                                     _WORKER["skip_non_utf8_lines"],
+                                     _WORKER["fs"])
   options = _WORKER["options"]
   vocab = _WORKER["vocab"]
   seed = _WORKER["random_seed"]

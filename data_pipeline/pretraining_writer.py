@@ -55,9 +55,11 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 from absl import logging
 
 from data_pipeline import corpus_pieces
+from data_pipeline import document_pieces
 from data_pipeline import file_io
 from data_pipeline import pretraining_data
 from data_pipeline import pretraining_worker
+from data_pipeline.corpus_options import CorpusOptions
 from data_pipeline.pretraining_stats import PretrainingStats
 from data_pipeline.pretraining_stats import write_json
 from data_pipeline.shared import UserInputError
@@ -218,7 +220,10 @@ class RunPlan:
               "documents too short for any instance")
     return UserInputError(
         f"--input_file: empty corpus ({reason}; "
-        f"{written.skipped_lines} non-UTF-8 lines skipped): "
+        f"{written.skipped_lines} non-UTF-8 lines and "
+        f"{written.bad_records} bad records skipped, "
+        f"{written.short_documents + written.duplicate_documents} documents "
+        "dropped): "
         f"{', '.join(self.files)}")
 
   def summary(self, total: PretrainingStats, written_instances: int,
@@ -253,7 +258,7 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
              piece_bytes: int = DEFAULT_PIECE_BYTES,
              skip_non_utf8_lines: bool = False,
              albert_config_file: Optional[str] = None,
-             fs=None) -> RunPlan:
+             fs=None, corpus: Optional[CorpusOptions] = None) -> RunPlan:
   """Checks the flags and inputs and plans the run (see RunPlan).
 
   Args are `create_pretraining_data`'s; `fs` the filesystem functions
@@ -261,9 +266,12 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
 
   Raises:
     UserInputError: bad flag value, missing input, empty corpus, output
-      not writable, a vocabulary larger than the ALBERT config's.
+      not writable, a vocabulary larger than the ALBERT config's, a Parquet
+      file without the text column, a gzip file cut short.
   """
   fs = fs or file_io
+  corpus = corpus or CorpusOptions()
+  corpus.validate()
   _check_settings(options, dupe_factor, piece_bytes, spm_model_file)
   files = corpus_pieces.resolve_input_files(input_file, fs)
   if all(fs.getsize(p) == 0 for p in files):
@@ -272,7 +280,8 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
   for path in paths:
     _check_output(path, fs)
   vocab = _vocabulary(spm_model_file, do_lower_case, albert_config_file, fs)
-  piece_counts = corpus_pieces.pieces_per_file(files, piece_bytes, fs)
+  piece_counts = document_pieces.pieces_per_file(files, corpus, piece_bytes,
+                                                 fs)
   if sum(piece_counts) < len(paths):
     logging.warning("%d input pieces for %d shards: some shards are empty "
                     "(lower --num_output_shards)", sum(piece_counts),
@@ -282,10 +291,12 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
               "random_seed": random_seed, "piece_bytes": piece_bytes,
               "skip_non_utf8_lines": skip_non_utf8_lines,
               "num_shards": len(paths)}
+  if corpus != CorpusOptions():  # Official runs keep their fingerprints.
+    settings["corpus"] = dataclasses.asdict(corpus)
   fingerprints = _fingerprints(files, spm_model_file, settings, paths, fs)
   done = _completed_shards(paths, fingerprints, fs)
   initargs = (spm_model_file, do_lower_case, options, vocab, random_seed,
-              dupe_factor, 1, skip_non_utf8_lines)
+              dupe_factor, 1, skip_non_utf8_lines, corpus)
   return RunPlan(files, piece_counts, paths,
                  stats_path(output_file, num_output_shards), settings,
                  fingerprints, done, initargs)
@@ -447,7 +458,8 @@ def create_pretraining_data(
     piece_bytes: int = DEFAULT_PIECE_BYTES,
     skip_non_utf8_lines: bool = False,
     show_progress: bool = True,
-    albert_config_file: Optional[str] = None) -> Dict:
+    albert_config_file: Optional[str] = None,
+    corpus: Optional[CorpusOptions] = None) -> Dict:
   """Writes pretraining TFRecords for a corpus; returns the stats summary.
 
   Args:
@@ -468,6 +480,8 @@ def create_pretraining_data(
     show_progress: show a progress bar on stderr.
     albert_config_file: optional ALBERT config the records are for; its
       vocab_size must hold every SentencePiece id (checked before any work).
+    corpus: CorpusOptions: input format, text field, sentence splitter,
+      document hygiene (default: the official text format).
 
   Returns:
     dict: the PretrainingStats fields, their `derived()` ratios, "outputs",
@@ -484,7 +498,8 @@ def create_pretraining_data(
     raise UserInputError(f"--num_workers={num_workers} must be at least 1")
   plan = plan_run(input_file, output_file, spm_model_file, options,
                   do_lower_case, dupe_factor, random_seed, num_output_shards,
-                  piece_bytes, skip_non_utf8_lines, albert_config_file)
+                  piece_bytes, skip_non_utf8_lines, albert_config_file,
+                  corpus=corpus)
   shards = _Shards(plan)
   todo = plan.num_pieces_to_make()
   runner = _PieceRunner(plan.initargs, min(num_workers, max(todo, 1)))

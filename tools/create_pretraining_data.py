@@ -1,9 +1,14 @@
 r"""Creates ALBERT pretraining TFRecords (SOP + n-gram masking) from text.
 
-Input: one sentence per line, a blank line between documents. The official
-google-research/albert flags keep their meaning; added: --num_workers,
---num_output_shards, --single_segment_random_document,
---skip_non_utf8_lines, --piece_bytes, --albert_config_file, --runner. See
+Input: one sentence per line, a blank line between documents (the official
+format, --input_format=text), or documents as JSON lines (--input_format=jsonl,
+also .jsonl.gz / .json.gz) or Parquet (--input_format=parquet), split into
+sentences (--sentence_splitter). The official google-research/albert flags
+keep their meaning; added: --num_workers, --num_output_shards,
+--single_segment_random_document, --skip_non_utf8_lines, --piece_bytes,
+--albert_config_file, --runner, and the corpus flags (tools/corpus_flags.py:
+--input_format, --text_field, --sentence_splitter, --min_document_sentences,
+--dedup_documents, --skip_bad_records). See
 data_pipeline/pretraining_writer.py for sharding, shuffling and determinism,
 data_pipeline/pretraining_data.py for the algorithm,
 data_pipeline/beam_pipeline.py for the Beam pipeline.
@@ -14,6 +19,13 @@ data_pipeline/beam_pipeline.py for the Beam pipeline.
     --spm_model_file=30k-clean.model \
     --max_seq_length=512 --max_predictions_per_seq=20 \
     --dupe_factor=10 --random_seed=12345
+
+Wikipedia from wikiextractor --json, C4 or FineWeb:
+
+  python -m tools.create_pretraining_data \
+    --input_file=c4/en/c4-train.*.json.gz --input_format=jsonl \
+    --output_file=data/train.tfrecord --num_output_shards=64 \
+    --spm_model_file=30k-clean.model --min_document_sentences=2
 
 The same job on Apache Beam (same output bytes; see the README for Dataflow,
 Flink and Spark): add --runner and Beam's own pipeline options, e.g.
@@ -37,8 +49,11 @@ from absl import logging
 from data_pipeline.shared import UserInputError
 
 from . import cli
+from . import corpus_flags
 
 FLAGS = flags.FLAGS
+# --help lists the corpus flags with this tool's own.
+flags.adopt_module_key_flags(corpus_flags)
 
 flags.DEFINE_string("input_file", None,
                     "Input text file(s): comma-separated paths or globs.")
@@ -132,6 +147,7 @@ def main(argv):
       raise UserInputError(f"--{name} is required")
   if FLAGS.do_permutation:
     raise UserInputError("--do_permutation is not supported")
+  corpus = corpus_flags.corpus_options_from_flags()
   from data_pipeline import file_io
   if FLAGS.vocab_file and not file_io.isfile(FLAGS.vocab_file):
     raise UserInputError(f"--vocab_file: no such file: {FLAGS.vocab_file}")
@@ -158,7 +174,8 @@ def main(argv):
       num_output_shards=FLAGS.num_output_shards,
       piece_bytes=FLAGS.piece_bytes,
       skip_non_utf8_lines=FLAGS.skip_non_utf8_lines,
-      albert_config_file=FLAGS.albert_config_file)
+      albert_config_file=FLAGS.albert_config_file,
+      corpus=corpus)
   if FLAGS.runner:
     from data_pipeline import beam_pipeline
     stats = beam_pipeline.create_pretraining_data_beam(
