@@ -85,26 +85,46 @@ def test_a_savedmodel_given_as_a_checkpoint_is_named(fake_exports, name):
     locate.resolve_path(fake_exports[name])
 
 
-def test_run_classifier_cli_gives_one_line(fake_exports, tmp_path):
-  """The tool's error, before TensorFlow is imported: one line, exit 1."""
-  data = tmp_path / "SST-2"
+CLI_CASES = {
+    "run_classifier": ("export/preprocessor", (
+        "is the preprocessor of an export (signatures: "
+        "serving_default(sentences), two_segments(text_a, text_b)), not an "
+        "encoder; pass {export/encoder}")),
+    "run_squad": ("export", (
+        "is an export folder (encoder/, preprocessor/), not a "
+        "SavedModel; pass {export/encoder}")),
+    "run_race": ("classifier", (
+        "is a fine-tuned classifier export (run_classifier "
+        "--export_dir) (signatures: serving_default(text_a, text_b)), not "
+        "an encoder; pass <export_dir>/encoder of tools.export_savedmodel")),
+}
+
+
+@pytest.mark.parametrize("tool", sorted(CLI_CASES))
+def test_the_tools_give_one_line(fake_exports, tmp_path, tool):
+  """Each fine-tuning tool's error, before TensorFlow is imported: one
+  line, exit 1."""
+  given, expected = CLI_CASES[tool]
+  spm = tmp_path / "x.model"
+  spm.write_bytes(b"unused: the check comes first")
+  data = tmp_path / "data"
   data.mkdir()
   for split in ("train", "dev"):
     (data / f"{split}.tsv").write_text("sentence\tlabel\na b\t1\n")
-  spm = tmp_path / "x.model"
-  spm.write_bytes(b"unused: the check comes first")
+  (data / "train.json").write_text('{"version": "1.1", "data": []}')
+  task = {"run_classifier": ["--task_name=SST-2", f"--data_dir={data}"],
+          "run_squad": [f"--train_file={data / 'train.json'}"],
+          "run_race": [f"--data_dir={data}"]}[tool]
   result = subprocess.run(
-      [sys.executable, "-m", "tools.run_classifier", "--task_name=SST-2",
-       f"--data_dir={data}", f"--output_dir={tmp_path / 'out'}",
-       f"--spm_model_file={spm}", "--do_train",
-       f"--init_savedmodel={fake_exports['export/preprocessor']}"],
+      [sys.executable, "-m", f"tools.{tool}", *task,
+       f"--output_dir={tmp_path / 'out'}", f"--spm_model_file={spm}",
+       "--do_train", f"--init_savedmodel={fake_exports[given]}"],
       cwd=ROOT, capture_output=True, text=True, timeout=120,
       env=dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3"))
   assert result.returncode == 1, result.stderr[-3000:]
   assert "Traceback" not in result.stderr
   lines = [line for line in result.stderr.splitlines() if line.strip()]
-  assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-  assert lines[0].endswith(
-      "export/preprocessor is the preprocessor of an export (signatures: "
-      "serving_default(sentences), two_segments(text_a, text_b)), not an "
-      f"encoder; pass {fake_exports['export/encoder']}")
+  assert len(lines) == 1, result.stderr
+  assert lines[0] == (
+      f"error: --init_savedmodel={fake_exports[given]} " +
+      expected.replace("{export/encoder}", fake_exports["export/encoder"]))
