@@ -11,6 +11,7 @@ ordinary files and folders (0644 / 0755 under umask 022).
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ import tensorflow as tf
 from albert_tf import exports
 from albert_tf.checkpoints import converter
 from albert_tf.config import AlbertConfig
+from albert_tf.exports import inspection
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training import classifier_finetuning
@@ -37,6 +39,7 @@ from data_pipeline import race
 from data_pipeline import sentencepiece_trainer
 from data_pipeline import stdlib_corpus
 from data_pipeline import tokenization
+from data_pipeline.shared import UserInputError
 
 VOCAB = 400
 SEQ = 32
@@ -209,6 +212,17 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
   preprocessor = exports.load_saved_model(join(export_dir, "preprocessor"))
   packed = preprocessor(tf.constant(["a few words", "more"]))
   assert packed["input_word_ids"].shape == (2, SEQ)
+  # --init_savedmodel takes the encoder and names the wrong half.
+  inspection.check_encoder_savedmodel(join(export_dir, "encoder"))
+  with pytest.raises(UserInputError, match=re.escape(
+      f"--init_savedmodel={export_dir}/preprocessor is the preprocessor of "
+      "an export (signatures: serving_default(sentences), two_segments("
+      f"text_a, text_b)), not an encoder; pass {export_dir}/encoder")):
+    inspection.check_encoder_savedmodel(join(export_dir, "preprocessor"))
+  with pytest.raises(UserInputError, match=re.escape(
+      f"--init_savedmodel={export_dir} is an export folder (encoder/, "
+      f"preprocessor/), not a SavedModel; pass {export_dir}/encoder")):
+    inspection.check_encoder_savedmodel(export_dir)
   rng = random.Random(0)
   words = [w for w in file_io.read_text(corpus).split()
            if w.isalpha() and 3 <= len(w) <= 8][:2000]
@@ -233,6 +247,8 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
   served = exports.load_saved_model(classifier_export).signatures[
       "serving_default"](sentences=tf.constant([s for _, s in test_rows]))
   assert [x.decode() for x in served["labels"].numpy()] == submitted
+  with pytest.raises(UserInputError, match="is a fine-tuned classifier"):
+    inspection.check_encoder_savedmodel(classifier_export)
 
   squad_dir = join(root, "squad")
   _write_squad(join(squad_dir, "train.json"), words, 24, rng)
@@ -260,6 +276,8 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
                                                 "predictions.json")))
   assert [a.decode() for a in served["answer"].numpy()] == [
       predicted[q["id"]] for q, _ in qas]
+  with pytest.raises(UserInputError, match="is a fine-tuned SQuAD export"):
+    inspection.check_encoder_savedmodel(squad_export)
 
   race_dir = join(root, "race")
   _write_race(race_dir, words, {"train": 8, "dev": 2, "test": 2}, rng)
@@ -280,6 +298,8 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
                                                 "dev_predictions.json")))
   assert [a.decode() for a in served["answer"].numpy()] == [
       predicted[e.example_id]["answer"] for e in examples]
+  with pytest.raises(UserInputError, match="is a fine-tuned RACE export"):
+    inspection.check_encoder_savedmodel(race_export)
 
   after = (_local_tree(cwd), _local_tree(tempfile.gettempdir()))
   assert after == before, "files written to the local disk"
