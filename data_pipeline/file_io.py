@@ -62,14 +62,15 @@ def split_root(path: str) -> Tuple[str, str]:
   """(root, path below it, no leading or trailing "/") of a remote path.
 
   "gs://bucket/a/b/" -> ("gs://bucket", "a/b"); "gs://bucket" ->
-  ("gs://bucket", ""); "ram://a/b" -> ("ram://", "a/b"); "ram://" ->
-  ("ram://", "").
+  ("gs://bucket", ""); "hdfs:///a" -> ("hdfs:///", "a"); "ram://a/b" ->
+  ("ram://", "a/b"); "ram://" -> ("ram://", "").
   """
   scheme, rest = str(path).split("://", 1)
   if scheme in _FLAT_SCHEMES:
     return f"{scheme}://", rest.strip("/")
   authority, _, rest = rest.partition("/")
-  return f"{scheme}://{authority}", rest.strip("/")
+  # "hdfs:///a": no authority (the default one), the root is "hdfs:///".
+  return f"{scheme}://{authority or '/'}", rest.strip("/")
 
 
 def _under_root(root: str, rel: str) -> str:
@@ -136,7 +137,7 @@ def _ram_exists(path: str) -> bool:
   Its glob matches whole names: ask for the name or its children."""
   if is_root(path):
     return True
-  pattern = _glob.escape(normpath(path))
+  pattern = _glob.escape(path.rstrip("/"))
   return bool(_gfile().glob(pattern) or _gfile().glob(pattern + "/*"))
 
 

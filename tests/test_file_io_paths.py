@@ -22,6 +22,9 @@ PID = os.getpid()
     ("gs://bucket/x/y.txt", "gs://bucket/x", "y.txt"),
     ("gs://bucket/x/", "gs://bucket", "x"),
     ("s3://bucket/x", "s3://bucket", "x"),
+    ("hdfs://host:8020/x/y", "hdfs://host:8020/x", "y"),
+    ("hdfs:///x", "hdfs:///", "x"),
+    ("hdfs:///", "hdfs:///", ""),
     ("ram://", "ram://", ""),
     ("ram://name", "ram://", "name"),
     ("ram://name/", "ram://", "name"),
@@ -45,6 +48,7 @@ def test_dirname_and_basename(path, folder, name):
     ("gs://bucket/x/export/", f"gs://bucket/x/.export.tmp-{PID}"),
     # A bucket has no siblings: its temporary is inside it.
     ("gs://bucket", f"gs://bucket/.tmp-{PID}"),
+    ("hdfs:///exp", f"hdfs:///.exp.tmp-{PID}"),
     ("ram://exp", f"ram://.exp.tmp-{PID}"),
     ("ram://exp/", f"ram://.exp.tmp-{PID}"),
     ("ram://name/x", f"ram://name/.x.tmp-{PID}"),
