@@ -13,7 +13,6 @@ Compression is never inferred from a name: bytes are read and written as
 they are.
 """
 
-import os
 from typing import BinaryIO, List, Optional, Tuple, Union
 
 from data_pipeline import file_io
@@ -36,6 +35,11 @@ def _visible(pattern: str, path: str) -> bool:
   """False where a wildcard matched a hidden name (as file_io.glob)."""
   return not any(name.startswith(".") and not part.startswith(".")
                  for part, name in zip(pattern.split("/"), path.split("/")))
+
+
+def _folder(path: str) -> str:
+  """`path` ending in one "/" ("gs://bucket/a/", "gs://bucket/")."""
+  return file_io.join(file_io.normpath(path), "")
 
 
 class BeamFileIO:
@@ -125,7 +129,7 @@ class BeamFileIO:
   def listdir(self, path: str) -> List[str]:
     if not is_remote(path):
       return file_io.listdir(path)
-    prefix = path.rstrip("/") + "/"
+    prefix = _folder(path)
     return sorted({m.path[len(prefix):].split("/")[0]
                    for m in self._metadata(prefix + "*")})
 
@@ -168,7 +172,7 @@ class BeamFileIO:
       self._fs(path).delete([path])
 
   def makedirs(self, path: str) -> None:
-    if not path:
+    if not path or file_io.is_root(path):
       return
     if not is_remote(path):
       file_io.makedirs(path)
@@ -183,14 +187,13 @@ class BeamFileIO:
     if not is_remote(path):
       file_io.rmtree(path)
       return
-    paths = [m.path for m in self._metadata(path.rstrip("/") + "/**")]
+    paths = [m.path for m in self._metadata(_folder(path) + "**")]
     if paths:
       self._fs(path).delete(paths)
 
   def temp_name(self, path: str, token: Optional[str] = None) -> str:
-    """Hidden `.<name>.tmp-<token or pid>` next to `path`."""
-    return join(dirname(path),
-                f".{basename(path)}.tmp-{token or os.getpid()}")
+    """Hidden `.<name>.tmp-<token or pid>` next to `path` (as file_io's)."""
+    return file_io.temp_name(path, token)
 
   def write_atomic(self, path: str, data: Union[str, bytes]) -> None:
     """Writes `data` under a temporary name, then renames it to `path`."""

@@ -51,34 +51,92 @@ def _local_ok(path: str) -> bool:
   return not is_remote(path) and "tensorflow" not in sys.modules
 
 
+# Schemes without an authority: "ram://name" is an entry of the folder
+# "ram://". In every other scheme the first name is the authority
+# ("gs://bucket", "s3://bucket", "hdfs://host:port"): a root, which has no
+# parent or siblings on the filesystem (as "/" locally).
+_FLAT_SCHEMES = ("ram",)
+
+
+def split_root(path: str) -> Tuple[str, str]:
+  """(root, path below it, no leading or trailing "/") of a remote path.
+
+  "gs://bucket/a/b/" -> ("gs://bucket", "a/b"); "gs://bucket" ->
+  ("gs://bucket", ""); "hdfs:///a" -> ("hdfs:///", "a"); "ram://a/b" ->
+  ("ram://", "a/b"); "ram://" -> ("ram://", "").
+  """
+  scheme, rest = str(path).split("://", 1)
+  if scheme in _FLAT_SCHEMES:
+    return f"{scheme}://", rest.strip("/")
+  authority, _, rest = rest.partition("/")
+  # "hdfs:///a": no authority (the default one), the root is "hdfs:///".
+  return f"{scheme}://{authority or '/'}", rest.strip("/")
+
+
+def _under_root(root: str, rel: str) -> str:
+  if not rel:
+    return root
+  return root + rel if root.endswith("/") else f"{root}/{rel}"
+
+
 def join(*parts: str) -> str:
-  """Joins path parts with "/" for remote paths, os.path.join otherwise."""
+  """Joins path parts: "/" for remote paths, os.path.join otherwise.
+
+  As a part starting with "/" does locally, a remote part (`gs://...`)
+  starts the path afresh.
+  """
+  for i in range(len(parts) - 1, 0, -1):
+    if is_remote(parts[i]):
+      parts = parts[i:]
+      break
   if parts and is_remote(parts[0]):
     return posixpath.join(*parts)
   return os.path.join(*parts)
 
 
 def normpath(path: str) -> str:
-  """Collapses "a/../b" and "./"; keeps a remote path's "scheme://"."""
+  """Collapses "a/../b", "./" and a trailing "/"; ".." stops at the root
+  (a remote path keeps its "scheme://" and bucket)."""
   if is_remote(path):
-    scheme, rest = str(path).split("://", 1)
-    return f"{scheme}://{posixpath.normpath(rest) if rest else ''}"
+    root, rel = split_root(path)
+    rel = posixpath.normpath("/" + rel).lstrip("/")
+    return _under_root(root, rel)
   return os.path.normpath(path)
 
 
 def dirname(path: str) -> str:
-  return posixpath.dirname(path) if is_remote(path) else os.path.dirname(path)
+  """The folder holding `path` (a trailing "/" ignored).
+
+  "ram://name" -> "ram://", "gs://bucket/x" -> "gs://bucket", "a/b/" ->
+  "a", "b" -> "". A root is its own folder: "gs://bucket" -> "gs://bucket",
+  as "/" -> "/".
+  """
+  if is_remote(path):
+    root, rel = split_root(path)
+    return _under_root(root, posixpath.dirname(rel))
+  path = str(path)
+  return os.path.dirname(path.rstrip(os.sep) or path)
 
 
 def basename(path: str) -> str:
-  return (posixpath.basename(path) if is_remote(path)
-          else os.path.basename(path))
+  """The last name of `path` (a trailing "/" ignored); "" for a root."""
+  if is_remote(path):
+    return posixpath.basename(split_root(path)[1])
+  path = str(path)
+  return os.path.basename(path.rstrip(os.sep) or path)
+
+
+def is_root(path: str) -> bool:
+  """Whether `path` is a filesystem root ("gs://bucket", "ram://", "/")."""
+  return bool(path) and not basename(path)
 
 
 def _ram_exists(path: str) -> bool:
   """`ram://` answers exists/isdir True for any string prefix of a stored
   name ("run/ckpt-4" when "run/ckpt-4.index" exists); object stores do not.
   Its glob matches whole names: ask for the name or its children."""
+  if is_root(path):
+    return True
   pattern = _glob.escape(path.rstrip("/"))
   return bool(_gfile().glob(pattern) or _gfile().glob(pattern + "/*"))
 
@@ -94,8 +152,11 @@ def exists(path: str) -> bool:
 def isdir(path: str) -> bool:
   if _local_ok(path):
     return os.path.isdir(path)
-  if str(path).startswith("ram://") and not _ram_exists(path):
-    return False
+  if str(path).startswith("ram://"):
+    if is_root(path):  # A folder whether or not it was ever made.
+      return True
+    if not _ram_exists(path):
+      return False
   return _gfile().isdir(path)
 
 
@@ -150,10 +211,12 @@ def glob(pattern: str) -> List[str]:
   if _local_ok(pattern):
     return sorted(_glob.glob(pattern))
   parts = pattern.split("/")
+  # `ram://*` also matches the folder "ram://" once it was made.
   return sorted(
       m for m in _gfile().glob(pattern)
-      if not any(name.startswith(".") and not part.startswith(".")
-                 for part, name in zip(parts, m.split("/"))))
+      if not is_root(m) and
+      not any(name.startswith(".") and not part.startswith(".")
+              for part, name in zip(parts, m.split("/"))))
 
 
 def glob_files(patterns: Union[None, str, Sequence[str]], no_pattern: str,
@@ -287,7 +350,8 @@ def remove(path: str) -> None:
 
 
 def rename_tree(source: str, target: str, last: Tuple[str, ...] = ()) -> None:
-  """Moves folder `source` to `target` (which must not exist).
+  """Moves folder `source` to `target` (which must not exist, unless it
+  is a remote root, "gs://bucket": its contents are moved into it).
 
   Locally one rename(2): atomic. Remote filesystems rename objects, not
   folders (`ram://` renames only the folder's own entry), so each file is
@@ -304,7 +368,7 @@ def rename_tree(source: str, target: str, last: Tuple[str, ...] = ()) -> None:
   files = []
   for folder, _, names in gfile.walk(source):
     rel = folder[len(source):].strip("/")
-    gfile.makedirs(join(target, rel) if rel else target)
+    makedirs(join(target, rel) if rel else target)
     files.extend(join(rel, n) if rel else n for n in names)
   files.sort(key=lambda f: (basename(f) in last, f))
   for name in files:
@@ -313,8 +377,12 @@ def rename_tree(source: str, target: str, last: Tuple[str, ...] = ()) -> None:
 
 
 def makedirs(path: str) -> None:
-  """Creates a folder and its parents. Raises OSError if it cannot."""
-  if not path:
+  """Creates a folder and its parents. Raises OSError if it cannot.
+
+  A root ("gs://bucket", "ram://") is left alone: it exists, or no folder
+  call can make it.
+  """
+  if not path or is_root(path):
     return
   if _local_ok(path):
     os.makedirs(path, exist_ok=True)
@@ -327,9 +395,14 @@ def makedirs(path: str) -> None:
                   else 5, e.message, path) from e
 
 
-def temp_name(path: str) -> str:
-  """A hidden temporary name next to `path`, unique to this process."""
-  return join(dirname(path), f".{basename(path)}.tmp-{os.getpid()}")
+def temp_name(path: str, tag: Optional[str] = None) -> str:
+  """A hidden name `.<name>.tmp-<tag, default the pid>` next to `path`, on
+  its filesystem ("ram://x" -> "ram://.x.tmp-7"); for a root, which has no
+  siblings, `.tmp-<tag>` in it ("gs://bucket" -> "gs://bucket/.tmp-7")."""
+  tag = tag or str(os.getpid())
+  if is_root(path):
+    return join(path, f".tmp-{tag}")
+  return join(dirname(path), f".{basename(path)}.tmp-{tag}")
 
 
 def write_atomic(path: str, data: Union[str, bytes]) -> None:

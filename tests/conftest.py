@@ -76,3 +76,56 @@ def pretraining_records(tmp_path_factory, english_corpus, spm_model):
       dupe_factor=1, random_seed=7, num_workers=1, show_progress=False)
   return dict(path=path, spm_model=spm_model, max_seq_length=32,
               max_predictions_per_seq=5)
+
+
+def _save_signatures(path, signatures):
+  """A SavedModel at `path` with {name: (input names, output names)}
+  signatures (string inputs; outputs of the inputs' length): a stand-in of
+  an export's interface, saved in about a second."""
+  import tensorflow as tf
+  module = tf.Module()
+  functions = {}
+  for name, (inputs, outputs) in signatures.items():
+    def body(*args, outputs=outputs):
+      size = tf.shape(args[0])[0]
+      return {o: tf.zeros([size], tf.int32) for o in outputs}
+    spec = [tf.TensorSpec([None], tf.string, name=i) for i in inputs]
+    functions[name] = tf.function(body, input_signature=spec)
+    setattr(module, name, functions[name])
+  tf.saved_model.save(module, path, signatures=functions)
+
+
+@pytest.fixture(scope="session")
+def fake_exports(tmp_path_factory):
+  """Folders a user might give as --init_savedmodel: name -> path.
+
+  export/encoder and export/preprocessor, and serving exports, have the
+  signatures (input and output names) of ours; `checkpoint` is a folder
+  with a TensorFlow checkpoint, `plain` an empty folder."""
+  import tensorflow as tf
+  root = tmp_path_factory.mktemp("fake_exports")
+  encoder_inputs = ["input_word_ids", "input_mask", "input_type_ids"]
+  kinds = {
+      "export/encoder": {"serving_default": (
+          encoder_inputs, ["default", "pooled_output", "sequence_output"])},
+      "export/preprocessor": {
+          "serving_default": (["sentences"], encoder_inputs),
+          "two_segments": (["text_a", "text_b"], encoder_inputs)},
+      "classifier": {"serving_default": (
+          ["text_a", "text_b"], ["labels", "logits", "probabilities"])},
+      "squad": {"serving_default": (["question", "context"],
+                                    ["answer", "end", "start"])},
+      "race": {"serving_default": (["article", "question", "options"],
+                                   ["answer", "probabilities"])},
+  }
+  paths = {}
+  for name, signatures in kinds.items():
+    paths[name] = str(root / name)
+    _save_signatures(paths[name], signatures)
+  paths["export"] = str(root / "export")
+  paths["checkpoint"] = str(root / "checkpoint")
+  tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)),
+                             paths["checkpoint"], max_to_keep=1).save()
+  paths["plain"] = str(root / "plain")
+  os.makedirs(paths["plain"])
+  return paths

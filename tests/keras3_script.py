@@ -296,14 +296,19 @@ def keras_hub_preset(settings):
     differing.append("model.weights.h5")
   out["round_trip_differing"] = differing
 
-  # Any filesystem (ram:// here, gs:// in production).
-  converter.convert_checkpoint(config, settings["encoder_checkpoint"],
-                               "ram://keras_hub/preset", "keras_hub",
-                               spm_model_file=settings["spm_model"])
-  remote = converter.read_weights("ram://keras_hub/preset", config).arrays
+  # Any filesystem (ram:// here, gs:// in production), in a folder and
+  # directly under the scheme (its staging folder is ram://.<name>.tmp-*).
   local = converter.read_weights(settings["encoder_checkpoint"], config).arrays
-  out["ram_round_trip_equal"] = (set(remote) == set(local) and all(
-      np.array_equal(remote[k], local[k]) for k in local))
+  out["ram_round_trip_equal"] = True
+  for preset_dir in ("ram://keras_hub/preset", "ram://keras_hub_preset"):
+    converter.convert_checkpoint(config, settings["encoder_checkpoint"],
+                                 preset_dir, "keras_hub",
+                                 spm_model_file=settings["spm_model"])
+    remote = converter.read_weights(preset_dir, config).arrays
+    out["ram_round_trip_equal"] &= (set(remote) == set(local) and all(
+        np.array_equal(remote[k], local[k]) for k in local))
+  out["ram_leftovers"] = [n for n in tf.io.gfile.listdir("ram://")
+                          if ".tmp" in n]
 
   # 6. Any reader of checkpoints takes a preset (e.g. --init_checkpoint).
   from albert_tf.networks.albert_encoder import AlbertEncoder

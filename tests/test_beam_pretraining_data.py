@@ -4,10 +4,14 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 
+from apache_beam.io import filesystem as beam_filesystem
 import pytest
+import tensorflow as tf
 
 from data_pipeline import beam_pipeline
+from data_pipeline import file_io
 from data_pipeline import pretraining_writer
 from data_pipeline.pretraining_data import InstanceOptions
 from data_pipeline.shared import UserInputError
@@ -161,3 +165,92 @@ def test_bad_input_gives_the_local_paths_error(case, tmp_path, english_corpus,
                  f.endswith("-of-00002.stats.json") for f in leftovers)
   assert errors[0] == errors[1]
   assert errors[0].startswith("error: ") and expected in errors[0], errors[0]
+
+
+class RamBeamFileSystem(beam_filesystem.FileSystem):
+  """TensorFlow's ram:// as an Apache Beam filesystem (as gs:// would be
+  with apache-beam[gcp]: flat names, no folders), for the in-process
+  DirectRunner. Beam finds it by its scheme once this module is loaded."""
+
+  @classmethod
+  def scheme(cls):
+    return "ram"
+
+  def join(self, basepath, *paths):
+    return file_io.join(basepath, *paths)
+
+  def split(self, path):
+    return file_io.dirname(path), file_io.basename(path)
+
+  def mkdirs(self, path):
+    pass  # As on object stores: a name's folders need not be made.
+
+  def has_dirs(self):
+    return False
+
+  def _list(self, dir_or_prefix):
+    for folder, _, names in tf.io.gfile.walk(file_io.dirname(dir_or_prefix)):
+      for name in names:
+        path = file_io.join(folder, name)
+        if path.startswith(dir_or_prefix):
+          yield self.metadata(path)
+
+  def create(self, path, mime_type=None, compression_type=None):
+    return tf.io.gfile.GFile(path, "wb")
+
+  def open(self, path, mime_type=None, compression_type=None):
+    return tf.io.gfile.GFile(path, "rb")
+
+  def copy(self, source_file_names, destination_file_names):
+    for source, target in zip(source_file_names, destination_file_names):
+      tf.io.gfile.copy(source, target, overwrite=True)
+
+  def rename(self, source_file_names, destination_file_names):
+    for source, target in zip(source_file_names, destination_file_names):
+      tf.io.gfile.rename(source, target, overwrite=True)
+
+  def exists(self, path):
+    return file_io.exists(path)
+
+  def size(self, path):
+    return tf.io.gfile.stat(path).length
+
+  def last_updated(self, path):
+    return tf.io.gfile.stat(path).mtime_nsec / 1e9
+
+  def checksum(self, path):
+    return str(self.size(path))
+
+  def metadata(self, path):
+    return beam_filesystem.FileMetadata(path, self.size(path),
+                                        self.last_updated(path))
+
+  def delete(self, paths):
+    for path in paths:
+      if tf.io.gfile.isdir(path):
+        tf.io.gfile.rmtree(path)
+      elif tf.io.gfile.exists(path):
+        tf.io.gfile.remove(path)
+
+
+def test_output_directly_under_the_scheme(local_run, english_corpus,
+                                          spm_model):
+  """--output_file=ram://<name> (a file in a bucket's root on gs://): the
+  scratch folder and temporaries are ram://.<name>..., and go; the shards
+  are the local path's bytes."""
+  local_dir, local_stats = local_run
+  uid = uuid.uuid4().hex[:8]
+  name = f"beam-{uid}.tfrecord"
+  stats = beam_pipeline.create_pretraining_data_beam(
+      english_corpus, f"ram://{name}", spm_model, OPTIONS,
+      runner="DirectRunner", **SETTINGS)
+  assert _without_timings(stats) == _without_timings(local_stats)
+  written = sorted(n for n in tf.io.gfile.listdir("ram://") if uid in n)
+  assert written == [f".{name}-0000{i}-of-00003.stats.json"
+                     for i in range(3)] + [
+                         f"{name}-0000{i}-of-00003" for i in range(3)] + [
+                             f"{name}.stats.json"]
+  theirs = _files(local_dir)
+  for i in range(3):
+    shard = file_io.read_bytes(f"ram://{name}-{i:05d}-of-00003")
+    assert shard == theirs[f"train.tfrecord-{i:05d}-of-00003"]

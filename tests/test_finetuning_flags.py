@@ -43,8 +43,11 @@ def files(tmp_path_factory, spm_model):
   (glue_dir / "train.tsv").write_text("sentence\tlabel\nfine\t1\n")
   (glue_dir / "dev.tsv").write_text("sentence\tlabel\nfine\t1\n")
   paths["glue"] = str(glue_dir)
-  (root / "not_a_savedmodel").mkdir()
-  paths["not_a_savedmodel"] = str(root / "not_a_savedmodel")
+  # A SavedModel (no signatures, as a TF Hub encoder) without our config
+  # asset: an empty saved_model.pb parses as one.
+  (root / "savedmodel_no_config").mkdir()
+  (root / "savedmodel_no_config" / "saved_model.pb").write_bytes(b"")
+  paths["savedmodel_no_config"] = str(root / "savedmodel_no_config")
   return paths
 
 
@@ -95,8 +98,8 @@ def _cases(p):
           r"groups.json: num_hidden_layers \(2\) must be divisible by "
           r"num_hidden_groups \(3\)", None),
       "savedmodel_without_config": (
-          *glue, f"--init_savedmodel={p['not_a_savedmodel']}",
-          r"--init_savedmodel=.*not_a_savedmodel has no "
+          *glue, f"--init_savedmodel={p['savedmodel_no_config']}",
+          r"--init_savedmodel=.*savedmodel_no_config has no "
           r"assets/albert_config.json", None),
       "user_max_seq_length_too_long": (
           *glue, f"--albert_config_file={p['config']}",

@@ -191,6 +191,7 @@ def test_preset_to_ours_to_preset_is_exact(preset_results):
   assert result["round_trip_differing"] == []
   assert "sentence_order head left out" in result["write"]
   assert result["ram_round_trip_equal"]
+  assert result["ram_leftovers"] == []
 
 
 def test_checkpoint_readers_take_a_preset(preset_results):

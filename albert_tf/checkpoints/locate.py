@@ -10,6 +10,7 @@ from typing import Dict, List, Tuple
 
 import tensorflow as tf
 
+from albert_tf.exports import inspection
 from data_pipeline import file_io
 from data_pipeline.shared import UserInputError
 
@@ -32,6 +33,12 @@ def resolve_path(path: str) -> Tuple[str, str]:
           f"{path} holds pytorch_model.bin only; save it as safetensors "
           "(model.save_pretrained(dir, safe_serialization=True)), torch "
           "pickles are not read here")
+    for folder in (path, file_io.join(path, "encoder")):
+      if inspection.is_saved_model(folder):
+        raise UserInputError(
+            f"{path} is {'a SavedModel' if folder == path else 'an export'}"
+            ", not a checkpoint (fine-tuning takes an exported encoder as "
+            f"--init_savedmodel={folder})")
     raise UserInputError(
         f"no checkpoint in directory {path}: expected model.safetensors, "
         "or a TensorFlow checkpoint with a 'checkpoint' state file")

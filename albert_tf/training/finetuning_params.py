@@ -14,6 +14,7 @@ from typing import Collection, Mapping, Optional
 from absl import logging
 
 from albert_tf.config import AlbertConfig
+from albert_tf.exports import inspection
 from data_pipeline import file_io
 from data_pipeline.shared import DTYPES
 from data_pipeline.shared import UserInputError
@@ -110,10 +111,14 @@ def _check_numbers(params: FinetuningParams) -> None:
 
 
 def _check_paths_exist(params: FinetuningParams) -> None:
+  """The files exist; --init_savedmodel is an encoder export (not its
+  preprocessor, its parent folder, a serving export or a checkpoint)."""
   for name in ("spm_model_file", "albert_config_file", "init_savedmodel"):
     path = getattr(params, name)
     if path and not file_io.exists(path):
       raise UserInputError(f"--{name}={path} does not exist")
+  if params.init_savedmodel:
+    inspection.check_encoder_savedmodel(params.init_savedmodel)
 
 
 def _check_against_config(params: FinetuningParams,

@@ -128,7 +128,7 @@ def prepare_output_dir(path: str) -> None:
   """Creates `path` and checks that a file can be written there: a
   UserInputError naming --output_dir now rather than at the first save."""
   try:
-    tf.io.gfile.makedirs(path)
+    file_io.makedirs(path)  # A root (gs://bucket) is left alone.
     probe = file_io.join(path, ".write_test")
     with tf.io.gfile.GFile(probe, "w") as f:
       f.write("ok")
