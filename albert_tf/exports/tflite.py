@@ -38,6 +38,7 @@ import tensorflow as tf
 from albert_tf.exports import options
 from albert_tf.exports import token_ids
 from albert_tf.exports.loading import load_saved_model
+from albert_tf.exports.tflite_runner import description_path
 from data_pipeline import file_io
 from data_pipeline.shared import ENCODER_INPUT_NAMES
 from data_pipeline.shared import UserInputError
@@ -173,13 +174,6 @@ def _copy_assets(saved_model: str, output_file: str) -> List[str]:
   return copied
 
 
-def description_path(output_file: str) -> str:
-  """`model.tflite` -> `model.json`: what the runner needs to know."""
-  stem = output_file[:-len(".tflite")] if output_file.endswith(
-      ".tflite") else output_file
-  return stem + ".json"
-
-
 def export_tflite(saved_model: str, output_file: str, seq_length: int = 128,
                   batch_size: int = 1, quantize: str = "none",
                   do_lower_case: bool = True) -> Dict:
@@ -195,7 +189,8 @@ def export_tflite(saved_model: str, output_file: str, seq_length: int = 128,
 
   Returns:
     The description written to `description_path(output_file)`: kind,
-    inputs, outputs, shapes, quantize, file names, `size_bytes`.
+    inputs, input_shape, outputs, quantize, vocab_file, labels_file,
+    size_bytes.
 
   Raises:
     UserInputError: a bad argument (options.check_tflite_request), no
@@ -204,27 +199,68 @@ def export_tflite(saved_model: str, output_file: str, seq_length: int = 128,
   """
   options.check_tflite_request(saved_model, output_file, seq_length,
                                batch_size, quantize)
-  loaded, function = token_ids_function(saved_model)
-  positions = max_positions(function)
-  if positions is not None:
-    options.check_tflite_seq_length(seq_length, positions)
-  spec = model_spec(function, batch_size, seq_length)
-  flatbuffer = convert(fixed_shape_function(function, spec), loaded, quantize)
-  try:
-    file_io.write_atomic(output_file, flatbuffer)
-  except OSError as e:
-    raise UserInputError(f"--output_file={output_file} cannot be written: "
-                         f"{e.strerror or e}") from None
-  assets = _copy_assets(saved_model, output_file)
-  names = [file_io.basename(a) for a in assets]
-  vocab = [n for n in names if n.endswith(".model") or n.endswith("vocab.txt")]
-  description = dict(
-      kind=spec.kind, tflite_file=file_io.basename(output_file),
-      inputs=list(spec.input_names), input_shape=list(spec.input_shape),
-      outputs=list(spec.output_names), quantize=quantize,
-      do_lower_case=do_lower_case, vocab_file=vocab[0] if vocab else None,
-      labels_file="labels.txt" if "labels.txt" in names else None,
-      size_bytes=len(flatbuffer))
-  file_io.write_atomic(description_path(output_file),
-                       json.dumps(description, indent=2) + "\n")
-  return description
+  return Conversion(saved_model, seq_length, batch_size).write(
+      output_file, quantize, do_lower_case)
+
+
+class Conversion:
+  """One export's token-ids signature at a fixed shape, converted as asked.
+
+  Args:
+    saved_model, seq_length, batch_size: as export_tflite's (checked with
+      options.check_tflite_request first).
+  """
+
+  def __init__(self, saved_model: str, seq_length: int, batch_size: int):
+    self.saved_model = saved_model
+    self.loaded, self.function = token_ids_function(saved_model)
+    positions = max_positions(self.function)
+    if positions is not None:
+      options.check_tflite_seq_length(seq_length, positions)
+    self.spec = model_spec(self.function, batch_size, seq_length)
+    self.concrete_function = fixed_shape_function(self.function, self.spec)
+    self._flatbuffers = {}
+
+  def flatbuffer(self, quantize: str) -> bytes:
+    """The converted model (cached per quantize)."""
+    if quantize not in self._flatbuffers:
+      self._flatbuffers[quantize] = convert(self.concrete_function,
+                                            self.loaded, quantize)
+    return self._flatbuffers[quantize]
+
+  def loaded_vocab_size(self) -> int:
+    """Rows of the word embedding table the signature reads."""
+    for v in self.function.variables:
+      if "word_embeddings" in v.name:
+        return int(v.shape[0])
+    return 100
+
+  def saved_model_outputs(self, inputs) -> Dict:
+    """The SavedModel signature's outputs kept in the file, as numpy."""
+    outputs = self.function(**{k: tf.constant(v) for k, v in inputs.items()})
+    return {k: outputs[k].numpy() for k in self.spec.output_names}
+
+  def write(self, output_file: str, quantize: str,
+            do_lower_case: bool = True) -> Dict:
+    """Writes the file, the assets and the description (export_tflite)."""
+    flatbuffer = self.flatbuffer(quantize)
+    try:
+      file_io.write_atomic(output_file, flatbuffer)
+    except OSError as e:
+      raise UserInputError(f"--output_file={output_file} cannot be written: "
+                           f"{e.strerror or e}") from None
+    names = [file_io.basename(a)
+             for a in _copy_assets(self.saved_model, output_file)]
+    vocab = [n for n in names if n.endswith(".model") or
+             n.endswith("vocab.txt")]
+    description = dict(
+        kind=self.spec.kind, tflite_file=file_io.basename(output_file),
+        inputs=list(self.spec.input_names),
+        input_shape=list(self.spec.input_shape),
+        outputs=list(self.spec.output_names), quantize=quantize,
+        do_lower_case=do_lower_case, vocab_file=vocab[0] if vocab else None,
+        labels_file="labels.txt" if "labels.txt" in names else None,
+        size_bytes=len(flatbuffer))
+    file_io.write_atomic(description_path(output_file),
+                         json.dumps(description, indent=2) + "\n")
+    return description
