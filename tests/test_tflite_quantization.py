@@ -65,9 +65,9 @@ def _squad_examples(words, n, seed):
   rng = np.random.default_rng(seed)
   examples = []
   for i in range(n):
-    before = " ".join(rng.choice(words, int(rng.integers(1, 8))))
+    before = " ".join(rng.choice(words, int(rng.integers(1, 6))))
     answer = str(rng.choice(words))
-    after = " ".join(rng.choice(words, int(rng.integers(1, 8))))
+    after = " ".join(rng.choice(words, int(rng.integers(1, 4))))
     context = f"{before} marker {answer} {after}"
     examples.append(squad.SquadExample(
         qas_id=f"q{i}", question_text="after the marker?",
@@ -76,8 +76,9 @@ def _squad_examples(words, n, seed):
   return examples
 
 
-def _fit(model, inputs, labels, losses, steps):
-  model.compile(optimizer=tf_keras.optimizers.Adam(2e-3), loss=losses)
+def _fit(model, inputs, labels, losses, steps, learning_rate=2e-3):
+  model.compile(optimizer=tf_keras.optimizers.Adam(learning_rate),
+                loss=losses)
   data = tf.data.Dataset.from_tensor_slices((inputs, labels)).shuffle(
       1000, seed=0).repeat().batch(32)
   model.fit(data, steps_per_epoch=steps, epochs=1, verbose=0)
@@ -117,7 +118,7 @@ def trained(tmp_path_factory, spm_model, english_corpus):
              "end_logits": np.array([f.end_position for f in features])}
   loss = tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True)
   _fit(span, inputs, targets, {"start_logits": loss, "end_logits": loss},
-       steps=250)
+       steps=700, learning_rate=3e-3)
   squad_dir = exports.export_squad(
       span, str(root / "squad"), spm_model, SEQ, SQUAD.doc_stride,
       SQUAD.max_query_length, SQUAD.n_best_size, SQUAD.max_answer_length,
