@@ -42,14 +42,27 @@ def _randomize(model, seed):
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory, spm_model):
+def glue_export(tmp_path_factory, spm_model):
+  """A GLUE (pair) export with random weights and its config asset."""
+  root = tmp_path_factory.mktemp("tflite_glue")
+  config_file = str(root / "albert_config.json")
+  _config().to_json_file(config_file)
+  classifier = AlbertClassifier(AlbertEncoder(_config()), len(LABELS))
+  _randomize(classifier, 1)
+  return exports.export_classifier(
+      classifier, str(root / "glue"), spm_model, LABELS, 2, SEQ,
+      albert_config_file=config_file)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, spm_model, glue_export):
   """The encoder, GLUE, SQuAD (v1.1 and v2.0 beam) and RACE exports of one
   tiny config with random weights, built once."""
   root = tmp_path_factory.mktemp("tflite")
   config = _config()
   config_file = str(root / "albert_config.json")
   config.to_json_file(config_file)
-  dirs = {}
+  dirs = {"classifier": glue_export}
 
   pretrainer = AlbertPretrainer(AlbertEncoder(config))
   _randomize(pretrainer, 0)
@@ -58,12 +71,6 @@ def exported(tmp_path_factory, spm_model):
   exports.export_savedmodel(config, checkpoint, spm_model,
                             str(root / "encoder_export"), seq_length=SEQ)
   dirs["encoder"] = str(root / "encoder_export" / "encoder")
-
-  classifier = AlbertClassifier(AlbertEncoder(config), len(LABELS))
-  _randomize(classifier, 1)
-  dirs["classifier"] = exports.export_classifier(
-      classifier, str(root / "glue"), spm_model, LABELS, 2, SEQ,
-      albert_config_file=config_file)
 
   span = AlbertSpanLabeler(AlbertEncoder(config))
   _randomize(span, 2)
@@ -172,7 +179,7 @@ def test_float_model_equals_saved_model(kind, exported, english_corpus,
         exported["spm_model"])
 
 
-def test_not_our_export_is_one_line(exported, tmp_path):
+def test_not_our_export_is_one_line(tmp_path):
   with pytest.raises(UserInputError, match=r"not a SavedModel"):
     tflite.export_tflite(str(tmp_path), str(tmp_path / "m.tflite"))
 
@@ -190,28 +197,32 @@ def test_not_our_export_is_one_line(exported, tmp_path):
   assert not os.path.exists(tmp_path / "m.tflite")
 
 
-def test_seq_length_above_positions_is_one_line(exported, tmp_path):
+def test_seq_length_above_positions_is_one_line(glue_export, tmp_path):
   with pytest.raises(UserInputError,
                      match=r"--seq_length=49 .*max_position_embeddings \(48"):
-    tflite.export_tflite(exported["dirs"]["classifier"],
+    tflite.export_tflite(glue_export,
                          str(tmp_path / "m.tflite"), seq_length=49)
 
 
-def test_unwritable_output_is_one_line(exported, tmp_path):
+def test_unwritable_output_is_one_line(glue_export, tmp_path):
   blocker = tmp_path / "a_file"
   blocker.write_text("")
   with pytest.raises(UserInputError, match=r"--output_file=.* cannot be "
                      r"written"):
-    tflite.export_tflite(exported["dirs"]["classifier"],
-                         str(blocker / "m.tflite"), seq_length=SEQ)
-  with pytest.raises(UserInputError, match=r"--output_file=.* is a folder"):
-    tflite.export_tflite(exported["dirs"]["classifier"], str(tmp_path),
+    tflite.export_tflite(glue_export, str(blocker / "m.tflite"),
                          seq_length=SEQ)
+  with pytest.raises(UserInputError, match=r"--output_file=.* is a folder"):
+    tflite.export_tflite(glue_export, str(tmp_path), seq_length=SEQ)
+  with pytest.raises(UserInputError, match=r"--quantize=int4 must be one of"):
+    tflite.export_tflite(glue_export, str(tmp_path / "m.tflite"),
+                         quantize="int4")
+  assert sorted(os.listdir(tmp_path)) == ["a_file"]
 
 
-def test_output_on_any_filesystem(exported):
+@pytest.mark.slow
+def test_output_on_any_filesystem(glue_export):
   out = "ram://tflite_test/out/classifier.tflite"
-  tflite.export_tflite(exported["dirs"]["classifier"], out, seq_length=SEQ)
+  tflite.export_tflite(glue_export, out, seq_length=SEQ)
   with tf.io.gfile.GFile(out, "rb") as f:
     model = LiteRTModel(f.read())
   assert model.input_shapes["input_word_ids"] == (1, SEQ)
