@@ -229,3 +229,15 @@ def test_output_on_any_filesystem(glue_export):
   assert tf.io.gfile.exists("ram://tflite_test/out/labels.txt")
   assert not [n for n in tf.io.gfile.listdir("ram://tflite_test/out")
               if ".tmp-" in n]
+
+
+def test_op_without_builtin_kernel_is_one_line():
+  @tf.function(input_signature=[tf.TensorSpec([2, 3], tf.float32)])
+  def f(x):
+    return {"y": tf.math.igamma(x, x + 1.0)}
+
+  with pytest.raises(UserInputError) as raised:
+    tflite.convert(f.get_concrete_function(), None, "none")
+  assert str(raised.value) == (
+      "op tf.Igamma has no LiteRT built-in kernel; Flex (select TF) ops are "
+      "not used, so this model cannot be converted")
