@@ -241,3 +241,38 @@ def test_op_without_builtin_kernel_is_one_line():
   assert str(raised.value) == (
       "op tf.Igamma has no LiteRT built-in kernel; Flex (select TF) ops are "
       "not used, so this model cannot be converted")
+
+
+@pytest.mark.slow
+def test_race_runner_and_eval_data(exported, english_corpus, tmp_path):
+  from albert_tf.exports import tflite_report
+  from albert_tf.exports.tflite_runner import TextRunner
+  from data_pipeline import race
+  sentences = _sentences(english_corpus, 40, seed=3)
+  folder = tmp_path / "race" / "dev" / "middle"
+  folder.mkdir(parents=True)
+  for i in range(4):
+    options = [" ".join(s.split()[:4]) for s in sentences[8 * i:8 * i + 4]]
+    record = {"id": f"{i}.txt", "article": " ".join(sentences[8 * i + 4:
+                                                              8 * i + 8]),
+              "questions": ["which is said?", "it says _ here."],
+              "options": [options, options[::-1]], "answers": ["A", "C"]}
+    (folder / f"{i}.txt").write_text(json.dumps(record))
+  out = str(tmp_path / "out" / "race.tflite")
+  result = tflite_report.export_and_report(
+      exported["dirs"]["race"], out, seq_length=SEQ, batch_size=2,
+      quantize="dynamic_int8", eval_data=str(tmp_path / "race"))
+  examples = race.read_race_examples(str(tmp_path / "race"), "dev")
+  runner = TextRunner.from_file(out)
+  inputs = runner.race_inputs(examples, max_qa_length=10)
+  assert inputs["input_word_ids"].shape == (len(examples), 4, SEQ)
+  letters = runner.choose([e.article for e in examples],
+                          [e.question for e in examples],
+                          [e.options for e in examples], max_qa_length=10)
+  expected = np.argmax(runner.model(inputs)["logits"], -1)
+  assert letters == [race.LABELS[i] for i in expected]
+  assert result["max_difference"] <= 1e-4
+  assert set(result["metrics"]) == {"none", "dynamic_int8"}
+  # Its packing keeps max_qa_length 128 (the run_race default), so it is
+  # scored on its own predictions: accuracy of the float model's argmax.
+  assert 0.0 <= result["metrics"]["none"]["accuracy"] <= 1.0
