@@ -263,14 +263,24 @@ def test_race_runner_and_eval_data(exported, english_corpus, tmp_path):
       exported["dirs"]["race"], out, seq_length=SEQ, batch_size=2,
       quantize="dynamic_int8", eval_data=str(tmp_path / "race"))
   examples = race.read_race_examples(str(tmp_path / "race"), "dev")
-  runner = TextRunner.from_file(out)
-  inputs = runner.race_inputs(examples, max_qa_length=10)
-  assert inputs["input_word_ids"].shape == (len(examples), 4, SEQ)
-  letters = runner.choose([e.article for e in examples],
-                          [e.question for e in examples],
-                          [e.options for e in examples], max_qa_length=10)
-  expected = np.argmax(runner.model(inputs)["logits"], -1)
-  assert letters == [race.LABELS[i] for i in expected]
+  float_file = str(tmp_path / "out" / "race_float.tflite")
+  tflite.export_tflite(exported["dirs"]["race"], float_file, seq_length=SEQ)
+  # The runner packs as the raw-text SavedModel (max_qa_length 10 there).
+  letters = TextRunner.from_file(float_file).choose(
+      [e.article for e in examples], [e.question for e in examples],
+      [e.options for e in examples], max_qa_length=10)
+  serving = exports.load_saved_model(exported["dirs"]["race"]).signatures[
+      "serving_default"]
+  want = serving(article=tf.constant([e.article for e in examples]),
+                 question=tf.constant([e.question for e in examples]),
+                 options=tf.constant([e.options for e in examples]))
+  # Random weights: options' logits differ by ~1e-5; compare where the
+  # SavedModel's choice is clear of float noise.
+  top2 = np.sort(want["logits"].numpy(), -1)[:, -2:]
+  clear = (top2[:, 1] - top2[:, 0]) > 2e-6
+  assert clear.sum() >= 4
+  assert [x for x, c in zip(letters, clear) if c] == [
+      a.decode() for a, c in zip(want["answer"].numpy(), clear) if c]
   assert result["max_difference"] <= 1e-4
   assert set(result["metrics"]) == {"none", "dynamic_int8"}
   # Its packing keeps max_qa_length 128 (the run_race default), so it is
