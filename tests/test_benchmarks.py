@@ -108,3 +108,20 @@ def test_unknown_size_is_one_line_exit_1(side_runs):
   lines = [line for line in stderr.splitlines() if line.startswith("error:")]
   assert len(lines) == 1 and "albert_huge.json" in lines[0], stderr
   assert "Traceback" not in stderr
+
+
+@pytest.mark.slow
+def test_tflite_benchmark(tmp_path):
+  from benchmarks import bench_tflite
+  path = str(tmp_path / "tiny2k.json")
+  AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+               num_hidden_layers=2, num_attention_heads=4,
+               intermediate_size=64, max_position_embeddings=32
+               ).to_json_file(path)
+  rows = _rows(bench_tflite.run(path, 32, 2, 1, 5))
+  assert [r[0] for r in rows] == ["SavedModel (TF)", "LiteRT float32",
+                                  "LiteRT float16", "LiteRT dynamic int8"]
+  sizes = [float(r[2]) for r in rows[1:]]
+  assert sizes[2] < sizes[1] < sizes[0]
+  # The float model's accuracy equals the SavedModel's.
+  assert rows[1][4] == "+0.0 pt"

@@ -57,7 +57,7 @@ def test_the_readme_uses_the_tools():
   used = readme_flags()
   assert {"run_classifier", "run_squad", "run_race", "run_pretraining",
           "export_savedmodel", "convert_checkpoint", "train_sentencepiece",
-          "create_pretraining_data"} <= set(used)
+          "create_pretraining_data", "export_tflite"} <= set(used)
   assert {"albert_config_file", "init_checkpoint", "output_dir", "do_train",
           "train_step"} <= used["run_classifier"] | used["run_squad"]
 

@@ -11,6 +11,10 @@ Signature inputs: `sentences` (one-segment tasks) or `text_a`, `text_b`
 `logits` float32 [batch, C], `label_ids` int32 [batch], `labels` tf.string
 [batch] (label names); regression (STS-B): `predictions` float32 [batch].
 
+Signature `token_ids` (for on-device runtimes, see token_ids.py): int32
+[batch, seq] `input_word_ids`, `input_mask`, `input_type_ids` -> `logits`
+and `probabilities` (regression: `predictions`).
+
 Assets: the SentencePiece model, `albert_config.json` and `labels.txt`.
 Load with `albert_tf.exports.load_saved_model(path)` (it registers the
 tensorflow-text ops) and call `.signatures["serving_default"]`.
@@ -22,6 +26,7 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.exports import staging
+from albert_tf.exports import token_ids
 from albert_tf.exports.options import check_export_dir_free
 from albert_tf.exports.preprocessor import build_preprocessor
 
@@ -37,6 +42,11 @@ class _ClassifierServing(tf.Module):
     self.labels = labels
     self.label_table = (tf.constant(list(labels), tf.string)
                         if labels is not None else None)
+
+  def classify_ids(self, inputs):
+    """Encoder inputs (int32 [batch, seq]) -> logits and probabilities."""
+    logits = self.model(inputs, training=False)["logits"]
+    return token_ids.classification_outputs(logits, self.labels is None)
 
   def classify(self, segments):
     tokens = [self.preprocessor.tokenize(s) for s in segments]
@@ -81,7 +91,10 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
   def build(sp_copy):
     preprocessor = build_preprocessor(sp_copy, do_lower_case, seq_length)
     serving = _ClassifierServing(model, preprocessor, labels)
-    return serving, {"serving_default": _signature(serving, num_segments)}
+    return serving, {
+        "serving_default": _signature(serving, num_segments),
+        token_ids.TOKEN_IDS: token_ids.token_ids_signature(
+            serving.classify_ids)}
 
   return staging.save_serving_model(
       export_dir, spm_model_file, build, albert_config_file,

@@ -45,3 +45,55 @@ def check_encoder_export(config: AlbertConfig, spm_model_file: str,
         f"SentencePiece model {spm_model_file} has {vocab_size} pieces, more "
         f"than the config's vocab_size ({config.vocab_size})")
   return vocab_size
+
+
+QUANTIZE_CHOICES = ("none", "float16", "dynamic_int8")
+
+
+def check_tflite_request(saved_model: str, output_file: str, seq_length: int,
+                         batch_size: int, quantize: str) -> None:
+  """Checks `tflite.export_tflite`'s arguments before TensorFlow loads.
+
+  In this order: the SavedModel folder exists and holds saved_model.pb,
+  --quantize, --seq_length against the export's albert_config.json asset
+  (when it has one; the position table is checked again after loading),
+  --batch_size, and that the output file can be written (a probe file next
+  to it, removed at once).
+
+  Raises:
+    UserInputError: naming the flag or path at fault.
+  """
+  if not file_io.isfile(file_io.join(saved_model, "saved_model.pb")):
+    raise UserInputError(
+        f"--saved_model={saved_model} is not a SavedModel (no saved_model.pb)"
+        "; expected an export of tools.export_savedmodel (<dir>/encoder) or "
+        "of run_classifier / run_squad / run_race --export_dir")
+  if quantize not in QUANTIZE_CHOICES:
+    raise UserInputError(f"--quantize={quantize} must be one of "
+                         f"{', '.join(QUANTIZE_CHOICES)}")
+  if seq_length < 3:
+    raise UserInputError(f"--seq_length={seq_length} must be at least 3")
+  config_file = file_io.join(saved_model, "assets", "albert_config.json")
+  if file_io.isfile(config_file):
+    check_tflite_seq_length(
+        seq_length, AlbertConfig.from_json_file(
+            config_file).max_position_embeddings)
+  if batch_size < 1:
+    raise UserInputError(f"--batch_size={batch_size} must be at least 1")
+  if file_io.isdir(output_file):
+    raise UserInputError(f"--output_file={output_file} is a folder")
+  probe = file_io.temp_name(output_file)
+  try:
+    file_io.write_atomic(probe, b"")
+    file_io.remove(probe)
+  except OSError as e:
+    raise UserInputError(f"--output_file={output_file} cannot be written: "
+                         f"{e.strerror or e}") from None
+
+
+def check_tflite_seq_length(seq_length: int, max_positions: int) -> None:
+  """Raises UserInputError if seq_length exceeds the position table."""
+  if seq_length > max_positions:
+    raise UserInputError(
+        f"--seq_length={seq_length} is above the model's "
+        f"max_position_embeddings ({max_positions})")

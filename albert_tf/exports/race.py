@@ -11,12 +11,15 @@ option (else "question option"), its last `max_qa_length` pieces, and
 Outputs: `answer` tf.string [batch] ("A".."D"), `answer_index` int32
 [batch], `option` tf.string [batch] (the chosen option's text),
 `probabilities` float32 [batch, 4] (as test_predictions.json), `logits`.
+Signature `token_ids`: the model alone on int32 [batch, 4, seq] inputs ->
+`logits`, `probabilities` (token_ids.py).
 """
 
 import tensorflow as tf
 import tf_keras
 
 from albert_tf.exports import staging
+from albert_tf.exports import token_ids
 from albert_tf.exports.options import check_export_dir_free
 from data_pipeline import file_io
 from data_pipeline import race
@@ -99,6 +102,11 @@ class RaceServing(tf.Module):
             INPUT_MASK: tf.reshape(mask, shape),
             INPUT_TYPE_IDS: tf.reshape(type_ids, shape)}
 
+  def answer_ids(self, inputs):
+    """int32 [batch, 4, seq] inputs -> logits and probabilities."""
+    logits = self.model(inputs, training=False)["logits"]
+    return token_ids.classification_outputs(logits, regression=False)
+
   def answer(self, article, question, options):
     logits = tf.cast(self.model(self.inputs(article, question, options),
                                 training=False)["logits"], tf.float32)
@@ -154,7 +162,10 @@ def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
     def serving_default(article, question, options):
       return serving.answer(article, question, options)
 
-    return serving, {"serving_default": serving_default}
+    return serving, {
+        "serving_default": serving_default,
+        token_ids.TOKEN_IDS: token_ids.token_ids_signature(
+            serving.answer_ids, num_choices=NUM_CHOICES)}
 
   return staging.save_serving_model(export_dir, spm_model_file, build,
                                     albert_config_file)

@@ -26,9 +26,11 @@ Outputs: `answer` tf.string [batch] (predictions.json's text); `start`,
 (start + end logits, or log-probabilities for v2.0). SQuAD v2.0 also:
 `no_answer_probability` (sigmoid of the null odds), `null_odds`,
 `best_answer` (the best non-empty span, as nbest_predictions.json's first).
-For v2.0 a second signature, `with_threshold`, also takes
-`null_score_diff_threshold` (float32 scalar) to trade answers for
-abstentions at serving time.
+Signature `token_ids`: the model alone on int32 [batch, seq] inputs ->
+`start_logits`, `end_logits` (the v2.0 answer-class model: also `p_mask` in,
+its beam out; token_ids.py). For v2.0 another signature,
+`with_threshold`, also takes `null_score_diff_threshold` (float32 scalar)
+to trade answers for abstentions at serving time.
 
 Where this can differ from the Python path (inherited from the in-graph
 tokenizer, see data_pipeline.tf_tokenization): ~150 code points that ICU
@@ -46,6 +48,7 @@ import tensorflow_text as tf_text
 import tf_keras
 
 from albert_tf.exports import staging
+from albert_tf.exports import token_ids
 from albert_tf.exports.options import check_export_dir_free
 from data_pipeline import file_io
 from data_pipeline import tf_tokenization
@@ -385,6 +388,13 @@ class SquadServing(tf.Module):
           no_answer_probability=tf.cast(tf.sigmoid(null_odds), tf.float32))
     return result
 
+  def answer_ids(self, inputs):
+    """The model alone: int32 [batch, seq] inputs (and p_mask for the
+    beam) -> its float32 / int32 outputs (token_ids.py)."""
+    outputs = self.model(inputs, training=False)
+    return {k: (tf.cast(v, tf.float32) if v.dtype.is_floating else v)
+            for k, v in outputs.items()}
+
   def answer(self, questions, contexts, threshold=None):
     """tf.string [batch] each -> dict of [batch] outputs (module docstring).
 
@@ -452,7 +462,10 @@ def _signatures(serving: SquadServing, version_2: bool):
   def serving_default(question, context):
     return serving.answer(question, context)
 
-  signatures = {"serving_default": serving_default}
+  signatures = {"serving_default": serving_default,
+                token_ids.TOKEN_IDS: token_ids.token_ids_signature(
+                    serving.answer_ids,
+                    extra_inputs=("p_mask",) if serving.beam else ())}
   if version_2:
     @tf.function(input_signature=[text, text,
                                   tf.TensorSpec([], tf.float32)])

@@ -1,0 +1,178 @@
+"""Reference runner: raw text -> labels or answers with a LiteRT file.
+
+What an app does around the `.tflite` of `tflite.export_tflite`, in plain
+Python for tests and for people porting it: our tokenizer
+(data_pipeline.tokenization, the SentencePiece model written beside the
+file), the packing of fine-tuning (glue / squad / race featurisation), the
+LiteRT interpreter (litert.LiteRTModel), and the post-processing (argmax and
+labels.txt; SQuAD's n-best spans mapped back to the context). Imports no
+TensorFlow.
+
+  runner = TextRunner.from_file("sst2.tflite")
+  runner.classify(["a fine film"])             # -> ["1"]
+  runner.answer(["who?"], ["... context ..."])  # SQuAD -> ["answer text"]
+  runner.choose(articles, questions, options)   # RACE -> ["B", ...]
+"""
+
+import dataclasses
+import json
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from albert_tf.exports.litert import LiteRTModel
+from data_pipeline import file_io
+from data_pipeline import glue
+from data_pipeline import race
+from data_pipeline import squad
+from data_pipeline import squad_postprocess
+from data_pipeline.shared import ENCODER_INPUT_NAMES
+from data_pipeline.shared import UserInputError
+from data_pipeline.tokenization import SentencePieceTokenizer
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadSettings:
+  """SQuAD featurisation and post-processing (official defaults); use the
+  fine-tuning run's values."""
+  doc_stride: int = 128
+  max_query_length: int = 64
+  n_best_size: int = 20
+  max_answer_length: int = 30
+  null_score_diff_threshold: Optional[float] = None
+
+
+def description_path(tflite_file: str) -> str:
+  """`model.tflite` -> `model.json` (written by tflite.export_tflite)."""
+  stem = (tflite_file[:-len(".tflite")] if tflite_file.endswith(".tflite")
+          else tflite_file)
+  return stem + ".json"
+
+
+class TextRunner:
+  """A converted model with its tokenizer and labels.
+
+  Args:
+    model: the LiteRT model.
+    description: the JSON export_tflite wrote beside it.
+    asset_dir: the folder holding its vocabulary (and labels.txt).
+    squad_settings: for SQuAD models.
+  """
+
+  def __init__(self, model: LiteRTModel, description: Dict, asset_dir: str,
+               squad_settings: SquadSettings = SquadSettings()):
+    self.model = model
+    self.kind = description["kind"]
+    self.seq_length = description["input_shape"][-1]
+    vocab = description.get("vocab_file")
+    if not vocab or not vocab.endswith(".model"):
+      raise UserInputError(f"the reference runner needs a SentencePiece "
+                           f"model beside the file, got {vocab!r}")
+    self.tokenizer = SentencePieceTokenizer(
+        file_io.join(asset_dir, vocab),
+        do_lower_case=description.get("do_lower_case", True))
+    self.labels = None
+    if description.get("labels_file"):
+      self.labels = file_io.read_text(file_io.join(
+          asset_dir, description["labels_file"])).splitlines()
+    self.squad_settings = squad_settings
+
+  @classmethod
+  def from_file(cls, tflite_file: str, num_threads: int = 2,
+                squad_settings: SquadSettings = SquadSettings()):
+    description = json.loads(file_io.read_text(description_path(
+        tflite_file)))
+    model = LiteRTModel(file_io.read_bytes(tflite_file), num_threads)
+    return cls(model, description, file_io.dirname(tflite_file),
+               squad_settings)
+
+  # --- GLUE ------------------------------------------------------------------
+
+  def classify_inputs(self, text_a: Sequence[str],
+                      text_b: Optional[Sequence[str]] = None
+                     ) -> Dict[str, np.ndarray]:
+    """`[CLS] a [SEP] (b [SEP])` as fine-tuning packs them, int32 [n, seq]."""
+    pair = text_b is not None
+    task = glue.GlueTask("export", tuple(self.labels or ()), "a",
+                         "b" if pair else None, "label", "accuracy")
+    examples = [glue.Example(guid=str(i), text_a=a,
+                             text_b=text_b[i] if pair else None, label=None)
+                for i, a in enumerate(text_a)]
+    features = glue.featurize(task, examples, self.tokenizer,
+                              self.seq_length)
+    return features.padded(self.seq_length, self.tokenizer.pad_id)
+
+  def classify(self, text_a: Sequence[str],
+               text_b: Optional[Sequence[str]] = None) -> List[str]:
+    """Label names (regression: the predicted values as strings)."""
+    outputs = self.model(self.classify_inputs(text_a, text_b))
+    if "predictions" in outputs:
+      return [str(v) for v in outputs["predictions"]]
+    return [self.labels[i] for i in np.argmax(outputs["logits"], -1)]
+
+  # --- SQuAD -----------------------------------------------------------------
+
+  def squad_features(self, examples: Sequence[squad.SquadExample]):
+    """(features, int32 inputs [windows, seq]) of SQuAD examples."""
+    s = self.squad_settings
+    features = squad.convert_examples_to_features(
+        examples, self.tokenizer, self.seq_length, s.doc_stride,
+        s.max_query_length)
+    inputs = {name: np.array([getattr(f, attr) for f in features], np.int32)
+              for name, attr in zip(ENCODER_INPUT_NAMES + ("p_mask",),
+                                    ("input_ids", "input_mask",
+                                     "segment_ids", "p_mask"))}
+    if self.kind != "squad_beam":
+      del inputs["p_mask"]
+    return features, inputs
+
+  def squad_predictions(self, examples: Sequence[squad.SquadExample]
+                       ) -> Dict[str, str]:
+    """qas_id -> answer text (predictions.json's)."""
+    features, inputs = self.squad_features(examples)
+    outputs = self.model(inputs)
+    results = {f.unique_id: {k: v[i] for k, v in outputs.items()}
+               for i, f in enumerate(features)}
+    s = self.squad_settings
+    if self.kind == "squad_beam":
+      out = squad_postprocess.postprocess_v2(
+          examples, features, results, s.n_best_size, s.max_answer_length,
+          null_score_diff_threshold=(0.0 if s.null_score_diff_threshold
+                                     is None
+                                     else s.null_score_diff_threshold))
+    else:
+      threshold = s.null_score_diff_threshold
+      out = squad_postprocess.postprocess_v1(
+          examples, features, results, s.n_best_size, s.max_answer_length,
+          cls_null_score=threshold is not None,
+          null_score_diff_threshold=threshold or 0.0)
+    return out.predictions
+
+  def answer(self, questions: Sequence[str],
+             contexts: Sequence[str]) -> List[str]:
+    """The answer text of each question in its context."""
+    examples = [squad.SquadExample(qas_id=str(i), question_text=q,
+                                   paragraph_text=c)
+                for i, (q, c) in enumerate(zip(questions, contexts))]
+    predictions = self.squad_predictions(examples)
+    return [predictions[str(i)] for i in range(len(examples))]
+
+  # --- RACE ------------------------------------------------------------------
+
+  def race_inputs(self, examples: Sequence[race.RaceExample],
+                  max_qa_length: int = 128) -> Dict[str, np.ndarray]:
+    """int32 [n, 4, seq] inputs of RACE examples (fine-tuning's packing)."""
+    arrays = race.convert_examples_to_arrays(
+        examples, self.tokenizer, self.seq_length,
+        min(max_qa_length, self.seq_length - 3))
+    return {name: arrays[name] for name in ENCODER_INPUT_NAMES}
+
+  def choose(self, articles: Sequence[str], questions: Sequence[str],
+             options: Sequence[Sequence[str]],
+             max_qa_length: int = 128) -> List[str]:
+    """The letter ("A".."D") of the chosen option of each question."""
+    examples = [race.RaceExample(str(i), "high", a, q, list(o), 0)
+                for i, (a, q, o) in enumerate(zip(articles, questions,
+                                                  options))]
+    logits = self.model(self.race_inputs(examples, max_qa_length))["logits"]
+    return [race.LABELS[i] for i in np.argmax(logits, -1)]
