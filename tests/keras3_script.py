@@ -126,12 +126,15 @@ def tfsm_export(settings):
 
 def _tokenizer_ids(tokenizer, lines, saved_model_dir):
   """Ids of every line on keras-hub's three paths: eager (the sentencepiece
-  package), tf.data (TensorFlow ops) and a reloaded SavedModel."""
+  package), tf.data (TensorFlow ops) and a reloaded SavedModel (skipped when
+  `saved_model_dir` is None)."""
   import tensorflow as tf
   out = {"eager_ids": [list(map(int, ids)) for ids in tokenizer(lines)]}
   data = tf.data.Dataset.from_tensor_slices(lines).batch(64).map(tokenizer)
   out["graph_ids"] = [list(map(int, row)) for batch in data
                       for row in batch.to_list()]
+  if saved_model_dir is None:
+    return out
   module = tf.Module()
   module.tokenize = tf.function(
       tokenizer, input_signature=[tf.TensorSpec([None], tf.string)])
@@ -190,7 +193,8 @@ def keras_hub_preset(settings):
   preset = settings["preset"]
   out["write"] = converter.convert_checkpoint(
       config, settings["checkpoint"], preset, "keras_hub",
-      spm_model_file=settings["spm_model"], do_lower_case=True)
+      spm_model_file=settings["spm_model"], do_lower_case=True,
+      keras_hub_tokenizer="official")
   expected = np.load(settings["expected"])
   inputs = {"token_ids": expected["input_word_ids"],
             "segment_ids": expected["input_type_ids"],
@@ -223,6 +227,42 @@ def keras_hub_preset(settings):
   out["unregistered_error"] = _unregistered_error(
       lambda: keras_hub.models.AlbertTextClassifier.from_preset(
           preset, num_classes=2))
+
+  # 3b. The default preset: keras-hub's stock AlbertTokenizer, its ids on
+  # every path (the test counts the lines that differ from ours).
+  stock = settings["preset_stock"]
+  out["write_stock"] = converter.convert_checkpoint(
+      config, settings["checkpoint"], stock, "keras_hub",
+      spm_model_file=settings["spm_model"])
+  stock_tokenizer = keras_hub.models.AlbertTokenizer.from_preset(stock)
+  out["stock_tokenizer_class"] = type(stock_tokenizer).__name__
+  out["stock_preset_dir"] = stock
+  # (Not through a SavedModel: keras-hub's stock tokenizer does not track
+  # its tensorflow_text resource, so a tf.Module holding it cannot save.)
+  out["stock"] = _tokenizer_ids(stock_tokenizer, lines, None)
+
+  # 3c. SentencePiece models of every normalisation rule (nmt_nfkc, ...):
+  # a preset of each; its tokenizers' ids on every line, and its backbone.
+  out["rules"] = {}
+  for rule, model in settings["rule_models"].items():
+    rule_preset = os.path.join(settings["rule_presets"], rule)
+    converter.convert_checkpoint(
+        config, settings["encoder_checkpoint"], rule_preset, "keras_hub",
+        spm_model_file=model, keras_hub_tokenizer="official")
+    official = keras_hub.models.AlbertTokenizer.from_preset(rule_preset)
+    with open(os.path.join(rule_preset, "assets", "tokenizer",
+                           "vocabulary.spm"), "rb") as f:
+      plain = keras_hub.models.AlbertTokenizer(proto=f.read())
+    graph = tf.data.Dataset.from_tensor_slices(lines).batch(256).map(official)
+    rule_backbone = keras_hub.models.AlbertBackbone.from_preset(rule_preset)
+    out["rules"][rule] = dict(
+        official_eager_ids=[list(map(int, ids)) for ids in official(lines)],
+        official_graph_ids=[list(map(int, row)) for batch in graph
+                            for row in batch.to_list()],
+        stock_eager_ids=[list(map(int, ids)) for ids in plain(lines)],
+        sequence_diff=_max_diff(
+            rule_backbone.predict(inputs, verbose=0)["sequence_output"],
+            expected["sequence_output"]))
 
   # 4. AlbertTextClassifier learns a tiny separable task from raw strings.
   keras.utils.set_random_seed(1)

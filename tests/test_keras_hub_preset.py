@@ -45,6 +45,35 @@ def _task(fillers):
   return texts, labels
 
 
+# Every normalisation rule SentencePiece's trainer offers (its default,
+# nmt_nfkc, is what released models and `spm_train` without flags have), and
+# a custom TSV rule (code points in hex: "A" -> "a", "½" -> "1/2").
+RULES = ("nmt_nfkc", "nfkc", "nmt_nfkc_cf", "nfkc_cf", "identity", "custom")
+CUSTOM_RULE_TSV = "41\t61\nBD\t31 2F 32\n"
+
+
+def _rule_models(folder, corpus):
+  """{rule: .model path}: a 1000-piece SentencePiece model of `corpus` with
+  ALBERT's control pieces, trained with each normalisation rule."""
+  import sentencepiece as spm
+  folder.mkdir()
+  models = {}
+  for rule in RULES:
+    prefix = str(folder / rule)
+    options = dict(normalization_rule_name=rule)
+    if rule == "custom":
+      tsv = folder / "rule.tsv"
+      tsv.write_text(CUSTOM_RULE_TSV)
+      options = dict(normalization_rule_tsv=str(tsv))
+    spm.SentencePieceTrainer.train(
+        input=corpus, model_prefix=prefix, vocab_size=1000,
+        user_defined_symbols=["[CLS]", "[SEP]", "[MASK]"], pad_id=0,
+        unk_id=1, bos_id=-1, eos_id=-1, pad_piece="<pad>",
+        unk_piece="<unk>", minloglevel=2, **options)
+    models[rule] = prefix + ".model"
+  return models
+
+
 @pytest.fixture(scope="module")
 def preset_results(tmp_path_factory, spm_model, english_corpus):
   config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
@@ -98,11 +127,15 @@ def preset_results(tmp_path_factory, spm_model, english_corpus):
       encoder_back=str(root / "encoder_back" / "ckpt"),
       preset_again=str(root / "preset_again"),
       tokenizer_export=str(root / "tokenizer_export"),
+      preset_stock=str(root / "preset_stock"),
+      rule_models=_rule_models(root / "rule_models", english_corpus),
+      rule_presets=str(root / "rule_presets"),
       train_texts=train_texts, train_labels=train_labels,
       dev_texts=dev_texts, dev_labels=dev_labels, epochs=20)
   result = run_keras3("keras_hub_preset", settings, root)
   return dict(result=result, lines=lines, spm_model=spm_model, root=root,
-              config=config, checkpoint=checkpoint)
+              config=config, checkpoint=checkpoint,
+              rule_models=settings["rule_models"])
 
 
 def test_backbone_equals_our_encoder_with_two_groups(preset_results):
@@ -227,3 +260,116 @@ def test_keras_hub_output_needs_the_spm_model(preset_results, tmp_path):
     converter.convert_checkpoint(
         preset_results["config"], preset_results["checkpoint"],
         str(tmp_path / "p"), "keras_hub")
+
+
+def _differing(ids_per_line, expected):
+  return [i for i, (ids, want) in enumerate(zip(ids_per_line, expected))
+          if ids != want]
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_every_normalisation_rule_converts_exactly(preset_results, rule):
+  """A model trained with any SentencePiece normalisation rule converts:
+  the preset's official tokenizer gives our ids on every line (eagerly and
+  in tf.data), the stock one wherever the digit-comma rule does not apply,
+  and the backbone equals our encoder."""
+  result = preset_results["result"]["rules"][rule]
+  lines = preset_results["lines"]
+  model = preset_results["rule_models"][rule]
+  ours = tokenization.SentencePieceTokenizer(model).encode_batch(lines)
+  assert len(result["official_eager_ids"]) == len(lines) > 3000
+  assert _differing(result["official_eager_ids"], ours) == []
+  assert _differing(result["official_graph_ids"], ours) == []
+  stock = _differing(result["stock_eager_ids"], ours)
+  assert all(any(f"{d}," in lines[i] for d in "0123456789") for i in stock)
+  assert result["sequence_diff"] < 1e-5
+
+
+def test_custom_rule_is_applied(preset_results):
+  model = preset_results["rule_models"]["custom"]
+  ours = tokenization.SentencePieceTokenizer(model, do_lower_case=False,
+                                             keep_accents=True)
+  assert ours.tokenize("A½ And") == ours.tokenize("a1/2 and")
+
+
+def test_default_preset_uses_the_stock_tokenizer(preset_results):
+  """The default preset names keras-hub's AlbertTokenizer; its ids differ
+  from ours on the lines the conversion's output line says (digit-comma
+  lines; and Viterbi ties on the TensorFlow paths)."""
+  result, lines = preset_results["result"], preset_results["lines"]
+  assert result["stock_tokenizer_class"] == "AlbertTokenizer"
+  assert "keras-hub's AlbertTokenizer" in result["write_stock"]
+  assert "OfficialAlbertTokenizer" in result["write"]
+  ours = tokenization.SentencePieceTokenizer(
+      preset_results["spm_model"]).encode_batch(lines)
+  eager = _differing(result["stock"]["eager_ids"], ours)
+  graph = _differing(result["stock"]["graph_ids"], ours)
+  corpus = len(lines) - len(EXTRA_LINES)
+  assert corpus == 3536
+  comma = [i for i in eager if any(f"{d}," in lines[i] for d in "0123456789")]
+  assert eager == comma
+  in_corpus = [i for i in eager if i < corpus]
+  assert len(in_corpus) == 8, in_corpus
+  assert len([i for i in graph if i < corpus and i not in eager]) == 6
+  assert "on 8 of 3536 lines" in result["write_stock"]
+  assert "6 more" in result["write_stock"]
+
+
+WITHOUT_ALBERT_TF = r"""
+import importlib.abc, json, sys
+class Refuse(importlib.abc.MetaPathFinder):
+  def find_spec(self, name, path=None, target=None):
+    if name.split(".")[0] in ("albert_tf", "data_pipeline", "tools"):
+      raise ImportError(f"{name} is not installed here")
+sys.meta_path.insert(0, Refuse())
+import keras, keras_hub, tensorflow as tf
+preset, out_path, data = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+keras.utils.set_random_seed(1)
+classifier = keras_hub.models.AlbertTextClassifier.from_preset(
+    preset, num_classes=2)
+train = tf.data.Dataset.from_tensor_slices(
+    (data["train_texts"], data["train_labels"])).shuffle(64, seed=0).batch(16)
+steps = data["epochs"] * int(train.cardinality())
+classifier.compile(
+    optimizer=keras.optimizers.Adam(
+        keras.optimizers.schedules.CosineDecay(3e-3, steps)),
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    metrics=["accuracy"])
+history = classifier.fit(train, epochs=data["epochs"], verbose=0)
+dev = tf.data.Dataset.from_tensor_slices(
+    (data["dev_texts"], data["dev_labels"])).batch(16)
+try:
+  import albert_tf  # noqa: F401
+  importable = True
+except ImportError:
+  importable = False
+json.dump(dict(
+    loss=[float(x) for x in history.history["loss"]],
+    dev_accuracy=float(classifier.evaluate(dev, verbose=0,
+                                           return_dict=True)["accuracy"]),
+    tokenizer=type(classifier.preprocessor.tokenizer).__name__,
+    albert_tf_importable=importable), open(out_path, "w"))
+"""
+
+
+def test_default_preset_fits_without_albert_tf(preset_results, tmp_path):
+  """The default preset loads and fine-tunes on raw strings in a process
+  where albert_tf cannot be imported (python -I from an empty folder)."""
+  import subprocess
+  import sys
+  train_texts, train_labels = _task(FILLERS[:7] * 4)
+  dev_texts, dev_labels = _task(FILLERS[7:] * 2)
+  data = dict(train_texts=train_texts, train_labels=train_labels,
+              dev_texts=dev_texts, dev_labels=dev_labels, epochs=20)
+  out = tmp_path / "out.json"
+  process = subprocess.run(
+      [sys.executable, "-I", "-c", WITHOUT_ALBERT_TF,
+       preset_results["result"]["stock_preset_dir"], str(out),
+       json.dumps(data)], cwd=str(tmp_path), capture_output=True, text=True,
+      timeout=900, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  assert process.returncode == 0, process.stderr[-3000:]
+  result = json.loads(out.read_text())
+  assert result["albert_tf_importable"] is False
+  assert result["tokenizer"] == "AlbertTokenizer"
+  assert result["loss"][-1] < result["loss"][0]
+  assert result["dev_accuracy"] > 0.9, result

@@ -16,7 +16,10 @@ r"""Convert ALBERT checkpoints among ours, official TF1, Hugging Face layouts.
       --input_checkpoint=/tmp/run/ckpt-10000 \
       --output_checkpoint=/tmp/official/model.ckpt --output_format=official
 
-  # Any of them -> a keras-hub preset (AlbertBackbone + AlbertTokenizer):
+  # Any of them -> a keras-hub preset (AlbertBackbone + keras-hub's own
+  # AlbertTokenizer: it loads with keras-hub alone; add
+  # --keras_hub_tokenizer=official for the exact official ids, which then
+  # needs `import albert_tf.keras3` to load):
   python -m tools.convert_checkpoint --albert_config_file=albert_config.json \
       --input_checkpoint=/tmp/run/ckpt-10000 --spm_model_file=30k-clean.model \
       --output_checkpoint=/tmp/albert_preset --output_format=keras_hub
@@ -58,6 +61,14 @@ flags.DEFINE_enum("input_format", "auto", list(INPUT_FORMATS),
 flags.DEFINE_string("spm_model_file", None,
                     "SentencePiece model of the checkpoint; needed for "
                     "--output_format=keras_hub (the preset's tokenizer).")
+flags.DEFINE_enum("keras_hub_tokenizer", "stock", ["stock", "official"],
+                  "With --output_format=keras_hub: the preset's tokenizer. "
+                  "stock: keras-hub's AlbertTokenizer, the preset loads and "
+                  "fine-tunes with keras-hub alone (its ids differ from the "
+                  "official tokenization where a digit precedes a comma); "
+                  "official: albert_tf.keras3.OfficialAlbertTokenizer, the "
+                  "official ids on every path, loading needs "
+                  "`import albert_tf.keras3`.")
 flags.DEFINE_bool("do_lower_case", True,
                   "With --output_format=keras_hub: whether the model's text "
                   "is lowercased (as in training).")
@@ -83,12 +94,14 @@ def main(argv):
   if FLAGS.output_format == "keras_hub":  # what the flags alone show
     from albert_tf.checkpoints import keras_hub_preset
     keras_hub_preset.check_output(config, FLAGS.output_checkpoint,
-                                  FLAGS.spm_model_file)
+                                  FLAGS.spm_model_file,
+                                  FLAGS.keras_hub_tokenizer)
   from albert_tf.checkpoints import converter
   print(converter.convert_checkpoint(
       config, FLAGS.input_checkpoint, FLAGS.output_checkpoint,
       FLAGS.output_format, input_format=FLAGS.input_format,
-      spm_model_file=FLAGS.spm_model_file, do_lower_case=FLAGS.do_lower_case))
+      spm_model_file=FLAGS.spm_model_file, do_lower_case=FLAGS.do_lower_case,
+      keras_hub_tokenizer=FLAGS.keras_hub_tokenizer))
 
 
 def run():

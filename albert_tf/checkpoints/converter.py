@@ -75,7 +75,8 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
                        output_checkpoint: str, output_format: str,
                        input_format: str = "auto",
                        spm_model_file: Optional[str] = None,
-                       do_lower_case: bool = True) -> str:
+                       do_lower_case: bool = True,
+                       keras_hub_tokenizer: str = "stock") -> str:
   """Converts between layouts; returns a one-line description.
 
   Stages: check the output can be written (before reading anything), read
@@ -89,8 +90,8 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
       config.json) or a .safetensors file name.
     output_format: one of OUTPUT_FORMATS.
     input_format: one of INPUT_FORMATS.
-    spm_model_file, do_lower_case: the tokenizer, for keras_hub output
-      (keras_hub_preset.write_preset).
+    spm_model_file, do_lower_case, keras_hub_tokenizer: the tokenizer, for
+      keras_hub output (keras_hub_preset.write_preset).
   """
   if output_format not in OUTPUT_FORMATS:
     raise UserInputError(f"--output_format must be one of {OUTPUT_FORMATS}, "
@@ -99,7 +100,8 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     # Fail on an inexpressible config before reading anything.
     name_tables.table_for(output_format, config)
   if output_format == "keras_hub":
-    keras_hub_preset.check_output(config, output_checkpoint, spm_model_file)
+    keras_hub_preset.check_output(config, output_checkpoint, spm_model_file,
+                                  keras_hub_tokenizer)
 
   weights = read_weights(input_checkpoint, config, input_format)
   weights.check_config(config)
@@ -112,7 +114,7 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   elif output_format == "keras_hub":
     where = keras_hub_preset.write_preset(
         weights.arrays, config, output_checkpoint, spm_model_file,
-        do_lower_case=do_lower_case)
+        do_lower_case=do_lower_case, keras_hub_tokenizer=keras_hub_tokenizer)
   else:
     root = write_ours(weights.arrays, config, output_checkpoint)
     where = f"{output_checkpoint} (tf.train.Checkpoint({root}=...))"

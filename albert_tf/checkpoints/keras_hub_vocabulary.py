@@ -8,21 +8,24 @@ re-split. `preset_vocabulary` writes what it can into the model itself:
 
 - normalisation: the model's `normalizer_spec` becomes a character map (one
   rule per code point that `preprocess_text` changes, plus `` and ''),
-  composed with the model's own normalisation; SentencePiece applies it,
-  then collapses and strips spaces as before. Every path that runs the model
-  (the sentencepiece package, tensorflow_text's tokenizers) applies it;
+  composed with the model's own normalisation (any rule: nmt_nfkc, nfkc,
+  *_cf, a custom TSV; applied by a SentencePieceProcessor of the model);
+  SentencePiece applies it, then collapses and strips spaces as before.
+  Every path that runs the model (the sentencepiece package,
+  tensorflow_text's tokenizers) applies it;
 - digit-comma pieces ("▁1,", "0,"): marked UNUSED, so that the stock
   AlbertTokenizer never emits them (the official tokenizer never does
   either: it re-splits them, so pretraining never saw their ids).
 
 The digit-comma rule itself cannot be written into a SentencePiece model
 (without the piece, SentencePiece cuts "▁1," as "▁1" "," where the official
-rule gives "▁" "1" ","; 9 of the 3540 test-corpus lines), so the presets
-name our tokenizer, `albert_tf.keras3.OfficialAlbertTokenizer`, which
-encodes with `encoding_vocabulary` (the pieces used again) and re-splits by
-`comma_resplits`. What the character map cannot express: Greek final sigma
-(Python's str.lower gives ς at the end of a word, the map always σ), which
-changes ids only for a model that has pieces with ς.
+rule gives "▁" "1" ","; 8 of the 3536 test-corpus lines), so a preset
+that must give the official ids names our tokenizer (convert_checkpoint
+--keras_hub_tokenizer=official), `albert_tf.keras3.OfficialAlbertTokenizer`,
+which encodes with `encoding_vocabulary` (the pieces used again) and
+re-splits by `comma_resplits`. What the character map cannot express:
+Greek final sigma (Python's str.lower gives ς at the end of a word, the map
+always σ), which changes ids only for a model that has pieces with ς.
 
 The model proto is edited with a minimal protobuf schema (the fields read
 here; everything else is kept as unknown fields), because the
@@ -109,16 +112,28 @@ def _preprocess_char(c: str, do_lower_case: bool, keep_accents: bool) -> str:
   return c.lower() if do_lower_case else c
 
 
+def _model_normalizer(model_proto: bytes) -> spm.SentencePieceProcessor:
+  """A processor whose `normalize` applies only the model's own rule (its
+  precompiled character map: nmt_nfkc, nfkc, *_cf, a custom TSV rule), with
+  no dummy prefix, whitespace collapse or escaping.
+
+  (`SentencePieceNormalizer(normalizer_spec=...)` would be the direct route,
+  but sentencepiece 0.2.2 breaks it: it calls a missing
+  LoadFromSerializedNormalizerSpec.)
+  """
+  sp = spm.SentencePieceProcessor(model_proto=model_proto)
+  sp.override_normalizer_spec(add_dummy_prefix=False,
+                              remove_extra_whitespaces=False,
+                              escape_whitespaces=False)
+  return sp
+
+
 @functools.lru_cache(maxsize=8)
 def _char_map(do_lower_case: bool, keep_accents: bool,
-              model_normalizer: bytes) -> Tuple[Tuple[str, str], ...]:
+              model_proto: bytes) -> Tuple[Tuple[str, str], ...]:
   """Sorted (source, target) rules: preprocess_text, then the model's own
-  normalisation (given as a serialized NormalizerSpec, b"" for identity)."""
-  inner = None
-  if model_normalizer:
-    inner = spm.SentencePieceNormalizer(
-        normalizer_spec=model_normalizer, add_dummy_prefix=False,
-        remove_extra_whitespaces=False, escape_whitespaces=False)
+  normalisation (`model_proto`: the whole model, b"" for identity)."""
+  inner = _model_normalizer(model_proto) if model_proto else None
   rules: Dict[str, str] = {}
   sources = [chr(cp) for cp in range(1, 0x110000)
              if not 0xD800 <= cp <= 0xDFFF] + ["``", "''"]
@@ -152,7 +167,7 @@ def preset_vocabulary(model_proto: bytes, do_lower_case: bool = True,
   model = _parse(model_proto)
   _, spec_class = _schema()
   spec = model.normalizer_spec
-  inner = b"" if _is_identity(spec) else spec.SerializeToString()
+  inner = b"" if _is_identity(spec) else model_proto
   rules = _char_map(bool(do_lower_case), bool(keep_accents), inner)
   compiled = spec_class()
   compiled.ParseFromString(spm.SentencePieceNormalizer(

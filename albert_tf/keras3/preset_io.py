@@ -33,12 +33,17 @@ def _assign(variables, arrays: Dict[str, np.ndarray], what: str) -> None:
     variable.assign(arrays[path])
 
 
+# What a preset's tokenizer is: keras-hub's own AlbertTokenizer (the preset
+# loads with keras-hub alone) or ours (the official ids on every path; loading
+# needs `import albert_tf.keras3`).
+TOKENIZERS = ("stock", "official")
+
+
 def save_preset(local_dir: str, backbone_kwargs: dict,
                 arrays: Dict[str, np.ndarray], vocabulary: bytes,
-                sequence_length: int) -> None:
-  """Writes a preset: backbone, tokenizer (OfficialAlbertTokenizer),
-  classifier preprocessor and, when `arrays` holds `mlm_head/...`, an
-  AlbertMaskedLM task with its head.
+                sequence_length: int, tokenizer_kind: str = "stock") -> None:
+  """Writes a preset: backbone, tokenizer, classifier preprocessor and, when
+  `arrays` holds `mlm_head/...`, an AlbertMaskedLM task with its head.
 
   Args:
     local_dir: an existing empty local directory.
@@ -46,17 +51,22 @@ def save_preset(local_dir: str, backbone_kwargs: dict,
     arrays: keras-hub variable path -> array (float32).
     vocabulary: the tokenizer's SentencePiece model bytes.
     sequence_length: the preprocessors' default sequence length.
+    tokenizer_kind: one of TOKENIZERS.
   """
   import keras_hub
 
   from albert_tf.keras3 import official_albert_tokenizer
+  if tokenizer_kind not in TOKENIZERS:
+    raise ValueError(f"tokenizer_kind must be one of {TOKENIZERS}, got "
+                     f"{tokenizer_kind!r}")
   backbone = _backbone(backbone_kwargs)
   _assign(backbone.weights,
           {k: v for k, v in arrays.items() if not k.startswith(MLM_PREFIX)},
           "backbone")
-  # Ours, not keras-hub's AlbertTokenizer: the official ids on every path.
-  tokenizer = official_albert_tokenizer.OfficialAlbertTokenizer(
-      proto=vocabulary, name="albert_tokenizer")
+  tokenizer_class = (official_albert_tokenizer.OfficialAlbertTokenizer
+                     if tokenizer_kind == "official" else
+                     keras_hub.models.AlbertTokenizer)
+  tokenizer = tokenizer_class(proto=vocabulary, name="albert_tokenizer")
   if any(k.startswith(MLM_PREFIX) for k in arrays):
     task = keras_hub.models.AlbertMaskedLM(
         backbone, keras_hub.models.AlbertMaskedLMPreprocessor(
