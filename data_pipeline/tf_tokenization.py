@@ -17,8 +17,11 @@ The digit-comma rule depends only on the piece, so each vocabulary id's
 re-split ("▁1," -> ["▁1", ","]) is computed once with the Python rule
 (`tokenization.resplit_pieces`) and applied in-graph as a table lookup.
 
-Parity with the Python path assumes a model trained with SentencePiece's
-`identity` normalization (see `sentencepiece_trainer`). The whitespace and
+Parity with the Python path holds for our models (SentencePiece's
+`identity` normalization, see `sentencepiece_trainer`) and for models with
+SentencePiece's own rules (nmt_nfkc, spm_train's default, and nfkc_cf are
+tested): FastSentencepieceTokenizer applies the model's rule as the
+`sentencepiece` package does. The whitespace and
 combining-character classes are built from this Python's `unicodedata`, so
 they match `str.split` and `unicodedata.combining` exactly. ICU, used for NFKD
 and lowercasing, knows a different Unicode version than Python (3.11: Unicode

@@ -253,6 +253,26 @@ def test_tf_parity_cased_with_accents(tf_modules, spm_model, english_corpus):
   _assert_parity(tf, tf_tok, py_tok, TRICKY_TEXTS + _lines(english_corpus, 300))
 
 
+@pytest.mark.parametrize("rule", ["nmt_nfkc", "nfkc_cf"])
+def test_tf_parity_with_sentencepiece_default_normalisation(
+    tf_modules, tmp_path, english_corpus, rule):
+  """A model trained with SentencePiece's own normalisation (nmt_nfkc is
+  spm_train's default; nfkc_cf also folds case), not ours (identity): the
+  in-graph tokenizer applies the model's rule as the Python path does."""
+  tf, tf_tokenization = tf_modules
+  prefix = str(tmp_path / rule)
+  spm.SentencePieceTrainer.train(
+      input=english_corpus, model_prefix=prefix, vocab_size=1000,
+      normalization_rule_name=rule,
+      user_defined_symbols=["[CLS]", "[SEP]", "[MASK]"], pad_id=0, unk_id=1,
+      bos_id=-1, eos_id=-1, pad_piece="<pad>", unk_piece="<unk>",
+      minloglevel=2)
+  py_tok = tokenization.SentencePieceTokenizer(prefix + ".model")
+  tf_tok = tf_tokenization.TFSentencePieceTokenizer.from_file(
+      prefix + ".model")
+  _assert_parity(tf, tf_tok, py_tok, TRICKY_TEXTS + _lines(english_corpus))
+
+
 def test_tf_parity_digit_commas(tf_modules, numbers_model):
   tf, tf_tokenization = tf_modules
   py_tok = tokenization.SentencePieceTokenizer(numbers_model)
