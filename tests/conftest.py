@@ -129,3 +129,15 @@ def fake_exports(tmp_path_factory):
   paths["plain"] = str(root / "plain")
   os.makedirs(paths["plain"])
   return paths
+
+
+@pytest.fixture(autouse=True)
+def _no_global_seed_leak():
+  """TensorFlow's global seed, reset after each test: a test that seeds it
+  (e.g. tf_keras.utils.set_random_seed(0)) must not change later tests'
+  random streams (a leaked 0 broke the record stream's shuffle seeds)."""
+  yield
+  import sys
+  tf = sys.modules.get("tensorflow")
+  if tf is not None:
+    tf.random.set_seed(None)
