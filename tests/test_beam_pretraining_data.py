@@ -193,7 +193,14 @@ class RamBeamFileSystem(beam_filesystem.FileSystem):
       for name in names:
         path = file_io.join(folder, name)
         if path.startswith(dir_or_prefix):
-          yield self.metadata(path)
+          try:
+            yield self.metadata(path)
+          except tf.errors.NotFoundError:
+            # TensorFlow's ram:// lists children by bare name prefix: a file
+            # "ram://x/eval_results.json" shows up in folder "ram://x/eval"
+            # as "_results.json", which does not exist. (gs:// has no such
+            # phantoms.) Other tests' ram:// files are listed here too.
+            continue
 
   def create(self, path, mime_type=None, compression_type=None):
     return tf.io.gfile.GFile(path, "wb")
