@@ -18,7 +18,6 @@
 import random
 from typing import Dict, List, Optional
 
-import numpy as np
 import tensorflow as tf
 import tf_keras
 
@@ -72,11 +71,19 @@ _TF_SEED_FOR_ZERO_CLASS = _TF_SEED_MODULUS - 1
 
 
 def set_global_seeds(seed: int) -> None:
-  """Seeds Python, NumPy and TensorFlow (initialisation, dropout) from one
-  --seed in [0, 2**63) (`tf_keras.utils.set_random_seed` refuses NumPy
-  seeds of 2**32 and above, and TensorFlow's seed 0 breaks tensor seeds)."""
+  """Seeds Python, NumPy, TensorFlow and tf_keras (initialisation, dropout)
+  from one --seed in [0, 2**63).
+
+  `tf_keras.utils.set_random_seed` alone refuses NumPy seeds of 2**32 and
+  above, and its TensorFlow seed 0 breaks tensor seeds; but it is called
+  first, because it also restarts the generator tf_keras draws unseeded
+  layers' seeds from. Left alone, a generator an earlier
+  `set_random_seed` call made in the process keeps running, and a second
+  run (a resume in a notebook, a test after another) draws other dropout
+  seeds than the first.
+  """
+  tf_keras.utils.set_random_seed(seed % 2**32)
   random.seed(seed)
-  np.random.seed(seed % 2**32)
   tf.random.set_seed(seed % _TF_SEED_MODULUS or _TF_SEED_FOR_ZERO_CLASS)
 
 
