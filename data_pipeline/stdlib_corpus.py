@@ -63,12 +63,22 @@ def docstring_to_sentences(doc: str) -> List[str]:
 
 
 def iter_documents(stdlib_dir: Optional[str] = None,
-                   min_sentences: int = 2) -> Iterator[List[str]]:
-  """Yields documents (lists of sentences) from the standard library."""
+                   min_sentences: int = 2,
+                   per_module: bool = False) -> Iterator[List[str]]:
+  """Yields documents (lists of sentences) from the standard library.
+
+  Args:
+    stdlib_dir: the standard library to read; defaults to this interpreter's.
+    min_sentences: documents with fewer sentences are skipped.
+    per_module: one document per source file (its docstrings in order, long
+      documents as encyclopedia articles are) instead of one per docstring.
+  """
   root = stdlib_dir or sysconfig.get_paths()["stdlib"]
   for path in _python_files(root):
-    for doc in _docstrings(path):
-      sentences = docstring_to_sentences(doc)
+    docs = [docstring_to_sentences(doc) for doc in _docstrings(path)]
+    if per_module:
+      docs = [[sentence for doc in docs for sentence in doc]]
+    for sentences in docs:
       if len(sentences) >= min_sentences:
         yield sentences
 
