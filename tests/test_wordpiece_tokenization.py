@@ -246,3 +246,51 @@ def test_official_rules_where_huggingface_differs():
   assert wp.basic_tokenize("ΟΔΟΣ a\ue000b c\U0002B820d", True) == [
       "οδος", "a\ue000b", "c", "\U0002B820", "d"]
   assert wp.basic_tokenize("Ça\u0301 ÉCOLE", False) == ["Ça\u0301", "ÉCOLE"]
+
+
+# --- in-graph twin ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("do_lower_case", [True, False])
+@pytest.mark.parametrize("layout", ["learned", "bert"])
+def test_in_graph_ids_equal_python_on_every_line(tmp_path, multilingual_lines,
+                                                 do_lower_case, layout):
+  import tensorflow as tf
+
+  from data_pipeline import tf_wordpiece_tokenization as tf_wp
+  tokens = _learn_tokens(do_lower_case)
+  if layout == "bert":
+    tokens = _bert_layout(tokens)
+  vocab_file = _write(tmp_path / "vocab.txt", "\n".join(tokens) + "\n")
+  python = wp.WordPieceTokenizer(vocab_file, do_lower_case=do_lower_case)
+  graph = tf_wp.TFWordPieceTokenizer.from_file(vocab_file,
+                                               do_lower_case=do_lower_case)
+  assert graph.vocab_size == python.vocab_size
+  ids = graph(tf.constant(multilingual_lines))
+  assert ids.dtype == tf.int32
+  expected = [python.encode(line) for line in multilingual_lines]
+  assert ids.to_list() == expected
+  # In tf.function too (as in the exported preprocessor), and the pieces.
+  traced = tf.function(graph.tokenize)(tf.constant(multilingual_lines))
+  assert [[p.decode() for p in row] for row in traced.to_list()] == [
+      python.tokenize(line) for line in multilingual_lines]
+
+
+def test_in_graph_tokenizer_survives_savedmodel(tmp_path, multilingual_lines):
+  import tensorflow as tf
+
+  from data_pipeline import tf_wordpiece_tokenization as tf_wp
+  tokens = _bert_layout(_learn_tokens(True))
+  python = wp.WordPieceTokenizer(None, tokens=tokens)
+  module = tf.Module()
+  module.tokenizer = tf_wp.TFWordPieceTokenizer(tokens)
+  module.encode = tf.function(
+      lambda texts: module.tokenizer(texts).to_tensor(-1),
+      input_signature=[tf.TensorSpec([None], tf.string)])
+  tf.saved_model.save(module, str(tmp_path / "sm"))
+  loaded = tf.saved_model.load(str(tmp_path / "sm"))
+  ids = loaded.encode(tf.constant(multilingual_lines)).numpy()
+  for row, line in zip(ids, multilingual_lines):
+    assert [i for i in row if i >= 0] == python.encode(line)
+  assert tf_wp.TFWordPieceTokenizer.from_config(
+      module.tokenizer.get_config()).vocab_size == len(tokens)
