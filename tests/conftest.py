@@ -131,6 +131,102 @@ def fake_exports(tmp_path_factory):
   return paths
 
 
+# The multilingual text of the WordPiece tests: every line is checked; none
+# holds "\n" (the text is written one a line).
+MULTILINGUAL_LINES = [
+    "The quick brown fox jumps over the lazy dog.",
+    "unaffable runners were running; un-believable, isn't it?",
+    "Héllo Wörld! Ça va? naïve café résumé ÉCOLE Ångström",
+    "中华人民共和国成立于1949年。我们爱北京天安门！",
+    "今天天气很好，我们去公园散步吧。",
+    "他说：“学习机器学习很有意思”——真的吗？",
+    "日本語のテキスト：ひらがな、カタカナ、漢字。",
+    "東京タワーに行きました。ありがとうございます",
+    "한국어 문장입니다. 안녕하세요, 세계!",
+    "서울은 대한민국의 수도이다",
+    "emoji 😀 test 👍🏽 ok❤️ 🇨🇳 end",
+    "control\x00chars\x07here\u200band\ufeffthere\ufffdend\x1fx\x85y",
+    "tabs\tand\rcarriage\u3000ideographic\u00a0nbsp\u2003em\u2028ls",
+    "x" * 201,
+    "y" * 200,
+    "a" * 150 + "中" + "b" * 150,
+    "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３，。！",
+    "mixed中文English混合text123数字",
+    "İstanbul Straße ﬁne ÀÉÎÕÜ",
+    "",
+    "   ",
+    "\u0301 lone accent e\u0301",
+    "don't stop—believing… \"quotes\" 'single' (parens) [brackets] {x}",
+    "numbers 3.14159 1,000,000 $100 50% #hashtag @user a^b `tick` ~tilde",
+    "Москва — столица России. Привет, мир!",
+    "مرحبا بالعالم",
+    "नमस्ते दुनिया",
+    "ที่นี่ภาษาไทย",
+    "[CLS] [MASK] ##ing [UNK] ##",
+    "compatibility 㐀 𠀀 豈 丽 ideographs",
+]
+# Lines vocabularies are learned from: the others have unknown words.
+_WORDPIECE_TRAIN_LINES = (MULTILINGUAL_LINES[:11] +
+                          MULTILINGUAL_LINES[16:20])
+
+
+class WordPieceKit:
+  """Vocabularies and the reference tokenizer of the WordPiece tests, from
+  Hugging Face's `tokenizers` (Rust BERT WordPiece), which nobody here
+  wrote."""
+
+  specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+  @staticmethod
+  def reference(vocab, do_lower_case):
+    """BERT's normalizer, pre-tokenizer and WordPiece over {token: id}."""
+    from tokenizers import Tokenizer
+    from tokenizers import models
+    from tokenizers import normalizers
+    from tokenizers import pre_tokenizers
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]",
+                                     max_input_chars_per_word=200))
+    tok.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True,
+        strip_accents=do_lower_case, lowercase=do_lower_case)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    return tok
+
+  def learn(self, do_lower_case, vocab_size=400):
+    """A vocabulary learned from part of the multilingual text: specials
+    first ([UNK] at 1), tokens in id order."""
+    from tokenizers import trainers
+    tok = self.reference({"[UNK]": 0}, do_lower_case)
+    tok.train_from_iterator(_WORDPIECE_TRAIN_LINES, trainers.WordPieceTrainer(
+        vocab_size=vocab_size, special_tokens=self.specials,
+        show_progress=False))
+    vocab = tok.get_vocab()
+    return sorted(vocab, key=vocab.get)
+
+  def bert_layout(self, tokens):
+    """BERT's layout: [PAD], [unused0..98], [UNK] 100, [CLS] 101, ..."""
+    rest = [t for t in tokens if t not in self.specials]
+    return (["[PAD]"] + [f"[unused{i}]" for i in range(99)] +
+            ["[UNK]", "[CLS]", "[SEP]", "[MASK]"] + rest)
+
+
+@pytest.fixture(scope="session")
+def wordpiece_kit():
+  return WordPieceKit()
+
+
+@pytest.fixture(scope="session")
+def multilingual_lines(tmp_path_factory):
+  """MULTILINGUAL_LINES, written to a file and read back."""
+  path = tmp_path_factory.mktemp("text") / "multilingual.txt"
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n".join(MULTILINGUAL_LINES) + "\n")
+  with open(path, encoding="utf-8", newline="") as f:
+    lines = f.read().split("\n")[:-1]
+  assert lines == MULTILINGUAL_LINES
+  return lines
+
+
 @pytest.fixture(autouse=True)
 def _no_global_seed_leak():
   """TensorFlow's global seed, reset after each test: a test that seeds it

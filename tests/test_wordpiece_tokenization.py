@@ -5,80 +5,12 @@ import logging
 
 import numpy as np
 import pytest
-from tokenizers import Tokenizer
-from tokenizers import models
-from tokenizers import normalizers
-from tokenizers import pre_tokenizers
-from tokenizers import trainers
 
 from data_pipeline import tokenization
 from data_pipeline import wordpiece_tokenization as wp
 from data_pipeline.shared import UserInputError
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-
-# Every line is checked; none holds "\n" (the text is written one a line).
-MULTILINGUAL_LINES = [
-    "The quick brown fox jumps over the lazy dog.",
-    "unaffable runners were running; un-believable, isn't it?",
-    "Héllo Wörld! Ça va? naïve café résumé ÉCOLE Ångström",
-    "中华人民共和国成立于1949年。我们爱北京天安门！",
-    "今天天气很好，我们去公园散步吧。",
-    "他说：“学习机器学习很有意思”——真的吗？",
-    "日本語のテキスト：ひらがな、カタカナ、漢字。",
-    "東京タワーに行きました。ありがとうございます",
-    "한국어 문장입니다. 안녕하세요, 세계!",
-    "서울은 대한민국의 수도이다",
-    "emoji 😀 test 👍🏽 ok❤️ 🇨🇳 end",
-    "control\x00chars\x07here\u200band\ufeffthere\ufffdend\x1fx\x85y",
-    "tabs\tand\rcarriage\u3000ideographic\u00a0nbsp\u2003em\u2028ls",
-    "x" * 201,
-    "y" * 200,
-    "a" * 150 + "中" + "b" * 150,
-    "Ｆｕｌｌｗｉｄｔｈ ＡＢＣ １２３，。！",
-    "mixed中文English混合text123数字",
-    "İstanbul Straße ﬁne ÀÉÎÕÜ",
-    "",
-    "   ",
-    "\u0301 lone accent e\u0301",
-    "don't stop—believing… \"quotes\" 'single' (parens) [brackets] {x}",
-    "numbers 3.14159 1,000,000 $100 50% #hashtag @user a^b `tick` ~tilde",
-    "Москва — столица России. Привет, мир!",
-    "مرحبا بالعالم",
-    "नमस्ते दुनिया",
-    "ที่นี่ภาษาไทย",
-    "[CLS] [MASK] ##ing [UNK] ##",
-    "compatibility 㐀 𠀀 豈 丽 ideographs",
-]
-# Lines the vocabulary is learned from: the others have unknown words.
-_TRAIN_LINES = MULTILINGUAL_LINES[:11] + MULTILINGUAL_LINES[16:20]
-
-
-def _learn_tokens(do_lower_case, vocab_size=400):
-  """A vocabulary learned by `tokenizers`: specials first ([UNK] at 1)."""
-  tok = _reference({"[UNK]": 0}, do_lower_case)
-  tok.train_from_iterator(_TRAIN_LINES, trainers.WordPieceTrainer(
-      vocab_size=vocab_size, special_tokens=SPECIALS, show_progress=False))
-  vocab = tok.get_vocab()
-  return sorted(vocab, key=vocab.get)
-
-
-def _bert_layout(tokens):
-  """BERT's layout: [PAD], [unused0..98], [UNK] 100, [CLS] 101, ..."""
-  rest = [t for t in tokens if t not in SPECIALS]
-  return (["[PAD]"] + [f"[unused{i}]" for i in range(99)] +
-          ["[UNK]", "[CLS]", "[SEP]", "[MASK]"] + rest)
-
-
-def _reference(vocab, do_lower_case):
-  """Hugging Face's BERT WordPiece tokenizer (Rust) over `vocab`."""
-  tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]",
-                                   max_input_chars_per_word=200))
-  tok.normalizer = normalizers.BertNormalizer(
-      clean_text=True, handle_chinese_chars=True,
-      strip_accents=do_lower_case, lowercase=do_lower_case)
-  tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-  return tok
 
 
 def _write(path, text):
@@ -87,30 +19,20 @@ def _write(path, text):
   return str(path)
 
 
-@pytest.fixture(scope="module")
-def multilingual_lines(tmp_path_factory):
-  """The multilingual text as the test writes and reads it back."""
-  path = tmp_path_factory.mktemp("text") / "multilingual.txt"
-  _write(path, "\n".join(MULTILINGUAL_LINES) + "\n")
-  with open(path, encoding="utf-8", newline="") as f:
-    lines = f.read().split("\n")[:-1]
-  assert lines == MULTILINGUAL_LINES
-  return lines
-
-
 @pytest.mark.parametrize("do_lower_case", [True, False])
 @pytest.mark.parametrize("layout", ["learned", "bert"])
 def test_ids_equal_huggingface_on_every_line(tmp_path, multilingual_lines,
+                                             wordpiece_kit,
                                              do_lower_case, layout):
-  tokens = _learn_tokens(do_lower_case)
+  tokens = wordpiece_kit.learn(do_lower_case)
   if layout == "bert":
-    tokens = _bert_layout(tokens)
+    tokens = wordpiece_kit.bert_layout(tokens)
   vocab_file = _write(tmp_path / "vocab.txt", "\n".join(tokens) + "\n")
   ours = wp.WordPieceTokenizer(vocab_file, do_lower_case=do_lower_case)
   assert ours.unk_id == (100 if layout == "bert" else 1)
   assert ours.cls_id == (101 if layout == "bert" else 2)
   assert ours.vocab_size == len(tokens)
-  reference = _reference({t: i for i, t in enumerate(tokens)},
+  reference = wordpiece_kit.reference({t: i for i, t in enumerate(tokens)},
                          do_lower_case)
   unknown = 0
   for line in multilingual_lines:
@@ -229,8 +151,8 @@ def test_make_tokenizer_precedence(tmp_path, spm_model, caplog):
                     tokenization.SentencePieceTokenizer)
 
 
-def test_start_piece_table_of_learned_vocab():
-  tokenizer = wp.WordPieceTokenizer(None, tokens=_learn_tokens(True))
+def test_start_piece_table_of_learned_vocab(wordpiece_kit):
+  tokenizer = wp.WordPieceTokenizer(None, tokens=wordpiece_kit.learn(True))
   table = tokenizer.start_piece_table()
   continuation = np.array([t.startswith("##") for t in tokenizer.tokens])
   assert continuation.sum() > 50
@@ -254,13 +176,14 @@ def test_official_rules_where_huggingface_differs():
 @pytest.mark.parametrize("do_lower_case", [True, False])
 @pytest.mark.parametrize("layout", ["learned", "bert"])
 def test_in_graph_ids_equal_python_on_every_line(tmp_path, multilingual_lines,
+                                                 wordpiece_kit,
                                                  do_lower_case, layout):
   import tensorflow as tf
 
   from data_pipeline import tf_wordpiece_tokenization as tf_wp
-  tokens = _learn_tokens(do_lower_case)
+  tokens = wordpiece_kit.learn(do_lower_case)
   if layout == "bert":
-    tokens = _bert_layout(tokens)
+    tokens = wordpiece_kit.bert_layout(tokens)
   vocab_file = _write(tmp_path / "vocab.txt", "\n".join(tokens) + "\n")
   python = wp.WordPieceTokenizer(vocab_file, do_lower_case=do_lower_case)
   graph = tf_wp.TFWordPieceTokenizer.from_file(vocab_file,
@@ -276,11 +199,12 @@ def test_in_graph_ids_equal_python_on_every_line(tmp_path, multilingual_lines,
       python.tokenize(line) for line in multilingual_lines]
 
 
-def test_in_graph_tokenizer_survives_savedmodel(tmp_path, multilingual_lines):
+def test_in_graph_tokenizer_survives_savedmodel(tmp_path, multilingual_lines,
+                                                wordpiece_kit):
   import tensorflow as tf
 
   from data_pipeline import tf_wordpiece_tokenization as tf_wp
-  tokens = _bert_layout(_learn_tokens(True))
+  tokens = wordpiece_kit.bert_layout(wordpiece_kit.learn(True))
   python = wp.WordPieceTokenizer(None, tokens=tokens)
   module = tf.Module()
   module.tokenizer = tf_wp.TFWordPieceTokenizer(tokens)
