@@ -314,6 +314,20 @@ class WordPieceTokenizer:
                     dtype=bool)
 
 
+def resolve_vocabulary(spm_model_file: Optional[str],
+                       vocab_file: Optional[str]):
+  """(spm_model_file, vocab_file) with the official precedence applied.
+
+  Given both, the vocab file is dropped (None) with one log line, so that
+  callers reading the vocabulary more than once log it once.
+  """
+  if spm_model_file and vocab_file:
+    logging.info("--spm_model_file=%s is used; --vocab_file=%s is ignored "
+                 "(the official precedence)", spm_model_file, vocab_file)
+    return spm_model_file, None
+  return spm_model_file or None, vocab_file or None
+
+
 def make_tokenizer(spm_model_file: Optional[str] = None,
                    vocab_file: Optional[str] = None,
                    do_lower_case: bool = True, fs=None):
@@ -329,11 +343,9 @@ def make_tokenizer(spm_model_file: Optional[str] = None,
   Raises:
     UserInputError: neither file given, or the one used is bad.
   """
+  spm_model_file, vocab_file = resolve_vocabulary(spm_model_file, vocab_file)
   if spm_model_file:
     from data_pipeline import tokenization
-    if vocab_file:
-      logging.info("--spm_model_file=%s is used; --vocab_file=%s is ignored "
-                   "(the official precedence)", spm_model_file, vocab_file)
     return tokenization.SentencePieceTokenizer(
         spm_model_file, do_lower_case=do_lower_case, fs=fs)
   if vocab_file:
