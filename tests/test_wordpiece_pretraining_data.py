@@ -208,7 +208,7 @@ def test_spm_model_file_wins_with_one_log_line(chinese, spm_model, tmp_path,
                 show_progress=False)
   spm_only = pretraining_writer.create_pretraining_data(
       chinese["corpus"], str(tmp_path / "a.tfrecord"), spm_model, **common)
-  with caplog.at_level(logging.INFO):
+  with caplog.at_level(logging.INFO, logger="absl"):
     both = pretraining_writer.create_pretraining_data(
         chinese["corpus"], str(tmp_path / "b.tfrecord"), spm_model,
         vocab_file=chinese["vocab_file"], **common)

@@ -139,7 +139,7 @@ def test_make_tokenizer_precedence(tmp_path, spm_model, caplog):
   vocab_file = _write(tmp_path / "vocab.txt", "\n".join(SPECIALS) + "\n")
   assert isinstance(wp.make_tokenizer(vocab_file=vocab_file),
                     wp.WordPieceTokenizer)
-  with caplog.at_level(logging.INFO):
+  with caplog.at_level(logging.INFO, logger="absl"):
     both = wp.make_tokenizer(spm_model_file=spm_model, vocab_file=vocab_file)
   assert isinstance(both, tokenization.SentencePieceTokenizer)
   ignored = [r for r in caplog.records if "is ignored" in r.getMessage()]
