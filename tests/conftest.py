@@ -227,6 +227,103 @@ def multilingual_lines(tmp_path_factory):
   return lines
 
 
+# --- Chinese text of the WordPiece data and fine-tuning tests -------------
+
+_SENTENCES = [
+    "今天天气很好，我们去公园散步吧。",
+    "他每天早上六点起床，然后去跑步。",
+    "这家饭馆的饺子非常好吃。",
+    "我的妹妹在大学里学习历史。",
+    "明天下午三点我们在图书馆见面。",
+    "长城是中国最有名的古迹之一。",
+    "春节的时候，家家户户都贴对联。",
+    "请把窗户关上，外面下雨了。",
+    "他用iPhone拍了很多照片。",
+    "研究人员用GPU训练了一个新的模型。",
+    "2023年，她第一次去了上海。",
+    "这本书讲的是一个关于友谊的故事。",
+    "老师说我们下周要考试。",
+    "你喜欢喝绿茶还是红茶？",
+    "北京的秋天又凉快又舒服！",
+    "妈妈在厨房里做晚饭。",
+    "我们公司明年打算开一家新店。",
+    "孩子们在操场上踢足球。",
+    "这个问题其实没有那么难。",
+    "他写了一篇关于AI的文章，很多人都读了。",
+    "火车晚点了半个小时。",
+    "医生建议他多喝水，早点休息。",
+    "这条河从西向东流过整座城市。",
+    "周末我常常和朋友一起看电影。",
+    "她的中文说得越来越流利了。",
+    "爷爷年轻的时候当过兵。",
+    "机场离市中心大约四十公里。",
+    "我们应该保护环境，节约用水。",
+    "这台电脑的速度比以前快多了。",
+    "小猫躺在沙发上睡觉。",
+]
+_SUBJECTS = ["我", "你", "他", "她", "我们", "老师", "学生们", "小明",
+             "这位医生", "我的朋友", "他的哥哥", "那个工程师"]
+_PREDICATES = ["今天去公园散步", "在图书馆看书", "正在学习机器学习",
+               "喜欢喝绿茶", "买了一台新电脑", "每天早上跑步", "在北京工作",
+               "用GPU训练模型", "2024年去了深圳", "觉得这部电影很好看",
+               "在厨房做饭", "想去长城旅游", "用iPhone拍照片",
+               "写了一篇关于AI的文章", "周末去爬山", "在网上买书",
+               "学会了游泳", "参加了一个会议", "给家里打电话",
+               "准备下个月出国留学"]
+_ENDINGS = ["。", "！", "？", "，真的很开心。", "，而且很认真。", "，对吧？"]
+# Not in the vocabulary: its sentences carry [UNK].
+RARE_CHAR = "龘"
+
+
+def _chinese_sentence(rng):
+  """One sentence: a written one, or subject + predicate + ending."""
+  if rng.random() < 0.4:
+    return rng.choice(_SENTENCES)
+  return (rng.choice(_SUBJECTS) + rng.choice(_PREDICATES) +
+          rng.choice(_ENDINGS))
+
+
+def _write_chinese_corpus(path, documents=60, seed=3):
+  """Documents of 8-20 Chinese sentences, one a line, blank line between."""
+  import random
+  rng = random.Random(seed)
+  lines = []
+  for _ in range(documents):
+    for _ in range(rng.randint(8, 20)):
+      lines.append(_chinese_sentence(rng))
+      if rng.random() < 0.02:
+        lines[-1] = RARE_CHAR + lines[-1]
+    lines.append("")
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n".join(lines))
+  return str(path)
+
+
+def _chinese_vocab_tokens(corpus_path):
+  """BERT's Chinese layout: [PAD], [unused1..99], [UNK] 100, [CLS] 101,
+  [SEP] 102, [MASK] 103, then the corpus's characters and ## forms, and
+  pieces that split the Latin and digit words ("iphone" = "ip" "##hone")."""
+  from data_pipeline import wordpiece_tokenization as wp
+  with open(corpus_path, encoding="utf-8") as f:
+    words = set(wp.basic_tokenize(f.read(), do_lower_case=True))
+  chars = sorted({c for w in words for c in w} - {RARE_CHAR})
+  tokens = (["[PAD]"] + [f"[unused{i}]" for i in range(1, 100)] +
+            ["[UNK]", "[CLS]", "[SEP]", "[MASK]", "<S>", "<T>"] + chars +
+            ["##" + c for c in chars] +
+            ["ip", "##hone", "gp", "##u", "20", "##23", "##24", "ai"])
+  return list(dict.fromkeys(tokens))  # "##u" is there twice.
+
+
+@pytest.fixture(scope="session")
+def chinese_kit():
+  """Chinese sentences the tests write, and vocabularies in BERT's Chinese
+  layout ([UNK] at 100) for them."""
+  import types
+  return types.SimpleNamespace(
+      sentence=_chinese_sentence, write_corpus=_write_chinese_corpus,
+      vocab_tokens=_chinese_vocab_tokens, rare_char=RARE_CHAR)
+
+
 @pytest.fixture(autouse=True)
 def _no_global_seed_leak():
   """TensorFlow's global seed, reset after each test: a test that seeds it

@@ -5,7 +5,6 @@ precedence, errors, local == Beam bytes)."""
 import json
 import logging
 import os
-import random
 import subprocess
 import sys
 
@@ -19,7 +18,6 @@ import tensorflow as tf
 
 from data_pipeline import pretraining_writer
 from data_pipeline import tfrecord_schema
-from data_pipeline import wordpiece_tokenization as wp
 from data_pipeline.pretraining_data import InstanceOptions
 from data_pipeline.shared import UserInputError
 
@@ -28,90 +26,11 @@ SEQ = 64
 PRED = 10
 OPTIONS = InstanceOptions(max_seq_length=SEQ, max_predictions_per_seq=PRED)
 
-_SENTENCES = [
-    "今天天气很好，我们去公园散步吧。",
-    "他每天早上六点起床，然后去跑步。",
-    "这家饭馆的饺子非常好吃。",
-    "我的妹妹在大学里学习历史。",
-    "明天下午三点我们在图书馆见面。",
-    "长城是中国最有名的古迹之一。",
-    "春节的时候，家家户户都贴对联。",
-    "请把窗户关上，外面下雨了。",
-    "他用iPhone拍了很多照片。",
-    "研究人员用GPU训练了一个新的模型。",
-    "2023年，她第一次去了上海。",
-    "这本书讲的是一个关于友谊的故事。",
-    "老师说我们下周要考试。",
-    "你喜欢喝绿茶还是红茶？",
-    "北京的秋天又凉快又舒服！",
-    "妈妈在厨房里做晚饭。",
-    "我们公司明年打算开一家新店。",
-    "孩子们在操场上踢足球。",
-    "这个问题其实没有那么难。",
-    "他写了一篇关于AI的文章，很多人都读了。",
-    "火车晚点了半个小时。",
-    "医生建议他多喝水，早点休息。",
-    "这条河从西向东流过整座城市。",
-    "周末我常常和朋友一起看电影。",
-    "她的中文说得越来越流利了。",
-    "爷爷年轻的时候当过兵。",
-    "机场离市中心大约四十公里。",
-    "我们应该保护环境，节约用水。",
-    "这台电脑的速度比以前快多了。",
-    "小猫躺在沙发上睡觉。",
-]
-_SUBJECTS = ["我", "你", "他", "她", "我们", "老师", "学生们", "小明",
-             "这位医生", "我的朋友", "他的哥哥", "那个工程师"]
-_PREDICATES = ["今天去公园散步", "在图书馆看书", "正在学习机器学习",
-               "喜欢喝绿茶", "买了一台新电脑", "每天早上跑步", "在北京工作",
-               "用GPU训练模型", "2024年去了深圳", "觉得这部电影很好看",
-               "在厨房做饭", "想去长城旅游", "用iPhone拍照片",
-               "写了一篇关于AI的文章", "周末去爬山", "在网上买书",
-               "学会了游泳", "参加了一个会议", "给家里打电话",
-               "准备下个月出国留学"]
-_ENDINGS = ["。", "！", "？", "，真的很开心。", "，而且很认真。", "，对吧？"]
-# Not in the vocabulary: its sentences carry [UNK].
-RARE_CHAR = "龘"
-
-
-def write_chinese_corpus(path, documents=60, seed=3):
-  """Documents of 8-20 Chinese sentences, one a line, blank line between."""
-  rng = random.Random(seed)
-  lines = []
-  for _ in range(documents):
-    for _ in range(rng.randint(8, 20)):
-      if rng.random() < 0.4:
-        lines.append(rng.choice(_SENTENCES))
-      else:
-        lines.append(rng.choice(_SUBJECTS) + rng.choice(_PREDICATES) +
-                     rng.choice(_ENDINGS))
-      if rng.random() < 0.02:
-        lines[-1] = RARE_CHAR + lines[-1]
-    lines.append("")
-  with open(path, "w", encoding="utf-8") as f:
-    f.write("\n".join(lines))
-  return str(path)
-
-
-def chinese_vocab_tokens(corpus_path):
-  """BERT's Chinese layout: [PAD], [unused1..99], [UNK] 100, [CLS] 101,
-  [SEP] 102, [MASK] 103, then the corpus's characters and ## forms, and
-  pieces that split the Latin and digit words ("iphone" = "ip" "##hone")."""
-  with open(corpus_path, encoding="utf-8") as f:
-    words = set(wp.basic_tokenize(f.read(), do_lower_case=True))
-  chars = sorted({c for w in words for c in w} - {RARE_CHAR})
-  tokens = (["[PAD]"] + [f"[unused{i}]" for i in range(1, 100)] +
-            ["[UNK]", "[CLS]", "[SEP]", "[MASK]", "<S>", "<T>"] + chars +
-            ["##" + c for c in chars] +
-            ["ip", "##hone", "gp", "##u", "20", "##23", "##24", "ai"])
-  return list(dict.fromkeys(tokens))  # "##u" is there twice.
-
-
 @pytest.fixture(scope="module")
-def chinese(tmp_path_factory):
+def chinese(tmp_path_factory, chinese_kit):
   folder = tmp_path_factory.mktemp("zh")
-  corpus = write_chinese_corpus(folder / "zh.txt")
-  tokens = chinese_vocab_tokens(corpus)
+  corpus = chinese_kit.write_corpus(folder / "zh.txt")
+  tokens = chinese_kit.vocab_tokens(corpus)
   vocab_file = str(folder / "vocab_chinese.txt")
   with open(vocab_file, "w", encoding="utf-8") as f:
     f.write("\n".join(tokens) + "\n")
