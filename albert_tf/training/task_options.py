@@ -118,8 +118,16 @@ def derive_squad(params, options: SquadOptions,
   return options
 
 
+def check_sentencepiece(params, tool: str) -> None:
+  """UserInputError where a WordPiece --vocab_file is not supported yet."""
+  if not params.spm_model_file:
+    raise UserInputError(f"{tool} needs --spm_model_file: WordPiece "
+                         "(--vocab_file) is not supported by it yet")
+
+
 def check_squad(params, options: SquadOptions) -> None:
   """UserInputError for SQuAD settings that cannot work (flags quoted)."""
+  check_sentencepiece(params, "run_squad")
   if options.null_score not in NULL_SCORES:
     raise UserInputError(f"--null_score must be one of {NULL_SCORES}, got "
                          f"{options.null_score!r}")
@@ -187,6 +195,7 @@ def derive_race(params, options: RaceOptions,
 
 def check_race(params, options: RaceOptions) -> None:
   """UserInputError for RACE settings that cannot work (flags quoted)."""
+  check_sentencepiece(params, "run_race")
   if not options.data_dir:
     raise UserInputError("--data_dir is required")
   if not file_io.isdir(options.data_dir):
