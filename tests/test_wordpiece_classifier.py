@@ -42,9 +42,25 @@ def _rows(sentences, rng):
   return rows
 
 
+def _released_checkpoint(root, config, vocab_file):
+  """A random-init pretrainer in the released TF1 layout, with its
+  vocab_chinese.txt beside it (convert_checkpoint --vocab_file)."""
+  from albert_tf.checkpoints import converter
+  from albert_tf.models.albert_pretrainer import AlbertPretrainer
+  model = AlbertPretrainer(AlbertEncoder(config))
+  ours = str(root / "init" / "ckpt")
+  tf.train.Checkpoint(model=model).write(ours)
+  official = str(root / "albert_tiny_zh" / "model.ckpt-best")
+  converter.convert_checkpoint(config, ours, official, "official",
+                               vocab_file=str(vocab_file))
+  assert converter.detect_format(official) == "official"
+  return official, str(root / "albert_tiny_zh" / "vocab_chinese.txt")
+
+
 @pytest.fixture(scope="module")
 def zh_run(tmp_path_factory, chinese_kit):
-  """A tiny random-init ALBERT fine-tuned through the CLI with --vocab_file."""
+  """A tiny ALBERT in the released TF1 layout with a vocab_chinese.txt-style
+  vocabulary ([UNK] at 100), fine-tuned through the CLI with --vocab_file."""
   root = tmp_path_factory.mktemp("zh_sst2")
   rng = random.Random(0)
   sentences = [chinese_kit.sentence(rng) for _ in range(1300)]
@@ -68,10 +84,13 @@ def zh_run(tmp_path_factory, chinese_kit):
                         max_position_embeddings=64, initializer_range=0.02)
   config_file = str(root / "albert_config.json")
   config.to_json_file(config_file)
+  init_checkpoint, vocab_file = _released_checkpoint(root, config,
+                                                     vocab_file)
   output_dir, export_dir = root / "run", root / "export"
   result = _cli("run_classifier", "--task_name=sst-2",
                 f"--data_dir={data_dir}", f"--albert_config_file={config_file}",
                 f"--vocab_file={vocab_file}", f"--output_dir={output_dir}",
+                f"--init_checkpoint={init_checkpoint}",
                 f"--export_dir={export_dir}", "--do_train", "--do_eval",
                 "--max_seq_length=32", "--train_batch_size=32",
                 "--eval_batch_size=64", "--learning_rate=1e-3",
