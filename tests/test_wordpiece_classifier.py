@@ -1,6 +1,7 @@
 """run_classifier --vocab_file: a Chinese GLUE-format task learned with a
 WordPiece vocabulary in BERT's Chinese layout; the exported raw-text model
-against the Python path; tools that do not take WordPiece yet say so."""
+against the Python path; run_squad, which does not take WordPiece yet, says
+so."""
 
 import json
 import os
@@ -142,9 +143,6 @@ def test_serving_export_equals_python_path(zh_run, multilingual_lines):
     ("run_squad", ["--vocab_file=VOCAB", "--do_train",
                    "--train_file=x.json"],
      "run_squad needs --spm_model_file: WordPiece (--vocab_file) is not "
-     "supported by it yet"),
-    ("run_race", ["--vocab_file=VOCAB", "--data_dir=DIR", "--do_train"],
-     "run_race needs --spm_model_file: WordPiece (--vocab_file) is not "
      "supported by it yet"),
 ])
 def test_cli_vocabulary_errors_are_one_line(tool, args, expected, tmp_path,

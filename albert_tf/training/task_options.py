@@ -195,7 +195,6 @@ def derive_race(params, options: RaceOptions,
 
 def check_race(params, options: RaceOptions) -> None:
   """UserInputError for RACE settings that cannot work (flags quoted)."""
-  check_sentencepiece(params, "run_race")
   if not options.data_dir:
     raise UserInputError("--data_dir is required")
   if not file_io.isdir(options.data_dir):
