@@ -24,14 +24,15 @@ import tensorflow as tf
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
 from albert_tf.training import finetuning
+from albert_tf.training import finetuning_params
 from albert_tf.training.task_options import SquadOptions
 from albert_tf.training.task_options import check_squad
+from albert_tf.training.task_options import check_squad_export
 from data_pipeline import file_io
 from data_pipeline import squad
 from data_pipeline import squad_metrics
 from data_pipeline import squad_postprocess
 from data_pipeline.shared import ENCODER_INPUT_NAMES
-from data_pipeline.tokenization import SentencePieceTokenizer
 
 
 def build_model(options: SquadOptions, encoder, config):
@@ -152,8 +153,8 @@ def run_squad(params: finetuning.FinetuningParams,
   """
   check_squad(params, options)
   finetuning.check_new_export_dir(export_dir)
-  tokenizer = SentencePieceTokenizer(params.spm_model_file,
-                                     params.do_lower_case)
+  check_squad_export(params, export_dir)
+  tokenizer = finetuning_params.make_tokenizer(params)
   train_data = (SquadData(options.train_file, tokenizer, params, options,
                           is_training=True) if params.do_train else None)
   eval_data = (SquadData(options.predict_file, tokenizer, params, options,

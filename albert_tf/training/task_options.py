@@ -118,16 +118,18 @@ def derive_squad(params, options: SquadOptions,
   return options
 
 
-def check_sentencepiece(params, tool: str) -> None:
-  """UserInputError where a WordPiece --vocab_file is not supported yet."""
-  if not params.spm_model_file:
-    raise UserInputError(f"{tool} needs --spm_model_file: WordPiece "
-                         "(--vocab_file) is not supported by it yet")
+def check_squad_export(params, export_dir: str) -> None:
+  """UserInputError: the SQuAD raw-text export needs SentencePiece (its
+  in-graph character alignment does not take WordPiece yet)."""
+  if export_dir and not params.spm_model_file:
+    raise UserInputError(
+        "run_squad --export_dir needs --spm_model_file: the raw-text SQuAD "
+        "export does not take a WordPiece --vocab_file yet (train and "
+        "evaluate with it, export without --export_dir)")
 
 
 def check_squad(params, options: SquadOptions) -> None:
   """UserInputError for SQuAD settings that cannot work (flags quoted)."""
-  check_sentencepiece(params, "run_squad")
   if options.null_score not in NULL_SCORES:
     raise UserInputError(f"--null_score must be one of {NULL_SCORES}, got "
                          f"{options.null_score!r}")
