@@ -165,3 +165,24 @@ def test_cli_vocabulary_errors_are_one_line(tool, args, expected, tmp_path,
   assert result.returncode == 1
   lines = result.stderr.strip().splitlines()
   assert lines == [f"error: {expected}"], result.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_litert_export_and_reference_runner(zh_run, tmp_path,
+                                            multilingual_lines):
+  from albert_tf.exports import tflite
+  from albert_tf.exports.tflite_runner import TextRunner
+  out = str(tmp_path / "zh.tflite")
+  described = tflite.export_tflite(zh_run["export_dir"], out, seq_length=32)
+  assert described["vocab_file"] == "vocab_chinese.txt"
+  runner = TextRunner.from_file(out)
+  assert isinstance(runner.tokenizer, wp.WordPieceTokenizer)
+  texts = zh_run["dev"][:6] + multilingual_lines[:4]
+  serving = exports.load_saved_model(zh_run["export_dir"])
+  expected = serving.signatures["serving_default"](
+      sentences=tf.constant(texts))
+  logits = np.concatenate([runner.model(runner.classify_inputs([t]))["logits"]
+                           for t in texts])
+  np.testing.assert_allclose(logits, expected["logits"], atol=1e-4)
+  assert runner.classify(texts[:1]) == [
+      expected["labels"].numpy()[0].decode()]
