@@ -1,7 +1,6 @@
 """run_classifier --vocab_file: a Chinese GLUE-format task learned with a
 WordPiece vocabulary in BERT's Chinese layout; the exported raw-text model
-against the Python path; run_squad's export, which does not take WordPiece
-yet, says so."""
+against the Python path; one-line errors."""
 
 import json
 import os
@@ -140,11 +139,6 @@ def test_serving_export_equals_python_path(zh_run, multilingual_lines):
     ("run_classifier", ["--task_name=sst-2", "--data_dir=DIR",
                         "--vocab_file=BIG", "--do_train"],
      "--vocab_file=BIG has 6 tokens, more than the model's vocab_size (5)"),
-    ("run_squad", ["--vocab_file=VOCAB", "--do_train",
-                   "--train_file=x.json", "--export_dir=DIR/export"],
-     "run_squad --export_dir needs --spm_model_file: the raw-text SQuAD "
-     "export does not take a WordPiece --vocab_file yet (train and evaluate "
-     "with it, export without --export_dir)"),
 ])
 def test_cli_vocabulary_errors_are_one_line(tool, args, expected, tmp_path,
                                             chinese_kit):

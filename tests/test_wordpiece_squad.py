@@ -6,13 +6,14 @@ import os
 import random
 
 import pytest
+import tensorflow as tf
 
+from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.training import squad_finetuning
 from albert_tf.training.finetuning import FinetuningParams
 from data_pipeline import squad
 from data_pipeline import wordpiece_tokenization as wp
-from data_pipeline.shared import UserInputError
 
 ANSWERS = ["北京", "上海", "长城", "香蕉", "图书馆", "医生", "足球", "电影"]
 QUESTION = "答案是什么？"
@@ -96,9 +97,11 @@ def zh_squad(tmp_path_factory, chinese_kit):
 
 
 @pytest.mark.slow
-def test_chinese_squad_learns(zh_squad):
+def test_chinese_squad_learns_and_exports(zh_squad, tmp_path):
+  export_dir = str(tmp_path / "export")
   results = squad_finetuning.run_squad(zh_squad["params"],
-                                       zh_squad["options"])
+                                       zh_squad["options"],
+                                       export_dir=export_dir)
   # Chance (one of 8 answers, at any position) is far below.
   assert results["exact_match"] > 40.0, results
   with open(os.path.join(zh_squad["params"].output_dir,
@@ -106,11 +109,40 @@ def test_chinese_squad_learns(zh_squad):
     predictions = json.load(f)
   assert len(predictions) == 60
   assert sum(p in ANSWERS for p in predictions.values()) > 30
+  # The raw-text export (WordPiece in-graph) answers as predictions.json.
+  examples = squad.read_squad_examples(zh_squad["options"].predict_file,
+                                       is_training=False)
+  contexts = [e.paragraph_text for e in examples] + [
+      "  Ça  va,\u00a0e\u0301t\u200bé 中国 答案是长城。"]
+  questions = [e.question_text for e in examples] + [QUESTION]
+  serving = exports.load_saved_model(export_dir)
+  assert serving.vocab_file.asset_path.numpy().decode().endswith(
+      "vocab_chinese.txt")
+  out = serving.signatures["serving_default"](
+      question=tf.constant(questions), context=tf.constant(contexts))
+  answers = [a.decode() for a in out["answer"].numpy()]
+  assert answers[:-1] == [predictions[e.qas_id] for e in examples]
+  for text, answer, start, end in zip(contexts, answers,
+                                      out["start"].numpy(),
+                                      out["end"].numpy()):
+    if answer:
+      assert text[start:end] == answer
 
 
-def test_squad_export_with_vocab_file_is_refused(zh_squad, tmp_path):
-  with pytest.raises(UserInputError, match="run_squad --export_dir needs "
-                     "--spm_model_file"):
-    squad_finetuning.run_squad(zh_squad["params"], zh_squad["options"],
-                               export_dir=str(tmp_path / "export"))
-  assert not os.listdir(tmp_path)
+@pytest.mark.parametrize("do_lower_case", [True, False])
+def test_in_graph_offsets_equal_python(multilingual_lines, wordpiece_kit,
+                                       do_lower_case):
+  from albert_tf.exports.squad_wordpiece import WordPieceSquadServing
+  tokens = wordpiece_kit.bert_layout(wordpiece_kit.learn(do_lower_case))
+  tokenizer = wp.WordPieceTokenizer(None, do_lower_case=do_lower_case,
+                                    tokens=tokens)
+  serving = WordPieceSquadServing(None, tokens, 64, 32, 16, 5, 8, False,
+                                  False, do_lower_case=do_lower_case)
+  paragraph = tf.function(serving._paragraph)  # pylint: disable=protected-access
+  texts = multilingual_lines + ["  Ça  va,\u00a0e\u0301t\u200bé 中国 ", ""]
+  for text in texts:
+    ids, start, end, _ = paragraph(tf.constant(text))
+    para = squad.tokenize_paragraph(tokenizer, text)
+    assert ids.numpy().tolist() == para.ids, repr(text)
+    assert start.numpy().tolist() == para.tok_start_to_orig_index, repr(text)
+    assert end.numpy().tolist() == para.tok_end_to_orig_index, repr(text)

@@ -76,7 +76,7 @@ def _define_model_flags(flag_values) -> None:
       "vocab_file", None,
       "WordPiece vocab.txt the encoder was trained with (the Chinese "
       "ALBERTs' vocab_chinese.txt), used when --spm_model_file is not given "
-      "(official precedence). run_squad: not with --export_dir yet.",
+      "(official precedence).",
       flag_values=flag_values)
   flags.DEFINE_bool(
       "do_lower_case", DEFAULT.do_lower_case,

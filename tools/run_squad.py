@@ -87,7 +87,6 @@ def main(argv):
       dropout_rate=FLAGS.dropout_prob)
   options = task_options.derive_squad(params, options,
                                       finetune_flags.user_set())
-  task_options.check_squad_export(params, FLAGS.export_dir)
   task_options.check_squad(params, options)
   from albert_tf.training import squad_finetuning  # TensorFlow
   results = squad_finetuning.run_squad(params, options,

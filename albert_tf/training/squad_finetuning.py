@@ -27,7 +27,6 @@ from albert_tf.training import finetuning
 from albert_tf.training import finetuning_params
 from albert_tf.training.task_options import SquadOptions
 from albert_tf.training.task_options import check_squad
-from albert_tf.training.task_options import check_squad_export
 from data_pipeline import file_io
 from data_pipeline import squad
 from data_pipeline import squad_metrics
@@ -153,7 +152,6 @@ def run_squad(params: finetuning.FinetuningParams,
   """
   check_squad(params, options)
   finetuning.check_new_export_dir(export_dir)
-  check_squad_export(params, export_dir)
   tokenizer = finetuning_params.make_tokenizer(params)
   train_data = (SquadData(options.train_file, tokenizer, params, options,
                           is_training=True) if params.do_train else None)
@@ -234,6 +232,7 @@ def _export(runner, params, options: SquadOptions, export_dir: str) -> None:
       version_2=options.version_2_with_negative, threshold=threshold,
       do_lower_case=params.do_lower_case,
       albert_config_file=file_io.join(params.output_dir,
-                                      "albert_config.json"))
+                                      "albert_config.json"),
+      vocab_file=params.vocab_file)
   logging.info("exported %s", export_dir)
 

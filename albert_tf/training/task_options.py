@@ -118,16 +118,6 @@ def derive_squad(params, options: SquadOptions,
   return options
 
 
-def check_squad_export(params, export_dir: str) -> None:
-  """UserInputError: the SQuAD raw-text export needs SentencePiece (its
-  in-graph character alignment does not take WordPiece yet)."""
-  if export_dir and not params.spm_model_file:
-    raise UserInputError(
-        "run_squad --export_dir needs --spm_model_file: the raw-text SQuAD "
-        "export does not take a WordPiece --vocab_file yet (train and "
-        "evaluate with it, export without --export_dir)")
-
-
 def check_squad(params, options: SquadOptions) -> None:
   """UserInputError for SQuAD settings that cannot work (flags quoted)."""
   if options.null_score not in NULL_SCORES:
