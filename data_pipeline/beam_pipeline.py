@@ -290,7 +290,8 @@ def create_pretraining_data_beam(
     runner: str = "DirectRunner",
     pipeline_args: Sequence[str] = (),
     num_workers: Optional[int] = None,
-    corpus=None) -> Dict:
+    corpus=None,
+    vocab_file: Optional[str] = None) -> Dict:
   """Writes pretraining TFRecords with an Apache Beam pipeline.
 
   Args: those of `pretraining_writer.create_pretraining_data` (same meaning,
@@ -315,7 +316,8 @@ def create_pretraining_data_beam(
   plan = pretraining_writer.plan_run(
       input_file, output_file, spm_model_file, options, do_lower_case,
       dupe_factor, random_seed, num_output_shards, piece_bytes,
-      skip_non_utf8_lines, albert_config_file, fs=fs, corpus=corpus)
+      skip_non_utf8_lines, albert_config_file, fs=fs, corpus=corpus,
+      vocab_file=vocab_file)
   if len(plan.done) == len(plan.paths):
     logging.info("every shard is complete; nothing to do")
     summary = plan.summary(plan.previous_stats(), 0, time.time() - started)

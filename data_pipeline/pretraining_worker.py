@@ -1,7 +1,7 @@
 """One piece of corpus -> framed TFRecord bytes (runs in worker processes).
 
 Reads the piece (`document_pieces.read_piece`), tokenizes its sentences in one
-batched SentencePiece call, makes the instances of every dupe
+batched call (SentencePiece or WordPiece), makes the instances of every dupe
 (`pretraining_data`), shuffles them with the piece's own Generator, masks and
 encodes them in batches and frames the records (`tfrecord_io`). Imports no
 TensorFlow. `init_worker` sets the per-process state, so the same code runs
@@ -16,7 +16,7 @@ from data_pipeline import pretraining_data
 from data_pipeline import tfrecord_io
 from data_pipeline import tfrecord_schema
 from data_pipeline.pretraining_stats import PretrainingStats
-from data_pipeline.tokenization import SentencePieceTokenizer
+from data_pipeline.wordpiece_tokenization import make_tokenizer
 
 # Instances masked and encoded together (bounds the [n, seq] temporaries).
 _BATCH = 2048
@@ -30,17 +30,17 @@ _WORKER = {}
 
 def init_worker(spm_model_file, do_lower_case, options, vocab, random_seed,
                 dupe_factor, num_threads, skip_non_utf8_lines, corpus=None,
-                fs=None):
+                vocab_file=None, fs=None):
   """Loads what `process_piece` needs (once per process).
 
-  `corpus`: a CorpusOptions (default: the text format). `fs` reads the
-  model and the corpus (default file_io).
+  `corpus`: a CorpusOptions (default: the text format). `vocab_file`: a
+  WordPiece vocab.txt, used if `spm_model_file` is None. `fs` reads the
+  vocabulary and the corpus (default file_io).
   """
   _WORKER.update(
       skip_non_utf8_lines=skip_non_utf8_lines, fs=fs,
       corpus=corpus or document_pieces.CorpusOptions(),
-      tokenizer=SentencePieceTokenizer(spm_model_file,
-                                       do_lower_case=do_lower_case, fs=fs),
+      tokenizer=make_tokenizer(spm_model_file, vocab_file, do_lower_case, fs),
       options=options, vocab=vocab, random_seed=random_seed,
       dupe_factor=dupe_factor, num_threads=num_threads,
       encoder=tfrecord_io.ExampleEncoder(

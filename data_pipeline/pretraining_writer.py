@@ -36,7 +36,12 @@ and N > 1 shards: `<path>-00000-of-0000N` ... A list of K paths: K shards with
 those names. Stats of the whole run go to `<first output>.stats.json`, or
 `<path>.stats.json` for numbered shards.
 
-Filesystems. Inputs, outputs and the SentencePiece model may be on any
+Vocabularies. A SentencePiece model (`spm_model_file`) or a WordPiece
+`vocab.txt` (`vocab_file`, e.g. the released Chinese ALBERTs'
+`vocab_chinese.txt`), with the official precedence: given both,
+SentencePiece is used and the vocab file ignored (one log line).
+
+Filesystems. Inputs, outputs and the vocabulary may be on any
 TensorFlow filesystem (`gs://`); local files are read and written with
 Python's file API, so a local run never imports TensorFlow.
 """
@@ -63,7 +68,8 @@ from data_pipeline.corpus_options import CorpusOptions
 from data_pipeline.pretraining_stats import PretrainingStats
 from data_pipeline.pretraining_stats import write_json
 from data_pipeline.shared import UserInputError
-from data_pipeline.tokenization import SentencePieceTokenizer
+from data_pipeline.wordpiece_tokenization import WordPieceTokenizer
+from data_pipeline.wordpiece_tokenization import make_tokenizer
 
 DEFAULT_PIECE_BYTES = 256 * 1024
 
@@ -100,11 +106,11 @@ def _sidecar(path: str) -> str:
                       f".{file_io.basename(path)}.stats.json")
 
 
-def _fingerprints(files, spm_model_file, settings: Dict,
+def _fingerprints(files, vocabulary_file, settings: Dict,
                   paths: Sequence[str], fs) -> List[str]:
   """One digest per shard of everything its bytes depend on."""
   digest = hashlib.sha256()
-  digest.update(fs.read_bytes(spm_model_file))
+  digest.update(fs.read_bytes(vocabulary_file))
   for path in files:
     size, mtime_ns = fs.stat(path)
     where = path if file_io.is_remote(path) else os.path.abspath(path)
@@ -258,7 +264,8 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
              piece_bytes: int = DEFAULT_PIECE_BYTES,
              skip_non_utf8_lines: bool = False,
              albert_config_file: Optional[str] = None,
-             fs=None, corpus: Optional[CorpusOptions] = None) -> RunPlan:
+             fs=None, corpus: Optional[CorpusOptions] = None,
+             vocab_file: Optional[str] = None) -> RunPlan:
   """Checks the flags and inputs and plans the run (see RunPlan).
 
   Args are `create_pretraining_data`'s; `fs` the filesystem functions
@@ -272,14 +279,21 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
   fs = fs or file_io
   corpus = corpus or CorpusOptions()
   corpus.validate()
-  _check_settings(options, dupe_factor, piece_bytes, spm_model_file)
+  _check_settings(options, dupe_factor, piece_bytes)
+  if not (spm_model_file or vocab_file):
+    make_tokenizer(None, None)  # The error naming both flags.
   files = corpus_pieces.resolve_input_files(input_file, fs)
   if all(fs.getsize(p) == 0 for p in files):
     raise UserInputError(f"--input_file: empty corpus: {', '.join(files)}")
   paths = output_paths(output_file, num_output_shards)
   for path in paths:
     _check_output(path, fs)
-  vocab = _vocabulary(spm_model_file, do_lower_case, albert_config_file, fs)
+  # Read (and, given both files, the precedence logged) once, here.
+  tokenizer = make_tokenizer(spm_model_file, vocab_file, do_lower_case, fs)
+  if spm_model_file:
+    vocab_file = None
+  vocab = _vocabulary(tokenizer, spm_model_file or vocab_file,
+                      albert_config_file)
   piece_counts = document_pieces.pieces_per_file(files, corpus, piece_bytes,
                                                  fs)
   if sum(piece_counts) < len(paths):
@@ -293,27 +307,26 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
               "num_shards": len(paths)}
   if corpus != CorpusOptions():  # Official runs keep their fingerprints.
     settings["corpus"] = dataclasses.asdict(corpus)
-  fingerprints = _fingerprints(files, spm_model_file, settings, paths, fs)
+  if vocab_file:  # SentencePiece runs keep theirs too.
+    settings["tokenizer"] = "wordpiece"
+  fingerprints = _fingerprints(files, spm_model_file or vocab_file, settings,
+                               paths, fs)
   done = _completed_shards(paths, fingerprints, fs)
   initargs = (spm_model_file, do_lower_case, options, vocab, random_seed,
-              dupe_factor, 1, skip_non_utf8_lines, corpus)
+              dupe_factor, 1, skip_non_utf8_lines, corpus, vocab_file)
   return RunPlan(files, piece_counts, paths,
                  stats_path(output_file, num_output_shards), settings,
                  fingerprints, done, initargs)
 
 
 def _check_settings(options: pretraining_data.InstanceOptions,
-                    dupe_factor: int, piece_bytes: int,
-                    spm_model_file: str) -> None:
+                    dupe_factor: int, piece_bytes: int) -> None:
   """Raises UserInputError naming a flag that is out of range or missing."""
   options.validate()
   if dupe_factor < 1:
     raise UserInputError(f"--dupe_factor={dupe_factor} must be at least 1")
   if piece_bytes < 1:
     raise UserInputError(f"piece_bytes={piece_bytes} must be at least 1")
-  if not spm_model_file:
-    raise UserInputError("--spm_model_file is required (WordPiece-only "
-                         "--vocab_file input is not supported)")
 
 
 def _check_output(path: str, fs) -> None:
@@ -332,18 +345,24 @@ def _check_output(path: str, fs) -> None:
     raise UserInputError(f"--output_file={path}: directory not writable")
 
 
-def _vocabulary(spm_model_file: str, do_lower_case: bool,
-                albert_config_file: Optional[str],
-                fs) -> pretraining_data.VocabInfo:
-  """The SentencePiece model's VocabInfo, checked against the config's."""
-  tokenizer = SentencePieceTokenizer(spm_model_file,
-                                     do_lower_case=do_lower_case, fs=fs)
+def _vocabulary(tokenizer, path: str, albert_config_file: Optional[str]
+                ) -> pretraining_data.VocabInfo:
+  """The tokenizer's VocabInfo, checked against the config's vocab_size.
+
+  Args:
+    tokenizer: a `make_tokenizer` result.
+    path: the file it was read from (named in errors).
+    albert_config_file: optional ALBERT config JSON.
+  """
   if albert_config_file:
     vocab_size = _config_vocab_size(albert_config_file)
     if tokenizer.vocab_size > vocab_size:
+      wordpiece = isinstance(tokenizer, WordPieceTokenizer)
+      flag = "--vocab_file" if wordpiece else "--spm_model_file"
+      what = "tokens" if wordpiece else "pieces"
       raise UserInputError(
-          f"--spm_model_file={spm_model_file} has {tokenizer.vocab_size} "
-          f"pieces, more than vocab_size={vocab_size} in "
+          f"{flag}={path} has {tokenizer.vocab_size} {what}, more than "
+          f"vocab_size={vocab_size} in "
           f"--albert_config_file={albert_config_file}; ids past the "
           "embedding table would fail pretraining (use this vocabulary's "
           "config)")
@@ -459,14 +478,15 @@ def create_pretraining_data(
     skip_non_utf8_lines: bool = False,
     show_progress: bool = True,
     albert_config_file: Optional[str] = None,
-    corpus: Optional[CorpusOptions] = None) -> Dict:
+    corpus: Optional[CorpusOptions] = None,
+    vocab_file: Optional[str] = None) -> Dict:
   """Writes pretraining TFRecords for a corpus; returns the stats summary.
 
   Args:
     input_file: comma-separated paths or globs of text files.
     output_file: output path or comma-separated paths (see module doc).
     spm_model_file: SentencePiece model (pieces <pad> <unk> [CLS] [SEP]
-      [MASK]).
+      [MASK]), or None to use `vocab_file`.
     options: InstanceOptions (validated here).
     do_lower_case: lowercase text before SentencePiece.
     dupe_factor: instances are made this many times per document.
@@ -482,6 +502,8 @@ def create_pretraining_data(
       vocab_size must hold every SentencePiece id (checked before any work).
     corpus: CorpusOptions: input format, text field, sentence splitter,
       document hygiene (default: the official text format).
+    vocab_file: WordPiece `vocab.txt` ([PAD] [UNK] [CLS] [SEP] [MASK]),
+      used when `spm_model_file` is not given.
 
   Returns:
     dict: the PretrainingStats fields, their `derived()` ratios, "outputs",
@@ -499,7 +521,7 @@ def create_pretraining_data(
   plan = plan_run(input_file, output_file, spm_model_file, options,
                   do_lower_case, dupe_factor, random_seed, num_output_shards,
                   piece_bytes, skip_non_utf8_lines, albert_config_file,
-                  corpus=corpus)
+                  corpus=corpus, vocab_file=vocab_file)
   shards = _Shards(plan)
   todo = plan.num_pieces_to_make()
   runner = _PieceRunner(plan.initargs, min(num_workers, max(todo, 1)))

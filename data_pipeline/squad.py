@@ -305,7 +305,13 @@ class TokenizedParagraph:
 
 def tokenize_paragraph(tokenizer: SentencePieceTokenizer,
                        paragraph_text: str) -> TokenizedParagraph:
-  """Pieces of a paragraph, each mapped to a range of the original text."""
+  """Pieces of a paragraph, each mapped to a range of the original text.
+
+  A WordPieceTokenizer's: see data_pipeline.wordpiece_offsets.
+  """
+  if not hasattr(tokenizer, "sp_model"):
+    from data_pipeline import wordpiece_offsets
+    return wordpiece_offsets.tokenize_paragraph(tokenizer, paragraph_text)
   normalized, norm_to_orig = normalize_with_offsets(
       paragraph_text, tokenizer.do_lower_case, tokenizer.keep_accents)
   pieces = encode_pieces(tokenizer.sp_model, normalized)

@@ -24,6 +24,14 @@ r"""Convert ALBERT checkpoints among ours, official TF1, Hugging Face layouts.
       --input_checkpoint=/tmp/run/ckpt-10000 --spm_model_file=30k-clean.model \
       --output_checkpoint=/tmp/albert_preset --output_format=keras_hub
 
+  # A released Chinese model (WordPiece) -> Hugging Face, with its
+  # tokenizer (vocab.txt + a BertTokenizer config):
+  python -m tools.convert_checkpoint \
+      --albert_config_file=albert_base_zh/albert_config.json \
+      --input_checkpoint=albert_base_zh/model.ckpt-best \
+      --vocab_file=albert_base_zh/vocab_chinese.txt \
+      --output_checkpoint=/tmp/albert_base_zh_hf --output_format=huggingface
+
   # A keras-hub preset -> ours (+ albert_config.json, spiece.model beside it):
   python -m tools.convert_checkpoint --input_checkpoint=/tmp/albert_preset \
       --output_checkpoint=/tmp/from_preset/ckpt --output_format=ours
@@ -61,6 +69,12 @@ flags.DEFINE_enum("input_format", "auto", list(INPUT_FORMATS),
 flags.DEFINE_string("spm_model_file", None,
                     "SentencePiece model of the checkpoint; needed for "
                     "--output_format=keras_hub (the preset's tokenizer).")
+flags.DEFINE_string("vocab_file", None,
+                    "WordPiece vocab.txt of the checkpoint (the Chinese "
+                    "ALBERTs' vocab_chinese.txt), used when --spm_model_file "
+                    "is not given: written beside an ours / official output "
+                    "and as a BertTokenizer (vocab.txt, tokenizer_config."
+                    "json) in a Hugging Face folder.")
 flags.DEFINE_enum("keras_hub_tokenizer", "stock", ["stock", "official"],
                   "With --output_format=keras_hub: the preset's tokenizer. "
                   "stock: keras-hub's AlbertTokenizer, the preset loads and "
@@ -91,17 +105,23 @@ def main(argv):
           "or a keras-hub preset, with a config.json, provides its own)")
     config_file = candidate
   config = configs.load_albert_config(config_file)
+  from data_pipeline.wordpiece_tokenization import resolve_vocabulary
+  spm_model_file, vocab_file = resolve_vocabulary(FLAGS.spm_model_file,
+                                                  FLAGS.vocab_file)
+  if vocab_file and FLAGS.output_format != "keras_hub":
+    from albert_tf.checkpoints import wordpiece_files
+    wordpiece_files.check_vocab_file(config, vocab_file)
   if FLAGS.output_format == "keras_hub":  # what the flags alone show
     from albert_tf.checkpoints import keras_hub_preset
     keras_hub_preset.check_output(config, FLAGS.output_checkpoint,
-                                  FLAGS.spm_model_file,
+                                  spm_model_file,
                                   FLAGS.keras_hub_tokenizer)
   from albert_tf.checkpoints import converter
   print(converter.convert_checkpoint(
       config, FLAGS.input_checkpoint, FLAGS.output_checkpoint,
       FLAGS.output_format, input_format=FLAGS.input_format,
-      spm_model_file=FLAGS.spm_model_file, do_lower_case=FLAGS.do_lower_case,
-      keras_hub_tokenizer=FLAGS.keras_hub_tokenizer))
+      spm_model_file=spm_model_file, do_lower_case=FLAGS.do_lower_case,
+      keras_hub_tokenizer=FLAGS.keras_hub_tokenizer, vocab_file=vocab_file))
 
 
 def run():

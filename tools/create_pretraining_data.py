@@ -20,6 +20,14 @@ data_pipeline/beam_pipeline.py for the Beam pipeline.
     --max_seq_length=512 --max_predictions_per_seq=20 \
     --dupe_factor=10 --random_seed=12345
 
+A WordPiece vocabulary (the released Chinese ALBERTs; the official flags):
+
+  python -m tools.create_pretraining_data \
+    --input_file=zh_corpus/*.txt --output_file=data/zh.tfrecord \
+    --vocab_file=albert_base_zh/vocab_chinese.txt \
+    --albert_config_file=albert_base_zh/albert_config.json \
+    --max_seq_length=512 --max_predictions_per_seq=51
+
 Wikipedia from wikiextractor --json, C4 or FineWeb:
 
   python -m tools.create_pretraining_data \
@@ -60,14 +68,18 @@ flags.DEFINE_string("input_file", None,
 flags.DEFINE_string(
     "output_file", None,
     "Output TFRecord path, or comma-separated paths (one shard each).")
-flags.DEFINE_string("vocab_file", None,
-                    "Accepted for compatibility; the vocabulary comes from "
-                    "--spm_model_file.")
+flags.DEFINE_string(
+    "vocab_file", None,
+    "WordPiece vocab.txt ([PAD] [UNK] [CLS] [SEP] [MASK]; e.g. the Chinese "
+    "ALBERTs' vocab_chinese.txt), used when --spm_model_file is not given "
+    "(official precedence).")
 flags.DEFINE_string("spm_model_file", None,
-                    "SentencePiece model (<pad> <unk> [CLS] [SEP] [MASK]).")
+                    "SentencePiece model (<pad> <unk> [CLS] [SEP] [MASK]); "
+                    "given with --vocab_file, this one is used.")
 flags.DEFINE_bool("do_lower_case", True, "Lowercase the input text.")
 flags.DEFINE_bool("do_whole_word_mask", True,
-                  "Mask whole words (SentencePiece start pieces), not pieces.")
+                  "Mask whole words (SentencePiece start pieces; WordPiece: "
+                  "a piece and its ## continuations), not pieces.")
 flags.DEFINE_bool("favor_shorter_ngram", True,
                   "P(n) proportional to 1/n; if False, the reverse.")
 flags.DEFINE_integer("ngram", 3, "Longest masked n-gram, in words.")
@@ -105,8 +117,8 @@ flags.DEFINE_integer(
 flags.DEFINE_bool("progress", True, "Show a progress bar.")
 flags.DEFINE_string(
     "albert_config_file", None,
-    "Optional ALBERT config the records are for: a SentencePiece vocabulary "
-    "larger than its vocab_size is refused before any work.")
+    "Optional ALBERT config the records are for: a vocabulary larger than "
+    "its vocab_size is refused before any work.")
 flags.DEFINE_string(
     "runner", None,
     "Apache Beam runner: DirectRunner, DataflowRunner, FlinkRunner, "
@@ -142,15 +154,15 @@ def main(argv):
   from data_pipeline import pretraining_data
   from data_pipeline import pretraining_stats
   from data_pipeline import pretraining_writer
-  for name in ("input_file", "output_file", "spm_model_file"):
+  for name in ("input_file", "output_file"):
     if not getattr(FLAGS, name):
       raise UserInputError(f"--{name} is required")
+  if not (FLAGS.spm_model_file or FLAGS.vocab_file):
+    raise UserInputError("give --spm_model_file (SentencePiece) or "
+                         "--vocab_file (WordPiece vocab.txt)")
   if FLAGS.do_permutation:
     raise UserInputError("--do_permutation is not supported")
   corpus = corpus_flags.corpus_options_from_flags()
-  from data_pipeline import file_io
-  if FLAGS.vocab_file and not file_io.isfile(FLAGS.vocab_file):
-    raise UserInputError(f"--vocab_file: no such file: {FLAGS.vocab_file}")
   logging.set_verbosity(logging.INFO)
   options = pretraining_data.InstanceOptions(
       max_seq_length=FLAGS.max_seq_length,
@@ -166,6 +178,7 @@ def main(argv):
       input_file=FLAGS.input_file,
       output_file=FLAGS.output_file,
       spm_model_file=FLAGS.spm_model_file,
+      vocab_file=FLAGS.vocab_file,
       options=options,
       do_lower_case=FLAGS.do_lower_case,
       dupe_factor=FLAGS.dupe_factor,

@@ -7,6 +7,14 @@ r"""Export an ALBERT checkpoint as TF Hub encoder + preprocessor SavedModels.
       --export_dir=/tmp/albert_base_export --do_lower_case --with_mlm \
       --seq_length=128
 
+A released Chinese model (WordPiece vocab.txt, no SentencePiece model):
+
+  python -m tools.export_savedmodel \
+      --albert_config_file=albert_base_zh/albert_config.json \
+      --init_checkpoint=albert_base_zh/model.ckpt-best \
+      --vocab_file=albert_base_zh/vocab_chinese.txt \
+      --export_dir=/tmp/albert_base_zh_export
+
 writes /tmp/albert_base_export/encoder and /tmp/albert_base_export/preprocessor
 (see albert_tf/exports/encoder.py for their interfaces). --init_checkpoint
 may be ours, a released TF1 checkpoint, a Hugging Face model.safetensors (or
@@ -30,7 +38,13 @@ flags.DEFINE_string("init_checkpoint", None,
                     "Checkpoint prefix, .safetensors file or directory.",
                     required=True)
 flags.DEFINE_string("spm_model_file", None,
-                    "SentencePiece model of the checkpoint.", required=True)
+                    "SentencePiece model of the checkpoint (or give "
+                    "--vocab_file).")
+flags.DEFINE_string("vocab_file", None,
+                    "WordPiece vocab.txt of the checkpoint (the Chinese "
+                    "ALBERTs' vocab_chinese.txt), used when --spm_model_file "
+                    "is not given (official precedence); the preprocessor "
+                    "runs WordPiece in-graph.")
 flags.DEFINE_string("export_dir", None,
                     "Output directory; must not exist yet.", required=True)
 flags.DEFINE_bool("do_lower_case", True,
@@ -59,21 +73,25 @@ def check_before_tensorflow(config) -> None:
     logging.info("using --seq_length=%d (max_position_embeddings of %s)",
                  FLAGS.seq_length, FLAGS.albert_config_file)
   options.check_encoder_export(config, FLAGS.spm_model_file, FLAGS.export_dir,
-                               FLAGS.do_lower_case, FLAGS.seq_length)
+                               FLAGS.do_lower_case, FLAGS.seq_length,
+                               FLAGS.vocab_file)
 
 
 def main(argv):
   del argv
   # Imported here so that --help answers without loading TensorFlow.
   from albert_tf.checkpoints import configs
-
+  from data_pipeline.wordpiece_tokenization import resolve_vocabulary
+  FLAGS.spm_model_file, FLAGS.vocab_file = resolve_vocabulary(
+      FLAGS.spm_model_file, FLAGS.vocab_file)
   config = configs.load_albert_config(FLAGS.albert_config_file)
   check_before_tensorflow(config)
   from albert_tf.exports.encoder import export_savedmodel
   print(export_savedmodel(
       config, FLAGS.init_checkpoint, FLAGS.spm_model_file, FLAGS.export_dir,
       do_lower_case=FLAGS.do_lower_case, with_mlm=FLAGS.with_mlm,
-      seq_length=FLAGS.seq_length, input_format=FLAGS.input_format))
+      seq_length=FLAGS.seq_length, input_format=FLAGS.input_format,
+      vocab_file=FLAGS.vocab_file))
 
 
 def run():

@@ -72,6 +72,12 @@ def _define_model_flags(flag_values) -> None:
       "spm_model_file", None,
       "SentencePiece model the encoder was trained with.",
       flag_values=flag_values)
+  flags.DEFINE_string(
+      "vocab_file", None,
+      "WordPiece vocab.txt the encoder was trained with (the Chinese "
+      "ALBERTs' vocab_chinese.txt), used when --spm_model_file is not given "
+      "(official precedence).",
+      flag_values=flag_values)
   flags.DEFINE_bool(
       "do_lower_case", DEFAULT.do_lower_case,
       "Lowercase the input (released ALBERT models: True).",
@@ -191,9 +197,16 @@ def params_from_flags(defaults: Optional[Mapping] = None, flag_values=FLAGS):
       value = defaults.get(field)
     if value is not None:
       values[field] = value
-  for required in ("output_dir", "spm_model_file"):
-    if not values.get(required):
-      raise UserInputError(f"--{required} is required")
+  if not values.get("output_dir"):
+    raise UserInputError("--output_dir is required")
+  if not (values.get("spm_model_file") or values.get("vocab_file")):
+    raise UserInputError("give --spm_model_file (SentencePiece) or "
+                         "--vocab_file (WordPiece vocab.txt)")
+  from data_pipeline.wordpiece_tokenization import resolve_vocabulary
+  spm_model_file, vocab_file = resolve_vocabulary(
+      values.get("spm_model_file"), values.get("vocab_file"))
+  values.update(spm_model_file=spm_model_file or "",
+                vocab_file=vocab_file or "")
   return finetuning_params.FinetuningParams(**values)
 
 

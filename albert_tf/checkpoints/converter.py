@@ -44,6 +44,7 @@ from typing import Optional
 
 from albert_tf.checkpoints import keras_hub_preset
 from albert_tf.checkpoints import name_tables
+from albert_tf.checkpoints import wordpiece_files
 from albert_tf.checkpoints.loading import LoadReport
 from albert_tf.checkpoints.loading import load_weights_into
 from albert_tf.checkpoints.locate import detect_format
@@ -58,6 +59,7 @@ from albert_tf.checkpoints.writers import write_huggingface
 from albert_tf.checkpoints.writers import write_official
 from albert_tf.checkpoints.writers import write_ours
 from albert_tf.config import AlbertConfig
+from data_pipeline import file_io
 from data_pipeline.shared import INPUT_FORMATS
 from data_pipeline.shared import OUTPUT_FORMATS
 from data_pipeline.shared import UserInputError
@@ -76,7 +78,8 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
                        input_format: str = "auto",
                        spm_model_file: Optional[str] = None,
                        do_lower_case: bool = True,
-                       keras_hub_tokenizer: str = "stock") -> str:
+                       keras_hub_tokenizer: str = "stock",
+                       vocab_file: Optional[str] = None) -> str:
   """Converts between layouts; returns a one-line description.
 
   Stages: check the output can be written (before reading anything), read
@@ -92,7 +95,20 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     input_format: one of INPUT_FORMATS.
     spm_model_file, do_lower_case, keras_hub_tokenizer: the tokenizer, for
       keras_hub output (keras_hub_preset.write_preset).
+    vocab_file: a WordPiece vocab.txt (used when spm_model_file is not
+      given, as officially), written with the output (wordpiece_files):
+      beside an ours / official checkpoint, as a BertTokenizer in a Hugging
+      Face folder. keras_hub output does not take one yet.
   """
+  from data_pipeline.wordpiece_tokenization import resolve_vocabulary
+  spm_model_file, vocab_file = resolve_vocabulary(spm_model_file, vocab_file)
+  tokens = None
+  if vocab_file:
+    if output_format == "keras_hub":
+      raise UserInputError(
+          "--output_format=keras_hub needs --spm_model_file: WordPiece "
+          "(--vocab_file) presets are not supported yet")
+    tokens = wordpiece_files.check_vocab_file(config, vocab_file)
   if output_format not in OUTPUT_FORMATS:
     raise UserInputError(f"--output_format must be one of {OUTPUT_FORMATS}, "
                          f"got {output_format!r}")
@@ -121,7 +137,25 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     if weights.preset is not None:
       where += "; " + keras_hub_preset.write_companions(weights.preset,
                                                         output_checkpoint)
+  if tokens is not None:
+    where += "; " + _write_vocabulary(tokens, output_format,
+                                      output_checkpoint, vocab_file,
+                                      do_lower_case, config)
   heads = sorted(name_tables.heads_in(weights.arrays))
   return (f"converted {len(weights.arrays)} variables "
           f"(heads: {', '.join(heads) or 'none'}) from {weights.path} "
           f"({weights.format}) to {where} ({output_format})")
+
+
+def _write_vocabulary(tokens, output_format: str, output_checkpoint: str,
+                      vocab_file: str, do_lower_case: bool,
+                      config: AlbertConfig) -> str:
+  """The WordPiece vocabulary with the output; returns what was written."""
+  if output_format == "huggingface":
+    folder = (file_io.dirname(output_checkpoint)
+              if output_checkpoint.endswith(".safetensors")
+              else output_checkpoint)
+    return wordpiece_files.write_huggingface_tokenizer(
+        tokens, folder, do_lower_case, config.max_position_embeddings)
+  return wordpiece_files.write_beside_checkpoint(
+      tokens, output_checkpoint, file_io.basename(vocab_file))

@@ -65,7 +65,8 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
                       spm_model_file: str, labels: Optional[Sequence[str]],
                       num_segments: int, seq_length: int,
                       do_lower_case: bool = True,
-                      albert_config_file: str = "") -> str:
+                      albert_config_file: str = "",
+                      vocab_file: str = "") -> str:
   """Writes the serving SavedModel of a fine-tuned classifier.
 
   Args:
@@ -78,6 +79,8 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
     seq_length: tokens per packed input (the fine-tuning max_seq_length).
     do_lower_case: as in fine-tuning.
     albert_config_file: copied as an asset when given.
+    vocab_file: a WordPiece vocab.txt, used when spm_model_file is empty
+      (the preprocessor then runs WordPiece in-graph).
 
   Returns:
     export_dir.
@@ -88,8 +91,10 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
   labels_text = ("\n".join(labels) + "\n" if labels is not None
                  else "<regression>\n")
 
-  def build(sp_copy):
-    preprocessor = build_preprocessor(sp_copy, do_lower_case, seq_length)
+  def build(vocab_copy):
+    preprocessor = build_preprocessor(
+        vocab_copy if spm_model_file else None, do_lower_case, seq_length,
+        vocab_file=None if spm_model_file else vocab_copy)
     serving = _ClassifierServing(model, preprocessor, labels)
     return serving, {
         "serving_default": _signature(serving, num_segments),
@@ -97,8 +102,9 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
             serving.classify_ids)}
 
   return staging.save_serving_model(
-      export_dir, spm_model_file, build, albert_config_file,
-      text_assets=[("labels_file", "labels.txt", labels_text)])
+      export_dir, spm_model_file or vocab_file, build, albert_config_file,
+      text_assets=[("labels_file", "labels.txt", labels_text)],
+      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
 
 
 def _signature(serving: _ClassifierServing, num_segments: int):

@@ -16,7 +16,8 @@
   adds `mlm_logits` [batch, P, V] (the pretraining head, decoder tied to the
   word embeddings); its variables are not among the encoder's trainable
   variables; a signature `mlm` exposes it too. Assets: the SentencePiece
-  model (`sp_model_file`, as TF Hub ALBERT models) and `albert_config.json`.
+  model (`sp_model_file`, as TF Hub ALBERT models) or the WordPiece
+  vocabulary (`vocab_file`, as TF Hub BERT models) and `albert_config.json`.
 
 <export_dir>/preprocessor
   tf.string [batch] -> the encoder's inputs, ALBERT normalisation and
@@ -110,7 +111,8 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
                       spm_model_file: str, export_dir: str,
                       do_lower_case: bool = True, with_mlm: bool = False,
                       seq_length: int = 128,
-                      input_format: str = "auto") -> str:
+                      input_format: str = "auto",
+                      vocab_file: str = None) -> str:
   """Writes <export_dir>/encoder and <export_dir>/preprocessor.
 
   Args:
@@ -124,6 +126,8 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
     with_mlm: also export the masked-LM head (the checkpoint must hold it).
     seq_length: the preprocessor's default sequence length.
     input_format: see converter.INPUT_FORMATS.
+    vocab_file: a WordPiece vocab.txt, used when spm_model_file is None
+      (given both, SentencePiece is used, as officially).
 
   Returns:
     A one-line description.
@@ -136,12 +140,15 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
   from albert_tf.checkpoints import converter
   from albert_tf.models.albert_pretrainer import AlbertPretrainer
   from albert_tf.networks.albert_encoder import AlbertEncoder
-
+  from data_pipeline.wordpiece_tokenization import resolve_vocabulary
+  spm_model_file, vocab_file = resolve_vocabulary(spm_model_file, vocab_file)
   vocab_size = options.check_encoder_export(config, spm_model_file, export_dir,
-                                            do_lower_case, seq_length)
+                                            do_lower_case, seq_length,
+                                            vocab_file)
+  vocabulary = spm_model_file or vocab_file
   if vocab_size < config.vocab_size:
-    logging.warning("SentencePiece model %s has %d pieces, the model %d",
-                    spm_model_file, vocab_size, config.vocab_size)
+    logging.warning("vocabulary %s has %d entries, the model %d",
+                    vocabulary, vocab_size, config.vocab_size)
 
   encoder = AlbertEncoder(config)
   pretrainer = AlbertPretrainer(encoder) if with_mlm else None
@@ -154,21 +161,25 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
 
   with staging.staging_dir(export_dir) as (tmp_dir, assets):
     # Asset files are copied into the SavedModels' assets/ directories.
-    sp_copy = file_io.join(assets, file_io.basename(spm_model_file))
-    file_io.copy(spm_model_file, sp_copy)
+    vocab_copy = file_io.join(assets, file_io.basename(vocabulary))
+    file_io.copy(vocabulary, vocab_copy)
+    # The attribute TF Hub's ALBERT (SentencePiece) or BERT models use.
+    vocab_attribute = "sp_model_file" if spm_model_file else "vocab_file"
     config_copy = file_io.join(assets, "albert_config.json")
     config.to_json_file(config_copy)
 
     core = build_encoder_export_model(encoder, pretrainer)
-    core.sp_model_file = tf.saved_model.Asset(sp_copy)
+    setattr(core, vocab_attribute, tf.saved_model.Asset(vocab_copy))
     core.albert_config_file = tf.saved_model.Asset(config_copy)
     core.do_lower_case = tf.Variable(do_lower_case, trainable=False)
     endpoints.add_encoder_endpoints(core)
     core.save(file_io.join(tmp_dir, "encoder"), include_optimizer=False,
               save_format="tf", signatures=_encoder_signatures(core, with_mlm))
 
-    preprocessor = build_preprocessor(sp_copy, do_lower_case, seq_length)
-    preprocessor.sp_model_file = tf.saved_model.Asset(sp_copy)
+    preprocessor = build_preprocessor(
+        vocab_copy if spm_model_file else None, do_lower_case, seq_length,
+        vocab_file=None if spm_model_file else vocab_copy)
+    setattr(preprocessor, vocab_attribute, tf.saved_model.Asset(vocab_copy))
     preprocessor.albert_config_file = tf.saved_model.Asset(config_copy)
     endpoints.add_preprocessor_endpoints(preprocessor)
     preprocessor.save(file_io.join(tmp_dir, "preprocessor"),

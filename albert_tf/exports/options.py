@@ -7,7 +7,7 @@ TensorFlow's ~5 s import; the exports run the same ones for library callers.
 
 from albert_tf.config import AlbertConfig
 from data_pipeline import file_io
-from data_pipeline import tokenization
+from data_pipeline import wordpiece_tokenization
 from data_pipeline.shared import UserInputError
 
 
@@ -20,15 +20,15 @@ def check_export_dir_free(export_dir: str) -> None:
 
 def check_encoder_export(config: AlbertConfig, spm_model_file: str,
                          export_dir: str, do_lower_case: bool,
-                         seq_length: int) -> int:
+                         seq_length: int, vocab_file: str = None) -> int:
   """Checks what the arguments of `encoder.export_savedmodel` alone show.
 
   In this order: export_dir is free, seq_length fits the position table,
-  the SentencePiece model loads and has no more pieces than the config's
-  vocab_size.
+  the vocabulary (the SentencePiece model, else the WordPiece
+  `vocab_file`) loads and has no more entries than the config's vocab_size.
 
   Returns:
-    The SentencePiece model's vocabulary size.
+    The vocabulary size.
 
   Raises:
     UserInputError: naming the flag or file at fault.
@@ -38,12 +38,14 @@ def check_encoder_export(config: AlbertConfig, spm_model_file: str,
     raise UserInputError(
         f"--seq_length={seq_length} must be in [3, max_position_embeddings="
         f"{config.max_position_embeddings}]")
-  vocab_size = tokenization.SentencePieceTokenizer(
-      spm_model_file, do_lower_case=do_lower_case).vocab_size
+  vocab_size = wordpiece_tokenization.make_tokenizer(
+      spm_model_file, vocab_file, do_lower_case=do_lower_case).vocab_size
   if vocab_size > config.vocab_size:
+    what = (f"SentencePiece model {spm_model_file} has {vocab_size} pieces"
+            if spm_model_file else
+            f"--vocab_file={vocab_file} has {vocab_size} tokens")
     raise UserInputError(
-        f"SentencePiece model {spm_model_file} has {vocab_size} pieces, more "
-        f"than the config's vocab_size ({config.vocab_size})")
+        f"{what}, more than the config's vocab_size ({config.vocab_size})")
   return vocab_size
 
 

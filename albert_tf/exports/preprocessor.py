@@ -21,22 +21,34 @@ import tf_keras
 
 
 def build_preprocessor(spm_model_file: str, do_lower_case: bool = True,
-                       seq_length: int = 128) -> tf_keras.Model:
-  """The preprocessor (see module docstring) as a tf_keras model."""
+                       seq_length: int = 128,
+                       vocab_file: str = None) -> tf_keras.Model:
+  """The preprocessor (see module docstring) as a tf_keras model.
+
+  With `spm_model_file` None, WordPiece from `vocab_file` (BERT's basic
+  tokenizer + WordPiece in-graph, ids equal to
+  data_pipeline.wordpiece_tokenization.WordPieceTokenizer.encode).
+  """
   from official.nlp.modeling import layers as garden_layers
   from official.nlp.tools import export_tfhub_lib
 
-  from data_pipeline import tokenization
-  from data_pipeline.tf_tokenization import TFSentencePieceTokenizer
-  python_tokenizer = tokenization.SentencePieceTokenizer(
-      spm_model_file, do_lower_case=do_lower_case)
+  from data_pipeline import wordpiece_tokenization
+  python_tokenizer = wordpiece_tokenization.make_tokenizer(
+      spm_model_file, vocab_file, do_lower_case=do_lower_case)
   special = dict(start_of_sequence_id=python_tokenizer.cls_id,
                  end_of_segment_id=python_tokenizer.sep_id,
                  padding_id=python_tokenizer.pad_id,
                  mask_id=python_tokenizer.mask_id,
                  vocab_size=python_tokenizer.vocab_size)
-  tokenizer = TFSentencePieceTokenizer.from_file(
-      spm_model_file, do_lower_case=do_lower_case, name="tokenize")
+  if spm_model_file:
+    from data_pipeline.tf_tokenization import TFSentencePieceTokenizer
+    tokenizer = TFSentencePieceTokenizer.from_file(
+        spm_model_file, do_lower_case=do_lower_case, name="tokenize")
+  else:
+    from data_pipeline.tf_wordpiece_tokenization import TFWordPieceTokenizer
+    tokenizer = TFWordPieceTokenizer(python_tokenizer.tokens,
+                                     do_lower_case=do_lower_case,
+                                     name="tokenize")
   sentences = tf_keras.Input(shape=(), dtype=tf.string, name="sentences")
   tokens = tokenizer(sentences)  # [batch, (tokens)]
   pack = garden_layers.BertPackInputs(

@@ -36,22 +36,32 @@ class RaceServing(tf.Module):
 
   Args:
     model: dict of int32 [batch, 4, seq] -> dict with `logits` [batch, 4].
-    model_proto: the SentencePiece model bytes.
+    model_proto: the SentencePiece model bytes, or None with `vocab_tokens`.
     seq_length, max_qa_length: as in fine-tuning.
     do_lower_case: the tokenizer's.
+    vocab_tokens: a WordPiece vocabulary (tokens in id order), used when
+      model_proto is None: WordPiece in-graph.
   """
 
   def __init__(self, model: tf_keras.Model, model_proto: bytes,
                seq_length: int, max_qa_length: int,
-               do_lower_case: bool = True):
+               do_lower_case: bool = True, vocab_tokens=None):
     super().__init__(name="race_serving")
     self.model = model
-    self.tokenizer = tf_tokenization.TFSentencePieceTokenizer(
-        model_proto, do_lower_case=do_lower_case)
-    import sentencepiece as spm
-    sp = spm.SentencePieceProcessor(model_proto=model_proto)
-    self.cls_id, self.sep_id, self.pad_id = (
-        sp.PieceToId(p) for p in ("[CLS]", "[SEP]", "<pad>"))
+    if model_proto is None:
+      from data_pipeline import tf_wordpiece_tokenization
+      self.tokenizer = tf_wordpiece_tokenization.TFWordPieceTokenizer(
+          vocab_tokens, do_lower_case=do_lower_case)
+      index = {t: i for i, t in enumerate(vocab_tokens)}
+      self.cls_id, self.sep_id, self.pad_id = (
+          index[t] for t in ("[CLS]", "[SEP]", "[PAD]"))
+    else:
+      self.tokenizer = tf_tokenization.TFSentencePieceTokenizer(
+          model_proto, do_lower_case=do_lower_case)
+      import sentencepiece as spm
+      sp = spm.SentencePieceProcessor(model_proto=model_proto)
+      self.cls_id, self.sep_id, self.pad_id = (
+          sp.PieceToId(p) for p in ("[CLS]", "[SEP]", "<pad>"))
     self.seq_length = seq_length
     self.max_qa_length = max_qa_length
     self.letters = tf.constant(list(race.LABELS))
@@ -135,7 +145,7 @@ def _ranges(k):
 def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
                 seq_length: int, max_qa_length: int,
                 do_lower_case: bool = True,
-                albert_config_file: str = "") -> str:
+                albert_config_file: str = "", vocab_file: str = "") -> str:
   """Writes the raw-text serving SavedModel of a fine-tuned RACE model.
 
   Args:
@@ -145,16 +155,23 @@ def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
     spm_model_file: the model's SentencePiece model.
     seq_length, max_qa_length, do_lower_case: as in fine-tuning.
     albert_config_file: copied as an asset when given.
+    vocab_file: a WordPiece vocab.txt, used when spm_model_file is empty.
 
   Returns:
     export_dir.
   """
   check_export_dir_free(export_dir)
-  model_proto = file_io.read_bytes(spm_model_file)
+  vocab_tokens = None
+  if spm_model_file:
+    model_proto = file_io.read_bytes(spm_model_file)
+  else:
+    from data_pipeline import wordpiece_tokenization
+    model_proto, vocab_tokens = None, wordpiece_tokenization.load_vocab(
+        vocab_file)
 
   def build(unused_sp_copy):
     serving = RaceServing(model, model_proto, seq_length, max_qa_length,
-                          do_lower_case)
+                          do_lower_case, vocab_tokens)
 
     @tf.function(input_signature=[
         tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.string),
@@ -167,5 +184,6 @@ def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
         token_ids.TOKEN_IDS: token_ids.token_ids_signature(
             serving.answer_ids, num_choices=NUM_CHOICES)}
 
-  return staging.save_serving_model(export_dir, spm_model_file, build,
-                                    albert_config_file)
+  return staging.save_serving_model(
+      export_dir, spm_model_file or vocab_file, build, albert_config_file,
+      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")

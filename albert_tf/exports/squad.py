@@ -32,6 +32,10 @@ its beam out; token_ids.py). For v2.0 another signature,
 `with_threshold`, also takes `null_score_diff_threshold` (float32 scalar)
 to trade answers for abstentions at serving time.
 
+With a WordPiece vocabulary (`vocab_file`), step 1 is BERT's basic
+tokenization and WordPiece with offsets instead
+(squad_wordpiece.WordPieceSquadServing); the rest is the same.
+
 Where this can differ from the Python path (inherited from the in-graph
 tokenizer, see data_pipeline.tf_tokenization): ~150 code points that ICU
 and Python's unicodedata normalise differently; contexts where NFKD turns a
@@ -420,7 +424,7 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
                  n_best_size: int, max_answer_length: int, beam: bool,
                  version_2: bool, threshold: Optional[float] = None,
                  do_lower_case: bool = True,
-                 albert_config_file: str = "") -> str:
+                 albert_config_file: str = "", vocab_file: str = "") -> str:
   """Writes the raw-text serving SavedModel of a fine-tuned SQuAD model.
 
   Args:
@@ -434,23 +438,34 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
       null_score_diff_threshold of predictions.json; None: 0.0).
     do_lower_case: as in fine-tuning.
     albert_config_file: copied as an asset when given.
+    vocab_file: a WordPiece vocab.txt, used when spm_model_file is empty
+      (squad_wordpiece.WordPieceSquadServing).
 
   Returns:
     export_dir.
   """
   check_export_dir_free(export_dir)
-  model_proto = file_io.read_bytes(spm_model_file)
+  settings = (seq_length, doc_stride, max_query_length, n_best_size,
+              max_answer_length, beam, version_2,
+              0.0 if threshold is None else threshold, do_lower_case)
+  if spm_model_file:
+    model_proto = file_io.read_bytes(spm_model_file)
+  else:
+    from albert_tf.exports import squad_wordpiece
+    from data_pipeline import wordpiece_tokenization
+    tokens = wordpiece_tokenization.load_vocab(vocab_file)
 
   def build(unused_sp_copy):
-    serving = SquadServing(model, model_proto, seq_length, doc_stride,
-                           max_query_length, n_best_size, max_answer_length,
-                           beam, version_2,
-                           0.0 if threshold is None else threshold,
-                           do_lower_case)
+    if spm_model_file:
+      serving = SquadServing(model, model_proto, *settings)
+    else:
+      serving = squad_wordpiece.WordPieceSquadServing(model, tokens,
+                                                      *settings)
     return serving, _signatures(serving, version_2)
 
-  return staging.save_serving_model(export_dir, spm_model_file, build,
-                                    albert_config_file)
+  return staging.save_serving_model(
+      export_dir, spm_model_file or vocab_file, build, albert_config_file,
+      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
 
 
 def _signatures(serving: SquadServing, version_2: bool):

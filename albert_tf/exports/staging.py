@@ -53,7 +53,8 @@ def save_serving_model(
     export_dir: str, spm_model_file: str,
     build: Callable[[str], Tuple[tf.Module, Dict[str, Callable]]],
     albert_config_file: str = "",
-    text_assets: Sequence[Tuple[str, str, str]] = ()) -> str:
+    text_assets: Sequence[Tuple[str, str, str]] = (),
+    vocab_attribute: str = "sp_model_file") -> str:
   """Writes one serving SavedModel to `export_dir`, published atomically.
 
   Stages, in a `staging_dir`: the SentencePiece model is copied and each text
@@ -65,13 +66,15 @@ def save_serving_model(
   Args:
     export_dir: must not exist (the caller checks first, with
       options.check_export_dir_free); any filesystem.
-    spm_model_file: the model's SentencePiece model.
+    spm_model_file: the model's vocabulary: its SentencePiece model, or a
+      WordPiece vocab.txt (with vocab_attribute "vocab_file").
     build: called with the path of the staged SentencePiece copy (for
       graphs that read it as a file); returns (tf.Module to save, signatures
       {name: tf.function}).
     albert_config_file: copied as the asset `albert_config.json` when given.
     text_assets: (attribute, file name, text) rows, e.g. the classifier's
       ("labels_file", "labels.txt", "entailment\n...").
+    vocab_attribute: the module attribute of the vocabulary asset.
 
   Returns:
     export_dir.
@@ -89,7 +92,7 @@ def save_serving_model(
       text_files.append((attribute, path))
 
     serving, signatures = build(sp_copy)
-    serving.sp_model_file = tf.saved_model.Asset(sp_copy)
+    setattr(serving, vocab_attribute, tf.saved_model.Asset(sp_copy))
     for attribute, path in text_files:
       setattr(serving, attribute, tf.saved_model.Asset(path))
     if albert_config_file:

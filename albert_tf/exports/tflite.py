@@ -251,8 +251,9 @@ class Conversion:
                            f"{e.strerror or e}") from None
     names = [file_io.basename(a)
              for a in _copy_assets(self.saved_model, output_file)]
+    # The SentencePiece model, or a WordPiece vocab (e.g. vocab_chinese.txt).
     vocab = [n for n in names if n.endswith(".model") or
-             n.endswith("vocab.txt")]
+             (n.endswith(".txt") and n != "labels.txt")]
     description = dict(
         kind=self.spec.kind, tflite_file=file_io.basename(output_file),
         inputs=list(self.spec.input_names),

@@ -28,7 +28,7 @@ from data_pipeline import squad
 from data_pipeline import squad_postprocess
 from data_pipeline.shared import ENCODER_INPUT_NAMES
 from data_pipeline.shared import UserInputError
-from data_pipeline.tokenization import SentencePieceTokenizer
+from data_pipeline.wordpiece_tokenization import make_tokenizer
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,11 +65,13 @@ class TextRunner:
     self.kind = description["kind"]
     self.seq_length = description["input_shape"][-1]
     vocab = description.get("vocab_file")
-    if not vocab or not vocab.endswith(".model"):
-      raise UserInputError(f"the reference runner needs a SentencePiece "
-                           f"model beside the file, got {vocab!r}")
-    self.tokenizer = SentencePieceTokenizer(
-        file_io.join(asset_dir, vocab),
+    if not vocab:
+      raise UserInputError("the reference runner needs the vocabulary (a "
+                           "SentencePiece model or a WordPiece vocab.txt) "
+                           "beside the file, got none")
+    self.tokenizer = make_tokenizer(
+        *((file_io.join(asset_dir, vocab), None) if vocab.endswith(".model")
+          else (None, file_io.join(asset_dir, vocab))),
         do_lower_case=description.get("do_lower_case", True))
     self.labels = None
     if description.get("labels_file"):

@@ -18,9 +18,9 @@ import tensorflow as tf
 
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.training import finetuning
+from albert_tf.training import finetuning_params
 from data_pipeline import file_io
 from data_pipeline import glue
-from data_pipeline import tokenization
 from data_pipeline.shared import UserInputError
 
 
@@ -42,7 +42,7 @@ class GlueData:
 
   task: glue.GlueTask
   data_dir: str
-  tokenizer: tokenization.SentencePieceTokenizer
+  tokenizer: object  # SentencePieceTokenizer or WordPieceTokenizer.
   max_seq_length: int
   skip_malformed: bool = False
 
@@ -131,10 +131,10 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
   task = glue.get_task(task_name)
   if not data_dir or not file_io.isdir(data_dir):
     raise UserInputError(f"--data_dir={data_dir!r} is not a directory")
-  if not params.spm_model_file:
-    raise UserInputError("--spm_model_file is required")
-  tokenizer = tokenization.SentencePieceTokenizer(
-      params.spm_model_file, do_lower_case=params.do_lower_case)
+  if not (params.spm_model_file or params.vocab_file):
+    raise UserInputError("give --spm_model_file (SentencePiece) or "
+                         "--vocab_file (WordPiece vocab.txt)")
+  tokenizer = finetuning_params.make_tokenizer(params)
   data = GlueData(task, data_dir, tokenizer, params.max_seq_length,
                   skip_malformed)
   _read_needed_splits(data, params)
@@ -177,6 +177,6 @@ def _export(runner: finetuning.FinetuningRunner,
   classifier_export.export_classifier(
       runner.model, export_dir, params.spm_model_file, task.labels,
       task.num_segments, params.max_seq_length, params.do_lower_case,
-      config_file)
+      config_file, vocab_file=params.vocab_file)
   logging.info("exported %s", export_dir)
 

@@ -255,7 +255,7 @@ class FinetuningRunner:
     validate_params(self.params)
     config = load_config(self.params)
     validate_params(self.params, config)
-    if self.params.spm_model_file:
+    if self.params.spm_model_file or self.params.vocab_file:
       check_spm_model(self.params, config)
     return config
 

@@ -35,6 +35,7 @@ class FinetuningParams:
 
   output_dir: str
   spm_model_file: str = ""
+  vocab_file: str = ""
   albert_config_file: str = ""
   init_checkpoint: str = ""
   init_savedmodel: str = ""
@@ -113,7 +114,8 @@ def _check_numbers(params: FinetuningParams) -> None:
 def _check_paths_exist(params: FinetuningParams) -> None:
   """The files exist; --init_savedmodel is an encoder export (not its
   preprocessor, its parent folder, a serving export or a checkpoint)."""
-  for name in ("spm_model_file", "albert_config_file", "init_savedmodel"):
+  for name in ("spm_model_file", "vocab_file", "albert_config_file",
+               "init_savedmodel"):
     path = getattr(params, name)
     if path and not file_io.exists(path):
       raise UserInputError(f"--{name}={path} does not exist")
@@ -151,27 +153,34 @@ def load_config(params: FinetuningParams) -> AlbertConfig:
 
 
 def check_vocab_size(config: AlbertConfig, tokenizer,
-                     spm_model_file: str) -> None:
-  """A SentencePiece model with more pieces than the model's vocab_size
-  would feed out-of-range ids: a UserInputError. Fewer pieces are allowed
-  (vocabularies padded to a multiple of 128, say; the extra rows go
-  unused). `tokenizer`: anything with `vocab_size` (a
-  SentencePieceTokenizer)."""
+                     spm_model_file: str, vocab_file: str = "") -> None:
+  """A vocabulary with more entries than the model's vocab_size would feed
+  out-of-range ids: a UserInputError. Fewer are allowed (vocabularies
+  padded to a multiple of 128, say; the extra rows go unused).
+  `tokenizer`: anything with `vocab_size` (a SentencePieceTokenizer, or a
+  WordPieceTokenizer of `vocab_file` when `spm_model_file` is empty)."""
   if config.vocab_size < tokenizer.vocab_size:
+    what = (f"SentencePiece model {spm_model_file} has "
+            f"{tokenizer.vocab_size} pieces" if spm_model_file else
+            f"--vocab_file={vocab_file} has {tokenizer.vocab_size} tokens")
     raise UserInputError(
-        f"SentencePiece model {spm_model_file} has "
-        f"{tokenizer.vocab_size} pieces, more than the model's vocab_size "
-        f"({config.vocab_size})")
+        f"{what}, more than the model's vocab_size ({config.vocab_size})")
+
+
+def make_tokenizer(params: FinetuningParams):
+  """The tokenizer of --spm_model_file, else of the WordPiece --vocab_file
+  (the official precedence)."""
+  from data_pipeline import wordpiece_tokenization
+  return wordpiece_tokenization.make_tokenizer(
+      params.spm_model_file or None, params.vocab_file or None,
+      params.do_lower_case)
 
 
 def check_spm_model(params: FinetuningParams, config: AlbertConfig) -> None:
-  """Loads --spm_model_file (SentencePiece only, fast) and checks its size
-  against the config's vocab_size."""
-  # Imported here: a run without --spm_model_file needs no SentencePiece.
-  from data_pipeline import tokenization
-  tokenizer = tokenization.SentencePieceTokenizer(params.spm_model_file,
-                                                  params.do_lower_case)
-  check_vocab_size(config, tokenizer, params.spm_model_file)
+  """Loads the vocabulary (--spm_model_file, else --vocab_file; fast) and
+  checks its size against the config's vocab_size."""
+  check_vocab_size(config, make_tokenizer(params), params.spm_model_file,
+                   params.vocab_file)
 
 
 def derive_defaults(params: FinetuningParams, user_set: Collection[str],
@@ -235,7 +244,7 @@ def check_before_building(params: FinetuningParams,
   if user_set is not None:
     params = derive_defaults(params, user_set, config, recipe)
   validate_params(params, config)
-  if params.spm_model_file:
+  if params.spm_model_file or params.vocab_file:
     check_spm_model(params, config)
   check_init_checkpoint(params.init_checkpoint)
   return params

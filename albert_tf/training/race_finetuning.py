@@ -14,13 +14,13 @@ import tensorflow as tf
 
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.training import finetuning
+from albert_tf.training import finetuning_params
 from albert_tf.training import run_support
 from albert_tf.training.task_options import RaceOptions
 from albert_tf.training.task_options import check_race
 from data_pipeline import file_io
 from data_pipeline import race
 from data_pipeline.shared import ENCODER_INPUT_NAMES
-from data_pipeline.tokenization import SentencePieceTokenizer
 
 
 def multiple_choice_loss(labels, outputs) -> tf.Tensor:
@@ -64,8 +64,7 @@ def run_race(params: finetuning.FinetuningParams,
   """
   check_race(params, options)
   finetuning.check_new_export_dir(export_dir)
-  tokenizer = SentencePieceTokenizer(params.spm_model_file,
-                                     params.do_lower_case)
+  tokenizer = finetuning_params.make_tokenizer(params)
 
   def read(split: str, needed: bool) -> Optional[RaceData]:
     return RaceData(split, tokenizer, params, options) if needed else None
@@ -141,5 +140,6 @@ def _export(runner: finetuning.FinetuningRunner,
   race_export.export_race(
       runner.model, export_dir, params.spm_model_file,
       params.max_seq_length, options.max_qa_length, params.do_lower_case,
-      file_io.join(params.output_dir, "albert_config.json"))
+      file_io.join(params.output_dir, "albert_config.json"),
+      vocab_file=params.vocab_file)
   logging.info("exported %s", export_dir)

@@ -24,6 +24,7 @@ import tensorflow as tf
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
 from albert_tf.training import finetuning
+from albert_tf.training import finetuning_params
 from albert_tf.training.task_options import SquadOptions
 from albert_tf.training.task_options import check_squad
 from data_pipeline import file_io
@@ -31,7 +32,6 @@ from data_pipeline import squad
 from data_pipeline import squad_metrics
 from data_pipeline import squad_postprocess
 from data_pipeline.shared import ENCODER_INPUT_NAMES
-from data_pipeline.tokenization import SentencePieceTokenizer
 
 
 def build_model(options: SquadOptions, encoder, config):
@@ -152,8 +152,7 @@ def run_squad(params: finetuning.FinetuningParams,
   """
   check_squad(params, options)
   finetuning.check_new_export_dir(export_dir)
-  tokenizer = SentencePieceTokenizer(params.spm_model_file,
-                                     params.do_lower_case)
+  tokenizer = finetuning_params.make_tokenizer(params)
   train_data = (SquadData(options.train_file, tokenizer, params, options,
                           is_training=True) if params.do_train else None)
   eval_data = (SquadData(options.predict_file, tokenizer, params, options,
@@ -233,6 +232,7 @@ def _export(runner, params, options: SquadOptions, export_dir: str) -> None:
       version_2=options.version_2_with_negative, threshold=threshold,
       do_lower_case=params.do_lower_case,
       albert_config_file=file_io.join(params.output_dir,
-                                      "albert_config.json"))
+                                      "albert_config.json"),
+      vocab_file=params.vocab_file)
   logging.info("exported %s", export_dir)
 
