@@ -259,8 +259,12 @@ def listdir(path: str) -> List[str]:
 
 def stat(path: str) -> Tuple[int, int]:
   """(size in bytes, modification time in ns; 0 where the filesystem has
-  none). Raises FileNotFoundError."""
-  if _local_ok(path):
+  none). Raises FileNotFoundError.
+
+  A local file is always stat'ed by Python: TensorFlow's local filesystem
+  rounds the time to whole seconds, and a shard fingerprint must not depend
+  on whether TensorFlow happened to be loaded (a local run, then Beam)."""
+  if not is_remote(path):
     st = os.stat(path)
     return st.st_size, st.st_mtime_ns
   import tensorflow as tf

@@ -161,3 +161,13 @@ def test_a_folder_moves_into_a_bucket_root(monkeypatch):
   assert file_io.listdir(bucket) == ["encoder", "old.txt"]
   assert file_io.read_bytes(
       file_io.join(bucket, "encoder", "saved_model.pb")) == b"pb"
+
+
+def test_local_stat_keeps_nanoseconds_with_tensorflow_loaded(tmp_path):
+  """Shard fingerprints hold (size, mtime): the same whether or not
+  TensorFlow (whose local stat rounds to seconds) is loaded."""
+  import tensorflow as tf  # noqa: F401  (loaded, as in most runs)
+  path = tmp_path / "f.txt"
+  path.write_bytes(b"abc")
+  os.utime(path, ns=(1_700_000_000_123_456_789, 1_700_000_000_123_456_789))
+  assert file_io.stat(str(path)) == (3, 1_700_000_000_123_456_789)

@@ -10,10 +10,6 @@ import sys
 
 import numpy as np
 import pytest
-
-# Imported before any run: file_io.stat (in the shards' fingerprints) reads
-# local mtimes with os.stat (ns) before TensorFlow is imported and with
-# tf.io.gfile (whole seconds) after, so both runs must see the same.
 import tensorflow as tf
 
 from data_pipeline import pretraining_writer
