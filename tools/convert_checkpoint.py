@@ -31,6 +31,7 @@ r"""Convert ALBERT checkpoints among ours, official TF1, Hugging Face layouts.
       --input_checkpoint=albert_base_zh/model.ckpt-best \
       --vocab_file=albert_base_zh/vocab_chinese.txt \
       --output_checkpoint=/tmp/albert_base_zh_hf --output_format=huggingface
+  # (--output_format=keras_hub: a preset with keras-hub's BertTokenizer.)
 
   # A keras-hub preset -> ours (+ albert_config.json, spiece.model beside it):
   python -m tools.convert_checkpoint --input_checkpoint=/tmp/albert_preset \
@@ -108,14 +109,14 @@ def main(argv):
   from data_pipeline.wordpiece_tokenization import resolve_vocabulary
   spm_model_file, vocab_file = resolve_vocabulary(FLAGS.spm_model_file,
                                                   FLAGS.vocab_file)
-  if vocab_file and FLAGS.output_format != "keras_hub":
+  if vocab_file:
     from albert_tf.checkpoints import wordpiece_files
     wordpiece_files.check_vocab_file(config, vocab_file)
   if FLAGS.output_format == "keras_hub":  # what the flags alone show
     from albert_tf.checkpoints import keras_hub_preset
-    keras_hub_preset.check_output(config, FLAGS.output_checkpoint,
-                                  spm_model_file,
-                                  FLAGS.keras_hub_tokenizer)
+    keras_hub_preset.check_output(
+        config, FLAGS.output_checkpoint, spm_model_file,
+        "wordpiece" if vocab_file else FLAGS.keras_hub_tokenizer)
   from albert_tf.checkpoints import converter
   print(converter.convert_checkpoint(
       config, FLAGS.input_checkpoint, FLAGS.output_checkpoint,

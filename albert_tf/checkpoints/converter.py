@@ -43,6 +43,7 @@ This module is the public face of the stages, one module each:
 from typing import Optional
 
 from albert_tf.checkpoints import keras_hub_preset
+from albert_tf.checkpoints import keras_hub_wordpiece
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints import wordpiece_files
 from albert_tf.checkpoints.loading import LoadReport
@@ -98,16 +99,12 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     vocab_file: a WordPiece vocab.txt (used when spm_model_file is not
       given, as officially), written with the output (wordpiece_files):
       beside an ours / official checkpoint, as a BertTokenizer in a Hugging
-      Face folder. keras_hub output does not take one yet.
+      Face folder, as keras-hub's BertTokenizer in a preset.
   """
   from data_pipeline.wordpiece_tokenization import resolve_vocabulary
   spm_model_file, vocab_file = resolve_vocabulary(spm_model_file, vocab_file)
   tokens = None
   if vocab_file:
-    if output_format == "keras_hub":
-      raise UserInputError(
-          "--output_format=keras_hub needs --spm_model_file: WordPiece "
-          "(--vocab_file) presets are not supported yet")
     tokens = wordpiece_files.check_vocab_file(config, vocab_file)
   if output_format not in OUTPUT_FORMATS:
     raise UserInputError(f"--output_format must be one of {OUTPUT_FORMATS}, "
@@ -116,8 +113,9 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     # Fail on an inexpressible config before reading anything.
     name_tables.table_for(output_format, config)
   if output_format == "keras_hub":
-    keras_hub_preset.check_output(config, output_checkpoint, spm_model_file,
-                                  keras_hub_tokenizer)
+    keras_hub_preset.check_output(
+        config, output_checkpoint, spm_model_file,
+        "wordpiece" if tokens is not None else keras_hub_tokenizer)
 
   weights = read_weights(input_checkpoint, config, input_format)
   weights.check_config(config)
@@ -127,6 +125,10 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     where = output_checkpoint
   elif output_format == "huggingface":
     where = write_huggingface(weights.arrays, config, output_checkpoint)
+  elif output_format == "keras_hub" and tokens is not None:
+    where = keras_hub_wordpiece.write_wordpiece_preset(
+        weights.arrays, config, output_checkpoint, tokens, do_lower_case)
+    tokens = None  # In the preset.
   elif output_format == "keras_hub":
     where = keras_hub_preset.write_preset(
         weights.arrays, config, output_checkpoint, spm_model_file,

@@ -245,14 +245,17 @@ class PresetContents:
     arrays: canonical name -> array (encoder, and masked_lm/... if present).
     config: the AlbertConfig of its backbone config (+ albert_tf.json).
     vocabulary: the SentencePiece model for our tokenizers (the original one
-      when albert_tf.json records how to restore it), or None.
+      when albert_tf.json records how to restore it), a WordPiece preset's
+      vocab.txt, or None.
     do_lower_case, keep_accents: from albert_tf.json, else None (unknown).
+    wordpiece: whether `vocabulary` is a WordPiece vocab.txt.
   """
   arrays: Dict[str, np.ndarray]
   config: AlbertConfig
   vocabulary: Optional[bytes]
   do_lower_case: Optional[bool]
   keep_accents: Optional[bool]
+  wordpiece: bool = False
 
 
 def read_preset(path: str, config: Optional[AlbertConfig] = None
@@ -297,15 +300,17 @@ def read_preset(path: str, config: Optional[AlbertConfig] = None
     vocabulary = keras_hub_vocabulary.original_vocabulary(
         vocabulary, base64.b64decode(extra["spm_normalizer_spec"]),
         extra.get("unused_piece_ids", []))
-  return PresetContents(arrays=arrays, config=own_config,
-                        vocabulary=vocabulary,
-                        do_lower_case=extra.get("do_lower_case"),
-                        keep_accents=extra.get("keep_accents"))
+  return PresetContents(
+      arrays=arrays, config=own_config, vocabulary=vocabulary,
+      do_lower_case=extra.get("do_lower_case"),
+      keep_accents=extra.get("keep_accents"),
+      wordpiece=extra.get("tokenizer") == TOKENIZER_CLASSES["wordpiece"])
 
 
 # --keras_hub_tokenizer -> the tokenizer class the preset names.
 TOKENIZER_CLASSES = {"stock": "AlbertTokenizer",
-                     "official": "OfficialAlbertTokenizer"}
+                     "official": "OfficialAlbertTokenizer",
+                     "wordpiece": "BertTokenizer"}
 
 
 def check_output(config: AlbertConfig, output_dir: str,
@@ -328,9 +333,12 @@ def check_output(config: AlbertConfig, output_dir: str,
   if file_io.exists(output_dir):
     raise UserInputError(f"--output_checkpoint {output_dir} already exists; "
                          "a preset is written to a new directory")
+  if keras_hub_tokenizer == "wordpiece":
+    return b""
   if not spm_model_file:
     raise UserInputError("--output_format=keras_hub needs --spm_model_file "
-                         "(the preset's tokenizer is built from it)")
+                         "or --vocab_file (the preset's tokenizer is built "
+                         "from it)")
   try:
     return file_io.read_bytes(spm_model_file)
   except (OSError, ValueError) as e:
@@ -371,9 +379,8 @@ def write_preset(arrays: Dict[str, np.ndarray], config: AlbertConfig,
     UserInputError: an inexpressible config, an existing output_dir, an
       unreadable or too large SentencePiece model.
   """
-  from albert_tf.checkpoints import converter
-  from albert_tf.keras3 import preset_io
-  kwargs = backbone_kwargs(config)
+  if keras_hub_tokenizer == "wordpiece":
+    raise ValueError("a WordPiece preset: use write_wordpiece_preset")
   model_proto = check_output(config, output_dir, spm_model_file,
                              keras_hub_tokenizer)
   try:
@@ -386,10 +393,6 @@ def write_preset(arrays: Dict[str, np.ndarray], config: AlbertConfig,
     raise UserInputError(
         f"SentencePiece model {spm_model_file} has {pieces} pieces, more than "
         f"the config's vocab_size ({config.vocab_size})")
-  heads = {n.split("/")[0] for n in arrays if name_tables.is_head(n)}
-  kept = {n: a for n, a in arrays.items()
-          if not n.startswith("sentence_order/")}
-  theirs = converter.map_from_ours(kept, keras_hub_table(config))
   extra = dict(
       format="albert_tf keras-hub preset", do_lower_case=bool(do_lower_case),
       keep_accents=bool(keep_accents),
@@ -400,24 +403,9 @@ def write_preset(arrays: Dict[str, np.ndarray], config: AlbertConfig,
           keras_hub_vocabulary.normalizer_spec_of(model_proto)).decode("ascii"),
       unused_piece_ids=unused,
       tokenizer=TOKENIZER_CLASSES[keras_hub_tokenizer])
-  local_dir = tempfile.mkdtemp(prefix="albert-keras-hub-")
-  try:
-    preset_io.save_preset(local_dir, kwargs, theirs, vocabulary,
-                          sequence_length=min(512,
-                                              config.max_position_embeddings),
-                          tokenizer_kind=keras_hub_tokenizer)
-    with open(os.path.join(local_dir, EXTRA_FILE), "w", encoding="utf-8") as f:
-      json.dump(extra, f, indent=2)
-      f.write("\n")
-    try:
-      _publish(local_dir, output_dir)
-    except OSError as e:
-      raise UserInputError(f"cannot write preset {output_dir}: {e}") from e
-  finally:
-    shutil.rmtree(local_dir, ignore_errors=True)
-  dropped = (" (sentence_order head left out: keras-hub has no sentence-order "
-             "task)" if "sentence_order" in heads else "")
-  task = " + AlbertMaskedLM task" if "masked_lm" in heads else ""
+  save_and_publish(arrays, config, output_dir, vocabulary, keras_hub_tokenizer,
+                   extra, do_lower_case)
+  dropped, task = heads_note(arrays)
   if keras_hub_tokenizer == "official":
     tokenizer = (f"OfficialAlbertTokenizer ({len(unused)} digit-comma pieces "
                  "re-split by the official rule; loading needs "
@@ -431,14 +419,53 @@ def write_preset(arrays: Dict[str, np.ndarray], config: AlbertConfig,
           f"{tokenizer}{dropped}")
 
 
+def save_and_publish(arrays: Dict[str, np.ndarray], config: AlbertConfig,
+                     output_dir: str, vocabulary, tokenizer_kind: str,
+                     extra: Dict[str, Any], do_lower_case: bool) -> None:
+  """Saves the preset (preset_io.save_preset) in a private local folder
+  with `extra` as albert_tf.json, then publishes it at `output_dir`."""
+  from albert_tf.checkpoints import mapping
+  from albert_tf.keras3 import preset_io
+  kept = {n: a for n, a in arrays.items()
+          if not n.startswith("sentence_order/")}
+  theirs = mapping.map_from_ours(kept, keras_hub_table(config))
+  local_dir = tempfile.mkdtemp(prefix="albert-keras-hub-")
+  try:
+    preset_io.save_preset(local_dir, backbone_kwargs(config), theirs,
+                          vocabulary,
+                          sequence_length=min(512,
+                                              config.max_position_embeddings),
+                          tokenizer_kind=tokenizer_kind,
+                          do_lower_case=do_lower_case)
+    with open(os.path.join(local_dir, EXTRA_FILE), "w", encoding="utf-8") as f:
+      json.dump(extra, f, indent=2)
+      f.write("\n")
+    try:
+      _publish(local_dir, output_dir)
+    except OSError as e:
+      raise UserInputError(f"cannot write preset {output_dir}: {e}") from e
+  finally:
+    shutil.rmtree(local_dir, ignore_errors=True)
+
+
+def heads_note(arrays: Dict[str, np.ndarray]):
+  """(what was left out, the task written) for the conversion's line."""
+  heads = {n.split("/")[0] for n in arrays if name_tables.is_head(n)}
+  dropped = (" (sentence_order head left out: keras-hub has no sentence-order "
+             "task)" if "sentence_order" in heads else "")
+  return dropped, " + AlbertMaskedLM task" if "masked_lm" in heads else ""
+
+
 def write_companions(contents: PresetContents, output_prefix: str) -> str:
   """Next to a converted checkpoint: albert_config.json and spiece.model
-  (the preset's tokenizer model). Returns a description."""
+  (the preset's tokenizer model) or vocab.txt (a WordPiece preset's).
+  Returns a description."""
   folder = file_io.dirname(output_prefix) or "."
   written = [file_io.join(folder, "albert_config.json")]
   file_io.write_json_atomic(written[0], contents.config.to_dict())
   if contents.vocabulary is not None:
-    written.append(file_io.join(folder, "spiece.model"))
+    written.append(file_io.join(
+        folder, "vocab.txt" if contents.wordpiece else "spiece.model"))
     file_io.write_atomic(written[1], contents.vocabulary)
   lower = ("" if contents.do_lower_case is None else
            f", use with do_lower_case={contents.do_lower_case}")

@@ -34,14 +34,31 @@ def _assign(variables, arrays: Dict[str, np.ndarray], what: str) -> None:
 
 
 # What a preset's tokenizer is: keras-hub's own AlbertTokenizer (the preset
-# loads with keras-hub alone) or ours (the official ids on every path; loading
-# needs `import albert_tf.keras3`).
-TOKENIZERS = ("stock", "official")
+# loads with keras-hub alone), ours (the official ids on every path; loading
+# needs `import albert_tf.keras3`), or, for a WordPiece vocabulary,
+# keras-hub's BertTokenizer (loads with keras-hub alone).
+TOKENIZERS = ("stock", "official", "wordpiece")
+
+
+def _tokenizer(tokenizer_kind: str, vocabulary, do_lower_case: bool):
+  import keras_hub
+
+  from albert_tf.keras3 import official_albert_tokenizer
+  if tokenizer_kind == "wordpiece":
+    # BERT uncased: lowercase and strip accents together, as officially.
+    return keras_hub.models.BertTokenizer(
+        vocabulary=list(vocabulary), lowercase=do_lower_case,
+        strip_accents=do_lower_case, name="albert_tokenizer")
+  tokenizer_class = (official_albert_tokenizer.OfficialAlbertTokenizer
+                     if tokenizer_kind == "official" else
+                     keras_hub.models.AlbertTokenizer)
+  return tokenizer_class(proto=vocabulary, name="albert_tokenizer")
 
 
 def save_preset(local_dir: str, backbone_kwargs: dict,
-                arrays: Dict[str, np.ndarray], vocabulary: bytes,
-                sequence_length: int, tokenizer_kind: str = "stock") -> None:
+                arrays: Dict[str, np.ndarray], vocabulary,
+                sequence_length: int, tokenizer_kind: str = "stock",
+                do_lower_case: bool = True) -> None:
   """Writes a preset: backbone, tokenizer, classifier preprocessor and, when
   `arrays` holds `mlm_head/...`, an AlbertMaskedLM task with its head.
 
@@ -49,13 +66,14 @@ def save_preset(local_dir: str, backbone_kwargs: dict,
     local_dir: an existing empty local directory.
     backbone_kwargs: AlbertBackbone constructor arguments.
     arrays: keras-hub variable path -> array (float32).
-    vocabulary: the tokenizer's SentencePiece model bytes.
+    vocabulary: the tokenizer's SentencePiece model bytes, or for
+      "wordpiece" the vocabulary's tokens (list of str, in id order).
     sequence_length: the preprocessors' default sequence length.
     tokenizer_kind: one of TOKENIZERS.
+    do_lower_case: for "wordpiece": lowercase and strip accents.
   """
   import keras_hub
 
-  from albert_tf.keras3 import official_albert_tokenizer
   if tokenizer_kind not in TOKENIZERS:
     raise ValueError(f"tokenizer_kind must be one of {TOKENIZERS}, got "
                      f"{tokenizer_kind!r}")
@@ -63,10 +81,7 @@ def save_preset(local_dir: str, backbone_kwargs: dict,
   _assign(backbone.weights,
           {k: v for k, v in arrays.items() if not k.startswith(MLM_PREFIX)},
           "backbone")
-  tokenizer_class = (official_albert_tokenizer.OfficialAlbertTokenizer
-                     if tokenizer_kind == "official" else
-                     keras_hub.models.AlbertTokenizer)
-  tokenizer = tokenizer_class(proto=vocabulary, name="albert_tokenizer")
+  tokenizer = _tokenizer(tokenizer_kind, vocabulary, do_lower_case)
   if any(k.startswith(MLM_PREFIX) for k in arrays):
     task = keras_hub.models.AlbertMaskedLM(
         backbone, keras_hub.models.AlbertMaskedLMPreprocessor(
@@ -93,7 +108,8 @@ def save_preset(local_dir: str, backbone_kwargs: dict,
 
 def load_preset(local_dir: str
                 ) -> Tuple[dict, Dict[str, np.ndarray], Optional[bytes]]:
-  """(backbone config dict, path -> array, vocabulary bytes or None).
+  """(backbone config dict, path -> array, vocabulary bytes or None: the
+  SentencePiece model, or a WordPiece preset's vocabulary.txt).
 
   The arrays hold the backbone's variables and, when the preset has an
   AlbertMaskedLM task with weights, its head's (`mlm_head/...`).
@@ -117,8 +133,9 @@ def load_preset(local_dir: str
     arrays.update({v.path: np.asarray(v.numpy(), np.float32)
                    for v in model.weights if v.path.startswith(MLM_PREFIX)})
   vocabulary = None
-  vocab_file = os.path.join(local_dir, "assets", "tokenizer", "vocabulary.spm")
-  if os.path.exists(vocab_file):
-    with open(vocab_file, "rb") as f:
-      vocabulary = f.read()
+  for name in ("vocabulary.spm", "vocabulary.txt"):  # SentencePiece, WordPiece
+    vocab_file = os.path.join(local_dir, "assets", "tokenizer", name)
+    if os.path.exists(vocab_file):
+      with open(vocab_file, "rb") as f:
+        vocabulary = f.read()
   return backbone.get_config(), arrays, vocabulary
