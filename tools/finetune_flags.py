@@ -167,6 +167,17 @@ def _define_run_flags(flag_values) -> None:
       flag_values=flag_values)
 
 
+def define_length_buckets_flag(flag_values=FLAGS) -> None:
+  """--length_buckets, for the tools whose tasks batch by length."""
+  flags.DEFINE_string(
+      "length_buckets", DEFAULT.length_buckets,
+      "Batch by length: each batch is drawn from one bucket and padded to "
+      "its length (static shapes per bucket). auto: powers of two from 32, "
+      "then --max_seq_length; none: pad everything to --max_seq_length; or "
+      "increasing lengths <= --max_seq_length, e.g. 32,64,128.",
+      flag_values=flag_values)
+
+
 def params_from_flags(defaults: Optional[Mapping] = None, flag_values=FLAGS):
   """FinetuningParams from the parsed shared flags.
 

@@ -11,7 +11,7 @@ the official google-research/albert `run_glue.sh` recipe.
 """
 
 import dataclasses
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -20,6 +20,7 @@ from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.training import finetuning
 from data_pipeline import file_io
 from data_pipeline import glue
+from data_pipeline import length_buckets
 from data_pipeline import tokenization
 from data_pipeline.shared import UserInputError
 
@@ -45,6 +46,8 @@ class GlueData:
   tokenizer: tokenization.SentencePieceTokenizer
   max_seq_length: int
   skip_malformed: bool = False
+  # Length buckets (data_pipeline.length_buckets); () or one: unbucketed.
+  buckets: Tuple[int, ...] = ()
 
   def __post_init__(self):
     self._cache = {}
@@ -63,7 +66,8 @@ class GlueData:
               seed: Optional[int] = None) -> tf.data.Dataset:
     return glue.make_dataset(self.features(split), self.max_seq_length,
                              batch_size, is_training=is_training, seed=seed,
-                             pad_id=self.tokenizer.pad_id)
+                             pad_id=self.tokenizer.pad_id,
+                             buckets=self.buckets)
 
 
 def build_glue_task(data: GlueData, eval_batch_size: int
@@ -91,7 +95,8 @@ def build_glue_task(data: GlueData, eval_batch_size: int
       loss_fn=_loss_fn(task),
       train_dataset=lambda batch_size, seed: data.dataset(
           "train", batch_size, is_training=True, seed=seed),
-      evaluate=evaluate, main_metric=task.main_metric)
+      evaluate=evaluate, main_metric=task.main_metric,
+      length_buckets=data.buckets)
 
 
 def predict_test(runner: finetuning.FinetuningRunner, data: GlueData,
@@ -136,7 +141,8 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
   tokenizer = tokenization.SentencePieceTokenizer(
       params.spm_model_file, do_lower_case=params.do_lower_case)
   data = GlueData(task, data_dir, tokenizer, params.max_seq_length,
-                  skip_malformed)
+                  skip_malformed, length_buckets.parse_length_buckets(
+                      params.length_buckets, params.max_seq_length))
   _read_needed_splits(data, params)
   runner = finetuning.FinetuningRunner(
       params, build_glue_task(data, params.eval_batch_size))
