@@ -400,13 +400,9 @@ def make_dataset(features: Features, max_seq_length: int, batch_size: int,
     return (inputs, label[0]) if label else inputs
 
   dataset = dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
-  if length_buckets.is_bucketed(buckets):
-    if not is_training and not with_labels:
-      dataset = length_buckets.with_example_index(dataset)
-    dataset = length_buckets.batch_by_length(dataset, buckets, batch_size,
-                                             drop_remainder=is_training)
-  else:
-    dataset = dataset.batch(batch_size, drop_remainder=is_training)
+  dataset = length_buckets.batch(
+      dataset, buckets, batch_size, drop_remainder=is_training,
+      keep_order=not is_training and not with_labels)
   return dataset.prefetch(tf.data.AUTOTUNE)
 
 

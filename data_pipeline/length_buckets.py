@@ -152,6 +152,18 @@ def batch_by_length(dataset, buckets: Sequence[int], batch_size: int,
   return dataset.group_by_window(key, reduce, window_size=batch_size)
 
 
+def batch(dataset, buckets: Sequence[int], batch_size: int,
+          drop_remainder: bool = False, keep_order: bool = False):
+  """`dataset.batch(batch_size, drop_remainder)`, by length bucket when
+  `buckets` has more than one (batch_by_length); then, with `keep_order`
+  (evaluation: feature dicts only), each example carries EXAMPLE_INDEX."""
+  if not is_bucketed(buckets):
+    return dataset.batch(batch_size, drop_remainder=drop_remainder)
+  if keep_order:
+    dataset = with_example_index(dataset)
+  return batch_by_length(dataset, buckets, batch_size, drop_remainder)
+
+
 def with_example_index(dataset):
   """Adds EXAMPLE_INDEX (int64 scalar: position in `dataset`) to every
   feature dict of an unbatched dataset of dicts."""

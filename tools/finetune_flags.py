@@ -48,6 +48,7 @@ def define_shared_flags(flag_values=FLAGS) -> None:
   _define_action_flags(flag_values)
   _define_hyperparameter_flags(flag_values)
   _define_run_flags(flag_values)
+  _define_length_buckets_flag(flag_values)
 
 
 def _define_model_flags(flag_values) -> None:
@@ -167,8 +168,8 @@ def _define_run_flags(flag_values) -> None:
       flag_values=flag_values)
 
 
-def define_length_buckets_flag(flag_values=FLAGS) -> None:
-  """--length_buckets, for the tools whose tasks batch by length."""
+def _define_length_buckets_flag(flag_values) -> None:
+  """--length_buckets (data_pipeline.length_buckets)."""
   flags.DEFINE_string(
       "length_buckets", DEFAULT.length_buckets,
       "Batch by length: each batch is drawn from one bucket and padded to "

@@ -27,7 +27,6 @@ from . import finetune_flags
 
 FLAGS = flags.FLAGS
 finetune_flags.define_shared_flags()
-finetune_flags.define_length_buckets_flag()
 # Key flags of this tool, so that --help lists them (absl shows only the
 # main module's key flags; the shared ones are defined in finetune_flags).
 flags.adopt_module_key_flags(finetune_flags)

@@ -17,7 +17,9 @@ different buckets, so they could not share one graph anyway.
 Prediction over a bucketed evaluation dataset (feature dicts that carry
 data_pipeline.length_buckets.EXAMPLE_INDEX) runs the model per batch and
 puts the outputs back in input order; sequence outputs ([batch, bucket,
-...]) are padded with zeros to the longest bucket's length.
+...]) are padded to the longest bucket's length with PAD_OUTPUT (floats:
+below any logit or log-probability, so the positions a bucket never computed
+never rank among the best; they are padding, which no answer uses) or 0.
 """
 
 from typing import Dict
@@ -27,6 +29,9 @@ import tensorflow as tf
 from tf_keras.src.engine import training as keras_training
 
 from data_pipeline.length_buckets import EXAMPLE_INDEX
+
+# Sequence outputs beyond a batch's bucket (float outputs; int ones get 0).
+PAD_OUTPUT = -1e30
 
 
 def _shape_key(data) -> tuple:
@@ -127,8 +132,8 @@ class InputOrderPredictor:
     Returns:
       {output name: numpy array [N, ...]} ordered by EXAMPLE_INDEX (a bare
       tensor output is named "outputs"); an output whose second dimension
-      differs between batches (a sequence output) is zero-padded to the
-      largest.
+      differs between batches (a sequence output) is padded to the
+      largest with PAD_OUTPUT (ints: 0).
     """
     strategy = self.strategy
     chunks, indices = {}, []
@@ -146,9 +151,11 @@ def _local(strategy, value):
 
 
 def _concatenate(parts):
-  """Concatenates along axis 0, zero-padding axis 1 to the largest."""
+  """Concatenates along axis 0, padding axis 1 to the largest."""
   if parts[0].ndim >= 2:
     width = max(p.shape[1] for p in parts)
+    fill = PAD_OUTPUT if np.issubdtype(parts[0].dtype, np.floating) else 0
     parts = [np.pad(p, [(0, 0), (0, width - p.shape[1])] +
-                    [(0, 0)] * (p.ndim - 2)) for p in parts]
+                    [(0, 0)] * (p.ndim - 2), constant_values=fill)
+             for p in parts]
   return np.concatenate(parts, axis=0)
