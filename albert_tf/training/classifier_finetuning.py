@@ -154,7 +154,7 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
     predictions = predict_test(runner, data, params.eval_batch_size,
                                params.output_dir)
   if export_dir and finetuning.is_chief_process(params):
-    _export(runner, params, task, export_dir)
+    _export(runner, params, task, export_dir, data.buckets)
   return {"eval": results, "predictions": predictions,
           "export_dir": export_dir}
 
@@ -175,14 +175,15 @@ def _read_needed_splits(data: GlueData,
 
 def _export(runner: finetuning.FinetuningRunner,
             params: finetuning.FinetuningParams, task: glue.GlueTask,
-            export_dir: str) -> None:
+            export_dir: str, buckets=()) -> None:
   """The restored (best) weights as a raw-text SavedModel
-  (albert_tf.exports.classifier)."""
+  (albert_tf.exports.classifier); requests run at the smallest of
+  `buckets` that holds them."""
   from albert_tf.exports import classifier as classifier_export
   config_file = file_io.join(params.output_dir, "albert_config.json")
   classifier_export.export_classifier(
       runner.model, export_dir, params.spm_model_file, task.labels,
       task.num_segments, params.max_seq_length, params.do_lower_case,
-      config_file)
+      config_file, length_buckets=buckets)
   logging.info("exported %s", export_dir)
 
