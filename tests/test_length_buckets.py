@@ -226,10 +226,11 @@ def test_bucketed_evaluation_and_predictions_equal_unbucketed(
 
 
 def _short_params(setup, name, **changes):
-  return dataclasses.replace(
-      setup["params"], output_dir=str(setup["root"] / name), do_eval=False,
-      do_predict=False, train_step=40, warmup_step=4,
-      save_checkpoints_steps=10, iterations_per_loop=5, **changes)
+  values = dict(output_dir=str(setup["root"] / name), do_eval=False,
+                do_predict=False, train_step=40, warmup_step=4,
+                save_checkpoints_steps=10, iterations_per_loop=5)
+  values.update(changes)
+  return dataclasses.replace(setup["params"], **values)
 
 
 def test_traces_equal_buckets_not_batches(glue_setup):
@@ -244,6 +245,25 @@ def test_traces_equal_buckets_not_batches(glue_setup):
   assert {shapes[0] for shapes in trainer.train_shapes} == {(32, 32),
                                                             (32, SEQ)}
   assert trainer.train_traces == len(trainer.train_shapes) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy, jit_compile, train_step", [
+    ("mirrored", False, 37), ("default", True, 23)])
+def test_bucketed_steps_under_a_strategy_and_xla_stop_at_train_step(
+    glue_setup, strategy, jit_compile, train_step):
+  params = _short_params(glue_setup, f"{strategy}_{jit_compile}",
+                         strategy=strategy, jit_compile=jit_compile,
+                         train_step=train_step, seed=4)
+  runner = finetuning.FinetuningRunner(
+      params, classifier_finetuning.build_glue_task(
+          _glue_data(glue_setup, "auto"), 48))
+  runner.train()
+  trainer = runner.trainer
+  assert runner.step == train_step
+  assert trainer.train_traces == len(trainer.train_shapes) == 2
+  assert tf.train.latest_checkpoint(params.output_dir).endswith(
+      f"ckpt-{train_step}")
 
 
 class _Killed(Exception):
