@@ -1,5 +1,6 @@
-"""The raw-text classifier export with length buckets: a request runs at the
-smallest bucket that holds it, with the full-length outputs (1e-5)."""
+"""The raw-text classifier and RACE exports with length buckets: a request
+runs at the smallest bucket that holds it, with the full-length outputs
+(1e-5)."""
 
 import numpy as np
 import pytest
@@ -8,10 +9,13 @@ import tensorflow as tf
 from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.exports import classifier as classifier_export
+from albert_tf.exports import race as race_export
 from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from data_pipeline import glue
+from data_pipeline import race
 from data_pipeline import tokenization
 
 SEQ = 64
@@ -87,3 +91,40 @@ def test_served_outputs_equal_full_length(exported, pairs):
     assert lengths.max() <= 32  # served at bucket 32
   else:
     assert lengths.max() > 32
+
+
+RACE_SEQ = 48
+
+
+@pytest.mark.slow
+def test_race_served_short_input_equals_full_length(tmp_path, spm_model):
+  config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64,
+                        max_position_embeddings=RACE_SEQ,
+                        initializer_range=0.2)
+  tf.keras.utils.set_random_seed(5)
+  model = AlbertMultipleChoice(AlbertEncoder(config), num_choices=4)
+  tf.keras.utils.set_random_seed(0)
+  examples = [
+      race.RaceExample("short-0", "middle", "A cat sat.", "Who sat?",
+                       ["a cat", "a dog", "nobody", "a bird"], 0),
+      race.RaceExample("long-0", "high", "word " * 40, "the text says _ .",
+                       ["word", "other", "none", "many words"], 0)]
+  tokenizer = tokenization.SentencePieceTokenizer(spm_model)
+  arrays = race.convert_examples_to_arrays(examples, tokenizer, RACE_SEQ, 16)
+  lengths = arrays["input_mask"].sum(-1).max(-1)
+  assert lengths[0] <= 32 < lengths[1]
+  inputs = {k: arrays[k] for k in ("input_word_ids", "input_mask",
+                                   "input_type_ids")}
+  expected = model(inputs)["logits"].numpy()
+  for name, buckets in (("bucketed", (32, RACE_SEQ)), ("full", ())):
+    path = race_export.export_race(model, str(tmp_path / name), spm_model,
+                                   RACE_SEQ, 16, length_buckets=buckets)
+    serving = exports.load_saved_model(path).signatures["serving_default"]
+    for rows in ([0], [0, 1]):  # batch 1 at bucket 32; a mixed batch at 48
+      out = serving(article=tf.constant([examples[i].article for i in rows]),
+                    question=tf.constant([examples[i].question
+                                          for i in rows]),
+                    options=tf.constant([examples[i].options for i in rows]))
+      np.testing.assert_allclose(out["logits"], expected[rows], atol=1e-5)

@@ -148,5 +148,7 @@ def _export(runner: finetuning.FinetuningRunner,
   race_export.export_race(
       runner.model, export_dir, params.spm_model_file,
       params.max_seq_length, options.max_qa_length, params.do_lower_case,
-      file_io.join(params.output_dir, "albert_config.json"))
+      file_io.join(params.output_dir, "albert_config.json"),
+      length_buckets=length_buckets.parse_length_buckets(
+          params.length_buckets, params.max_seq_length))
   logging.info("exported %s", export_dir)
