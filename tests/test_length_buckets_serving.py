@@ -1,6 +1,6 @@
-"""The raw-text classifier and RACE exports with length buckets: a request
-runs at the smallest bucket that holds it, with the full-length outputs
-(1e-5)."""
+"""The raw-text classifier, RACE and SQuAD exports with length buckets: a
+request runs at the smallest bucket that holds it, with the full-length
+outputs (1e-5)."""
 
 import numpy as np
 import pytest
@@ -10,9 +10,11 @@ from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.exports import classifier as classifier_export
 from albert_tf.exports import race as race_export
+from albert_tf.exports import squad as squad_export
 from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
+from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from data_pipeline import glue
 from data_pipeline import race
@@ -128,3 +130,32 @@ def test_race_served_short_input_equals_full_length(tmp_path, spm_model):
                                           for i in rows]),
                     options=tf.constant([examples[i].options for i in rows]))
       np.testing.assert_allclose(out["logits"], expected[rows], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_squad_served_short_input_equals_full_length(tmp_path, spm_model):
+  config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=SEQ,
+                        initializer_range=0.2)
+  tf.keras.utils.set_random_seed(7)
+  model = AlbertSpanLabeler(AlbertEncoder(config))
+  tf.keras.utils.set_random_seed(0)
+  questions = ["who sat?", "which word follows the marker?"]
+  contexts = ["A cat sat on the mat.",
+              " ".join(["the quick brown fox jumps over the lazy dog"] * 8)]
+  outputs = {}
+  for name, buckets in (("bucketed", (32, SEQ)), ("full", ())):
+    path = squad_export.export_squad(
+        model, str(tmp_path / name), spm_model, SEQ, doc_stride=16,
+        max_query_length=12, n_best_size=5, max_answer_length=8,
+        beam=False, version_2=True, length_buckets=buckets)
+    serving = exports.load_saved_model(path).signatures["serving_default"]
+    outputs[name] = [serving(question=tf.constant(questions[i:i + 1]),
+                             context=tf.constant(contexts[i:i + 1]))
+                     for i in range(2)]  # the short one runs at bucket 32
+  for bucketed, full in zip(outputs["bucketed"], outputs["full"]):
+    assert bucketed["best_answer"].numpy() == full["best_answer"].numpy()
+    assert bucketed["start"].numpy() == full["start"].numpy()
+    for key in ("score", "null_odds"):
+      np.testing.assert_allclose(bucketed[key], full[key], atol=1e-5)

@@ -244,6 +244,7 @@ def _export(runner, params, options: SquadOptions, export_dir: str) -> None:
       version_2=options.version_2_with_negative, threshold=threshold,
       do_lower_case=params.do_lower_case,
       albert_config_file=file_io.join(params.output_dir,
-                                      "albert_config.json"))
+                                      "albert_config.json"),
+      length_buckets=_buckets(params))
   logging.info("exported %s", export_dir)
 
