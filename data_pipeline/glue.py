@@ -44,6 +44,7 @@ from absl import logging
 import numpy as np
 
 from data_pipeline import file_io
+from data_pipeline import length_buckets
 from data_pipeline.shared import INPUT_MASK
 from data_pipeline.shared import INPUT_TYPE_IDS
 from data_pipeline.shared import INPUT_WORD_IDS
@@ -360,12 +361,15 @@ def featurize(task: GlueTask, examples: Sequence[Example], tokenizer,
 
 def make_dataset(features: Features, max_seq_length: int, batch_size: int,
                  is_training: bool = False, seed: Optional[int] = None,
-                 pad_id: int = 0, with_labels: Optional[bool] = None):
+                 pad_id: int = 0, with_labels: Optional[bool] = None,
+                 buckets: Sequence[int] = ()):
   """tf.data of encoder-input dicts (static shape [batch, max_seq_length]).
 
   Training: (features, labels), repeated, shuffled, full batches only.
   Otherwise: one pass in order; with labels (features, labels) if
   `with_labels`, else feature dicts only (the default for prediction).
+  With more than one of `buckets` (data_pipeline.length_buckets), batches
+  are [batch, bucket] instead, and evaluation batches carry EXAMPLE_INDEX.
   """
   import tensorflow as tf
   if with_labels is None:
@@ -396,7 +400,9 @@ def make_dataset(features: Features, max_seq_length: int, batch_size: int,
     return (inputs, label[0]) if label else inputs
 
   dataset = dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
-  dataset = dataset.batch(batch_size, drop_remainder=is_training)
+  dataset = length_buckets.batch(
+      dataset, buckets, batch_size, drop_remainder=is_training,
+      keep_order=not is_training and not with_labels)
   return dataset.prefetch(tf.data.AUTOTUNE)
 
 

@@ -244,9 +244,15 @@ def _postprocess(examples, features, results, n_best_size: int,
 
 def _span_candidates(fi: int, feature: SquadFeature, result,
                      n_best_size: int, max_answer_length: int):
-  """v1: spans of the best starts and ends; null score at [CLS]."""
-  start_logits = np.asarray(result["start_logits"], np.float64)
-  end_logits = np.asarray(result["end_logits"], np.float64)
+  """v1: spans of the best starts and ends; null score at [CLS].
+
+  Only the window's own positions (len(feature.tokens)) are ranked: no span
+  starts or ends in padding, and padding's logits would take n-best places
+  (the official code ranks them too), so that the n-best would depend on how
+  far the batch was padded (length buckets pad less)."""
+  length = len(feature.tokens)
+  start_logits = np.asarray(result["start_logits"], np.float64)[:length]
+  end_logits = np.asarray(result["end_logits"], np.float64)[:length]
   candidates = []
   for start in _best_indexes(start_logits, n_best_size):
     for end in _best_indexes(end_logits, n_best_size):

@@ -125,3 +125,13 @@ def test_tflite_benchmark(tmp_path):
   assert sizes[2] < sizes[1] < sizes[0]
   # The float model's accuracy equals the SavedModel's.
   assert rows[1][4] == "+0.0 pt"
+
+
+def test_length_buckets_benchmark(tiny_config_file):
+  from benchmarks import bench_length_buckets
+  rows = _rows(bench_length_buckets.run(tiny_config_file, 4, 32, 3,
+                                        "16,32"))
+  assert len(rows) == 1 and rows[0][0] == "tiny"
+  assert float(rows[0][3]) > 0 and float(rows[0][4]) > 0
+  _ratio(rows[0][5])
+  assert rows[0][6] == "2 (4x16, 4x32)"

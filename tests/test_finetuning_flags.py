@@ -109,6 +109,17 @@ def _cases(p):
           *glue, f"--albert_config_file={p['config']}", "--train_step=40",
           "--warmup_step=40", r"--warmup_step=40 must be in \[0, "
           r"--train_step=40\)", None),
+      "length_buckets_not_increasing": (
+          *glue, f"--albert_config_file={p['config']}",
+          "--length_buckets=32,16",
+          r"--length_buckets=32,16: lengths must be strictly increasing "
+          r"\(32 then 16\)", None),
+      # Checked after --max_seq_length is derived from the config (64).
+      "length_buckets_above_max_seq_length": (
+          *glue, f"--albert_config_file={p['config']}",
+          "--length_buckets=32,128",
+          r"--length_buckets=32,128: 128 exceeds --max_seq_length=64",
+          r"using --max_seq_length=64"),
       "squad_query_longer_than_sequence": (
           *squad, f"--train_file={p['root']}/train.json",
           "--max_seq_length=64", "--max_query_length=64",
@@ -177,6 +188,8 @@ CASES = ("vocabulary_before_checkpoint", "missing_checkpoint", "no_action",
          "missing_data_dir", "missing_config", "bad_config",
          "savedmodel_without_config", "user_max_seq_length_too_long",
          "user_warmup_not_below_train_step",
+         "length_buckets_not_increasing",
+         "length_buckets_above_max_seq_length",
          "squad_query_longer_than_sequence", "squad_missing_train_file",
          "race_qa_longer_than_sequence", "pretraining_warmup_not_below_steps",
          "pretraining_sequence_too_long", "export_vocabulary",

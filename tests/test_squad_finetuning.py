@@ -114,7 +114,13 @@ def test_squad_v1_learns_marker_task(squad_setup):
 @pytest.mark.slow
 @pytest.mark.parametrize("null_score", ["answer_class", "cls"])
 def test_squad_v2_runs_and_reports_official_metrics(squad_setup, null_score):
-  params = _params(squad_setup, f"v2_{null_score}")
+  # Unbucketed: the model trained with length buckets (another batch order)
+  # answers "a" to two unanswerable dev questions, which the official
+  # threshold search counts as wrong (a non-empty text) and the official
+  # F1 as right ("a" normalises to ""): then f1 != best_f1 below, a quirk
+  # of the official script, not of buckets (tests/test_length_buckets.py
+  # checks bucketed SQuAD metrics equal unbucketed ones).
+  params = _params(squad_setup, f"v2_{null_score}", length_buckets="none")
   squad_finetuning.run_squad(params,
                              _options(squad_setup, True,
                                       null_score=null_score))

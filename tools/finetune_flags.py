@@ -48,6 +48,7 @@ def define_shared_flags(flag_values=FLAGS) -> None:
   _define_action_flags(flag_values)
   _define_hyperparameter_flags(flag_values)
   _define_run_flags(flag_values)
+  _define_length_buckets_flag(flag_values)
 
 
 def _define_model_flags(flag_values) -> None:
@@ -170,6 +171,17 @@ def _define_run_flags(flag_values) -> None:
       flag_values=flag_values)
   flags.DEFINE_integer(
       "seed", DEFAULT.seed, "Seed for initialisation, dropout and shuffling.",
+      flag_values=flag_values)
+
+
+def _define_length_buckets_flag(flag_values) -> None:
+  """--length_buckets (data_pipeline.length_buckets)."""
+  flags.DEFINE_string(
+      "length_buckets", DEFAULT.length_buckets,
+      "Batch by length: each batch is drawn from one bucket and padded to "
+      "its length (static shapes per bucket). auto: powers of two from 32, "
+      "then --max_seq_length; none: pad everything to --max_seq_length; or "
+      "increasing lengths <= --max_seq_length, e.g. 32,64,128.",
       flag_values=flag_values)
 
 

@@ -20,13 +20,14 @@ Load with `albert_tf.exports.load_saved_model(path)` (it registers the
 tensorflow-text ops) and call `.signatures["serving_default"]`.
 """
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import tensorflow as tf
 import tf_keras
 
 from albert_tf.exports import staging
 from albert_tf.exports import token_ids
+from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.exports.options import check_export_dir_free
 from albert_tf.exports.preprocessor import build_preprocessor
 
@@ -35,8 +36,10 @@ class _ClassifierServing(tf.Module):
   """Preprocessor + classifier, tracked together for tf.saved_model.save."""
 
   def __init__(self, model: tf_keras.Model, preprocessor: tf_keras.Model,
-               labels: Optional[Sequence[str]]):
+               labels: Optional[Sequence[str]],
+               length_buckets: Tuple[int, ...] = ()):
     super().__init__(name="classifier_serving")
+    self.length_buckets = tuple(length_buckets)
     self.model = model
     self.preprocessor = preprocessor
     self.labels = labels
@@ -52,6 +55,7 @@ class _ClassifierServing(tf.Module):
     tokens = [self.preprocessor.tokenize(s) for s in segments]
     # The wrapper's __call__ is an instance attribute (a tf.function).
     inputs = self.preprocessor.bert_pack_inputs.__call__(tokens)
+    inputs = cut_to_bucket(inputs, self.length_buckets)
     logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
     if self.labels is None:
       return dict(predictions=logits[:, 0])
@@ -66,7 +70,8 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
                       num_segments: int, seq_length: int,
                       do_lower_case: bool = True,
                       albert_config_file: str = "",
-                      vocab_file: str = "") -> str:
+                      vocab_file: str = "",
+                      length_buckets: Sequence[int] = ()) -> str:
   """Writes the serving SavedModel of a fine-tuned classifier.
 
   Args:
@@ -81,6 +86,9 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
     albert_config_file: copied as an asset when given.
     vocab_file: a WordPiece vocab.txt, used when spm_model_file is empty
       (the preprocessor then runs WordPiece in-graph).
+    length_buckets: increasing lengths ending with seq_length: a request
+      runs at the smallest that holds its longest example
+      (albert_tf.exports.bucketing); () or one: always seq_length.
 
   Returns:
     export_dir.
@@ -95,7 +103,8 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
     preprocessor = build_preprocessor(
         vocab_copy if spm_model_file else None, do_lower_case, seq_length,
         vocab_file=None if spm_model_file else vocab_copy)
-    serving = _ClassifierServing(model, preprocessor, labels)
+    serving = _ClassifierServing(model, preprocessor, labels,
+                                 tuple(length_buckets))
     return serving, {
         "serving_default": _signature(serving, num_segments),
         token_ids.TOKEN_IDS: token_ids.token_ids_signature(

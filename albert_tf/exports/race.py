@@ -15,11 +15,14 @@ Signature `token_ids`: the model alone on int32 [batch, 4, seq] inputs ->
 `logits`, `probabilities` (token_ids.py).
 """
 
+from typing import Sequence
+
 import tensorflow as tf
 import tf_keras
 
 from albert_tf.exports import staging
 from albert_tf.exports import token_ids
+from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.exports.options import check_export_dir_free
 from data_pipeline import file_io
 from data_pipeline import race
@@ -41,12 +44,16 @@ class RaceServing(tf.Module):
     do_lower_case: the tokenizer's.
     vocab_tokens: a WordPiece vocabulary (tokens in id order), used when
       model_proto is None: WordPiece in-graph.
+    length_buckets: a request runs at the smallest that holds its longest
+      choice (albert_tf.exports.bucketing); () or one: at seq_length.
   """
 
   def __init__(self, model: tf_keras.Model, model_proto: bytes,
                seq_length: int, max_qa_length: int,
-               do_lower_case: bool = True, vocab_tokens=None):
+               do_lower_case: bool = True, vocab_tokens=None,
+               length_buckets: Sequence[int] = ()):
     super().__init__(name="race_serving")
+    self.length_buckets = tuple(length_buckets)
     self.model = model
     if model_proto is None:
       from data_pipeline import tf_wordpiece_tokenization
@@ -118,8 +125,10 @@ class RaceServing(tf.Module):
     return token_ids.classification_outputs(logits, regression=False)
 
   def answer(self, article, question, options):
-    logits = tf.cast(self.model(self.inputs(article, question, options),
-                                training=False)["logits"], tf.float32)
+    inputs = cut_to_bucket(self.inputs(article, question, options),
+                           self.length_buckets)
+    logits = tf.cast(self.model(inputs, training=False)["logits"],
+                     tf.float32)
     index = tf.argmax(logits, axis=-1, output_type=tf.int32)
     return dict(answer=tf.gather(self.letters, index), answer_index=index,
                 option=tf.gather(options, index, batch_dims=1),
@@ -145,7 +154,8 @@ def _ranges(k):
 def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
                 seq_length: int, max_qa_length: int,
                 do_lower_case: bool = True,
-                albert_config_file: str = "", vocab_file: str = "") -> str:
+                albert_config_file: str = "", vocab_file: str = "",
+                length_buckets: Sequence[int] = ()) -> str:
   """Writes the raw-text serving SavedModel of a fine-tuned RACE model.
 
   Args:
@@ -156,6 +166,7 @@ def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
     seq_length, max_qa_length, do_lower_case: as in fine-tuning.
     albert_config_file: copied as an asset when given.
     vocab_file: a WordPiece vocab.txt, used when spm_model_file is empty.
+    length_buckets: see RaceServing.
 
   Returns:
     export_dir.
@@ -171,7 +182,7 @@ def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
 
   def build(unused_sp_copy):
     serving = RaceServing(model, model_proto, seq_length, max_qa_length,
-                          do_lower_case, vocab_tokens)
+                          do_lower_case, vocab_tokens, length_buckets)
 
     @tf.function(input_signature=[
         tf.TensorSpec([None], tf.string), tf.TensorSpec([None], tf.string),

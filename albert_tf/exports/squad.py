@@ -43,7 +43,7 @@ character into a space next to another space (the Python path then falls
 back to an approximate alignment).
 """
 
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 import sentencepiece as spm
@@ -53,6 +53,7 @@ import tf_keras
 
 from albert_tf.exports import staging
 from albert_tf.exports import token_ids
+from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.exports.options import check_export_dir_free
 from data_pipeline import file_io
 from data_pipeline import tf_tokenization
@@ -122,14 +123,19 @@ class SquadServing(tf.Module):
     version_2: SQuAD v2.0 (null odds, "" above `threshold`).
     threshold: null_score_diff_threshold of predictions.json.
     do_lower_case, keep_accents: the tokenizer's.
+    length_buckets: the model runs a question's windows at the smallest
+      that holds the longest (albert_tf.exports.bucketing); () or one: at
+      seq_length.
   """
 
   def __init__(self, model: tf_keras.Model, model_proto: bytes,
                seq_length: int, doc_stride: int, max_query_length: int,
                n_best_size: int, max_answer_length: int, beam: bool,
                version_2: bool, threshold: float = 0.0,
-               do_lower_case: bool = True, keep_accents: bool = False):
+               do_lower_case: bool = True, keep_accents: bool = False,
+               length_buckets: Sequence[int] = ()):
     super().__init__(name="squad_serving")
+    self.length_buckets = tuple(length_buckets)
     self.model = model
     self.tokenizer = tf_tokenization.TFSentencePieceTokenizer(
         model_proto, do_lower_case=do_lower_case, keep_accents=keep_accents)
@@ -310,10 +316,12 @@ class SquadServing(tf.Module):
   def _answer_one(self, question, context, threshold):
     query = self.tokenizer(question[None])[0][:self.max_query_length]
     doc_ids, tok_start, tok_end, codepoints = self._paragraph(context)
-    inputs, piece, in_doc, max_context, _, _ = self._windows(query, doc_ids)
+    inputs, piece, in_doc, max_context, window_len, q = self._windows(
+        query, doc_ids)
     has_pieces = tf.size(doc_ids) > 0
     if not self.beam:
       inputs = {k: v for k, v in inputs.items() if k != "p_mask"}
+    inputs = cut_to_bucket(inputs, self.length_buckets)  # [W, bucket]
     outputs = self.model(inputs, training=False)
     count = tf.shape(piece)[0]
     if self.beam:
@@ -327,9 +335,17 @@ class SquadServing(tf.Module):
       start_scores = tf.repeat(start_score, k2, axis=1)
       ends, end_scores = end_index, end_score
     else:
-      start_logits = tf.cast(outputs["start_logits"], tf.float64)
-      end_logits = tf.cast(outputs["end_logits"], tf.float64)
-      k = min(self.n_best_size, self.seq_length)
+      # Only the window's own positions are ranked (squad_postprocess):
+      # not padding, whose extent depends on the bucket.
+      tokens = (q + 3 + window_len)[:, None]  # [W, 1]
+      positions = tf.range(tf.shape(outputs["start_logits"])[1])[None, :]
+
+      def ranked(logits):
+        return tf.where(positions < tokens, tf.cast(logits, tf.float64),
+                        tf.constant(-np.inf, tf.float64))
+      start_logits = ranked(outputs["start_logits"])
+      end_logits = ranked(outputs["end_logits"])
+      k = tf.minimum(self.n_best_size, tf.shape(start_logits)[1])
       start_top = tf.math.top_k(start_logits, k).indices  # [W, k]
       end_top = tf.math.top_k(end_logits, k).indices
       starts = tf.repeat(start_top, k, axis=1)  # [W, k*k], (i, j)
@@ -424,7 +440,8 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
                  n_best_size: int, max_answer_length: int, beam: bool,
                  version_2: bool, threshold: Optional[float] = None,
                  do_lower_case: bool = True,
-                 albert_config_file: str = "", vocab_file: str = "") -> str:
+                 albert_config_file: str = "", vocab_file: str = "",
+                 length_buckets: Sequence[int] = ()) -> str:
   """Writes the raw-text serving SavedModel of a fine-tuned SQuAD model.
 
   Args:
@@ -440,6 +457,7 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
     albert_config_file: copied as an asset when given.
     vocab_file: a WordPiece vocab.txt, used when spm_model_file is empty
       (squad_wordpiece.WordPieceSquadServing).
+    length_buckets: see SquadServing.
 
   Returns:
     export_dir.
@@ -457,10 +475,11 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
 
   def build(unused_sp_copy):
     if spm_model_file:
-      serving = SquadServing(model, model_proto, *settings)
+      serving = SquadServing(model, model_proto, *settings,
+                             length_buckets=length_buckets)
     else:
-      serving = squad_wordpiece.WordPieceSquadServing(model, tokens,
-                                                      *settings)
+      serving = squad_wordpiece.WordPieceSquadServing(
+          model, tokens, *settings, length_buckets=length_buckets)
     return serving, _signatures(serving, version_2)
 
   return staging.save_serving_model(

@@ -13,6 +13,8 @@ tokenizer (data_pipeline.tf_wordpiece_tokenization): ICU's Unicode version,
 and lowercasing one character at a time (Greek final sigma).
 """
 
+from typing import Sequence
+
 import tensorflow as tf
 import tensorflow_text as tf_text
 import tf_keras
@@ -27,15 +29,18 @@ class WordPieceSquadServing(squad.SquadServing):
   """SquadServing over a WordPiece vocabulary.
 
   Args:
-    model, seq_length ... threshold, do_lower_case: as SquadServing's.
+    model, seq_length ... threshold, do_lower_case, length_buckets: as
+      SquadServing's.
     tokens: the vocabulary, tokens in id order.
   """
 
   def __init__(self, model: tf_keras.Model, tokens, seq_length: int,
                doc_stride: int, max_query_length: int, n_best_size: int,
                max_answer_length: int, beam: bool, version_2: bool,
-               threshold: float = 0.0, do_lower_case: bool = True):
+               threshold: float = 0.0, do_lower_case: bool = True,
+               length_buckets: Sequence[int] = ()):
     tf.Module.__init__(self, name="squad_serving")
+    self.length_buckets = tuple(length_buckets)
     self.model = model
     self.tokenizer = tf_wp.TFWordPieceTokenizer(tokens,
                                                 do_lower_case=do_lower_case)

@@ -11,7 +11,7 @@ the official google-research/albert `run_glue.sh` recipe.
 """
 
 import dataclasses
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -21,6 +21,7 @@ from albert_tf.training import finetuning
 from albert_tf.training import finetuning_params
 from data_pipeline import file_io
 from data_pipeline import glue
+from data_pipeline import length_buckets
 from data_pipeline.shared import UserInputError
 
 
@@ -45,6 +46,8 @@ class GlueData:
   tokenizer: object  # SentencePieceTokenizer or WordPieceTokenizer.
   max_seq_length: int
   skip_malformed: bool = False
+  # Length buckets (data_pipeline.length_buckets); () or one: unbucketed.
+  buckets: Tuple[int, ...] = ()
 
   def __post_init__(self):
     self._cache = {}
@@ -63,7 +66,8 @@ class GlueData:
               seed: Optional[int] = None) -> tf.data.Dataset:
     return glue.make_dataset(self.features(split), self.max_seq_length,
                              batch_size, is_training=is_training, seed=seed,
-                             pad_id=self.tokenizer.pad_id)
+                             pad_id=self.tokenizer.pad_id,
+                             buckets=self.buckets)
 
 
 def build_glue_task(data: GlueData, eval_batch_size: int
@@ -91,7 +95,8 @@ def build_glue_task(data: GlueData, eval_batch_size: int
       loss_fn=_loss_fn(task),
       train_dataset=lambda batch_size, seed: data.dataset(
           "train", batch_size, is_training=True, seed=seed),
-      evaluate=evaluate, main_metric=task.main_metric)
+      evaluate=evaluate, main_metric=task.main_metric,
+      length_buckets=data.buckets)
 
 
 def predict_test(runner: finetuning.FinetuningRunner, data: GlueData,
@@ -136,7 +141,8 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
                          "--vocab_file (WordPiece vocab.txt)")
   tokenizer = finetuning_params.make_tokenizer(params)
   data = GlueData(task, data_dir, tokenizer, params.max_seq_length,
-                  skip_malformed)
+                  skip_malformed, length_buckets.parse_length_buckets(
+                      params.length_buckets, params.max_seq_length))
   _read_needed_splits(data, params)
   runner = finetuning.FinetuningRunner(
       params, build_glue_task(data, params.eval_batch_size))
@@ -148,7 +154,7 @@ def run_classifier(params: finetuning.FinetuningParams, task_name: str,
     predictions = predict_test(runner, data, params.eval_batch_size,
                                params.output_dir)
   if export_dir and finetuning.is_chief_process(params):
-    _export(runner, params, task, export_dir)
+    _export(runner, params, task, export_dir, data.buckets)
   return {"eval": results, "predictions": predictions,
           "export_dir": export_dir}
 
@@ -169,14 +175,15 @@ def _read_needed_splits(data: GlueData,
 
 def _export(runner: finetuning.FinetuningRunner,
             params: finetuning.FinetuningParams, task: glue.GlueTask,
-            export_dir: str) -> None:
+            export_dir: str, buckets=()) -> None:
   """The restored (best) weights as a raw-text SavedModel
-  (albert_tf.exports.classifier)."""
+  (albert_tf.exports.classifier); requests run at the smallest of
+  `buckets` that holds them."""
   from albert_tf.exports import classifier as classifier_export
   config_file = file_io.join(params.output_dir, "albert_config.json")
   classifier_export.export_classifier(
       runner.model, export_dir, params.spm_model_file, task.labels,
       task.num_segments, params.max_seq_length, params.do_lower_case,
-      config_file, vocab_file=params.vocab_file)
+      config_file, vocab_file=params.vocab_file, length_buckets=buckets)
   logging.info("exported %s", export_dir)
 

@@ -60,6 +60,7 @@ import tf_keras
 
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
+from albert_tf.training import bucketed_steps
 from albert_tf.training import run_support
 from albert_tf.training.finetuning_params import FinetuningParams
 from albert_tf.training.finetuning_params import check_spm_model
@@ -69,6 +70,7 @@ from albert_tf.training.run_support import NonFiniteLossError
 from albert_tf.training.strategy import create_strategy
 from albert_tf.training.warm_start import warm_start
 from data_pipeline import file_io
+from data_pipeline.length_buckets import EXAMPLE_INDEX
 from data_pipeline.shared import UserInputError
 
 BEST_DIR = "best"
@@ -104,6 +106,9 @@ class FinetuningTask:
       the last `evaluate` call (predictions, say) into `output_dir`; called
       when that evaluation is the best so far, so that they always belong
       to the checkpoint in eval_results.json.
+    length_buckets: the bucket lengths the task's datasets are batched by
+      (data_pipeline.length_buckets); more than one: training traces its
+      step once per bucket (albert_tf.training.bucketed_steps).
   """
 
   name: str
@@ -115,6 +120,7 @@ class FinetuningTask:
   main_metric: str = "accuracy"
   higher_is_better: bool = True
   write_eval_outputs: Optional[Callable[[str], None]] = None
+  length_buckets: Tuple[int, ...] = ()
 
 
 def build_encoder(params: FinetuningParams, config: AlbertConfig):
@@ -136,12 +142,24 @@ class _TrainingModel(tf_keras.Model):
   """Wraps a task model for `fit`: our train step, the task's loss."""
 
   def __init__(self, model: tf_keras.Model, loss_fn: LossFn,
-               clip_norm: float = 1.0):
+               clip_norm: float = 1.0, per_shape_steps: bool = False):
     super().__init__(name="finetuning")
     self.model = model
     self.loss_fn = loss_fn
     self.clip_norm = clip_norm
     self.loss_tracker = tf_keras.metrics.Mean("loss")
+    # Length buckets: one trace of the train step per batch shape.
+    self.per_shape_steps = per_shape_steps
+    self.train_traces = 0
+    self.train_shapes = set()
+    self.optimizer_weights_built = False
+
+  def make_train_function(self, force=False):
+    if not self.per_shape_steps:
+      return super().make_train_function(force)
+    if self.train_function is None or force:
+      self.train_function = bucketed_steps.per_shape_train_function(self)
+    return self.train_function
 
   def call(self, inputs, training=None):
     return self.model(inputs, training=training)
@@ -241,6 +259,7 @@ class FinetuningRunner:
     self.strategy = create_strategy(params.strategy, params.tpu)
     self.steps_per_execution = min(params.iterations_per_loop,
                                    params.save_checkpoints_steps)
+    self._bucketed_predictor = None
     with self.strategy.scope():
       self._build_model_and_optimizer()
       self._build_checkpoint_managers()
@@ -271,8 +290,9 @@ class FinetuningRunner:
             params.optimizer, params.learning_rate, train_steps,
             params.warmup_step, params.poly_power, params.weight_decay_rate),
         params.dtype)
-    self.trainer = _TrainingModel(self.model, self.task.loss_fn,
-                                  params.clip_norm)
+    self.trainer = _TrainingModel(
+        self.model, self.task.loss_fn, params.clip_norm,
+        per_shape_steps=len(self.task.length_buckets) > 1)
     self.trainer.compile(optimizer=self.optimizer,
                          steps_per_execution=self.steps_per_execution,
                          jit_compile=params.jit_compile)
@@ -344,6 +364,12 @@ class FinetuningRunner:
         self.trainer.fit(dataset.skip(start) if start else dataset,
                          epochs=epochs, steps_per_epoch=steps,
                          callbacks=[callback], verbose=0)
+      if self.trainer.per_shape_steps:
+        logging.info("%s: train step traced %d times for %d batch shapes "
+                     "(length buckets %s)", self.task.name,
+                     self.trainer.train_traces,
+                     len(self.trainer.train_shapes),
+                     ",".join(map(str, self.task.length_buckets)))
     latest = self.manager.latest_checkpoint
     if latest is None or _checkpoint_step(latest, -1) != self.step:
       self.save_and_evaluate()
@@ -379,7 +405,14 @@ class FinetuningRunner:
   # --- evaluation and prediction -------------------------------------------
 
   def predict(self, dataset: tf.data.Dataset) -> Dict[str, np.ndarray]:
-    """Task-model outputs over a finite dataset of feature dicts, in order."""
+    """Task-model outputs over a finite dataset of feature dicts, in order
+    (a bucketed one: in the order of its EXAMPLE_INDEX)."""
+    spec = dataset.element_spec
+    if isinstance(spec, dict) and EXAMPLE_INDEX in spec:
+      if self._bucketed_predictor is None:
+        self._bucketed_predictor = bucketed_steps.InputOrderPredictor(
+            self.model, self.strategy)
+      return self._bucketed_predictor(dataset)
     outputs = self.trainer.predict(dataset, verbose=0)
     if not isinstance(outputs, dict):
       outputs = {"outputs": outputs}

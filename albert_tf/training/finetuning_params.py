@@ -16,6 +16,7 @@ from absl import logging
 from albert_tf.config import AlbertConfig
 from albert_tf.exports import inspection
 from data_pipeline import file_io
+from data_pipeline import length_buckets
 from data_pipeline.shared import DTYPES
 from data_pipeline.shared import UserInputError
 from data_pipeline.shared import check_seed
@@ -62,6 +63,8 @@ class FinetuningParams:
   dtype: str = "float32"
   jit_compile: bool = False
   seed: Optional[int] = None
+  # data_pipeline.length_buckets: "auto", "none" or e.g. "32,64,128".
+  length_buckets: str = length_buckets.AUTO
 
 
 def validate_params(params: FinetuningParams,
@@ -106,6 +109,8 @@ def _check_numbers(params: FinetuningParams) -> None:
     if getattr(params, name) <= 0:
       raise UserInputError(f"--{name} must be positive, got "
                            f"{getattr(params, name)}")
+  length_buckets.parse_length_buckets(params.length_buckets,
+                                      params.max_seq_length)
   if params.do_train and not params.learning_rate > 0:
     raise UserInputError(f"--learning_rate must be positive, got "
                          f"{params.learning_rate}")

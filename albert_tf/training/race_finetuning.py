@@ -19,6 +19,7 @@ from albert_tf.training import run_support
 from albert_tf.training.task_options import RaceOptions
 from albert_tf.training.task_options import check_race
 from data_pipeline import file_io
+from data_pipeline import length_buckets
 from data_pipeline import race
 from data_pipeline.shared import ENCODER_INPUT_NAMES
 
@@ -33,6 +34,8 @@ class RaceData:
   """Examples and model inputs of one split."""
 
   def __init__(self, split: str, tokenizer, params, options: RaceOptions):
+    self.buckets = length_buckets.parse_length_buckets(
+        params.length_buckets, params.max_seq_length)
     self.examples = race.read_race_examples(
         options.data_dir, split, options.high_only, options.middle_only)
     self.arrays = race.convert_examples_to_arrays(
@@ -45,8 +48,10 @@ class RaceData:
     return {k: self.arrays[k] for k in ENCODER_INPUT_NAMES}
 
   def logits(self, predict, batch_size: int) -> np.ndarray:
-    dataset = tf.data.Dataset.from_tensor_slices(self.inputs).batch(
-        batch_size)
+    """[questions, choices] in input order (batched by length bucket)."""
+    dataset = length_buckets.batch(
+        tf.data.Dataset.from_tensor_slices(self.inputs), self.buckets,
+        batch_size, keep_order=True)
     return predict(dataset)["logits"]
 
 
@@ -95,7 +100,8 @@ def build_race_task(options: RaceOptions, train: Optional[RaceData],
     dataset = tf.data.Dataset.from_tensor_slices((train.inputs, labels))
     dataset = dataset.repeat().shuffle(min(len(train.examples), 10000),
                                        seed=seed)
-    return dataset.batch(global_batch_size, drop_remainder=True).prefetch(2)
+    return length_buckets.batch(dataset, train.buckets, global_batch_size,
+                                drop_remainder=True).prefetch(2)
 
   def evaluate(predict):
     logits = last_evaluation["logits"] = dev.logits(predict, eval_batch_size)
@@ -114,7 +120,8 @@ def build_race_task(options: RaceOptions, train: Optional[RaceData],
       loss_fn=multiple_choice_loss,
       train_dataset=train_dataset if train else None,
       evaluate=evaluate if dev else None,
-      main_metric="accuracy", write_eval_outputs=write_eval_outputs)
+      main_metric="accuracy", write_eval_outputs=write_eval_outputs,
+      length_buckets=train.buckets if train else ())
 
 
 def _predict_test(runner: finetuning.FinetuningRunner, test: RaceData,
@@ -141,5 +148,7 @@ def _export(runner: finetuning.FinetuningRunner,
       runner.model, export_dir, params.spm_model_file,
       params.max_seq_length, options.max_qa_length, params.do_lower_case,
       file_io.join(params.output_dir, "albert_config.json"),
-      vocab_file=params.vocab_file)
+      vocab_file=params.vocab_file,
+      length_buckets=length_buckets.parse_length_buckets(
+          params.length_buckets, params.max_seq_length))
   logging.info("exported %s", export_dir)

@@ -28,6 +28,7 @@ from albert_tf.training import finetuning_params
 from albert_tf.training.task_options import SquadOptions
 from albert_tf.training.task_options import check_squad
 from data_pipeline import file_io
+from data_pipeline import length_buckets
 from data_pipeline import squad
 from data_pipeline import squad_metrics
 from data_pipeline import squad_postprocess
@@ -89,7 +90,7 @@ class SquadData:
     return {k: self.arrays[k] for k in names}
 
 
-def _train_dataset(data: SquadData, options: SquadOptions):
+def _train_dataset(data: SquadData, options: SquadOptions, buckets=()):
   features = data.model_inputs(options)
   if options.beam:
     features["start_positions"] = data.arrays["start_positions"]
@@ -100,17 +101,20 @@ def _train_dataset(data: SquadData, options: SquadOptions):
     dataset = tf.data.Dataset.from_tensor_slices((features, labels))
     dataset = dataset.repeat().shuffle(min(len(data.features), 10000),
                                        seed=seed)
-    return dataset.batch(global_batch_size, drop_remainder=True).prefetch(2)
+    return length_buckets.batch(dataset, buckets, global_batch_size,
+                                drop_remainder=True).prefetch(2)
   return make
 
 
 def predict_answers(predict, data: SquadData, options: SquadOptions,
                     eval_batch_size: int,
-                    threshold: Optional[float] = 0.0
+                    threshold: Optional[float] = 0.0, buckets=()
                    ) -> squad_postprocess.SquadPredictions:
-  """Runs the model over `data` and post-processes its outputs."""
-  dataset = tf.data.Dataset.from_tensor_slices(
-      data.model_inputs(options)).batch(eval_batch_size)
+  """Runs the model over `data` (batched by length with more than one of
+  `buckets`) and post-processes its outputs."""
+  dataset = length_buckets.batch(
+      tf.data.Dataset.from_tensor_slices(data.model_inputs(options)),
+      buckets, eval_batch_size, keep_order=True)
   outputs = predict(dataset)
   results = {f.unique_id: {k: v[i] for k, v in outputs.items()}
              for i, f in enumerate(data.features)}
@@ -178,10 +182,12 @@ def build_squad_task(params: finetuning.FinetuningParams,
   dataset_json = (squad.load_squad_json(options.predict_file)
                   if params.do_eval else None)
   last_evaluation = {}
+  buckets = _buckets(params)
 
   def evaluate(predict):
     predictions = predict_answers(predict, eval_data, options,
-                                  params.eval_batch_size, threshold=None)
+                                  params.eval_batch_size, threshold=None,
+                                  buckets=buckets)
     metrics, last_evaluation["final"] = score(dataset_json, predictions,
                                               options)
     return metrics
@@ -191,12 +197,17 @@ def build_squad_task(params: finetuning.FinetuningParams,
       build_model=lambda encoder, config: build_model(options, encoder,
                                                       config),
       loss_fn=squad_v2_loss if options.beam else span_loss,
-      train_dataset=(_train_dataset(train_data, options) if train_data
-                     else None),
+      train_dataset=(_train_dataset(train_data, options, buckets)
+                     if train_data else None),
       evaluate=evaluate if params.do_eval else None,
       main_metric="f1",
       write_eval_outputs=lambda directory: last_evaluation["final"].write(
-          directory))
+          directory), length_buckets=buckets)
+
+
+def _buckets(params: finetuning.FinetuningParams):
+  return length_buckets.parse_length_buckets(params.length_buckets,
+                                             params.max_seq_length)
 
 
 def _threshold(runner: finetuning.FinetuningRunner,
@@ -215,7 +226,7 @@ def _predict(runner: finetuning.FinetuningRunner, data: SquadData,
   runner.restore_best()
   predictions = predict_answers(runner.predict, data, options,
                                 params.eval_batch_size,
-                                _threshold(runner, options))
+                                _threshold(runner, options), _buckets(params))
   paths = predictions.write(params.output_dir)
   logging.info("wrote %s", ", ".join(paths))
 
@@ -233,6 +244,6 @@ def _export(runner, params, options: SquadOptions, export_dir: str) -> None:
       do_lower_case=params.do_lower_case,
       albert_config_file=file_io.join(params.output_dir,
                                       "albert_config.json"),
-      vocab_file=params.vocab_file)
+      vocab_file=params.vocab_file, length_buckets=_buckets(params))
   logging.info("exported %s", export_dir)
 

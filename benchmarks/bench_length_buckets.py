@@ -1,0 +1,140 @@
+"""Fine-tuning throughput with length buckets against without (#24).
+
+  python -m benchmarks.bench_length_buckets --size=base --batch_size=32 \
+      --seq_length=128 --steps=12
+
+A generated single-sentence task with SST-2's length distribution (token
+lengths with [CLS] and [SEP]: gamma(4, 6.3), mean about 25, clipped to
+4..66), trained through the FinetuningRunner's `fit` step (AdamW, clipping)
+with `--length_buckets=auto` and with `none`, each after 6 warm-up steps
+(which trace every bucket shape this stream uses). The two runs alternate,
+`ROUND` steps at a time, so that machine noise (other processes) spreads
+over both; examples per second of the timed steps, the ratio is the
+speed-up.
+"""
+
+import argparse
+import tempfile
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from benchmarks import common
+
+WARMUP = 6
+ROUND = 3
+
+
+def sst2_like_features(n: int, seq: int, vocab_size: int, seed: int = 0):
+  """glue.Features of `n` generated sentences (lengths as SST-2's)."""
+  from data_pipeline import glue
+  rng = np.random.default_rng(seed)
+  lengths = np.clip(np.round(rng.gamma(4.0, 6.3, n)), 4,
+                    min(66, seq)).astype(np.int32)
+  ids = np.concatenate([np.r_[2, rng.integers(5, vocab_size, k - 2), 3]
+                        for k in lengths]).astype(np.int32)
+  return glue.Features(ids, lengths, lengths.copy(),
+                       rng.integers(0, 2, n).astype(np.int32),
+                       [str(i) for i in range(n)])
+
+
+def _runner(config_file: str, features, batch: int, seq: int,
+            buckets_flag: str):
+  """(FinetuningRunner, its training stream) after WARMUP steps."""
+  from albert_tf.models.albert_classifier import AlbertClassifier
+  from albert_tf.training import finetuning
+  from data_pipeline import glue
+  from data_pipeline import length_buckets
+  buckets = length_buckets.parse_length_buckets(buckets_flag, seq)
+
+  def loss(labels, outputs):
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=outputs["logits"])
+
+  task = finetuning.FinetuningTask(
+      name="sst2_like",
+      build_model=lambda encoder, config: AlbertClassifier(encoder, 2),
+      loss_fn=loss, length_buckets=buckets)
+  params = finetuning.FinetuningParams(
+      output_dir=tempfile.mkdtemp(prefix="bench_buckets_"),
+      albert_config_file=config_file, do_train=True, max_seq_length=seq,
+      train_batch_size=batch, learning_rate=1e-5, train_step=10**6,
+      warmup_step=10, save_checkpoints_steps=10**6, iterations_per_loop=1,
+      log_steps=10**6, seed=0, length_buckets=buckets_flag)
+  runner = finetuning.FinetuningRunner(params, task)
+  dataset = glue.make_dataset(features, seq, batch, is_training=True,
+                              seed=0, buckets=buckets)
+  runner.trainer.fit(dataset.take(WARMUP), steps_per_epoch=WARMUP, epochs=1,
+                     verbose=0)
+  return runner, dataset
+
+
+def examples_per_second(config_file: str, features, batch: int, seq: int,
+                        steps: int, buckets_flags):
+  """{flag: (examples/s of `steps` timed steps, train-step traces, batch
+  shapes)}, the runs alternating ROUND steps at a time."""
+  runs = {flag: _runner(config_file, features, batch, seq, flag)
+          for flag in buckets_flags}
+  seconds = dict.fromkeys(buckets_flags, 0.0)
+  for done in range(0, steps, ROUND):
+    count = min(ROUND, steps - done)
+    for flag, (runner, dataset) in runs.items():
+      start = time.perf_counter()
+      runner.trainer.fit(dataset.skip(WARMUP + done), steps_per_epoch=count,
+                         epochs=1, verbose=0)
+      seconds[flag] += time.perf_counter() - start
+  return {flag: (steps * batch / seconds[flag], runner.trainer.train_traces,
+                 sorted(shape[0] for shape in runner.trainer.train_shapes))
+          for flag, (runner, _) in runs.items()}
+
+
+def run(size: str, batch: int, seq: int, steps: int,
+        buckets_flag: str = "auto") -> str:
+  """The markdown table: examples/s without and with buckets."""
+  config = common.load_config(size)
+  config_file = size if size.endswith(".json") else (
+      f"{common.REPO_ROOT}/configs/albert_{size}.json")
+  features = sst2_like_features(4000, seq, config.vocab_size)
+  results = examples_per_second(config_file, features, batch, seq, steps,
+                                ("none", buckets_flag))
+  padded = results["none"][0]
+  bucketed, traces, shapes = results[buckets_flag]
+  lengths = features.lengths
+  header = ["model", "mean tokens", "share > 32", "none ex/s",
+            f"{buckets_flag} ex/s", "speed-up", "traces (shapes)"]
+  table = common.markdown_table(header, [[
+      common.size_label(size), f"{lengths.mean():.1f}",
+      f"{np.mean(lengths > 32):.0%}", f"{padded:.1f}", f"{bucketed:.1f}",
+      f"{bucketed / padded:.2f}x",
+      f"{traces} ({', '.join('x'.join(map(str, s)) for s in shapes)})"]])
+  print(table)
+  return table
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--size", default="base")
+  parser.add_argument("--batch_size", type=int, default=32)
+  parser.add_argument("--seq_length", type=int, default=128)
+  parser.add_argument("--steps", type=int, default=12)
+  parser.add_argument("--length_buckets", default="auto")
+  parser.add_argument("--write", action="store_true",
+                      help="update BENCHMARKS.md")
+  args = common.parse_args(parser)
+  table = run(args.size, args.batch_size, args.seq_length, args.steps,
+              args.length_buckets)
+  if args.write:
+    common.update_benchmarks_md(
+        "Fine-tuning with length buckets",
+        f"`python -m benchmarks.bench_length_buckets --size={args.size} "
+        f"--batch_size={args.batch_size} --seq_length={args.seq_length} "
+        f"--steps={args.steps} --length_buckets={args.length_buckets}`; "
+        f"{common.machine_line()}. A generated task with SST-2's length "
+        "distribution, trained through the fine-tuning runner, the two "
+        "runs alternating. Not yet measured: an MRPC-like pair task, "
+        "Model Garden's pipeline, serving latency.\n\n" + table)
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,173 @@
+"""Length buckets: batches padded to the smallest bucket that holds them.
+
+`--length_buckets` lists sequence lengths, e.g. `32,64,128`. Every example
+goes to the smallest bucket at least as long as its tokens (`input_mask`'s
+sum; for multiple choice the longest choice), every batch is drawn from one
+bucket and its sequence dimension is cut to that bucket's length. Shapes are
+static per bucket ([batch, bucket] with drop_remainder for training), so a
+compiled step (XLA, TPU) compiles once per bucket, and the encoder computes
+no attention or FFN over padding beyond the bucket.
+
+Values of the flag:
+  auto (the default): powers of two from 32 below --max_seq_length, then
+    --max_seq_length itself (128 -> 32,64,128; 384 -> 32,64,128,256,384).
+  none: one bucket, --max_seq_length: every batch padded to it, as before.
+  a comma list of increasing lengths <= --max_seq_length; --max_seq_length
+    is added as the last bucket when the list ends below it.
+
+The batching is tf.data's `group_by_window` keyed by bucket (what
+`bucket_by_sequence_length` does; it is not used because it pads variable-
+length elements, while ours arrive padded to --max_seq_length from the
+tasks' existing readers and are cut instead, the same code for GLUE, SQuAD
+and RACE). It is deterministic: with a seeded shuffle upstream the batch
+stream is the same in every run, so skipping the batches already trained
+on resumes it exactly. Evaluation and prediction datasets carry each
+example's position (`EXAMPLE_INDEX`) so the runner puts outputs back in
+input order.
+
+This module imports TensorFlow only inside the dataset functions: the
+tools check the flag before TensorFlow loads.
+"""
+
+from typing import Sequence, Tuple
+
+from data_pipeline.shared import INPUT_MASK
+from data_pipeline.shared import UserInputError
+
+AUTO = "auto"
+NONE = "none"
+# The smallest bucket of `auto`.
+AUTO_MIN = 32
+# Feature key of an example's position in an evaluation dataset: int64 [batch].
+EXAMPLE_INDEX = "example_index"
+
+
+def parse_length_buckets(value: str, max_seq_length: int,
+                         flag: str = "--length_buckets") -> Tuple[int, ...]:
+  """The bucket lengths of a `--length_buckets` value (see module docstring).
+
+  Args:
+    value: "auto", "none" or a comma list of ints.
+    max_seq_length: the longest sequence; the last bucket is always it.
+    flag: the name quoted in errors.
+
+  Returns:
+    Increasing ints ending with max_seq_length; one value = no bucketing.
+
+  Raises:
+    UserInputError: a value that is not a positive int, a list that is not
+      strictly increasing, or a value above max_seq_length.
+  """
+  text = (value or "").strip().lower()
+  if text in ("", NONE):
+    return (max_seq_length,)
+  if text == AUTO:
+    buckets = []
+    length = AUTO_MIN
+    while length < max_seq_length:
+      buckets.append(length)
+      length *= 2
+    return tuple(buckets) + (max_seq_length,)
+  buckets = []
+  for part in text.split(","):
+    try:
+      length = int(part.strip())
+    except ValueError:
+      raise UserInputError(f"{flag}={value}: {part.strip()!r} is not an "
+                           "integer (give auto, none or a comma list such "
+                           "as 32,64,128)") from None
+    if length <= 0:
+      raise UserInputError(f"{flag}={value}: lengths must be positive, got "
+                           f"{length}")
+    if length > max_seq_length:
+      raise UserInputError(f"{flag}={value}: {length} exceeds "
+                           f"--max_seq_length={max_seq_length}")
+    if buckets and length <= buckets[-1]:
+      raise UserInputError(f"{flag}={value}: lengths must be strictly "
+                           f"increasing ({buckets[-1]} then {length})")
+    buckets.append(length)
+  if buckets[-1] < max_seq_length:
+    buckets.append(max_seq_length)
+  return tuple(buckets)
+
+
+def is_bucketed(buckets: Sequence[int]) -> bool:
+  """Whether `buckets` (from parse_length_buckets) has more than one."""
+  return len(buckets or ()) > 1
+
+
+def _example_length(features):
+  """int64 scalar: tokens of one example (its longest row for [C, seq])."""
+  import tensorflow as tf
+  mask = tf.reshape(features[INPUT_MASK], [-1, tf.shape(
+      features[INPUT_MASK])[-1]])
+  return tf.cast(tf.reduce_max(tf.reduce_sum(mask, axis=-1)), tf.int64)
+
+
+def _cut(structure, length, max_seq_length: int):
+  """Every tensor whose static last dimension is max_seq_length, cut to
+  its first `length` positions (the rest is padding in a bucket's batch)."""
+  import tensorflow as tf
+
+  def cut(x):
+    if x.shape.rank and x.shape[-1] == max_seq_length:
+      return x[..., :length]
+    return x
+  return tf.nest.map_structure(cut, structure)
+
+
+def batch_by_length(dataset, buckets: Sequence[int], batch_size: int,
+                    drop_remainder: bool):
+  """Batches `dataset` by length bucket.
+
+  Args:
+    dataset: unbatched tf.data.Dataset of feature dicts (with INPUT_MASK,
+      int32 [seq] or [choices, seq]), or (features, labels) tuples. Every
+      tensor whose last dimension is max_seq_length (= buckets[-1]) is a
+      sequence and gets cut; other tensors (labels, positions) are kept.
+    buckets: increasing lengths ending with max_seq_length.
+    batch_size: examples per batch; every batch comes from one bucket.
+    drop_remainder: drop each bucket's last partial batch (training).
+
+  Returns:
+    tf.data.Dataset of batches; a batch of bucket b has sequence tensors
+    [batch, b] (or [batch, choices, b]); element_spec leaves that length
+    unknown (None), the tensors themselves have it.
+  """
+  import tensorflow as tf
+  max_seq_length = buckets[-1]
+  boundaries = tf.constant(list(buckets), tf.int64)
+
+  def key(*element):
+    length = _example_length(element[0])  # element: (features[, labels])
+    # The first bucket >= length.
+    return tf.reduce_sum(tf.cast(boundaries < length, tf.int64))
+
+  def reduce(bucket, window):
+    length = boundaries[bucket]
+    return window.batch(batch_size, drop_remainder=drop_remainder).map(
+        lambda *batch: _cut(batch if len(batch) > 1 else batch[0], length,
+                            max_seq_length))
+
+  return dataset.group_by_window(key, reduce, window_size=batch_size)
+
+
+def batch(dataset, buckets: Sequence[int], batch_size: int,
+          drop_remainder: bool = False, keep_order: bool = False):
+  """`dataset.batch(batch_size, drop_remainder)`, by length bucket when
+  `buckets` has more than one (batch_by_length); then, with `keep_order`
+  (evaluation: feature dicts only), each example carries EXAMPLE_INDEX."""
+  if not is_bucketed(buckets):
+    return dataset.batch(batch_size, drop_remainder=drop_remainder)
+  if keep_order:
+    dataset = with_example_index(dataset)
+  return batch_by_length(dataset, buckets, batch_size, drop_remainder)
+
+
+def with_example_index(dataset):
+  """Adds EXAMPLE_INDEX (int64 scalar: position in `dataset`) to every
+  feature dict of an unbatched dataset of dicts."""
+  import tensorflow as tf
+  indices = tf.data.Dataset.range(2**62)
+  return tf.data.Dataset.zip((dataset, indices)).map(
+      lambda features, index: dict(features, **{EXAMPLE_INDEX: index}))
