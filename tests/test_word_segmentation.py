@@ -401,3 +401,19 @@ def test_beam_writes_the_local_bytes(jieba_run, chinese, tmp_path,
   for name in ours:  # Shards and their sidecars (the run's JSON has timings).
     if name != "zh.tfrecord.stats.json":
       assert ours[name] == theirs[name], name
+
+
+@pytest.mark.slow
+def test_benchmark_prints_both_rows():
+  result = subprocess.run(
+      [sys.executable, "-m", "benchmarks.bench_word_segmentation",
+       "--megabytes=0.05", "--repeats=1", "--max_seq_length=64"],
+      cwd=REPO, capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, PYTHONPATH=REPO))
+  assert result.returncode == 0, result.stderr[-3000:]
+  rows = {line.split("|")[1].strip(): line.split("|")
+          for line in result.stdout.splitlines()
+          if line.startswith(("| none", "| jieba"))}
+  assert sorted(rows) == ["jieba", "none"]
+  assert rows["none"][3] == rows["jieba"][3]  # Same instances.
+  assert float(rows["jieba"][5]) == pytest.approx(0.15, abs=0.01)
