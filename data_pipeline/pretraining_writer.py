@@ -39,7 +39,9 @@ those names. Stats of the whole run go to `<first output>.stats.json`, or
 Vocabularies. A SentencePiece model (`spm_model_file`) or a WordPiece
 `vocab.txt` (`vocab_file`, e.g. the released Chinese ALBERTs'
 `vocab_chinese.txt`), with the official precedence: given both,
-SentencePiece is used and the vocab file ignored (one log line).
+SentencePiece is used and the vocab file ignored (one log line). With a
+WordPiece vocabulary, `word_segmenter="jieba"` masks whole Chinese words
+(`word_segmentation`); the default `none` is the official per-character rule.
 
 Filesystems. Inputs, outputs and the vocabulary may be on any
 TensorFlow filesystem (`gs://`); local files are read and written with
