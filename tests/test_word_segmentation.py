@@ -366,6 +366,28 @@ def test_cli_bad_word_segmenter_one_line_before_tensorflow(
   assert "Traceback" not in result.stderr
 
 
+def test_cli_with_jieba_writes_the_library_bytes(chinese, jieba_run,
+                                                 tmp_path):
+  out = tmp_path / "zh.tfrecord"
+  result = _cli(f"--input_file={chinese['corpus']}", f"--output_file={out}",
+                f"--vocab_file={chinese['vocab_file']}",
+                "--word_segmenter=jieba", "--max_seq_length=64",
+                "--max_predictions_per_seq=10", "--dupe_factor=10",
+                "--random_seed=5", "--num_output_shards=2",
+                "--piece_bytes=16384", "--num_workers=1", "--progress=false")
+  assert result.returncode == 0, result.stderr[-3000:]
+  assert result.stderr.strip().splitlines()[-1] == "False"  # No TensorFlow.
+  assert "prefix dict" not in result.stderr  # jieba's chatter.
+  ours, theirs = _files(tmp_path), _files(jieba_run["folder"])
+  assert sorted(ours) == sorted(theirs)
+  # The shards (sidecar fingerprints hold input mtimes, read in whole
+  # seconds once TensorFlow is imported, as here, and in ns without).
+  shards = [name for name in ours if not name.endswith(".stats.json")]
+  assert len(shards) == 2
+  for name in shards:
+    assert ours[name] == theirs[name], name
+
+
 @pytest.mark.slow
 def test_any_number_of_workers_same_bytes(jieba_run, chinese):
   out = chinese["folder"] / "jieba2" / "zh.tfrecord"
