@@ -291,7 +291,8 @@ def create_pretraining_data_beam(
     pipeline_args: Sequence[str] = (),
     num_workers: Optional[int] = None,
     corpus=None,
-    vocab_file: Optional[str] = None) -> Dict:
+    vocab_file: Optional[str] = None,
+    word_segmenter: str = "none") -> Dict:
   """Writes pretraining TFRecords with an Apache Beam pipeline.
 
   Args: those of `pretraining_writer.create_pretraining_data` (same meaning,
@@ -317,7 +318,7 @@ def create_pretraining_data_beam(
       input_file, output_file, spm_model_file, options, do_lower_case,
       dupe_factor, random_seed, num_output_shards, piece_bytes,
       skip_non_utf8_lines, albert_config_file, fs=fs, corpus=corpus,
-      vocab_file=vocab_file)
+      vocab_file=vocab_file, word_segmenter=word_segmenter)
   if len(plan.done) == len(plan.paths):
     logging.info("every shard is complete; nothing to do")
     summary = plan.summary(plan.previous_stats(), 0, time.time() - started)

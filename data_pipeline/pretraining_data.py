@@ -35,7 +35,7 @@ the output does not depend on how documents are spread over processes.
 """
 
 import dataclasses
-from typing import Dict, List, NamedTuple, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -241,11 +241,11 @@ def _random_document_b(documents, index, target_b_length, rng):
   return doc.starts[first], length
 
 
-def _split_single_segment(start, length, pool, start_piece, rng):
+def _split_single_segment(start, length, word_starts, rng):
   """Splits one sentence at a random word start: (a_len) or 0 if too short."""
   if length < 2:
     return 0
-  starts = np.flatnonzero(start_piece[pool[start + 1:start + length]]) + 1
+  starts = np.flatnonzero(word_starts[start + 1:start + length]) + 1
   if starts.size:
     return int(starts[rng.integers(starts.size)])
   return int(rng.integers(1, length))
@@ -253,7 +253,7 @@ def _split_single_segment(start, length, pool, start_piece, rng):
 
 def _add_document_instances(collector: _SpanCollector,
                             documents: Sequence[Document], index: int,
-                            pool: np.ndarray, start_piece: np.ndarray,
+                            word_starts: np.ndarray,
                             rng: np.random.Generator) -> int:
   """Appends one document's instances; returns how many chunks were dropped."""
   options = collector.options
@@ -279,7 +279,7 @@ def _add_document_instances(collector: _SpanCollector,
       rest_len = current_length - a_len
       nsp = options.random_next_sentence
       if n == 1 and not nsp and not options.single_segment_random_document:
-        split = _split_single_segment(a_start, a_len, pool, start_piece, rng)
+        split = _split_single_segment(a_start, a_len, word_starts, rng)
         if split:
           a_len, rest_start, rest_len = split, a_start + split, a_len - split
           label = int(rng.random() < 0.5)
@@ -306,7 +306,8 @@ def _add_document_instances(collector: _SpanCollector,
 
 def create_instance_spans(documents: Sequence[Document], pool: np.ndarray,
                           options: InstanceOptions, vocab: VocabInfo,
-                          random_seed: int, dupe_factor: int):
+                          random_seed: int, dupe_factor: int,
+                          word_starts: Optional[np.ndarray] = None):
   """Instances of every document, for every dupe, in (dupe, document) order.
 
   Args:
@@ -316,18 +317,23 @@ def create_instance_spans(documents: Sequence[Document], pool: np.ndarray,
     vocab: VocabInfo.
     random_seed: the run's seed.
     dupe_factor: how many times each document is used (new randoms each time).
+    word_starts: optional bool [num_tokens], True where a pool token starts
+      a word (a word segmenter's, see `word_segmentation`); default
+      `vocab.start_piece[pool]`.
 
   Returns:
     (InstanceSpans, number of dropped one-token chunks).
   """
+  if word_starts is None:
+    word_starts = vocab.start_piece[pool]
   collector = _SpanCollector(options)
   rngs = _DocumentRngs()
   dropped = 0
   for dupe in range(dupe_factor):
     for index, doc in enumerate(documents):
       rng = rngs(random_seed, dupe, doc.key)
-      dropped += _add_document_instances(collector, documents, index, pool,
-                                         vocab.start_piece, rng)
+      dropped += _add_document_instances(collector, documents, index,
+                                         word_starts, rng)
   return collector.spans(), dropped
 
 
@@ -372,11 +378,7 @@ def assemble(spans: InstanceSpans, pool: np.ndarray, vocab: VocabInfo,
   pos = np.arange(max_seq_length)[None, :]
   la = spans.a_len[:, None]
   lengths = spans.a_len + spans.b_len + 3
-  # Pool index of every position (A tokens at 1..la, B after the first SEP);
-  # [CLS], [SEP] and padding are written over afterwards.
-  src = pos + np.where(pos <= la, spans.a_start[:, None] - 1,
-                       spans.b_start[:, None] - la - 2)
-  np.clip(src, 0, max(len(pool) - 1, 0), out=src)
+  src = _pool_index(spans, max_seq_length, len(pool))
   valid = pos < lengths[:, None]
   input_ids = (pool[src] if len(pool) else np.zeros(src.shape, np.int32))
   input_ids = input_ids.astype(np.int32) * valid
@@ -386,6 +388,21 @@ def assemble(spans: InstanceSpans, pool: np.ndarray, vocab: VocabInfo,
   input_ids[rows, lengths - 1] = vocab.sep_id
   segment_ids = ((pos > la + 1) & valid).astype(np.int32)
   return input_ids, segment_ids, lengths
+
+
+def _pool_index(spans: InstanceSpans, max_seq_length: int,
+                pool_size: int) -> np.ndarray:
+  """int64 [n, seq]: the pool index of every position.
+
+  A tokens at 1..a_len, B after the first [SEP]; [CLS], [SEP] and padding
+  get a clipped index, to be written over.
+  """
+  pos = np.arange(max_seq_length)[None, :]
+  la = spans.a_len[:, None]
+  src = pos + np.where(pos <= la, spans.a_start[:, None] - 1,
+                       spans.b_start[:, None] - la - 2)
+  np.clip(src, 0, max(pool_size - 1, 0), out=src)
+  return src
 
 
 def ngram_cdf(ngram: int, favor_shorter: bool) -> np.ndarray:
@@ -404,7 +421,8 @@ class _Tokens(NamedTuple):
     valid: bool, inside [CLS] A [SEP] B [SEP] (not padding).
     is_token: bool, valid and neither [CLS] nor [SEP]: may be masked.
     word_start: bool, a masking candidate (a word) starts here.
-    token_boundary: int32, 1 at start pieces and [CLS]/[SEP] (the feature).
+    token_boundary: int32, 1 at word starts (start pieces, or a word
+      segmenter's) and [CLS]/[SEP] (the feature).
   """
   valid: np.ndarray
   is_token: np.ndarray
@@ -445,7 +463,8 @@ class _Spans(NamedTuple):
 
 
 def mask_instances(spans: InstanceSpans, pool: np.ndarray,
-                   options: InstanceOptions, vocab: VocabInfo) -> MaskedBatch:
+                   options: InstanceOptions, vocab: VocabInfo,
+                   word_starts: Optional[np.ndarray] = None) -> MaskedBatch:
   """Assembles and masks a batch of instances (official rules, vectorised).
 
   Per instance, as the official `create_masked_lm_predictions`:
@@ -468,13 +487,20 @@ def mask_instances(spans: InstanceSpans, pool: np.ndarray,
     pool: int32 [num_tokens], the token pool the spans index.
     options: InstanceOptions.
     vocab: VocabInfo.
+    word_starts: optional bool [num_tokens], per pool token, True where a
+      word starts (as `create_instance_spans`'); default: start pieces.
 
   Returns:
     MaskedBatch; masked_lm_positions sorted ascending, then 0-padded.
   """
   ids, segment_ids, lengths = assemble(spans, pool, vocab,
                                        options.max_seq_length)
-  tokens = _find_tokens(ids, lengths, vocab, options.do_whole_word_mask)
+  start = None
+  if word_starts is not None and len(word_starts):
+    start = word_starts[_pool_index(spans, options.max_seq_length,
+                                    len(word_starts))]
+  tokens = _find_tokens(ids, lengths, vocab, options.do_whole_word_mask,
+                        start)
   words = _find_words(tokens, options.ngram)
   to_predict = _num_to_predict(lengths, options)
   order, drawn_n = _visit_order(spans.draws, words, options)
@@ -504,13 +530,18 @@ def mask_instances(spans: InstanceSpans, pool: np.ndarray,
 
 
 def _find_tokens(ids: np.ndarray, lengths: np.ndarray, vocab: VocabInfo,
-                 whole_words: bool) -> _Tokens:
-  """Tokens, [CLS]/[SEP] and word starts of assembled ids [n, seq]."""
+                 whole_words: bool, start: Optional[np.ndarray] = None
+                 ) -> _Tokens:
+  """Tokens, [CLS]/[SEP] and word starts of assembled ids [n, seq].
+
+  `start`: bool [n, seq], where words start (default: start pieces).
+  """
   pos = np.arange(ids.shape[1])[None, :]
   valid = pos < lengths[:, None]
   special = (ids == vocab.cls_id) | (ids == vocab.sep_id)
   is_token = valid & ~special
-  start = vocab.start_piece[ids]
+  if start is None:
+    start = vocab.start_piece[ids]
   token_boundary = (valid & (special | start)).astype(np.int32)
   # A word starts at a start piece or after [CLS]/[SEP].
   after_special = np.ones_like(is_token)

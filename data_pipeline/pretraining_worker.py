@@ -15,6 +15,7 @@ from data_pipeline import document_pieces
 from data_pipeline import pretraining_data
 from data_pipeline import tfrecord_io
 from data_pipeline import tfrecord_schema
+from data_pipeline import word_segmentation
 from data_pipeline.pretraining_stats import PretrainingStats
 from data_pipeline.wordpiece_tokenization import make_tokenizer
 
@@ -30,17 +31,21 @@ _WORKER = {}
 
 def init_worker(spm_model_file, do_lower_case, options, vocab, random_seed,
                 dupe_factor, num_threads, skip_non_utf8_lines, corpus=None,
-                vocab_file=None, fs=None):
+                vocab_file=None, word_segmenter="none", fs=None):
   """Loads what `process_piece` needs (once per process).
 
   `corpus`: a CorpusOptions (default: the text format). `vocab_file`: a
-  WordPiece vocab.txt, used if `spm_model_file` is None. `fs` reads the
-  vocabulary and the corpus (default file_io).
+  WordPiece vocab.txt, used if `spm_model_file` is None. `word_segmenter`:
+  `none` or `jieba` (see word_segmentation; jieba's dictionary loads on the
+  first piece). `fs` reads the vocabulary and the corpus (default file_io).
   """
+  tokenizer = make_tokenizer(spm_model_file, vocab_file, do_lower_case, fs)
   _WORKER.update(
       skip_non_utf8_lines=skip_non_utf8_lines, fs=fs,
       corpus=corpus or document_pieces.CorpusOptions(),
-      tokenizer=make_tokenizer(spm_model_file, vocab_file, do_lower_case, fs),
+      tokenizer=tokenizer,
+      word_starts=word_segmentation.make_word_starts(word_segmenter,
+                                                     tokenizer),
       options=options, vocab=vocab, random_seed=random_seed,
       dupe_factor=dupe_factor, num_threads=num_threads,
       encoder=tfrecord_io.ExampleEncoder(
@@ -49,10 +54,17 @@ def init_worker(spm_model_file, do_lower_case, options, vocab, random_seed,
 
 
 def _tokenize_piece(piece: corpus_pieces.Piece):
-  """(pool int32 [tokens], documents, stats) of a piece."""
+  """(pool int32 [tokens], word starts bool [tokens] or None, documents,
+  stats) of a piece; word starts only with a word segmenter."""
   texts = [s for _, sentences in piece.documents for s in sentences]
-  ids = _WORKER["tokenizer"].encode_batch(texts, num_threads=_WORKER[
-      "num_threads"]) if texts else []
+  word_starts = None
+  if _WORKER["word_starts"] is not None:
+    ids, starts = _WORKER["word_starts"].encode_batch(texts)
+    word_starts = np.fromiter((b for x in starts for b in x), dtype=bool,
+                              count=sum(len(x) for x in starts))
+  else:
+    ids = _WORKER["tokenizer"].encode_batch(texts, num_threads=_WORKER[
+        "num_threads"]) if texts else []
   lengths = [len(x) for x in ids]
   pool = np.fromiter((i for x in ids for i in x), dtype=np.int32,
                      count=sum(lengths))
@@ -77,7 +89,7 @@ def _tokenize_piece(piece: corpus_pieces.Piece):
       stats.sentences += len(lens)
       stats.corpus_tokens += sum(lens)
   stats.documents = len(documents)
-  return pool, documents, stats
+  return pool, word_starts, documents, stats
 
 
 def process_piece(spec: corpus_pieces.PieceSpec):
@@ -88,9 +100,10 @@ def process_piece(spec: corpus_pieces.PieceSpec):
   options = _WORKER["options"]
   vocab = _WORKER["vocab"]
   seed = _WORKER["random_seed"]
-  pool, documents, stats = _tokenize_piece(piece)
+  pool, word_starts, documents, stats = _tokenize_piece(piece)
   spans, dropped = pretraining_data.create_instance_spans(
-      documents, pool, options, vocab, seed, _WORKER["dupe_factor"])
+      documents, pool, options, vocab, seed, _WORKER["dupe_factor"],
+      word_starts)
   stats.dropped_chunks = dropped
   order = pretraining_data.shuffle_rng(seed, piece.key).permutation(
       len(spans.label))
@@ -101,7 +114,8 @@ def process_piece(spec: corpus_pieces.PieceSpec):
   for begin in range(0, len(order), _BATCH):
     part = pretraining_data.InstanceSpans(
         *(field[order[begin:begin + _BATCH]] for field in spans))
-    batch = pretraining_data.mask_instances(part, pool, options, vocab)
+    batch = pretraining_data.mask_instances(part, pool, options, vocab,
+                                            word_starts)
     span_words += batch.span_words
     ngram_draws += batch.ngram_draws
     replacements += batch.replacements

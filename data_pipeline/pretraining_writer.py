@@ -39,7 +39,9 @@ those names. Stats of the whole run go to `<first output>.stats.json`, or
 Vocabularies. A SentencePiece model (`spm_model_file`) or a WordPiece
 `vocab.txt` (`vocab_file`, e.g. the released Chinese ALBERTs'
 `vocab_chinese.txt`), with the official precedence: given both,
-SentencePiece is used and the vocab file ignored (one log line).
+SentencePiece is used and the vocab file ignored (one log line). With a
+WordPiece vocabulary, `word_segmenter="jieba"` masks whole Chinese words
+(`word_segmentation`); the default `none` is the official per-character rule.
 
 Filesystems. Inputs, outputs and the vocabulary may be on any
 TensorFlow filesystem (`gs://`); local files are read and written with
@@ -64,6 +66,7 @@ from data_pipeline import document_pieces
 from data_pipeline import file_io
 from data_pipeline import pretraining_data
 from data_pipeline import pretraining_worker
+from data_pipeline import word_segmentation
 from data_pipeline.corpus_options import CorpusOptions
 from data_pipeline.pretraining_stats import PretrainingStats
 from data_pipeline.pretraining_stats import write_json
@@ -265,7 +268,8 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
              skip_non_utf8_lines: bool = False,
              albert_config_file: Optional[str] = None,
              fs=None, corpus: Optional[CorpusOptions] = None,
-             vocab_file: Optional[str] = None) -> RunPlan:
+             vocab_file: Optional[str] = None,
+             word_segmenter: str = "none") -> RunPlan:
   """Checks the flags and inputs and plans the run (see RunPlan).
 
   Args are `create_pretraining_data`'s; `fs` the filesystem functions
@@ -274,12 +278,15 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
   Raises:
     UserInputError: bad flag value, missing input, empty corpus, output
       not writable, a vocabulary larger than the ALBERT config's, a Parquet
-      file without the text column, a gzip file cut short.
+      file without the text column, a gzip file cut short, a word segmenter
+      without a WordPiece vocabulary.
   """
   fs = fs or file_io
   corpus = corpus or CorpusOptions()
   corpus.validate()
   _check_settings(options, dupe_factor, piece_bytes)
+  word_segmentation.check_word_segmenter(word_segmenter, spm_model_file,
+                                         vocab_file)
   if not (spm_model_file or vocab_file):
     make_tokenizer(None, None)  # The error naming both flags.
   files = corpus_pieces.resolve_input_files(input_file, fs)
@@ -309,11 +316,14 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
     settings["corpus"] = dataclasses.asdict(corpus)
   if vocab_file:  # SentencePiece runs keep theirs too.
     settings["tokenizer"] = "wordpiece"
+  if word_segmenter != "none":  # Per-character runs keep theirs too.
+    settings["word_segmenter"] = word_segmenter
   fingerprints = _fingerprints(files, spm_model_file or vocab_file, settings,
                                paths, fs)
   done = _completed_shards(paths, fingerprints, fs)
   initargs = (spm_model_file, do_lower_case, options, vocab, random_seed,
-              dupe_factor, 1, skip_non_utf8_lines, corpus, vocab_file)
+              dupe_factor, 1, skip_non_utf8_lines, corpus, vocab_file,
+              word_segmenter)
   return RunPlan(files, piece_counts, paths,
                  stats_path(output_file, num_output_shards), settings,
                  fingerprints, done, initargs)
@@ -479,7 +489,8 @@ def create_pretraining_data(
     show_progress: bool = True,
     albert_config_file: Optional[str] = None,
     corpus: Optional[CorpusOptions] = None,
-    vocab_file: Optional[str] = None) -> Dict:
+    vocab_file: Optional[str] = None,
+    word_segmenter: str = "none") -> Dict:
   """Writes pretraining TFRecords for a corpus; returns the stats summary.
 
   Args:
@@ -504,6 +515,8 @@ def create_pretraining_data(
       document hygiene (default: the official text format).
     vocab_file: WordPiece `vocab.txt` ([PAD] [UNK] [CLS] [SEP] [MASK]),
       used when `spm_model_file` is not given.
+    word_segmenter: `none` (official: every CJK character a word) or
+      `jieba` (Chinese words for whole-word masking; needs `vocab_file`).
 
   Returns:
     dict: the PretrainingStats fields, their `derived()` ratios, "outputs",
@@ -521,7 +534,8 @@ def create_pretraining_data(
   plan = plan_run(input_file, output_file, spm_model_file, options,
                   do_lower_case, dupe_factor, random_seed, num_output_shards,
                   piece_bytes, skip_non_utf8_lines, albert_config_file,
-                  corpus=corpus, vocab_file=vocab_file)
+                  corpus=corpus, vocab_file=vocab_file,
+                  word_segmenter=word_segmenter)
   shards = _Shards(plan)
   todo = plan.num_pieces_to_make()
   runner = _PieceRunner(plan.initargs, min(num_workers, max(todo, 1)))

@@ -6,9 +6,9 @@ also .jsonl.gz / .json.gz) or Parquet (--input_format=parquet), split into
 sentences (--sentence_splitter). The official google-research/albert flags
 keep their meaning; added: --num_workers, --num_output_shards,
 --single_segment_random_document, --skip_non_utf8_lines, --piece_bytes,
---albert_config_file, --runner, and the corpus flags (tools/corpus_flags.py:
---input_format, --text_field, --sentence_splitter, --min_document_sentences,
---dedup_documents, --skip_bad_records). See
+--albert_config_file, --runner, --word_segmenter, and the corpus flags
+(tools/corpus_flags.py: --input_format, --text_field, --sentence_splitter,
+--min_document_sentences, --dedup_documents, --skip_bad_records). See
 data_pipeline/pretraining_writer.py for sharding, shuffling and determinism,
 data_pipeline/pretraining_data.py for the algorithm,
 data_pipeline/beam_pipeline.py for the Beam pipeline.
@@ -27,6 +27,9 @@ A WordPiece vocabulary (the released Chinese ALBERTs; the official flags):
     --vocab_file=albert_base_zh/vocab_chinese.txt \
     --albert_config_file=albert_base_zh/albert_config.json \
     --max_seq_length=512 --max_predictions_per_seq=51
+
+Add --word_segmenter=jieba to mask whole Chinese words (jieba's
+segmentation) instead of single characters; the ids do not change.
 
 Wikipedia from wikiextractor --json, C4 or FineWeb:
 
@@ -76,6 +79,13 @@ flags.DEFINE_string(
 flags.DEFINE_string("spm_model_file", None,
                     "SentencePiece model (<pad> <unk> [CLS] [SEP] [MASK]); "
                     "given with --vocab_file, this one is used.")
+flags.DEFINE_string(
+    "word_segmenter", "none",
+    "none: the official rule, every Chinese character a word of its own. "
+    "jieba: Chinese words segmented with jieba (as albert_zh and HFL's "
+    "Chinese BERT-wwm), so whole-word and n-gram masking mask a "
+    "multi-character word whole or not at all; ids stay one per character. "
+    "Needs --vocab_file (WordPiece).")
 flags.DEFINE_bool("do_lower_case", True, "Lowercase the input text.")
 flags.DEFINE_bool("do_whole_word_mask", True,
                   "Mask whole words (SentencePiece start pieces; WordPiece: "
@@ -179,6 +189,7 @@ def main(argv):
       output_file=FLAGS.output_file,
       spm_model_file=FLAGS.spm_model_file,
       vocab_file=FLAGS.vocab_file,
+      word_segmenter=FLAGS.word_segmenter,
       options=options,
       do_lower_case=FLAGS.do_lower_case,
       dupe_factor=FLAGS.dupe_factor,
