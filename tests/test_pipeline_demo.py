@@ -1,7 +1,9 @@
-"""The demo's own pieces: the held-out split and the chance baselines."""
+"""The demo's own pieces: the held-out split and the chance baselines; the
+demo with a WordPiece vocabulary."""
 
 import collections
 
+import pytest
 import tensorflow as tf
 
 from data_pipeline import tfrecord_schema
@@ -45,3 +47,30 @@ def test_heldout_baselines_match_a_direct_count(pretraining_records):
   assert baselines["sop"] == labels.most_common(1)[0][1] / sum(
       labels.values())
   assert 0.4 < baselines["sop"] < 0.6 and 0 < baselines["mlm"] < 0.2
+
+
+@pytest.mark.slow
+def test_demo_runs_with_a_wordpiece_vocabulary(tmp_path):
+  """`tools.demo --tokenizer=wordpiece`: every stage takes the vocab.txt it
+  learns, and the exported preprocessor tokenizes with it in-graph."""
+  from albert_tf.config import AlbertConfig
+  from data_pipeline.wordpiece_tokenization import WordPieceTokenizer
+  settings = pipeline_demo.DemoSettings(
+      output_dir=str(tmp_path / "demo"), vocab_size=2000, max_seq_length=32,
+      max_predictions_per_seq=5, dupe_factor=1, train_batch_size=16,
+      num_train_steps=50, save_checkpoints_steps=50, tokenizer="wordpiece",
+      model=AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                         num_hidden_layers=2, num_attention_heads=4,
+                         intermediate_size=64, max_position_embeddings=32))
+  metrics = pipeline_demo.run_demo(settings)
+  assert 0 <= metrics["mlm_accuracy"] <= 1 and 0 <= metrics["sop_accuracy"]
+  vocab = str(tmp_path / "demo" / "vocab" / "vocab.txt")
+  tokens = open(vocab, encoding="utf-8").read().split("\n")[:-1]
+  assert tokens[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+  assert not (tmp_path / "demo" / "spm").exists() or not any(
+      (tmp_path / "demo" / "spm").iterdir())
+  preprocessor = tf.saved_model.load(
+      str(tmp_path / "demo" / "savedmodel" / "preprocessor"))
+  text = "Return the value of the named attribute, e.g. 3.5 times."
+  ids = preprocessor.tokenize(tf.constant([text])).flat_values.numpy()
+  assert ids.tolist() == WordPieceTokenizer(vocab).encode(text)

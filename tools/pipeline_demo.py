@@ -2,7 +2,8 @@
 
   1. corpus: the Python standard library's docstrings, split by document
      into train (95%) and held-out (5%) text; cached in <output_dir>/corpus.
-  2. a SentencePiece model with the ALBERT recipe.
+  2. a SentencePiece model with the ALBERT recipe (or, with
+     tokenizer="wordpiece", a WordPiece vocab.txt as the Chinese models use).
   3. pretraining TFRecords (SOP + n-gram masking) for both splits.
   4. pretraining a small ALBERT with LAMB on the CPU.
   5. held-out MLM and SOP accuracy next to their baselines, and a SavedModel.
@@ -39,6 +40,9 @@ class DemoSettings:
   learning_rate: float = 5e-3
   save_checkpoints_steps: int = 200
   seed: int = 12345
+  # "sentencepiece" (ALBERT's) or "wordpiece" (BERT's vocab.txt, as the
+  # released Chinese ALBERTs): every stage reaches it through the same flags.
+  tokenizer: str = "sentencepiece"
   # A small ALBERT: factorized E=64 -> H=256, one block shared by 4 layers.
   model: AlbertConfig = AlbertConfig(
       vocab_size=5000, embedding_size=64, hidden_size=256,
@@ -115,12 +119,13 @@ def _demo_paths(output_dir: str) -> Dict[str, str]:
                train_text=join(out, "corpus", "train.txt"),
                heldout_text=join(out, "corpus", "heldout.txt"),
                spm=join(out, "spm", "albert_spm"),
+               vocab=join(out, "vocab", "vocab.txt"),
                train=join(out, "data", "train.tfrecord"),
                heldout=join(out, "data", "heldout.tfrecord"),
                config=join(out, "albert_config.json"),
                run=join(out, "pretraining"),
                export=join(out, "savedmodel"))
-  for key in ("corpus", "spm", "train"):
+  for key in ("corpus", "spm", "vocab", "train"):
     file_io.makedirs(file_io.dirname(paths[key]))
   return paths
 
@@ -139,8 +144,24 @@ def _build_corpus(paths: Dict[str, str]) -> None:
         f"bytes: {train_docs:,} train / {heldout_docs:,} held out")
 
 
+def _vocabulary(settings: DemoSettings, paths: Dict[str, str]
+                ) -> Dict[str, Optional[str]]:
+  """The tokenizer flags of the data and export stages."""
+  if settings.tokenizer == "wordpiece":
+    return dict(spm_model_file=None, vocab_file=paths["vocab"])
+  return dict(spm_model_file=paths["spm"] + ".model", vocab_file=None)
+
+
 def _train_vocabulary(settings: DemoSettings, paths: Dict[str, str]) -> None:
   from data_pipeline import sentencepiece_trainer
+  if settings.tokenizer == "wordpiece":
+    from data_pipeline import wordpiece_trainer
+    started = _stage(2, "WordPiece vocabulary (BERT's vocab.txt layout)")
+    if not file_io.exists(paths["vocab"]):
+      wordpiece_trainer.train_wordpiece(paths["train_text"], paths["vocab"],
+                                        vocab_size=settings.vocab_size)
+    _done(started, f"at most {settings.vocab_size} pieces: {paths['vocab']}")
+    return
   started = _stage(2, "SentencePiece model (ALBERT recipe)")
   if not file_io.exists(paths["spm"] + ".model"):
     sentencepiece_trainer.train_sentencepiece(
@@ -161,9 +182,11 @@ def _write_pretraining_data(settings: DemoSettings,
                              settings.dupe_factor),
                             ("heldout", paths["heldout_text"], 2)):
     if not file_io.exists(paths[split]):
+      vocabulary = _vocabulary(settings, paths)
       stats = pretraining_writer.create_pretraining_data(
-          text, paths[split], paths["spm"] + ".model", options,
-          dupe_factor=dupe, random_seed=settings.seed, show_progress=False)
+          text, paths[split], vocabulary["spm_model_file"], options,
+          dupe_factor=dupe, random_seed=settings.seed, show_progress=False,
+          vocab_file=vocabulary["vocab_file"])
       print(f"      {split}: {stats['instances']:,} instances, "
             f"{stats['masked_tokens']:,} masked tokens")
   _done(started, file_io.dirname(paths["train"]))
@@ -237,8 +260,10 @@ def _export(settings, paths, setup):
   from albert_tf import exports
   if file_io.exists(paths["export"]):
     return paths["export"]
+  vocabulary = _vocabulary(settings, paths)
   exports.export_savedmodel(
-      setup.config, setup.manager.latest_checkpoint, paths["spm"] + ".model",
-      paths["export"], do_lower_case=True, with_mlm=True,
-      seq_length=settings.max_seq_length)
+      setup.config, setup.manager.latest_checkpoint,
+      vocabulary["spm_model_file"], paths["export"], do_lower_case=True,
+      with_mlm=True, seq_length=settings.max_seq_length,
+      vocab_file=vocabulary["vocab_file"])
   return paths["export"]
