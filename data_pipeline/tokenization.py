@@ -22,6 +22,7 @@ import numpy as np
 import sentencepiece as spm
 
 from data_pipeline import file_io
+from data_pipeline.control_ids import ControlIds
 from data_pipeline.shared import UserInputError
 
 SPIECE_UNDERLINE = "\u2581"  # "▁", SentencePiece's word-start marker.
@@ -145,7 +146,7 @@ def load_sentencepiece(spm_model_file: str,
   return sp
 
 
-class SentencePieceTokenizer:
+class SentencePieceTokenizer(ControlIds):
   """ALBERT tokenizer: `preprocess_text` + SentencePiece + digit-comma rule.
 
   Args:
@@ -231,26 +232,6 @@ class SentencePieceTokenizer:
           "ALBERT needs <pad>, <unk>, [CLS], [SEP] and [MASK] (train it with "
           "python -m tools.train_sentencepiece)")
     return piece_id
-
-  @property
-  def pad_id(self) -> int:
-    return self._control_id("pad_id")
-
-  @property
-  def unk_id(self) -> int:
-    return self._control_id("unk_id")
-
-  @property
-  def cls_id(self) -> int:
-    return self._control_id("cls_id")
-
-  @property
-  def sep_id(self) -> int:
-    return self._control_id("sep_id")
-
-  @property
-  def mask_id(self) -> int:
-    return self._control_id("mask_id")
 
   def start_piece_table(self) -> np.ndarray:
     """bool array [vocab_size]: `is_start_piece` of every id's piece."""

@@ -29,6 +29,7 @@ from absl import logging
 import numpy as np
 
 from data_pipeline import file_io
+from data_pipeline.control_ids import ControlIds
 from data_pipeline.shared import UserInputError
 
 CONTINUATION = "##"
@@ -192,7 +193,7 @@ def load_vocab(vocab_file: str, fs=None) -> List[str]:
   return tokens
 
 
-class WordPieceTokenizer:
+class WordPieceTokenizer(ControlIds):
   """ALBERT's WordPiece tokenizer: BERT basic tokenization + WordPiece.
 
   Args:
@@ -284,26 +285,6 @@ class WordPieceTokenizer:
           f"vocab {self.vocab_file} has no {token} token; ALBERT needs "
           "[PAD] [UNK] [CLS] [SEP] [MASK]")
     return self.vocab[token]
-
-  @property
-  def pad_id(self) -> int:
-    return self._control_id("pad_id")
-
-  @property
-  def unk_id(self) -> int:
-    return self._control_id("unk_id")
-
-  @property
-  def cls_id(self) -> int:
-    return self._control_id("cls_id")
-
-  @property
-  def sep_id(self) -> int:
-    return self._control_id("sep_id")
-
-  @property
-  def mask_id(self) -> int:
-    return self._control_id("mask_id")
 
   def start_piece_table(self) -> np.ndarray:
     """bool array [vocab_size]: True unless the token begins with "##".
