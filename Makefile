@@ -18,14 +18,14 @@ $(STAMP): requirements.txt constraints.txt
 	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
 	touch $(STAMP)
 
-# A newcomer's check of an install (about 10 minutes on 2 cores): every tool
+# A newcomer's check of an install (about 5 minutes on 2 cores): every tool
 # once, the parity checks, the import graph, the CLI help. Tests marked
 # `slow` (multi-process runs, whole pipelines, kill-and-resume sequences,
 # Keras 3 subprocesses, benchmarks) run only in test-all.
 test: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" tests
 
-# Everything, slow tests included (what CI runs; about 25 minutes).
+# Everything, slow tests included (what CI runs; about 20 minutes).
 test-all: $(STAMP)
 	$(PY) -m pytest -q tests
 
