@@ -1,12 +1,15 @@
 """Fine-tuning throughput with length buckets against without (#24).
 
   python -m benchmarks.bench_length_buckets --size=base --batch_size=32 \
-      --seq_length=128 --steps=12
+      --seq_length=128 --steps=12 --tasks=sst2,mrpc
 
-A generated single-sentence task with SST-2's length distribution (token
-lengths with [CLS] and [SEP]: gamma(4, 6.3), mean about 25, clipped to
-4..66), trained through the FinetuningRunner's `fit` step (AdamW, clipping)
-with `--length_buckets=auto` and with `none`, each after 6 warm-up steps
+Generated tasks (`--tasks`): `sst2`, single sentences with SST-2's length
+distribution (token lengths with [CLS] and [SEP]: gamma(4, 6.3), mean about
+25, clipped to 4..66); `mrpc`, sentence pairs as MRPC's (each sentence
+gamma(6, 3.7) tokens, mean about 22, clipped to 3..45; packed
+`[CLS] a [SEP] b [SEP]` mean about 47, mostly under 64). Each is trained
+through the FinetuningRunner's `fit` step (AdamW, clipping) with
+`--length_buckets=auto` and with `none`, each after 6 warm-up steps
 (which trace every bucket shape this stream uses). The two runs alternate,
 `ROUND` steps at a time, so that machine noise (other processes) spreads
 over both; examples per second of the timed steps, the ratio is the
@@ -37,6 +40,26 @@ def sst2_like_features(n: int, seq: int, vocab_size: int, seed: int = 0):
   return glue.Features(ids, lengths, lengths.copy(),
                        rng.integers(0, 2, n).astype(np.int32),
                        [str(i) for i in range(n)])
+
+
+def mrpc_like_features(n: int, seq: int, vocab_size: int, seed: int = 0):
+  """glue.Features of `n` generated sentence pairs (lengths as MRPC's)."""
+  from data_pipeline import glue
+  rng = np.random.default_rng(seed)
+  longest = min(45, (seq - 3) // 2)
+  a, b = (np.clip(np.round(rng.gamma(6.0, 3.7, n)), 3, longest).astype(
+      np.int32) for _ in range(2))
+  ids = np.concatenate([
+      np.r_[2, rng.integers(5, vocab_size, i), 3,
+            rng.integers(5, vocab_size, j), 3]
+      for i, j in zip(a, b)]).astype(np.int32)
+  return glue.Features(ids, a + b + 3, a + 2,
+                       rng.integers(0, 2, n).astype(np.int32),
+                       [str(i) for i in range(n)])
+
+
+TASKS = {"sst2": ("SST-2-like", sst2_like_features),
+         "mrpc": ("MRPC-like pairs", mrpc_like_features)}
 
 
 def _runner(config_file: str, features, batch: int, seq: int,
@@ -90,24 +113,30 @@ def examples_per_second(config_file: str, features, batch: int, seq: int,
 
 
 def run(size: str, batch: int, seq: int, steps: int,
-        buckets_flag: str = "auto") -> str:
-  """The markdown table: examples/s without and with buckets."""
+        buckets_flag: str = "auto", tasks=("sst2",)) -> str:
+  """The markdown table: examples/s without and with buckets, a row per
+  task (TASKS)."""
   config = common.load_config(size)
   config_file = size if size.endswith(".json") else (
       f"{common.REPO_ROOT}/configs/albert_{size}.json")
-  features = sst2_like_features(4000, seq, config.vocab_size)
-  results = examples_per_second(config_file, features, batch, seq, steps,
-                                ("none", buckets_flag))
-  padded = results["none"][0]
-  bucketed, traces, shapes = results[buckets_flag]
-  lengths = features.lengths
-  header = ["model", "mean tokens", "share > 32", "none ex/s",
-            f"{buckets_flag} ex/s", "speed-up", "traces (shapes)"]
-  table = common.markdown_table(header, [[
-      common.size_label(size), f"{lengths.mean():.1f}",
-      f"{np.mean(lengths > 32):.0%}", f"{padded:.1f}", f"{bucketed:.1f}",
-      f"{bucketed / padded:.2f}x",
-      f"{traces} ({', '.join('x'.join(map(str, s)) for s in shapes)})"]])
+  rows = []
+  for task in tasks:
+    label, make_features = TASKS[task]
+    features = make_features(4000, seq, config.vocab_size)
+    results = examples_per_second(config_file, features, batch, seq, steps,
+                                  ("none", buckets_flag))
+    padded = results["none"][0]
+    bucketed, traces, shapes = results[buckets_flag]
+    lengths = features.lengths
+    rows.append([
+        common.size_label(size), label, f"{lengths.mean():.1f}",
+        f"{np.mean(lengths > 32):.0%} / {np.mean(lengths > 64):.0%}",
+        f"{padded:.1f}", f"{bucketed:.1f}", f"{bucketed / padded:.2f}x",
+        f"{traces} ({', '.join('x'.join(map(str, s)) for s in shapes)})"])
+  header = ["model", "task", "mean tokens", "share > 32 / > 64",
+            "none ex/s", f"{buckets_flag} ex/s", "speed-up",
+            "traces (shapes)"]
+  table = common.markdown_table(header, rows)
   print(table)
   return table
 
@@ -119,21 +148,31 @@ def main():
   parser.add_argument("--seq_length", type=int, default=128)
   parser.add_argument("--steps", type=int, default=12)
   parser.add_argument("--length_buckets", default="auto")
+  parser.add_argument("--tasks", default="sst2,mrpc",
+                      help="comma list of " + ", ".join(TASKS))
   parser.add_argument("--write", action="store_true",
                       help="update BENCHMARKS.md")
   args = common.parse_args(parser)
+  tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+  unknown = [t for t in tasks if t not in TASKS]
+  if unknown or not tasks:
+    parser.exit(1, f"error: --tasks={args.tasks}: give a comma list of "
+                f"{', '.join(TASKS)}\n")
+  machine = common.machine_line()
   table = run(args.size, args.batch_size, args.seq_length, args.steps,
-              args.length_buckets)
+              args.length_buckets, tasks)
   if args.write:
     common.update_benchmarks_md(
         "Fine-tuning with length buckets",
         f"`python -m benchmarks.bench_length_buckets --size={args.size} "
         f"--batch_size={args.batch_size} --seq_length={args.seq_length} "
-        f"--steps={args.steps} --length_buckets={args.length_buckets}`; "
-        f"{common.machine_line()}. A generated task with SST-2's length "
-        "distribution, trained through the fine-tuning runner, the two "
-        "runs alternating. Not yet measured: an MRPC-like pair task, "
-        "Model Garden's pipeline, serving latency.\n\n" + table)
+        f"--steps={args.steps} --length_buckets={args.length_buckets} "
+        f"--tasks={','.join(tasks)}`; {machine}. Generated tasks with "
+        "SST-2's length distribution (single sentences) and MRPC's "
+        "(sentence pairs), trained through the fine-tuning runner, the two "
+        "runs alternating. Not yet measured: Model Garden's pipeline. "
+        "Serving latency: see \"Serving latency with length buckets\"."
+        "\n\n" + table)
 
 
 if __name__ == "__main__":

@@ -43,13 +43,16 @@ EXAMPLE_INDEX = "example_index"
 
 
 def parse_length_buckets(value: str, max_seq_length: int,
-                         flag: str = "--length_buckets") -> Tuple[int, ...]:
+                         flag: str = "--length_buckets",
+                         max_flag: str = "--max_seq_length"
+                         ) -> Tuple[int, ...]:
   """The bucket lengths of a `--length_buckets` value (see module docstring).
 
   Args:
     value: "auto", "none" or a comma list of ints.
     max_seq_length: the longest sequence; the last bucket is always it.
     flag: the name quoted in errors.
+    max_flag: the name of max_seq_length's flag, quoted in errors.
 
   Returns:
     Increasing ints ending with max_seq_length; one value = no bucketing.
@@ -81,7 +84,7 @@ def parse_length_buckets(value: str, max_seq_length: int,
                            f"{length}")
     if length > max_seq_length:
       raise UserInputError(f"{flag}={value}: {length} exceeds "
-                           f"--max_seq_length={max_seq_length}")
+                           f"{max_flag}={max_seq_length}")
     if buckets and length <= buckets[-1]:
       raise UserInputError(f"{flag}={value}: lengths must be strictly "
                            f"increasing ({buckets[-1]} then {length})")

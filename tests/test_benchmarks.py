@@ -130,8 +130,13 @@ def test_tflite_benchmark(tmp_path):
 def test_length_buckets_benchmark(tiny_config_file):
   from benchmarks import bench_length_buckets
   rows = _rows(bench_length_buckets.run(tiny_config_file, 4, 32, 3,
-                                        "16,32"))
-  assert len(rows) == 1 and rows[0][0] == "tiny"
-  assert float(rows[0][3]) > 0 and float(rows[0][4]) > 0
-  _ratio(rows[0][5])
-  assert rows[0][6] == "2 (4x16, 4x32)"
+                                        "16,32", ("sst2", "mrpc")))
+  assert [r[:2] for r in rows] == [["tiny", "SST-2-like"],
+                                   ["tiny", "MRPC-like pairs"]]
+  for row in rows:
+    assert 2 < float(row[2]) <= 32
+    assert float(row[4]) > 0 and float(row[5]) > 0
+    _ratio(row[6])
+  assert rows[0][7] == "2 (4x16, 4x32)"
+  traces, shapes = rows[1][7].split(" ", 1)
+  assert int(traces) == len(shapes.split(",")) and "4x32" in shapes

@@ -72,7 +72,7 @@ def runs(tmp_path_factory, tiny_config, spm_model):
                  f"--init_checkpoint={export_official}",
                  f"--spm_model_file={spm_model}",
                  f"--export_dir={export / 'export'}", "--with_mlm",
-                 "--seq_length=24"),
+                 "--seq_length=24", "--length_buckets=16"),
       "mismatch": ("convert_checkpoint", f"--albert_config_file={wrong}",
                    f"--input_checkpoint={ours}",
                    f"--output_checkpoint={convert / 'out' / 'ckpt'}",
@@ -86,6 +86,12 @@ def runs(tmp_path_factory, tiny_config, spm_model):
                              f"--spm_model_file={export}/missing.model",
                              f"--export_dir={export / 'export2'}",
                              "--seq_length=24"),
+      "export_bad_buckets": ("export_savedmodel",
+                             f"--albert_config_file={export_config_file}",
+                             f"--init_checkpoint={export_ours}",
+                             f"--spm_model_file={spm_model}",
+                             f"--export_dir={export / 'export3'}",
+                             "--seq_length=24", "--length_buckets=16,32"),
   }
   with concurrent.futures.ThreadPoolExecutor(2) as pool:
     futures = {name: pool.submit(_run, *command)
@@ -137,7 +143,13 @@ def test_export_cli(runs):
   preprocessor = tf.saved_model.load(os.path.join(export_dir, "preprocessor"))
   encoder = tf.saved_model.load(os.path.join(export_dir, "encoder"))
   inputs = preprocessor(tf.constant(["hello world", "a number"]))
-  assert inputs["input_word_ids"].shape == (2, 24)
+  assert inputs["input_word_ids"].shape == (2, 24)  # TF Hub's fixed length
+  assert "length buckets 16,24" in result.stdout
+  served = preprocessor.signatures["serving_default"](
+      sentences=tf.constant(["hello world", "a number"]))
+  assert served["input_word_ids"].shape == (2, 16)
+  np.testing.assert_array_equal(served["input_word_ids"],
+                                inputs["input_word_ids"][:, :16])
   np.testing.assert_allclose(
       encoder(inputs)["pooled_output"],
       paths["export_model"].encoder(inputs)["pooled_output"], atol=1e-5)
@@ -145,3 +157,9 @@ def test_export_cli(runs):
   assert result.returncode == 1
   assert "missing.model" in result.stderr and "Traceback" not in result.stderr
   assert not (paths["export"] / "export2").exists()
+  result = results["export_bad_buckets"]
+  assert result.returncode == 1 and "Traceback" not in result.stderr
+  assert [line for line in result.stderr.splitlines()
+          if line.startswith("error:")] == [
+              "error: --length_buckets=16,32: 32 exceeds --seq_length=24"]
+  assert not (paths["export"] / "export3").exists()

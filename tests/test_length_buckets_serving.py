@@ -159,3 +159,66 @@ def test_squad_served_short_input_equals_full_length(tmp_path, spm_model):
     assert bucketed["start"].numpy() == full["start"].numpy()
     for key in ("score", "null_odds"):
       np.testing.assert_allclose(bucketed[key], full[key], atol=1e-5)
+
+
+@pytest.mark.slow
+def test_preprocessor_serves_at_smallest_bucket(tmp_path, spm_model):
+  """The encoder export's raw-text endpoints bucket; the encoder's outputs
+  at the real positions equal the full-length ones; calling the
+  preprocessor and bert_pack_inputs keep the fixed length."""
+  seq = 32
+  config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=seq,
+                        initializer_range=0.2)
+  tf.keras.utils.set_random_seed(11)
+  encoder = AlbertEncoder(config)
+  tf.keras.utils.set_random_seed(0)
+  checkpoint = str(tmp_path / "ckpt" / "ckpt")
+  tf.train.Checkpoint(encoder=encoder).write(checkpoint)
+  export_dir = str(tmp_path / "export")
+  exports.export_savedmodel(config, checkpoint, spm_model, export_dir,
+                            seq_length=seq, length_buckets=(16,))
+  preprocessor = exports.load_saved_model(export_dir + "/preprocessor")
+  encoder = exports.load_saved_model(export_dir + "/encoder")
+  short, long = tf.constant(["A cat."]), tf.constant(["word " * 20])
+  for text, width in ((short, 16), (long, seq)):
+    full = preprocessor(text)  # TF Hub's call: always seq_length
+    assert full["input_word_ids"].shape == (1, seq)
+    for served in (preprocessor.signatures["serving_default"](sentences=text),
+                   preprocessor.serve(text), preprocessor.call_inference(text)):
+      assert {tuple(v.shape) for v in served.values()} == {(1, width)}
+      for key, value in served.items():
+        np.testing.assert_array_equal(value, full[key][:, :width])
+    n = int(tf.reduce_sum(full["input_mask"]))
+    expected = encoder(full)
+    got = encoder(dict(served))
+    np.testing.assert_allclose(got["sequence_output"][:, :n],
+                               expected["sequence_output"][:, :n], atol=1e-5)
+    np.testing.assert_allclose(got["pooled_output"], expected["pooled_output"],
+                               atol=1e-5)
+  # Pairs: the signature and the endpoint bucket, bert_pack_inputs does not.
+  tokens = [preprocessor.tokenize(short), preprocessor.tokenize(short)]
+  packed = preprocessor.bert_pack_inputs(tokens, seq_length=seq)
+  assert packed["input_word_ids"].shape == (1, seq)
+  assert int(tf.reduce_sum(packed["input_mask"])) <= 16
+  for pair in (preprocessor.signatures["two_segments"](text_a=short,
+                                                       text_b=short),
+               preprocessor.two_segments({"text_a": short, "text_b": short})):
+    assert {tuple(v.shape) for v in pair.values()} == {(1, 16)}
+    for key, value in pair.items():
+      np.testing.assert_array_equal(value, packed[key][:, :16])
+  assert preprocessor.bert_pack_inputs(
+      tokens, seq_length=24)["input_word_ids"].shape == (1, 24)
+
+
+def test_export_length_buckets_are_checked():
+  from albert_tf.exports import options
+  from data_pipeline.shared import UserInputError
+  assert options.export_length_buckets((), 128) == (128,)
+  assert options.export_length_buckets("auto", 128) == (32, 64, 128)
+  assert options.export_length_buckets((16, 32), 64) == (16, 32, 64)
+  with pytest.raises(UserInputError, match="exceeds --seq_length=64"):
+    options.export_length_buckets((32, 96), 64)
+  with pytest.raises(UserInputError, match="strictly increasing"):
+    options.export_length_buckets("32,16", 64)

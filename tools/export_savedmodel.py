@@ -5,7 +5,7 @@ r"""Export an ALBERT checkpoint as TF Hub encoder + preprocessor SavedModels.
       --init_checkpoint=albert_base/model.ckpt-best \
       --spm_model_file=albert_base/30k-clean.model \
       --export_dir=/tmp/albert_base_export --do_lower_case --with_mlm \
-      --seq_length=128
+      --seq_length=128 --length_buckets=auto
 
 A released Chinese model (WordPiece vocab.txt, no SentencePiece model):
 
@@ -55,6 +55,14 @@ flags.DEFINE_bool("with_mlm", False,
 flags.DEFINE_integer("seq_length", 128,
                      "Default sequence length of the preprocessor (if unset: "
                      "at most the config's max_position_embeddings).")
+flags.DEFINE_string("length_buckets", "auto",
+                    "The preprocessor's raw-text signatures and endpoints "
+                    "(serving_default, two_segments, serve) give a request "
+                    "at the smallest of these lengths that holds it. auto: "
+                    "powers of two from 32, then --seq_length; none: always "
+                    "--seq_length; or increasing lengths <= --seq_length, "
+                    "e.g. 32,64. Calling the preprocessor (hub.KerasLayer) "
+                    "and bert_pack_inputs keep TF Hub's fixed length.")
 flags.DEFINE_enum("input_format", "auto",
                   ["auto", "ours", "official", "huggingface", "garden"],
                   "Layout of --init_checkpoint; auto detects it.")
@@ -75,6 +83,7 @@ def check_before_tensorflow(config) -> None:
   options.check_encoder_export(config, FLAGS.spm_model_file, FLAGS.export_dir,
                                FLAGS.do_lower_case, FLAGS.seq_length,
                                FLAGS.vocab_file)
+  options.export_length_buckets(FLAGS.length_buckets, FLAGS.seq_length)
 
 
 def main(argv):
@@ -91,7 +100,7 @@ def main(argv):
       config, FLAGS.init_checkpoint, FLAGS.spm_model_file, FLAGS.export_dir,
       do_lower_case=FLAGS.do_lower_case, with_mlm=FLAGS.with_mlm,
       seq_length=FLAGS.seq_length, input_format=FLAGS.input_format,
-      vocab_file=FLAGS.vocab_file))
+      vocab_file=FLAGS.vocab_file, length_buckets=FLAGS.length_buckets))
 
 
 def run():

@@ -24,7 +24,13 @@
   SentencePiece in-graph: the TF Hub preprocessor convention, with
   `.tokenize`, `.bert_pack_inputs` and the signatures `serving_default`
   (`sentences`) and `two_segments` (`text_a`, `text_b`); see
-  preprocessor.py. Assets as the encoder's.
+  preprocessor.py. Assets as the encoder's. With `length_buckets`, the
+  raw-text signatures and endpoints (`serving_default`, `two_segments`,
+  `serve`, `call_inference`) give a request at the smallest bucket that
+  holds its longest example (the encoder masks the rest, so its outputs at
+  the real positions do not change); calling the preprocessor
+  (`hub.KerasLayer`) and `.bert_pack_inputs(..., seq_length=N)` keep TF
+  Hub's fixed length.
 
 Both are built in a hidden folder `.<name>.tmp-<pid>` next to `export_dir`
 and renamed into place when complete (on object stores file by file, each
@@ -112,7 +118,8 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
                       do_lower_case: bool = True, with_mlm: bool = False,
                       seq_length: int = 128,
                       input_format: str = "auto",
-                      vocab_file: str = None) -> str:
+                      vocab_file: str = None,
+                      length_buckets=()) -> str:
   """Writes <export_dir>/encoder and <export_dir>/preprocessor.
 
   Args:
@@ -128,6 +135,10 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
     input_format: see converter.INPUT_FORMATS.
     vocab_file: a WordPiece vocab.txt, used when spm_model_file is None
       (given both, SentencePiece is used, as officially).
+    length_buckets: increasing lengths <= seq_length (seq_length is added
+      as the last), or a `--length_buckets` value ("auto", "none",
+      "32,64"): the preprocessor's raw-text endpoints cut a request to the
+      smallest that holds it; (), "none" or one: always seq_length.
 
   Returns:
     A one-line description.
@@ -145,6 +156,7 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
   vocab_size = options.check_encoder_export(config, spm_model_file, export_dir,
                                             do_lower_case, seq_length,
                                             vocab_file)
+  buckets = options.export_length_buckets(length_buckets, seq_length)
   vocabulary = spm_model_file or vocab_file
   if vocab_size < config.vocab_size:
     logging.warning("vocabulary %s has %d entries, the model %d",
@@ -181,12 +193,16 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
         vocab_file=None if spm_model_file else vocab_copy)
     setattr(preprocessor, vocab_attribute, tf.saved_model.Asset(vocab_copy))
     preprocessor.albert_config_file = tf.saved_model.Asset(config_copy)
-    endpoints.add_preprocessor_endpoints(preprocessor)
+    endpoints.add_preprocessor_endpoints(preprocessor, buckets)
     preprocessor.save(file_io.join(tmp_dir, "preprocessor"),
                       include_optimizer=False, save_format="tf",
-                      signatures=preprocessor_signatures(preprocessor))
+                      signatures=preprocessor_signatures(preprocessor,
+                                                         buckets))
     file_io.rmtree(assets)
     file_io.rename_tree(tmp_dir, export_dir, last=staging.SAVED_MODEL_LAST)
+  buckets_text = (f", length buckets {','.join(map(str, buckets))}"
+                  if len(buckets) > 1 else "")
   return (f"exported {report.format} checkpoint {report.path} to "
           f"{export_dir}/encoder{' (+ mlm)' if with_mlm else ''} and "
-          f"{export_dir}/preprocessor (seq_length {seq_length})")
+          f"{export_dir}/preprocessor (seq_length {seq_length}"
+          f"{buckets_text})")

@@ -18,6 +18,8 @@ preprocessor
   the encoder's input dict for one segment (`[CLS] a [SEP]`).
   `two_segments`: dict `text_a`, `text_b` (tf.string [batch]) -> the
   encoder's input dict for `[CLS] a [SEP] b [SEP]`.
+  With length buckets, both give [batch, the smallest bucket holding the
+  request's longest example] (albert_tf.exports.bucketing).
 
 `serving_default` and `two_segments` have the names of the SavedModel
 signatures (for TF Serving) so either name works in both worlds; `serve` is
@@ -26,8 +28,12 @@ names its documentation uses. The functions wrap the tf_keras objects, so
 they use the very variables `hub.KerasLayer(trainable=True)` trains.
 """
 
+from typing import Sequence
+
 import tensorflow as tf
 
+from albert_tf.exports.preprocessor import pack_one
+from albert_tf.exports.preprocessor import pack_two
 from data_pipeline.shared import ENCODER_INPUT_NAMES
 
 
@@ -65,25 +71,26 @@ def add_encoder_endpoints(core) -> None:
   core.call_training = call_training
 
 
-def add_preprocessor_endpoints(preprocessor) -> None:
+def add_preprocessor_endpoints(preprocessor,
+                               length_buckets: Sequence[int] = ()) -> None:
   """Attaches the Keras 3 endpoints (module docstring) to the preprocessor.
 
   Args:
     preprocessor: the tf_keras model of `preprocessor.build_preprocessor`,
       with its `tokenize` and `bert_pack_inputs` attributes.
+    length_buckets: increasing lengths ending with its seq_length; more
+      than one: a request is cut to the smallest that holds it.
   """
   text = tf.TensorSpec([None], tf.string)
 
   @tf.function(input_signature=[text])
   def call_inference(sentences):
-    return preprocessor(sentences)
+    return pack_one(preprocessor, sentences, length_buckets)
 
   @tf.function(input_signature=[{"text_a": text, "text_b": text}])
   def two_segments(inputs):
-    # The wrapper's __call__ is an instance attribute (a tf.function).
-    return preprocessor.bert_pack_inputs.__call__(
-        [preprocessor.tokenize(inputs["text_a"]),
-         preprocessor.tokenize(inputs["text_b"])])
+    return pack_two(preprocessor, inputs["text_a"], inputs["text_b"],
+                    length_buckets)
 
   preprocessor.serve = call_inference
   preprocessor.call_inference = call_inference

@@ -5,8 +5,11 @@ tools/export_savedmodel.py runs these checks in its first second, before
 TensorFlow's ~5 s import; the exports run the same ones for library callers.
 """
 
+from typing import Tuple
+
 from albert_tf.config import AlbertConfig
 from data_pipeline import file_io
+from data_pipeline import length_buckets as length_buckets_lib
 from data_pipeline import wordpiece_tokenization
 from data_pipeline.shared import UserInputError
 
@@ -47,6 +50,26 @@ def check_encoder_export(config: AlbertConfig, spm_model_file: str,
     raise UserInputError(
         f"{what}, more than the config's vocab_size ({config.vocab_size})")
   return vocab_size
+
+
+def export_length_buckets(length_buckets, seq_length: int
+                          ) -> Tuple[int, ...]:
+  """The preprocessor's buckets, ending with seq_length; () or "none" ->
+  (seq_length,), no bucketing.
+
+  Args:
+    length_buckets: a sequence of ints, or a `--length_buckets` value
+      ("auto", "none", "32,64").
+
+  Raises:
+    UserInputError: lengths not increasing, not positive or above
+      seq_length.
+  """
+  if not isinstance(length_buckets, str):
+    length_buckets = ",".join(str(n) for n in length_buckets)
+  return length_buckets_lib.parse_length_buckets(
+      length_buckets or length_buckets_lib.NONE,
+      seq_length, flag="--length_buckets", max_flag="--seq_length")
 
 
 QUANTIZE_CHOICES = ("none", "float16", "dynamic_int8")

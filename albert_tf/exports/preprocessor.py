@@ -10,14 +10,22 @@ equal to data_pipeline.tokenization.SentencePieceTokenizer.encode);
 segments as `[CLS] a [SEP] b [SEP]` (type ids 0 for a, 1 for b), trimming
 the longer segment first (round robin) as the official `_truncate_seq_pair`.
 Signatures: `serving_default` (`sentences`) and `two_segments`
-(`text_a`, `text_b`), both at `seq_length`.
+(`text_a`, `text_b`), both at `seq_length`; with length buckets
+(`preprocessor_signatures(..., length_buckets)`), at the smallest bucket
+that holds the request's longest example (albert_tf.exports.bucketing).
+Calling the model itself (`hub.KerasLayer`, TF Hub's convention) and
+`.bert_pack_inputs(..., seq_length=N)` always give the fixed length.
 
 Exported as <export_dir>/preprocessor (encoder.py) and inside the
 classifier's serving model (classifier.py).
 """
 
+from typing import Sequence
+
 import tensorflow as tf
 import tf_keras
+
+from albert_tf.exports.bucketing import cut_to_bucket
 
 
 def build_preprocessor(spm_model_file: str, do_lower_case: bool = True,
@@ -66,18 +74,36 @@ def build_preprocessor(spm_model_file: str, do_lower_case: bool = True,
   return preprocessor
 
 
-def preprocessor_signatures(preprocessor):
-  """The SavedModel signatures `serving_default` and `two_segments`."""
+def pack_one(preprocessor, sentences, length_buckets: Sequence[int] = ()):
+  """`[CLS] a [SEP]` of tf.string [batch], cut to the smallest bucket."""
+  return cut_to_bucket(preprocessor(sentences), length_buckets)
+
+
+def pack_two(preprocessor, text_a, text_b,
+             length_buckets: Sequence[int] = ()):
+  """`[CLS] a [SEP] b [SEP]`, cut to the smallest bucket."""
+  # The wrapper's __call__ is an instance attribute (a tf.function).
+  packed = preprocessor.bert_pack_inputs.__call__(
+      [preprocessor.tokenize(text_a), preprocessor.tokenize(text_b)])
+  return cut_to_bucket(packed, length_buckets)
+
+
+def preprocessor_signatures(preprocessor, length_buckets: Sequence[int] = ()):
+  """The SavedModel signatures `serving_default` and `two_segments`.
+
+  Args:
+    preprocessor: the model of `build_preprocessor`.
+    length_buckets: increasing lengths ending with its seq_length; more
+      than one: a request is cut to the smallest that holds it.
+  """
   text = tf.TensorSpec([None], tf.string)
 
   @tf.function(input_signature=[text])
   def serving_default(sentences):
-    return preprocessor(sentences)
+    return pack_one(preprocessor, sentences, length_buckets)
 
   @tf.function(input_signature=[text, text])
   def two_segments(text_a, text_b):
-    # The wrapper's __call__ is an instance attribute (a tf.function).
-    return preprocessor.bert_pack_inputs.__call__(
-        [preprocessor.tokenize(text_a), preprocessor.tokenize(text_b)])
+    return pack_two(preprocessor, text_a, text_b, length_buckets)
 
   return {"serving_default": serving_default, "two_segments": two_segments}
