@@ -151,6 +151,14 @@ class SquadServing(tf.Module):
     self.cls_id, self.sep_id, self.pad_id = (
         sp.PieceToId(p) for p in ("[CLS]", "[SEP]", "<pad>"))
     self.combining = tf_tokenization._patterns()[1]
+    self._keep_settings(seq_length, doc_stride, max_query_length,
+                        n_best_size, max_answer_length, beam, version_2,
+                        threshold, do_lower_case, keep_accents)
+
+  def _keep_settings(self, seq_length, doc_stride, max_query_length,
+                     n_best_size, max_answer_length, beam, version_2,
+                     threshold, do_lower_case, keep_accents):
+    """The fine-tuning settings the pipeline reads (see the class Args)."""
     self.seq_length = seq_length
     self.doc_stride = doc_stride
     self.max_query_length = max_query_length

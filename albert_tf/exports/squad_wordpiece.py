@@ -52,16 +52,9 @@ class WordPieceSquadServing(squad.SquadServing):
      self.punctuation) = tf_wp._patterns()  # pylint: disable=protected-access
     self.isspace = _char_class(str.isspace)
     self.whitespace = tf.constant(squad._WHITESPACE, tf.int32)  # pylint: disable=protected-access
-    self.seq_length = seq_length
-    self.doc_stride = doc_stride
-    self.max_query_length = max_query_length
-    self.n_best_size = n_best_size
-    self.max_answer_length = max_answer_length
-    self.beam = beam
-    self.version_2 = version_2
-    self.threshold = float(threshold)
-    self.do_lower_case = do_lower_case
-    self.keep_accents = not do_lower_case
+    self._keep_settings(seq_length, doc_stride, max_query_length,
+                        n_best_size, max_answer_length, beam, version_2,
+                        threshold, do_lower_case, not do_lower_case)
 
   def _normalize_chars(self, chars):
     """Per original char (tf.string [n]), its normalised string."""
