@@ -14,7 +14,7 @@ _LAZY = {
     "AlbertSpanLabeler": "albert_tf.models.albert_span_labeler",
     "AlbertSquadV2": "albert_tf.models.albert_squad_v2",
     "AlbertMultipleChoice": "albert_tf.models.albert_multiple_choice",
-    "UserInputError": "data_pipeline.shared",
+    "UserInputError": "albert_common.errors",
     "load_weights_into": "albert_tf.checkpoints.converter",
 }
 

@@ -4,8 +4,8 @@ import dataclasses
 import json
 from typing import Any, Dict, List, Mapping
 
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
+from albert_common import file_io
+from albert_common.errors import UserInputError
 
 SHARE_PARAMETERS = ("all", "attention", "ffn", "none")
 

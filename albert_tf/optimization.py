@@ -21,8 +21,8 @@ from official.modeling.optimization import legacy_adamw
 from official.modeling.optimization import lr_schedule
 import tf_keras
 
-from data_pipeline.shared import OPTIMIZERS
-from data_pipeline.shared import UserInputError
+from albert_common.errors import UserInputError
+from albert_common.run_constants import OPTIMIZERS
 
 # Regexes (searched in variable names) as the official recipe; they match our
 # `.../layer_norm/gamma|beta`, every `bias` and the MLM `output_bias`.

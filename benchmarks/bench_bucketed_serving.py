@@ -125,7 +125,7 @@ def main():
   parser.add_argument("--write", action="store_true",
                       help="update BENCHMARKS.md")
   args = common.parse_args(parser)
-  from data_pipeline.shared import UserInputError
+  from albert_common.errors import UserInputError
   try:
     _buckets_of(args.length_buckets, args.seq_length)
   except UserInputError as e:

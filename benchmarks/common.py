@@ -25,7 +25,7 @@ def load_config(size: str):
 def parse_args(parser):
   """`parser.parse_args()`, then every model size in `--size` / `--sizes`
   checked: a missing or invalid config exits with one line and status 1."""
-  from data_pipeline.shared import UserInputError
+  from albert_common.errors import UserInputError
   args = parser.parse_args()
   sizes = getattr(args, "sizes", None) or getattr(args, "size", None) or ""
   for size in sizes.split(","):

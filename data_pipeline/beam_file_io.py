@@ -1,4 +1,4 @@
-"""`data_pipeline.file_io`'s functions on every filesystem Apache Beam knows.
+"""`albert_common.file_io`'s functions on every filesystem Apache Beam knows.
 
 The Beam pipeline (`beam_pipeline`) plans, reads pieces and writes shards
 through a `BeamFileIO`, handed as `fs=` to the code it shares with the local
@@ -15,8 +15,8 @@ they are.
 
 from typing import BinaryIO, List, Optional, Tuple, Union
 
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
+from albert_common import file_io
+from albert_common.errors import UserInputError
 
 join = file_io.join
 dirname = file_io.dirname

@@ -54,6 +54,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
+from albert_common.errors import UserInputError
 from data_pipeline import corpus_pieces
 from data_pipeline import pretraining_data
 from data_pipeline import pretraining_worker
@@ -61,7 +62,6 @@ from data_pipeline import pretraining_writer
 from data_pipeline.beam_file_io import BeamFileIO
 from data_pipeline.pretraining_stats import PretrainingStats
 from data_pipeline.pretraining_stats import write_json
-from data_pipeline.shared import UserInputError
 
 RUNNERS = ("DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner",
            "PortableRunner", "PrismRunner")

@@ -8,7 +8,7 @@ TensorFlow's import. Made once by the CLI (or a caller), handed to
 import dataclasses
 from typing import Optional
 
-from data_pipeline.shared import UserInputError
+from albert_common.errors import UserInputError
 
 # --input_format values. `text` is the official format: one sentence per
 # line, a blank line between documents. `jsonl` (also .jsonl.gz, .json.gz)

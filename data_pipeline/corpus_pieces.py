@@ -23,8 +23,8 @@ from typing import Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from absl import logging
 
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
+from albert_common import file_io
+from albert_common.errors import UserInputError
 
 # Document keys are file_index * 2**40 + byte offset: files up to 1 TiB.
 _MAX_FILE_BYTES = 1 << 40
@@ -79,7 +79,7 @@ class Piece(NamedTuple):
 def resolve_input_files(input_file: str, fs=None) -> List[str]:
   """Files named by a comma-separated list of paths or globs, in order.
 
-  `fs` (here and below): the filesystem functions, `data_pipeline.file_io` by
+  `fs` (here and below): the filesystem functions, `albert_common.file_io` by
   default; the Beam pipeline passes a `beam_file_io.BeamFileIO`.
 
   Raises:

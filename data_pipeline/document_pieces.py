@@ -32,13 +32,13 @@ import unicodedata
 
 from absl import logging
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from data_pipeline import corpus_pieces
-from data_pipeline import file_io
 from data_pipeline import jsonl_corpus
 from data_pipeline import parquet_corpus
 from data_pipeline import sentence_splitter
 from data_pipeline.corpus_options import CorpusOptions
-from data_pipeline.shared import UserInputError
 
 _TEXT = CorpusOptions()
 

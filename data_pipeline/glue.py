@@ -43,12 +43,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from absl import logging
 import numpy as np
 
-from data_pipeline import file_io
+from albert_common import file_io
+from albert_common.encoder_inputs import INPUT_MASK
+from albert_common.encoder_inputs import INPUT_TYPE_IDS
+from albert_common.encoder_inputs import INPUT_WORD_IDS
+from albert_common.errors import UserInputError
 from data_pipeline import length_buckets
-from data_pipeline.shared import INPUT_MASK
-from data_pipeline.shared import INPUT_TYPE_IDS
-from data_pipeline.shared import INPUT_WORD_IDS
-from data_pipeline.shared import UserInputError
 
 
 @dataclasses.dataclass(frozen=True)

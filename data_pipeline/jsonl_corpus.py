@@ -16,8 +16,8 @@ import json
 from typing import Iterator, NamedTuple, Optional, Tuple
 import zlib
 
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
+from albert_common import file_io
+from albert_common.errors import UserInputError
 
 _BLOCK = 1 << 20
 _CUT_SHORT = (EOFError, gzip.BadGzipFile, zlib.error)

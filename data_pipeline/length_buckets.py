@@ -31,8 +31,8 @@ tools check the flag before TensorFlow loads.
 
 from typing import Sequence, Tuple
 
-from data_pipeline.shared import INPUT_MASK
-from data_pipeline.shared import UserInputError
+from albert_common.encoder_inputs import INPUT_MASK
+from albert_common.errors import UserInputError
 
 AUTO = "auto"
 NONE = "none"

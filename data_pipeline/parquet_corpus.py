@@ -9,8 +9,8 @@ size. Files are read through `fs.open_read`, so any filesystem works.
 
 from typing import Iterator, List, Optional, Tuple
 
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
+from albert_common import file_io
+from albert_common.errors import UserInputError
 
 
 def _parquet_file(path: str, fs):

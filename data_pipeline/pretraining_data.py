@@ -39,7 +39,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from data_pipeline.shared import UserInputError
+from albert_common.errors import UserInputError
 
 # Uniform draws each instance takes for masking: [4, max_seq_length], rows are
 # candidate order keys, n-gram draws, 80/10/10 draws, random-token draws.

@@ -34,10 +34,10 @@ from typing import List, NamedTuple, Optional, Sequence, Union
 from absl import logging
 import tensorflow as tf
 
-from data_pipeline import file_io
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from data_pipeline import record_stream
 from data_pipeline import tfrecord_schema
-from data_pipeline.shared import UserInputError
 
 _MODEL_INPUTS = {f.name: f.model_name for f in tfrecord_schema.FEATURES
                  if f.name != "token_boundary"}

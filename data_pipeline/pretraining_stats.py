@@ -4,7 +4,7 @@ import dataclasses
 import json
 from typing import Dict, List
 
-from data_pipeline import file_io
+from albert_common import file_io
 
 
 @dataclasses.dataclass

@@ -61,16 +61,16 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from data_pipeline import corpus_pieces
 from data_pipeline import document_pieces
-from data_pipeline import file_io
 from data_pipeline import pretraining_data
 from data_pipeline import pretraining_worker
 from data_pipeline import word_segmentation
 from data_pipeline.corpus_options import CorpusOptions
 from data_pipeline.pretraining_stats import PretrainingStats
 from data_pipeline.pretraining_stats import write_json
-from data_pipeline.shared import UserInputError
 from data_pipeline.wordpiece_tokenization import WordPieceTokenizer
 from data_pipeline.wordpiece_tokenization import make_tokenizer
 

@@ -33,7 +33,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from data_pipeline import file_io
+from albert_common import file_io
 
 _SEED_MIX = 1_000_003  # keeps (seed, group) pairs apart in one int64
 

@@ -9,12 +9,12 @@ name and renamed when complete.
 
 from typing import List, Sequence
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from data_pipeline import corpus_pieces
 from data_pipeline import document_pieces
-from data_pipeline import file_io
 from data_pipeline.corpus_options import CorpusOptions
 from data_pipeline.pretraining_stats import PretrainingStats
-from data_pipeline.shared import UserInputError
 
 _SUFFIXES = (".jsonl.gz", ".json.gz", ".jsonl", ".json", ".parquet", ".gz")
 

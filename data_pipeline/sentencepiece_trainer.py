@@ -31,9 +31,9 @@ from typing import Dict, Iterator, List, Sequence, Union
 from absl import logging
 import sentencepiece as spm
 
-from data_pipeline import file_io
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from data_pipeline import tokenization
-from data_pipeline.shared import UserInputError
 
 ALBERT_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 ALBERT_USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "\u2013", "\u00a3",

@@ -30,11 +30,11 @@ import unicodedata
 
 import numpy as np
 
-from data_pipeline import file_io
-from data_pipeline.shared import INPUT_MASK
-from data_pipeline.shared import INPUT_TYPE_IDS
-from data_pipeline.shared import INPUT_WORD_IDS
-from data_pipeline.shared import UserInputError
+from albert_common import file_io
+from albert_common.encoder_inputs import INPUT_MASK
+from albert_common.encoder_inputs import INPUT_TYPE_IDS
+from albert_common.encoder_inputs import INPUT_WORD_IDS
+from albert_common.errors import UserInputError
 from data_pipeline.tokenization import SPIECE_UNDERLINE
 from data_pipeline.tokenization import SentencePieceTokenizer
 from data_pipeline.tokenization import encode_pieces

@@ -35,7 +35,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from data_pipeline import file_io
+from albert_common import file_io
 from data_pipeline.squad import SquadExample
 from data_pipeline.squad import SquadFeature
 

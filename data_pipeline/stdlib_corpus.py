@@ -12,7 +12,7 @@ import re
 import sysconfig
 from typing import Iterator, List, Optional
 
-from data_pipeline import file_io
+from albert_common import file_io
 
 # Directories of the standard library that hold tests, vendored code or tools
 # rather than documented library modules.

@@ -41,8 +41,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 import tf_keras
 
+from albert_common.errors import UserInputError
 from data_pipeline import tokenization
-from data_pipeline.shared import UserInputError
 
 
 def _char_class(predicate) -> str:

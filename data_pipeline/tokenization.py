@@ -21,9 +21,9 @@ import unicodedata
 import numpy as np
 import sentencepiece as spm
 
-from data_pipeline import file_io
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from data_pipeline.control_ids import ControlIds
-from data_pipeline.shared import UserInputError
 
 SPIECE_UNDERLINE = "\u2581"  # "▁", SentencePiece's word-start marker.
 

@@ -26,7 +26,7 @@ import importlib.util
 import logging
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from data_pipeline.shared import UserInputError
+from albert_common.errors import UserInputError
 from data_pipeline.wordpiece_tokenization import WordPieceTokenizer
 from data_pipeline.wordpiece_tokenization import basic_tokenize
 from data_pipeline.wordpiece_tokenization import is_cjk

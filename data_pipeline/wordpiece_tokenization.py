@@ -28,9 +28,9 @@ import unicodedata
 from absl import logging
 import numpy as np
 
-from data_pipeline import file_io
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from data_pipeline.control_ids import ControlIds
-from data_pipeline.shared import UserInputError
 
 CONTINUATION = "##"
 UNK_TOKEN = "[UNK]"

@@ -27,9 +27,9 @@ from tokenizers import models
 from tokenizers import normalizers
 from tokenizers import pre_tokenizers
 
-from data_pipeline import file_io
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from data_pipeline import sentencepiece_trainer
-from data_pipeline.shared import UserInputError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 

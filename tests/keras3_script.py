@@ -182,10 +182,10 @@ def keras_hub_preset(settings):
   import keras_hub
   import tensorflow as tf
 
+  from albert_common.errors import UserInputError
   from albert_tf.checkpoints import configs
   from albert_tf.checkpoints import converter
   from albert_tf.checkpoints import keras_hub_preset as khp
-  from data_pipeline.shared import UserInputError
   from tools import convert_checkpoint
 
   out = {"keras3_package_without_tf_keras": keras3_only}

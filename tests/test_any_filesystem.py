@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf import exports
 from albert_tf.checkpoints import converter
 from albert_tf.config import AlbertConfig
@@ -32,14 +34,12 @@ from albert_tf.training import race_finetuning
 from albert_tf.training import run_pretraining
 from albert_tf.training import squad_finetuning
 from albert_tf.training.finetuning import FinetuningParams
-from data_pipeline import file_io
 from data_pipeline import pretraining_data
 from data_pipeline import pretraining_writer
 from data_pipeline import race
 from data_pipeline import sentencepiece_trainer
 from data_pipeline import stdlib_corpus
 from data_pipeline import tokenization
-from data_pipeline.shared import UserInputError
 
 # Minutes of multi-process or whole-pipeline runs: `make test-all` only.
 pytestmark = pytest.mark.slow

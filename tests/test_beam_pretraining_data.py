@@ -10,11 +10,11 @@ from apache_beam.io import filesystem as beam_filesystem
 import pytest
 import tensorflow as tf
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from data_pipeline import beam_pipeline
-from data_pipeline import file_io
 from data_pipeline import pretraining_writer
 from data_pipeline.pretraining_data import InstanceOptions
-from data_pipeline.shared import UserInputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTIONS = InstanceOptions(max_seq_length=64, max_predictions_per_seq=10)

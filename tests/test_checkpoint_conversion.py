@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_common.errors import UserInputError
 from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import converter
 from albert_tf.checkpoints import name_tables
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from data_pipeline.shared import UserInputError
 
 
 def official_shapes(config, heads=True):

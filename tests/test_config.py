@@ -6,8 +6,8 @@ import os
 
 import pytest
 
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
-from data_pipeline.shared import UserInputError
 
 CONFIG_DIR = os.path.join(os.path.dirname(__file__), os.pardir, "configs")
 

@@ -2,8 +2,8 @@
 
 import pytest
 
+from albert_common.errors import UserInputError
 from data_pipeline import corpus_pieces
-from data_pipeline.shared import UserInputError
 
 _TEXT = (
     "\ufeffFirst doc, first line.\r\nFirst doc, second line.\r\n\r\n"

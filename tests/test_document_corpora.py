@@ -11,10 +11,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from albert_common.errors import UserInputError
 from data_pipeline import pretraining_writer
 from data_pipeline.corpus_options import CorpusOptions
 from data_pipeline.pretraining_data import InstanceOptions
-from data_pipeline.shared import UserInputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTIONS = InstanceOptions(max_seq_length=64, max_predictions_per_seq=10)

@@ -8,11 +8,11 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+from albert_common.errors import UserInputError
 from albert_tf import exports
 from albert_tf.checkpoints import converter
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from data_pipeline.shared import UserInputError
 
 SEQ = 16
 

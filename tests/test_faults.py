@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
-from data_pipeline.shared import UserInputError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PREDS = 32, 5

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from data_pipeline import file_io
+from albert_common import file_io
 
 PID = os.getpid()
 

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training import finetuning
 from albert_tf.training.run_support import NonFiniteLossError
-from data_pipeline.shared import UserInputError
 
 SEQ = 16
 

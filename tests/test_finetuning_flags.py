@@ -14,10 +14,10 @@ import time
 
 import pytest
 
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.training import finetuning_params
 from albert_tf.training import task_options
-from data_pipeline.shared import UserInputError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIMIT_S = 3.0

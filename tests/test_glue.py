@@ -7,8 +7,8 @@ import pytest
 import scipy.stats
 import sklearn.metrics
 
+from albert_common.errors import UserInputError
 from data_pipeline import glue
-from data_pipeline.shared import UserInputError
 
 # The header lines of the distributed GLUE files (download_glue_data.py).
 MNLI_TRAIN_HEADER = ("index promptID pairID genre sentence1_binary_parse "

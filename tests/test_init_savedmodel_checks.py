@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
+from albert_common.errors import UserInputError
 from albert_tf.checkpoints import locate
 from albert_tf.exports import inspection
 from albert_tf.training import finetuning_params
-from data_pipeline.shared import UserInputError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

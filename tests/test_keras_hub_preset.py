@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_common.errors import UserInputError
 from albert_tf.checkpoints import converter
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from data_pipeline import tokenization
-from data_pipeline.shared import UserInputError
 
 # Minutes of multi-process or whole-pipeline runs: `make test-all` only.
 pytestmark = pytest.mark.slow

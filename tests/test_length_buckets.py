@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.training import classifier_finetuning
 from albert_tf.training import finetuning
 from data_pipeline import glue
 from data_pipeline import length_buckets
-from data_pipeline.shared import UserInputError
 
 KEYWORD = "banana"
 SEQ = 64

@@ -213,8 +213,8 @@ def test_preprocessor_serves_at_smallest_bucket(tmp_path, spm_model):
 
 
 def test_export_length_buckets_are_checked():
+  from albert_common.errors import UserInputError
   from albert_tf.exports import options
-  from data_pipeline.shared import UserInputError
   assert options.export_length_buckets((), 128) == (128,)
   assert options.export_length_buckets("auto", 128) == (32, 64, 128)
   assert options.export_length_buckets((16, 32), 64) == (16, 32, 64)

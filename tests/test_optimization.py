@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_common.errors import UserInputError
 from albert_tf import optimization
-from data_pipeline.shared import UserInputError
 
 
 def _numpy_lamb_step(w, g, m, v, step, lr, wd, decayed, beta1=0.9,

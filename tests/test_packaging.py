@@ -1,6 +1,6 @@
 """The package graph is one-way and the wheel installs only what users import.
 
-tools -> albert_tf -> data_pipeline -> data_pipeline/shared.py (the leaf):
+tools -> albert_tf -> data_pipeline -> albert_common (the leaf):
 read from every module's import statements, not from a list kept by hand.
 """
 
@@ -14,11 +14,12 @@ import zipfile
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PACKAGES = ("albert_tf", "data_pipeline", "tools")
+PACKAGES = ("albert_common", "albert_tf", "data_pipeline", "tools")
 # Which of our packages each package may import (besides itself).
-ALLOWED = {"tools": {"albert_tf", "data_pipeline"},
-           "albert_tf": {"data_pipeline"},
-           "data_pipeline": set()}
+ALLOWED = {"tools": {"albert_common", "albert_tf", "data_pipeline"},
+           "albert_tf": {"albert_common", "data_pipeline"},
+           "data_pipeline": {"albert_common"},
+           "albert_common": set()}
 
 
 def _imports(path: pathlib.Path):
@@ -42,9 +43,23 @@ def test_package_imports_go_one_way():
   assert not wrong, "\n".join(wrong)
 
 
-def test_shared_leaf_imports_only_the_standard_library():
-  names = set(_imports(ROOT / "data_pipeline" / "shared.py"))
-  assert names <= set(sys.stdlib_module_names), names
+def _module_level_imports(path: pathlib.Path):
+  """Top-level names of the imports run when the module loads."""
+  for node in ast.parse(path.read_text(), str(path)).body:
+    if isinstance(node, ast.Import):
+      for alias in node.names:
+        yield alias.name.split(".")[0]
+    elif isinstance(node, ast.ImportFrom) and node.level == 0:
+      yield node.module.split(".")[0]
+
+
+def test_common_leaf_loads_only_the_standard_library():
+  """albert_common imports neither package nor, at load, TensorFlow: only
+  file_io calls TensorFlow, importing it inside the functions that do."""
+  stdlib = set(sys.stdlib_module_names) | {"albert_common"}
+  for path in sorted((ROOT / "albert_common").glob("*.py")):
+    assert set(_module_level_imports(path)) <= stdlib, path.name
+    assert set(_imports(path)) <= stdlib | {"tensorflow"}, path.name
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +70,7 @@ def wheel(tmp_path_factory):
   source = tmp_path_factory.mktemp("source")
   for name in ("pyproject.toml", "README.md"):
     shutil.copy(ROOT / name, source / name)
-  for package in ("albert_tf", "data_pipeline", "tools"):
+  for package in ("albert_common", "albert_tf", "data_pipeline", "tools"):
     shutil.copytree(ROOT / package, source / package,
                     ignore=shutil.ignore_patterns("__pycache__"))
   out = tmp_path_factory.mktemp("wheel")
@@ -69,7 +84,7 @@ def wheel(tmp_path_factory):
 def _source_packages():
   """Dotted names of our packages as the wheel should hold them."""
   names = set()
-  for package in ("albert_tf", "data_pipeline", "tools"):
+  for package in ("albert_common", "albert_tf", "data_pipeline", "tools"):
     for init in (ROOT / package).rglob("__init__.py"):
       parts = init.parent.relative_to(ROOT).parts
       if parts[0] == "tools":
@@ -78,13 +93,13 @@ def _source_packages():
   return names
 
 
-def test_wheel_holds_our_packages_under_two_names(wheel):
+def test_wheel_holds_our_packages_under_three_names(wheel):
   with zipfile.ZipFile(wheel) as z:
     files = z.namelist()
     entry_points = next(z.read(n).decode() for n in files
                         if n.endswith("entry_points.txt"))
   top = {f.split("/")[0] for f in files if ".dist-info/" not in f}
-  assert top == {"albert_tf", "data_pipeline"}
+  assert top == {"albert_common", "albert_tf", "data_pipeline"}
   packages = {f.rsplit("/", 1)[0].replace("/", ".") for f in files
               if f.endswith("/__init__.py")}
   assert packages == _source_packages()

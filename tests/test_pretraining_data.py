@@ -283,7 +283,7 @@ def test_same_seed_same_instances_other_seed_differs(tokenizer, vocab):
 
 
 def test_options_validation():
-  from data_pipeline.shared import UserInputError
+  from albert_common.errors import UserInputError
   with pytest.raises(UserInputError, match="--max_seq_length=4"):
     InstanceOptions(max_seq_length=4).validate()
   with pytest.raises(UserInputError, match="--masked_lm_prob"):

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_common.errors import UserInputError
 from data_pipeline import pretraining_writer
 from data_pipeline.pretraining_data import InstanceOptions
 from data_pipeline.pretraining_input import pretraining_dataset
 from data_pipeline.pretraining_input import validate_tfrecord_file
-from data_pipeline.shared import UserInputError
 
 SEQ = 64
 PRED = 10

@@ -7,11 +7,11 @@ import random
 import numpy as np
 import pytest
 
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.training import race_finetuning
 from albert_tf.training.finetuning import FinetuningParams
 from data_pipeline import race
-from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import SentencePieceTokenizer
 
 WORDS = ["alpha", "beta", "gamma", "delta", "theta", "kappa", "sigma",

@@ -8,10 +8,10 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
+from albert_common.run_constants import DTYPES
 from albert_tf.training import run_support
-from data_pipeline import file_io
-from data_pipeline.shared import DTYPES
-from data_pipeline.shared import UserInputError
 
 
 def _resolver(cluster, task_type, task_id):
@@ -110,7 +110,7 @@ def test_the_clipped_update(dtype):
 
 
 def test_seeds_outside_int64_are_one_clear_error():
-  from data_pipeline.shared import check_seed
+  from albert_common.run_constants import check_seed
   for seed in (None, 0, 1, 2**63 - 1):
     check_seed(seed)
   for seed in (-1, 2**63):

@@ -7,10 +7,10 @@ from official.nlp.tools import squad_evaluate_v1_1
 from official.nlp.tools import squad_evaluate_v2_0
 import pytest
 
+from albert_common.errors import UserInputError
 from data_pipeline import squad
 from data_pipeline import squad_metrics
 from data_pipeline import squad_postprocess
-from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import SentencePieceTokenizer
 
 CONTEXT = ("  The  Café   Münster, opened in 1,000 BC,  serves \ufb01ne "

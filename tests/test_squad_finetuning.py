@@ -8,10 +8,10 @@ import sys
 
 import pytest
 
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.training import squad_finetuning
 from albert_tf.training.finetuning import FinetuningParams
-from data_pipeline.shared import UserInputError
 
 # The answer is the word after "marker"; filler words come from the corpus.
 ANSWER_WORDS = ["alpha", "beta", "gamma", "delta", "theta", "kappa", "sigma",

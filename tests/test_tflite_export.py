@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_common.errors import UserInputError
 from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.exports import tflite
@@ -19,7 +20,6 @@ from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from data_pipeline import tokenization
-from data_pipeline.shared import UserInputError
 
 SEQ = 32
 LABELS = ["neg", "neu", "pos"]

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import sentencepiece as spm
 
+from albert_common.errors import UserInputError
 from data_pipeline import sentencepiece_trainer
 from data_pipeline import tokenization
-from data_pipeline.shared import UserInputError
 from data_pipeline.tokenization import preprocess_text
 
 # Text the parity tests run on: accents, digits with commas, CJK, emoji,

@@ -8,8 +8,8 @@ import pytest
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
 
+from albert_common.errors import UserInputError
 from data_pipeline import sentencepiece_trainer
-from data_pipeline.shared import UserInputError
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -9,9 +9,9 @@ import uuid
 import pytest
 from tokenizers import models
 
-from data_pipeline import file_io
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from data_pipeline import wordpiece_trainer
-from data_pipeline.shared import UserInputError
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

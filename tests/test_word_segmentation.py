@@ -14,11 +14,11 @@ import pytest
 # Imported before any run (see test_wordpiece_pretraining_data).
 import tensorflow as tf
 
+from albert_common.errors import UserInputError
 from data_pipeline import pretraining_writer
 from data_pipeline import tfrecord_schema
 from data_pipeline import word_segmentation
 from data_pipeline.pretraining_data import InstanceOptions
-from data_pipeline.shared import UserInputError
 from data_pipeline.wordpiece_tokenization import WordPieceTokenizer
 from data_pipeline.wordpiece_tokenization import is_cjk
 

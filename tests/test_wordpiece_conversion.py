@@ -11,12 +11,12 @@ import pytest
 import tensorflow as tf
 from tokenizers import Tokenizer
 
+from albert_common.errors import UserInputError
 from albert_tf.checkpoints import converter
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from data_pipeline import wordpiece_tokenization as wp
-from data_pipeline.shared import UserInputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_common.errors import UserInputError
 from data_pipeline import pretraining_writer
 from data_pipeline import tfrecord_schema
 from data_pipeline.pretraining_data import InstanceOptions
-from data_pipeline.shared import UserInputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ = 64

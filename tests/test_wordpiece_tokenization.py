@@ -6,9 +6,9 @@ import logging
 import numpy as np
 import pytest
 
+from albert_common.errors import UserInputError
 from data_pipeline import tokenization
 from data_pipeline import wordpiece_tokenization as wp
-from data_pipeline.shared import UserInputError
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 

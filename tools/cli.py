@@ -16,7 +16,7 @@ from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 from absl import logging as absl_logging  # noqa: E402
 
-from data_pipeline.shared import UserInputError  # noqa: E402
+from albert_common.errors import UserInputError  # noqa: E402
 
 
 class _NoEchoOfPrintedProgress(logging.Filter):

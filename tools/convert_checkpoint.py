@@ -47,8 +47,8 @@ a list of all of them.
 
 from absl import flags
 
-from data_pipeline.shared import INPUT_FORMATS
-from data_pipeline.shared import OUTPUT_FORMATS
+from albert_common.run_constants import INPUT_FORMATS
+from albert_common.run_constants import OUTPUT_FORMATS
 
 from . import cli
 
@@ -93,12 +93,12 @@ def main(argv):
   del argv
   # Imported here so that --help answers without loading TensorFlow; the
   # config is checked before TensorFlow is imported (converter).
+  from albert_common.errors import UserInputError
   from albert_tf.checkpoints import configs
-  from data_pipeline.shared import UserInputError
 
   config_file = FLAGS.albert_config_file
   if config_file is None:
-    from data_pipeline import file_io
+    from albert_common import file_io
     candidate = file_io.join(FLAGS.input_checkpoint, "config.json")
     if not file_io.isfile(candidate):
       raise UserInputError(

@@ -57,7 +57,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from data_pipeline.shared import UserInputError
+from albert_common.errors import UserInputError
 
 from . import cli
 from . import corpus_flags

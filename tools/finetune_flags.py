@@ -25,11 +25,11 @@ from typing import Mapping, Optional, Set
 
 from absl import flags
 
+from albert_common.errors import UserInputError
+from albert_common.run_constants import DTYPES
+from albert_common.run_constants import OPTIMIZERS
+from albert_common.run_constants import STRATEGIES
 from albert_tf.training import finetuning_params
-from data_pipeline.shared import DTYPES
-from data_pipeline.shared import OPTIMIZERS
-from data_pipeline.shared import STRATEGIES
-from data_pipeline.shared import UserInputError
 
 FLAGS = flags.FLAGS
 # The flags' defaults: FinetuningParams' (TensorFlow-free).

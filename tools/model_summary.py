@@ -24,8 +24,8 @@ def main(argv):
   del argv
   # Imported here so that --help answers without loading TensorFlow; the
   # flags and the config are checked before TensorFlow is imported.
+  from albert_common.errors import UserInputError
   from albert_tf.config import AlbertConfig
-  from data_pipeline.shared import UserInputError
 
   config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
   if FLAGS.share_parameters:

@@ -21,8 +21,8 @@ from typing import Dict, Optional, Tuple
 
 from absl import logging
 
+from albert_common import file_io
 from albert_tf.config import AlbertConfig
-from data_pipeline import file_io
 
 STAGES = 6
 

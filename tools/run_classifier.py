@@ -18,9 +18,9 @@ summaries. `--export_dir` writes a SavedModel serving raw strings.
 
 from absl import flags
 
+from albert_common.errors import UserInputError
 from albert_tf.training import task_options
 from data_pipeline import glue
-from data_pipeline.shared import UserInputError
 
 from . import cli
 from . import finetune_flags

@@ -18,10 +18,10 @@ import dataclasses
 
 from absl import flags
 
+from albert_common.run_constants import DTYPES
+from albert_common.run_constants import OPTIMIZERS
+from albert_common.run_constants import STRATEGIES
 from albert_tf.training import pretraining_params
-from data_pipeline.shared import DTYPES
-from data_pipeline.shared import OPTIMIZERS
-from data_pipeline.shared import STRATEGIES
 
 from . import cli
 

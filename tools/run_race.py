@@ -18,8 +18,8 @@ answers raw article / question / options strings.
 
 from absl import flags
 
+from albert_common.errors import UserInputError
 from albert_tf.training import task_options
-from data_pipeline.shared import UserInputError
 
 from . import cli
 from . import finetune_flags

@@ -40,7 +40,7 @@ flags.DEFINE_integer(
 
 def main(argv):
   del argv
-  from data_pipeline.shared import UserInputError
+  from albert_common.errors import UserInputError
   for name in ("input_file", "output_file"):
     if not getattr(FLAGS, name):
       raise UserInputError(f"--{name} is required")

@@ -10,9 +10,9 @@ we spell `gelu_exact`. Nothing is renamed silently the other way either.
 
 from typing import Any, Dict, Mapping
 
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.config import read_config_json
-from data_pipeline.shared import UserInputError
 
 _FROM_HF_ACT = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
                 "gelu_fast": None, "gelu": "gelu_exact", "relu": "relu",

@@ -42,6 +42,10 @@ This module is the public face of the stages, one module each:
 
 from typing import Optional
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
+from albert_common.run_constants import INPUT_FORMATS
+from albert_common.run_constants import OUTPUT_FORMATS
 from albert_tf.checkpoints import keras_hub_preset
 from albert_tf.checkpoints import keras_hub_wordpiece
 from albert_tf.checkpoints import name_tables
@@ -60,10 +64,6 @@ from albert_tf.checkpoints.writers import write_huggingface
 from albert_tf.checkpoints.writers import write_official
 from albert_tf.checkpoints.writers import write_ours
 from albert_tf.config import AlbertConfig
-from data_pipeline import file_io
-from data_pipeline.shared import INPUT_FORMATS
-from data_pipeline.shared import OUTPUT_FORMATS
-from data_pipeline.shared import UserInputError
 
 __all__ = [
     "INPUT_FORMATS", "OUTPUT_FORMATS", "LoadReport", "Weights",

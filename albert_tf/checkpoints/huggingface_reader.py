@@ -11,11 +11,11 @@ from typing import Dict
 
 import numpy as np
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
 from albert_tf.config import AlbertConfig
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
 
 
 def load_safetensors(path: str) -> Dict[str, np.ndarray]:

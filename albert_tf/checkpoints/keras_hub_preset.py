@@ -54,11 +54,11 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf.checkpoints import keras_hub_vocabulary
 from albert_tf.checkpoints import name_tables
 from albert_tf.config import AlbertConfig
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
 
 EXTRA_FILE = "albert_tf.json"
 VOCABULARY_FILE = "assets/tokenizer/vocabulary.spm"

@@ -39,8 +39,8 @@ import unicodedata
 
 import sentencepiece as spm
 
+from albert_common.errors import UserInputError
 from data_pipeline import tokenization
-from data_pipeline.shared import UserInputError
 
 _NORMAL, _UNUSED = 1, 5  # sentencepiece ModelProto.SentencePiece.Type
 

@@ -10,9 +10,9 @@ from typing import Dict, List, Tuple
 
 import tensorflow as tf
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf.exports import inspection
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
 
 
 def resolve_path(path: str) -> Tuple[str, str]:

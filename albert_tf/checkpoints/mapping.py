@@ -11,8 +11,8 @@ from typing import Dict, Sequence
 
 import numpy as np
 
+from albert_common.errors import UserInputError
 from albert_tf.checkpoints import name_tables
-from data_pipeline.shared import UserInputError
 
 
 def misfit_error(source: str, layout: str, unmatched: Sequence[str] = (),

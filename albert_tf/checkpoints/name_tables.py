@@ -29,8 +29,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import numpy as np
 
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
-from data_pipeline.shared import UserInputError
 
 Shape = Tuple[int, ...]
 

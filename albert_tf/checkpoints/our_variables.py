@@ -10,8 +10,8 @@ from typing import Dict
 import numpy as np
 import tensorflow as tf
 
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
-from data_pipeline.shared import UserInputError
 
 # Our tf_keras classes are imported where used, so that importing the
 # converter does not load tf_keras (keras_hub_preset imports it in Keras 3

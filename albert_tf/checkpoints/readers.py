@@ -13,6 +13,9 @@ from typing import Dict, Optional
 from absl import logging
 import numpy as np
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
+from albert_common.run_constants import INPUT_FORMATS
 from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import huggingface_reader
 from albert_tf.checkpoints import keras_hub_preset
@@ -20,9 +23,6 @@ from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import object_readers
 from albert_tf.checkpoints import official_reader
 from albert_tf.config import AlbertConfig
-from data_pipeline import file_io
-from data_pipeline.shared import INPUT_FORMATS
-from data_pipeline.shared import UserInputError
 
 _READERS = {"official": official_reader.read_official,
             "huggingface": huggingface_reader.read_huggingface,

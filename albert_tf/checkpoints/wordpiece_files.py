@@ -25,10 +25,10 @@ checks the file before TensorFlow's import.
 import json
 from typing import List, Optional, Sequence
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
-from data_pipeline import file_io
 from data_pipeline import wordpiece_tokenization as wp
-from data_pipeline.shared import UserInputError
 
 
 def check_vocab_file(config: AlbertConfig, vocab_file: str) -> List[str]:

@@ -12,13 +12,13 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints import our_variables
 from albert_tf.config import AlbertConfig
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
 
 
 def _move_into_place(tmp_dir: str, output_dir: str, names: Sequence[str],

@@ -14,7 +14,7 @@ from typing import Dict, Sequence
 
 import tensorflow as tf
 
-from data_pipeline.shared import INPUT_MASK
+from albert_common.encoder_inputs import INPUT_MASK
 
 
 def cut_to_bucket(inputs: Dict[str, tf.Tensor], buckets: Sequence[int]

@@ -45,15 +45,15 @@ from absl import logging
 import tensorflow as tf
 import tf_keras
 
+from albert_common import file_io
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.exports import endpoints
 from albert_tf.exports import options
 from albert_tf.exports import staging
 from albert_tf.exports.preprocessor import build_preprocessor
 from albert_tf.exports.preprocessor import preprocessor_signatures
-from data_pipeline import file_io
-from data_pipeline.shared import ENCODER_INPUT_NAMES
-from data_pipeline.shared import UserInputError
 
 
 def build_encoder_export_model(encoder, pretrainer=None) -> tf_keras.Model:

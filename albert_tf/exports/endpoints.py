@@ -32,9 +32,9 @@ from typing import Sequence
 
 import tensorflow as tf
 
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_tf.exports.preprocessor import pack_one
 from albert_tf.exports.preprocessor import pack_two
-from data_pipeline.shared import ENCODER_INPUT_NAMES
 
 
 def _encoder_input_signature():

@@ -16,9 +16,9 @@ the fine-tuning tools run this check before importing TensorFlow.
 import functools
 from typing import Dict, List, Optional, Tuple
 
-from data_pipeline import file_io
-from data_pipeline.shared import ENCODER_INPUT_NAMES
-from data_pipeline.shared import UserInputError
+from albert_common import file_io
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+from albert_common.errors import UserInputError
 
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
 

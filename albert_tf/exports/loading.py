@@ -9,7 +9,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from data_pipeline.shared import UserInputError
+from albert_common.errors import UserInputError
 
 
 def _check_saved_model(path: str) -> None:

@@ -7,11 +7,11 @@ TensorFlow's ~5 s import; the exports run the same ones for library callers.
 
 from typing import Tuple
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
-from data_pipeline import file_io
 from data_pipeline import length_buckets as length_buckets_lib
 from data_pipeline import wordpiece_tokenization
-from data_pipeline.shared import UserInputError
 
 
 def check_export_dir_free(export_dir: str) -> None:

@@ -20,16 +20,16 @@ from typing import Sequence
 import tensorflow as tf
 import tf_keras
 
+from albert_common import file_io
+from albert_common.encoder_inputs import INPUT_MASK
+from albert_common.encoder_inputs import INPUT_TYPE_IDS
+from albert_common.encoder_inputs import INPUT_WORD_IDS
 from albert_tf.exports import staging
 from albert_tf.exports import token_ids
 from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.exports.options import check_export_dir_free
-from data_pipeline import file_io
 from data_pipeline import race
 from data_pipeline import tf_tokenization
-from data_pipeline.shared import INPUT_MASK
-from data_pipeline.shared import INPUT_TYPE_IDS
-from data_pipeline.shared import INPUT_WORD_IDS
 
 NUM_CHOICES = len(race.LABELS)
 

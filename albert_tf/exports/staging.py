@@ -15,8 +15,8 @@ from typing import Callable, Dict, Iterator, Sequence, Tuple
 
 import tensorflow as tf
 
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
+from albert_common import file_io
+from albert_common.errors import UserInputError
 
 # Renamed last when an export moves file by file: each makes a SavedModel
 # visible (tf.saved_model.contains_saved_model).

@@ -35,13 +35,13 @@ from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
+from albert_common import file_io
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+from albert_common.errors import UserInputError
 from albert_tf.exports import options
 from albert_tf.exports import token_ids
 from albert_tf.exports.loading import load_saved_model
 from albert_tf.exports.tflite_runner import description_path
-from data_pipeline import file_io
-from data_pipeline.shared import ENCODER_INPUT_NAMES
-from data_pipeline.shared import UserInputError
 
 # The encoder's serving_default outputs kept (the rest repeat them per layer).
 ENCODER_OUTPUTS = ("pooled_output", "sequence_output")

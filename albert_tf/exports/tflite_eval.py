@@ -16,12 +16,12 @@ from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 
+from albert_common.errors import UserInputError
 from albert_tf.exports.tflite_runner import TextRunner
 from data_pipeline import glue
 from data_pipeline import race
 from data_pipeline import squad
 from data_pipeline import squad_metrics
-from data_pipeline.shared import UserInputError
 
 
 def top_class(kind: str, outputs: Dict[str, np.ndarray]) -> np.ndarray:

@@ -11,13 +11,13 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from albert_common import file_io
 from albert_tf.exports import options
 from albert_tf.exports import tflite_eval
 from albert_tf.exports.litert import LiteRTModel
 from albert_tf.exports.tflite import Conversion
 from albert_tf.exports.tflite_runner import SquadSettings
 from albert_tf.exports.tflite_runner import TextRunner
-from data_pipeline import file_io
 
 # Parity the float model must keep with the SavedModel.
 FLOAT_TOLERANCE = 1e-4

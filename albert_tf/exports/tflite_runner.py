@@ -20,14 +20,14 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from albert_common import file_io
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+from albert_common.errors import UserInputError
 from albert_tf.exports.litert import LiteRTModel
-from data_pipeline import file_io
 from data_pipeline import glue
 from data_pipeline import race
 from data_pipeline import squad
 from data_pipeline import squad_postprocess
-from data_pipeline.shared import ENCODER_INPUT_NAMES
-from data_pipeline.shared import UserInputError
 from data_pipeline.wordpiece_tokenization import make_tokenizer
 
 

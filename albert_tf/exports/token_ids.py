@@ -23,7 +23,7 @@ from typing import Callable, Dict, Optional, Sequence
 
 import tensorflow as tf
 
-from data_pipeline.shared import ENCODER_INPUT_NAMES
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 
 TOKEN_IDS = "token_ids"
 

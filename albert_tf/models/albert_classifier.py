@@ -5,10 +5,10 @@ from typing import Optional
 import tensorflow as tf
 import tf_keras
 
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_tf.layers.classification_head import ClassificationHead
 from albert_tf.models.encoder_model_config import EncoderModelConfig
 from albert_tf.networks.albert_encoder import pooled_output
-from data_pipeline.shared import ENCODER_INPUT_NAMES
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")

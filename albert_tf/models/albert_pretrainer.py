@@ -3,11 +3,11 @@
 import tensorflow as tf
 import tf_keras
 
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_tf.layers.masked_lm_head import MaskedLMHead
 from albert_tf.layers.sentence_order_head import SentenceOrderHead
 from albert_tf.models.encoder_model_config import EncoderModelConfig
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from data_pipeline.shared import ENCODER_INPUT_NAMES
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")

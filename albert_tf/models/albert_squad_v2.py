@@ -5,13 +5,13 @@ from typing import Dict, Optional
 import tensorflow as tf
 import tf_keras
 
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+from albert_common.encoder_inputs import INPUT_MASK
+from albert_common.encoder_inputs import INPUT_TYPE_IDS
+from albert_common.encoder_inputs import INPUT_WORD_IDS
 from albert_tf.layers.squad_v2_head import SquadV2Head
 from albert_tf.models.encoder_model_config import EncoderModelConfig
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from data_pipeline.shared import ENCODER_INPUT_NAMES
-from data_pipeline.shared import INPUT_MASK
-from data_pipeline.shared import INPUT_TYPE_IDS
-from data_pipeline.shared import INPUT_WORD_IDS
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")

@@ -5,14 +5,14 @@ from typing import Dict, List, Optional, Union
 import tensorflow as tf
 import tf_keras
 
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+from albert_common.encoder_inputs import INPUT_MASK
+from albert_common.encoder_inputs import INPUT_TYPE_IDS
+from albert_common.encoder_inputs import INPUT_WORD_IDS
 from albert_tf.config import AlbertConfig
 from albert_tf.layers.albert_embeddings import AlbertEmbeddings
 from albert_tf.layers.attention_sublayer import AttentionSublayer
 from albert_tf.layers.feed_forward_sublayer import FeedForwardSublayer
-from data_pipeline.shared import ENCODER_INPUT_NAMES
-from data_pipeline.shared import INPUT_MASK
-from data_pipeline.shared import INPUT_TYPE_IDS
-from data_pipeline.shared import INPUT_WORD_IDS
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")

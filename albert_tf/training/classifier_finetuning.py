@@ -16,13 +16,13 @@ from typing import Dict, Optional, Tuple
 from absl import logging
 import tensorflow as tf
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.training import finetuning
 from albert_tf.training import finetuning_params
-from data_pipeline import file_io
 from data_pipeline import glue
 from data_pipeline import length_buckets
-from data_pipeline.shared import UserInputError
 
 
 def _loss_fn(task: glue.GlueTask):

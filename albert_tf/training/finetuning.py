@@ -58,6 +58,8 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from albert_tf.training import bucketed_steps
@@ -69,9 +71,7 @@ from albert_tf.training.finetuning_params import validate_params
 from albert_tf.training.run_support import NonFiniteLossError
 from albert_tf.training.strategy import create_strategy
 from albert_tf.training.warm_start import warm_start
-from data_pipeline import file_io
 from data_pipeline.length_buckets import EXAMPLE_INDEX
-from data_pipeline.shared import UserInputError
 
 BEST_DIR = "best"
 EVAL_RESULTS = "eval_results.json"

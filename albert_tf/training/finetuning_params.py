@@ -13,13 +13,13 @@ from typing import Collection, Mapping, Optional
 
 from absl import logging
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
+from albert_common.run_constants import DTYPES
+from albert_common.run_constants import check_seed
 from albert_tf.config import AlbertConfig
 from albert_tf.exports import inspection
-from data_pipeline import file_io
 from data_pipeline import length_buckets
-from data_pipeline.shared import DTYPES
-from data_pipeline.shared import UserInputError
-from data_pipeline.shared import check_seed
 
 # The warmup share of train_step when no recipe gives one.
 DEFAULT_WARMUP_FRACTION = 0.1

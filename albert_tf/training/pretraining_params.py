@@ -12,10 +12,10 @@ from typing import Collection, Optional
 
 from absl import logging
 
+from albert_common.errors import UserInputError
+from albert_common.run_constants import DTYPES
+from albert_common.run_constants import check_seed
 from albert_tf.config import AlbertConfig
-from data_pipeline.shared import DTYPES
-from data_pipeline.shared import UserInputError
-from data_pipeline.shared import check_seed
 
 
 @dataclasses.dataclass(frozen=True)

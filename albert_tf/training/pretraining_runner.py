@@ -18,11 +18,11 @@ import orbit
 import tensorflow as tf
 import tf_keras
 
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_tf.training import run_support
 from albert_tf.training.pretraining_objective import PretrainingMetrics
 from albert_tf.training.pretraining_objective import replica_loss
 from albert_tf.training.run_support import NonFiniteLossError
-from data_pipeline.shared import ENCODER_INPUT_NAMES
 
 MODEL_INPUTS = ENCODER_INPUT_NAMES + ("masked_lm_positions",)
 

@@ -12,16 +12,16 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from albert_common import file_io
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.training import finetuning
 from albert_tf.training import finetuning_params
 from albert_tf.training import run_support
 from albert_tf.training.task_options import RaceOptions
 from albert_tf.training.task_options import check_race
-from data_pipeline import file_io
 from data_pipeline import length_buckets
 from data_pipeline import race
-from data_pipeline.shared import ENCODER_INPUT_NAMES
 
 
 def multiple_choice_loss(labels, outputs) -> tf.Tensor:

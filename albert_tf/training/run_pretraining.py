@@ -28,6 +28,8 @@ import orbit
 import tensorflow as tf
 import tf_keras
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -38,9 +40,7 @@ from albert_tf.training.pretraining_params import validate_params
 from albert_tf.training.pretraining_runner import PretrainingRunner
 from albert_tf.training.strategy import create_strategy
 from albert_tf.training.warm_start import warm_start
-from data_pipeline import file_io
 from data_pipeline import pretraining_input
-from data_pipeline.shared import UserInputError
 
 DATA_STREAM_FILE = "data_stream.json"
 RECORD_COUNTS_FILE = "input_record_counts.json"

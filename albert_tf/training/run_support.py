@@ -21,11 +21,11 @@ from typing import Dict, List, Optional
 import tensorflow as tf
 import tf_keras
 
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf.training import strategy as strategy_lib
-from data_pipeline import file_io
-from data_pipeline.shared import UserInputError
 
-# --dtype (one of data_pipeline.shared.DTYPES) -> the Keras dtype policy of
+# --dtype (albert_common.run_constants.DTYPES) -> the Keras dtype policy of
 # the encoder (None: float32). Mixed policies keep float32 variables and
 # compute in 16 bits.
 DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16",

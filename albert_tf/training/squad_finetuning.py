@@ -21,18 +21,18 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from albert_common import file_io
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
 from albert_tf.training import finetuning
 from albert_tf.training import finetuning_params
 from albert_tf.training.task_options import SquadOptions
 from albert_tf.training.task_options import check_squad
-from data_pipeline import file_io
 from data_pipeline import length_buckets
 from data_pipeline import squad
 from data_pipeline import squad_metrics
 from data_pipeline import squad_postprocess
-from data_pipeline.shared import ENCODER_INPUT_NAMES
 
 
 def build_model(options: SquadOptions, encoder, config):

@@ -3,8 +3,8 @@
 from absl import logging
 import tensorflow as tf
 
-from data_pipeline.shared import STRATEGIES
-from data_pipeline.shared import UserInputError
+from albert_common.errors import UserInputError
+from albert_common.run_constants import STRATEGIES
 
 
 def create_strategy(name: str, tpu: str = "") -> tf.distribute.Strategy:

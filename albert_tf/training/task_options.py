@@ -15,9 +15,9 @@ from typing import Collection, Dict, Optional
 
 from absl import logging
 
-from data_pipeline import file_io
+from albert_common import file_io
+from albert_common.errors import UserInputError
 from data_pipeline import glue
-from data_pipeline.shared import UserInputError
 
 # --- GLUE ---------------------------------------------------------------------
 

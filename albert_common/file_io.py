@@ -33,7 +33,7 @@ from typing import (
   Union,
 )
 
-from data_pipeline.shared import UserInputError
+from albert_common.errors import UserInputError
 
 
 def is_remote(path: str) -> bool:
