@@ -66,7 +66,9 @@ def _runner(config_file: str, features, batch: int, seq: int,
             buckets_flag: str):
   """(FinetuningRunner, its training stream) after WARMUP steps."""
   from albert_tf.models.albert_classifier import AlbertClassifier
-  from albert_tf.training import finetuning
+  from albert_tf.training import finetuning_params
+  from albert_tf.training import finetuning_runner
+  from albert_tf.training import finetuning_task
   from data_pipeline import glue
   from data_pipeline import length_buckets
   buckets = length_buckets.parse_length_buckets(buckets_flag, seq)
@@ -75,17 +77,17 @@ def _runner(config_file: str, features, batch: int, seq: int,
     return tf.nn.sparse_softmax_cross_entropy_with_logits(
         labels=labels, logits=outputs["logits"])
 
-  task = finetuning.FinetuningTask(
+  task = finetuning_task.FinetuningTask(
       name="sst2_like",
       build_model=lambda encoder, config: AlbertClassifier(encoder, 2),
       loss_fn=loss, length_buckets=buckets)
-  params = finetuning.FinetuningParams(
+  params = finetuning_params.FinetuningParams.from_flat(
       output_dir=tempfile.mkdtemp(prefix="bench_buckets_"),
       albert_config_file=config_file, do_train=True, max_seq_length=seq,
       train_batch_size=batch, learning_rate=1e-5, train_step=10**6,
       warmup_step=10, save_checkpoints_steps=10**6, iterations_per_loop=1,
       log_steps=10**6, seed=0, length_buckets=buckets_flag)
-  runner = finetuning.FinetuningRunner(params, task)
+  runner = finetuning_runner.FinetuningRunner(params, task)
   dataset = glue.make_dataset(features, seq, batch, is_training=True,
                               seed=0, buckets=buckets)
   runner.trainer.fit(dataset.take(WARMUP), steps_per_epoch=WARMUP, epochs=1,

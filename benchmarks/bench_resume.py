@@ -25,13 +25,13 @@ from benchmarks.bench_input_pipeline import build_records
 
 def _params(work_dir, pattern, steps, batch_size, seq_length, predictions):
   from albert_tf.config import AlbertConfig
-  from albert_tf.training import run_pretraining as lib
+  from albert_tf.training import pretraining_driver as lib
   config = os.path.join(work_dir, "albert_config.json")
   AlbertConfig(vocab_size=5000, embedding_size=16, hidden_size=32,
                num_hidden_layers=2, num_attention_heads=2,
                intermediate_size=64,
                max_position_embeddings=seq_length).to_json_file(config)
-  return lib.PretrainingParams(
+  return lib.PretrainingParams.from_flat(
       input_file=pattern, output_dir=os.path.join(work_dir, "run"),
       albert_config_file=config, train_batch_size=batch_size,
       max_seq_length=seq_length, max_predictions_per_seq=predictions,
@@ -44,13 +44,13 @@ def _resume_seconds(params, step):
   import tensorflow as tf
   import tf_keras
 
-  from albert_tf.training import run_pretraining as lib
-  run_dir = params.output_dir + f"_at_{step}"
+  from albert_tf.training import pretraining_driver as lib
+  run_dir = params.runtime.output_dir + f"_at_{step}"
   shutil.rmtree(run_dir, ignore_errors=True)
   os.makedirs(run_dir)
-  for name in tf.io.gfile.listdir(params.output_dir):
+  for name in tf.io.gfile.listdir(params.runtime.output_dir):
     if name.startswith(f"ckpt-{step}.") or name == "albert_config.json":
-      shutil.copy(os.path.join(params.output_dir, name), run_dir)
+      shutil.copy(os.path.join(params.runtime.output_dir, name), run_dir)
   with open(os.path.join(run_dir, "checkpoint"), "w") as f:
     f.write(f'model_checkpoint_path: "ckpt-{step}"\n')
   tf_keras.backend.clear_session()
@@ -87,7 +87,7 @@ def main():
   parser.add_argument("--write", action="store_true")
   args = parser.parse_args()
   steps = [int(s) for s in args.steps.split(",")]
-  from albert_tf.training import run_pretraining as lib
+  from albert_tf.training import pretraining_driver as lib
   rows = []
   with tempfile.TemporaryDirectory() as work_dir:
     pattern = build_records(work_dir, args.seq_length, args.predictions)

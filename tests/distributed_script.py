@@ -13,10 +13,11 @@ before TensorFlow initialises).
       Writes both, with sanity numbers, to OUT_JSON.
 """
 
-import dataclasses
 import json
 import os
 import sys
+
+from albert_common import settings_fields
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -48,18 +49,18 @@ def mirrored_runs(params_json, out_json):
   from absl import logging
   import tf_keras
 
-  from albert_tf.training import run_pretraining as lib
+  from albert_tf.training import pretraining_driver as lib
   logging.set_verbosity(logging.INFO)  # the resume line is an INFO line
-  params = lib.PretrainingParams(**json.loads(params_json))
-  one_device = dataclasses.replace(
+  params = lib.PretrainingParams.from_flat(**json.loads(params_json))
+  one_device = settings_fields.replace(
       params, strategy="one_device",
-      output_dir=os.path.join(params.output_dir, "one_device"))
-  start = os.path.join(one_device.output_dir, "ckpt-0")
-  mirrored = dataclasses.replace(  # start from the very same weights
+      output_dir=os.path.join(params.runtime.output_dir, "one_device"))
+  start = os.path.join(one_device.runtime.output_dir, "ckpt-0")
+  mirrored = settings_fields.replace(  # start from the very same weights
       params, strategy="mirrored", init_checkpoint=start,
-      output_dir=os.path.join(params.output_dir, "mirrored"))
-  resumed = dataclasses.replace(
-      mirrored, output_dir=os.path.join(params.output_dir, "resumed"))
+      output_dir=os.path.join(params.runtime.output_dir, "mirrored"))
+  resumed = settings_fields.replace(
+      mirrored, output_dir=os.path.join(params.runtime.output_dir, "resumed"))
   lib.run_pretraining(one_device)
   lib.run_pretraining(mirrored)
   # Stopped after one loop, then a new model resumes from output_dir.
@@ -67,7 +68,7 @@ def mirrored_runs(params_json, out_json):
       steps=params.iterations_per_loop)
   tf_keras.backend.clear_session()
   lib.run_pretraining(resumed)
-  weights = {name: _weights(run.output_dir) for name, run in (
+  weights = {name: _weights(run.runtime.output_dir) for name, run in (
       ("one_device", one_device), ("mirrored", mirrored),
       ("resumed", resumed))}
   with open(out_json, "w") as f:

@@ -30,10 +30,11 @@ from albert_tf.exports import inspection
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training import classifier_finetuning
+from albert_tf.training import pretraining_driver
 from albert_tf.training import race_finetuning
-from albert_tf.training import run_pretraining
 from albert_tf.training import squad_finetuning
-from albert_tf.training.finetuning import FinetuningParams
+from albert_tf.training.finetuning_params import FinetuningParams
+from albert_tf.training.task_settings import GlueOptions
 from data_pipeline import pretraining_data
 from data_pipeline import pretraining_writer
 from data_pipeline import race
@@ -76,7 +77,7 @@ def _finetuning_params(output_dir, **kwargs):
                 learning_rate=1e-3, train_step=4, warmup_step=1,
                 save_checkpoints_steps=2, iterations_per_loop=2, seed=1)
   values.update(kwargs)
-  return FinetuningParams(**values)
+  return FinetuningParams.from_flat(**values)
 
 
 def _write_sst2(data_dir, words, rng):
@@ -195,7 +196,8 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
   config_file = join(root, "albert_config.json")
   _config().to_json_file(config_file)
   run = top("pretraining")
-  results = run_pretraining.run_pretraining(run_pretraining.PretrainingParams(
+  results = pretraining_driver.run_pretraining(
+      pretraining_driver.PretrainingParams.from_flat(
       input_file=records + "-*", eval_file=records + "-*", output_dir=run,
       albert_config_file=config_file, train_batch_size=8, eval_batch_size=8,
       max_seq_length=SEQ, max_predictions_per_seq=5, num_train_steps=4,
@@ -236,7 +238,8 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
       _finetuning_params(top("sst2"), spm_model_file=spm,
                          init_savedmodel=join(export_dir, "encoder"),
                          do_predict=True),
-      "sst-2", glue_dir, export_dir=classifier_export)
+      GlueOptions(task_name="sst-2", data_dir=glue_dir,
+                  export_dir=classifier_export))
   assert json.loads(file_io.read_text(join(top("sst2"),
                                            "eval_results.json"))) == \
       glue["eval"]
@@ -436,7 +439,8 @@ def _make_local_outputs(folder, spm_model):
         _finetuning_params(outputs["finetuning"], spm_model_file=spm_model,
                            albert_config_file=config_file,
                            init_checkpoint=source, do_predict=True),
-        "sst-2", data_dir, export_dir=outputs["classifier_export"])
+        GlueOptions(task_name="sst-2", data_dir=data_dir,
+                    export_dir=outputs["classifier_export"]))
   finally:
     os.umask(old)
   return outputs

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_common import settings_fields
 from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 
@@ -483,15 +484,14 @@ def test_spm_vocabulary_larger_than_config_is_refused(tmp_path, spm_model,
 
 
 def _pretraining_params(tmp_path, records, config_file, **changes):
-  from albert_tf.training import run_pretraining as lib
-  params = lib.PretrainingParams(
+  from albert_tf.training import pretraining_driver as lib
+  params = lib.PretrainingParams.from_flat(
       input_file=records, output_dir=str(tmp_path / "run"),
       albert_config_file=config_file, train_batch_size=8, eval_batch_size=8,
       max_seq_length=SEQ, max_predictions_per_seq=PREDS, learning_rate=1e-3,
       num_train_steps=5, num_warmup_steps=1, save_checkpoints_steps=5,
       iterations_per_loop=5, seed=1, shuffle_buffer_size=10000)
-  import dataclasses
-  return dataclasses.replace(params, **changes)
+  return settings_fields.replace(params, **changes)
 
 
 @pytest.mark.slow
@@ -500,7 +500,7 @@ def test_pretraining_out_of_vocabulary_ids_found_while_training(
   # ...and ids past the first record are caught while training.
   import tensorflow as tf
 
-  from albert_tf.training import run_pretraining as lib
+  from albert_tf.training import pretraining_driver as lib
   # A vocabulary that holds the first record's ids but not all the others.
   largest = []
   for record in tf.data.TFRecordDataset(pretraining_records["path"]):
@@ -524,7 +524,7 @@ def test_pretraining_out_of_vocabulary_ids_found_while_training(
 
 def test_truncated_file_past_first_record_names_file_and_flag(
     tmp_path, pretraining_records, config_file):
-  from albert_tf.training import run_pretraining as lib
+  from albert_tf.training import pretraining_driver as lib
   with open(pretraining_records["path"], "rb") as f:
     data = f.read()
   truncated = tmp_path / "truncated.tfrecord"
@@ -571,21 +571,22 @@ def test_bad_tfrecords_name_the_file(tmp_path, pretraining_records):
 
 def test_sequence_length_and_config_errors(tmp_path, pretraining_records,
                                            config_file):
-  from albert_tf.training import finetuning
-  from albert_tf.training import run_pretraining as lib
+  from albert_tf.training import finetuning_params
+  from albert_tf.training import finetuning_runner
+  from albert_tf.training import pretraining_driver as lib
   with pytest.raises(UserInputError,
                      match=r"--max_seq_length=64 exceeds "
                      r"max_position_embeddings=32 in .*albert_config.json"):
     lib.build_pretraining(_pretraining_params(
         tmp_path, pretraining_records["path"], config_file,
         max_seq_length=64))
-  params = finetuning.FinetuningParams(
+  params = finetuning_params.FinetuningParams.from_flat(
       output_dir=str(tmp_path / "ft"), albert_config_file=config_file,
       do_train=True, max_seq_length=64)
   with pytest.raises(UserInputError,
                      match=r"--max_seq_length=64 exceeds "
                      r"max_position_embeddings=32"):
-    finetuning.FinetuningRunner(params, None)
+    finetuning_runner.FinetuningRunner(params, None)
   groups = tmp_path / "groups.json"
   with open(config_file) as f:
     groups.write_text(json.dumps(dict(json.load(f), num_hidden_layers=3,
@@ -628,8 +629,9 @@ def test_checkpoint_of_another_architecture_lists_names_and_shapes(tmp_path):
 def test_unwritable_output_dirs(tmp_path, english_corpus, spm_model,
                                 pretraining_records, config_file):
   from albert_tf import exports
-  from albert_tf.training import finetuning
-  from albert_tf.training import run_pretraining as lib
+  from albert_tf.training import finetuning_params
+  from albert_tf.training import finetuning_runner
+  from albert_tf.training import pretraining_driver as lib
   a_file = tmp_path / "a_file"
   a_file.write_text("in the way")
   under = str(a_file / "out")
@@ -640,7 +642,7 @@ def test_unwritable_output_dirs(tmp_path, english_corpus, spm_model,
         output_dir=under))
   with pytest.raises(UserInputError, match=f"--output_dir={under} is not "
                      "writable"):
-    finetuning.FinetuningRunner(finetuning.FinetuningParams(
+    finetuning_runner.FinetuningRunner(finetuning_params.FinetuningParams.from_flat(
         output_dir=under, albert_config_file=config_file, do_train=True,
         max_seq_length=SEQ), None)
   with pytest.raises(UserInputError,

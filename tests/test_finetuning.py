@@ -5,7 +5,6 @@ import json
 import logging
 import os
 
-from absl import flags
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -15,7 +14,9 @@ from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from albert_tf.training import finetuning
+from albert_tf.training import finetuning_params
+from albert_tf.training import finetuning_runner
+from albert_tf.training import finetuning_task
 from albert_tf.training.run_support import NonFiniteLossError
 
 SEQ = 16
@@ -62,7 +63,7 @@ def _task(evaluate=None, loss_fn=_cross_entropy):
     return {"accuracy": float(np.mean(
         logits["logits"].argmax(-1) == dev_y))}
 
-  return finetuning.FinetuningTask(
+  return finetuning_task.FinetuningTask(
       name="keyword",
       build_model=lambda encoder, config: AlbertClassifier(encoder, 2),
       loss_fn=loss_fn, train_dataset=train_dataset,
@@ -77,15 +78,15 @@ def _params(tmp_path, config_file, **kwargs):
                 save_checkpoints_steps=100, iterations_per_loop=50,
                 log_steps=50, seed=1)
   values.update(kwargs)
-  return finetuning.FinetuningParams(**values)
+  return finetuning_params.FinetuningParams.from_flat(**values)
 
 
 def test_trains_keeps_best_and_resumes(tmp_path):
   _, config_file = _config(tmp_path)
   params = _params(tmp_path, config_file)
-  results = finetuning.run_finetuning(params, _task())
+  results = finetuning_runner.run_finetuning(params, _task())
   assert results["accuracy"] > 0.9
-  out = params.output_dir
+  out = params.runtime.output_dir
   with open(os.path.join(out, "eval_results.json")) as f:
     assert json.load(f) == results
   assert tf.train.latest_checkpoint(out).endswith("ckpt-200")
@@ -95,7 +96,7 @@ def test_trains_keeps_best_and_resumes(tmp_path):
       os.listdir(os.path.join(out, "eval"))
 
   # Rerunning resumes at step 200: nothing is trained again.
-  runner = finetuning.FinetuningRunner(params, _task())
+  runner = finetuning_runner.FinetuningRunner(params, _task())
   assert runner.step == 200
   before = [v.numpy() for v in runner.model.trainable_variables]
   runner.train()
@@ -109,7 +110,7 @@ def test_best_checkpoint_follows_main_metric(tmp_path):
   scores = iter([0.5, 0.9, 0.7])
   task = _task(evaluate=lambda predict: {"accuracy": next(scores)})
   params = _params(tmp_path, config_file, train_step=300)
-  runner = finetuning.FinetuningRunner(params, task)
+  runner = finetuning_runner.FinetuningRunner(params, task)
   runner.train()
   assert runner.best_results() == {"accuracy": 0.9, "step": 200}
   assert runner.best_manager.latest_checkpoint.endswith("ckpt-200")
@@ -125,7 +126,7 @@ def test_nan_loss_stops_with_clear_error(tmp_path):
   _, config_file = _config(tmp_path)
   task = _task(loss_fn=lambda labels, outputs: outputs["logits"][:, 0] * np.nan)
   with pytest.raises(NonFiniteLossError, match=r"loss is nan at step \d+"):
-    finetuning.run_finetuning(_params(tmp_path, config_file), task)
+    finetuning_runner.run_finetuning(_params(tmp_path, config_file), task)
 
 
 def test_warm_start_from_our_pretraining_checkpoint(tmp_path, caplog):
@@ -136,7 +137,7 @@ def test_warm_start_from_our_pretraining_checkpoint(tmp_path, caplog):
       str(tmp_path / "pretrain" / "ckpt"))
   params = _params(tmp_path, config_file, init_checkpoint=prefix,
                    do_train=False)
-  runner = finetuning.FinetuningRunner(params, _task())
+  runner = finetuning_runner.FinetuningRunner(params, _task())
   assert runner.warm_start_summary.startswith(
       f"loaded 25 variables from {prefix} (ours layout)")
   # Said once: what was loaded (variables, source).
@@ -164,7 +165,7 @@ def test_init_savedmodel_fine_tunes_the_exported_encoder(tmp_path, spm_model,
   # (After the export, absl logs at WARNING again in a process that never
   # ran app.run.)
   caplog.set_level(logging.INFO, logger="absl")
-  runner = finetuning.FinetuningRunner(params, _task())
+  runner = finetuning_runner.FinetuningRunner(params, _task())
   assert runner.config == config
   before = runner.model.classifier.dense.kernel.numpy()
   encoder_before = [v.numpy() for v in runner.encoder.trainable_variables]
@@ -172,7 +173,7 @@ def test_init_savedmodel_fine_tunes_the_exported_encoder(tmp_path, spm_model,
   assert (f"loaded {len(runner.encoder.variables)} variables "
           f"({len(encoder_before)} trainable) from the exported encoder "
           f"{params.init_savedmodel}") in caplog.messages
-  results = finetuning.run_finetuning(params, runner.task, runner)
+  results = finetuning_runner.run_finetuning(params, runner.task, runner)
   # Evaluated once, at train_step (20 steps are too few to learn the task;
   # test_trains_keeps_best_and_resumes shows that).
   assert results["step"] == 20 and set(results) == {"accuracy", "step"}
@@ -184,41 +185,19 @@ def test_init_savedmodel_fine_tunes_the_exported_encoder(tmp_path, spm_model,
 def test_bad_settings(tmp_path):
   _, config_file = _config(tmp_path)
   with pytest.raises(UserInputError, match="--do_train, --do_eval"):
-    finetuning.FinetuningRunner(
+    finetuning_runner.FinetuningRunner(
         _params(tmp_path, config_file, do_train=False, do_eval=False),
         _task())
   with pytest.raises(UserInputError, match="not both"):
-    finetuning.validate_params(_params(tmp_path, config_file,
+    finetuning_params.validate_params(_params(tmp_path, config_file,
                                        init_checkpoint="a",
                                        init_savedmodel="b"))
   with pytest.raises(UserInputError, match="max_seq_length=64 exceeds"):
-    finetuning.FinetuningRunner(
+    finetuning_runner.FinetuningRunner(
         _params(tmp_path, config_file, max_seq_length=64), _task())
   with pytest.raises(UserInputError, match="albert_config_file=.*nope"):
-    finetuning.FinetuningRunner(
+    finetuning_runner.FinetuningRunner(
         _params(tmp_path, str(tmp_path / "nope.json")), _task())
-
-
-def test_shared_flags_take_task_defaults():
-  from tools import finetune_flags
-  # A private FlagValues: the global FLAGS may already hold same-named flags
-  # of other tools imported in this process.
-  values = flags.FlagValues()
-  finetune_flags.define_shared_flags(values)
-  finetune_flags.define_shared_flags(values)  # idempotent
-  values(["prog", "--output_dir=/tmp/x", "--spm_model_file=sp.model",
-          "--learning_rate=0.1", "--do_train"])
-  params = finetune_flags.params_from_flags(
-      dict(learning_rate=3e-5, train_step=10000, warmup_step=1000,
-           train_batch_size=128), flag_values=values)
-  assert (params.learning_rate, params.train_step, params.warmup_step,
-          params.train_batch_size) == (0.1, 10000, 1000, 128)
-  assert params.optimizer == "adamw" and params.do_train
-  assert params.max_seq_length == 512
-  values.unparse_flags()
-  values(["prog", "--spm_model_file=sp.model"])
-  with pytest.raises(UserInputError, match="--output_dir is required"):
-    finetune_flags.params_from_flags(flag_values=values)
 
 
 def _summary_steps(directory):
@@ -244,8 +223,8 @@ def test_stops_at_exactly_train_step(tmp_path, train_step,
   params = _params(tmp_path, config_file, train_step=train_step,
                    warmup_step=2, iterations_per_loop=iterations_per_loop,
                    save_checkpoints_steps=save_every, log_steps=5)
-  results = finetuning.run_finetuning(params, _task())
-  out = params.output_dir
+  results = finetuning_runner.run_finetuning(params, _task())
+  out = params.runtime.output_dir
   assert tf.train.latest_checkpoint(out).endswith(f"ckpt-{train_step}")
   with open(os.path.join(out, "eval_results.json")) as f:
     assert json.load(f)["step"] == results["step"]
@@ -260,12 +239,13 @@ def test_stops_at_exactly_train_step(tmp_path, train_step,
 
 
 def test_fit_segments_end_at_checkpoints_and_train_step():
-  assert finetuning.fit_segments(0, 40, 100) == [(0, 40, 1)]
-  assert finetuning.fit_segments(0, 7, 5) == [(0, 5, 1), (5, 2, 1)]
-  assert finetuning.fit_segments(0, 20935, 100) == [(0, 100, 209),
+  assert finetuning_runner.fit_segments(0, 40, 100) == [(0, 40, 1)]
+  assert finetuning_runner.fit_segments(0, 7, 5) == [(0, 5, 1), (5, 2, 1)]
+  assert finetuning_runner.fit_segments(0, 20935, 100) == [(0, 100, 209),
                                                     (20900, 35, 1)]
   # A run resumed off the checkpoint grid (train_step raised after a run
   # that ended at 40) first returns to the grid.
-  assert finetuning.fit_segments(40, 250, 100) == [(40, 60, 1), (100, 100, 1),
+  assert finetuning_runner.fit_segments(40, 250, 100) == [
+      (40, 60, 1), (100, 100, 1),
                                                    (200, 50, 1)]
-  assert finetuning.fit_segments(40, 40, 100) == []
+  assert finetuning_runner.fit_segments(40, 40, 100) == []

@@ -17,7 +17,7 @@ import pytest
 from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.training import finetuning_params
-from albert_tf.training import task_options
+from albert_tf.training import task_settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LIMIT_S = 3.0
@@ -221,8 +221,8 @@ def test_early_check_modules_do_not_import_tensorflow():
           "import albert_tf.checkpoints.configs, albert_tf.config\n"
           "import albert_tf.exports, albert_tf.exports.options\n"
           "import albert_tf.training.finetuning_params\n"
-          "import albert_tf.training.task_options, data_pipeline.glue\n"
-          "import data_pipeline.tokenization, tools.finetune_flags\n"
+          "import albert_tf.training.task_settings, data_pipeline.glue\n"
+          "import data_pipeline.tokenization, tools.settings_flags\n"
           "assert 'tensorflow' not in sys.modules\n")
   subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
                  env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
@@ -237,67 +237,67 @@ def _params(files, **kwargs):
                 spm_model_file=files["spm"], do_train=True,
                 max_seq_length=512, train_step=40, warmup_step=1256)
   values.update(kwargs)
-  return finetuning_params.FinetuningParams(**values)
+  return finetuning_params.FinetuningParams.from_flat(**values)
 
 
-SST2 = task_options.task_defaults("SST-2")  # 1256 warmup of 20935 steps
+SST2 = task_settings.task_defaults("SST-2")  # 1256 warmup of 20935 steps
 
 
 def test_defaults_derived_from_the_flags_the_user_set(files, caplog):
   caplog.set_level(logging.INFO, logger="absl")
-  params = finetuning_params.check_before_building(
-      _params(files), user_set={"train_step"}, recipe=SST2)
+  params = finetuning_params.prepare(
+      _params(files), user_set={"train_step"}, recipe=SST2).params
   assert params.max_seq_length == 64  # the config's positions
   assert params.warmup_step == int(40 * 1256 / 20935) == 2
   assert "using --max_seq_length=64 (max_position_embeddings of" in \
       caplog.text
   assert "using --warmup_step=2 (6% of --train_step" in caplog.text
 
-  squad = task_options.derive_squad(
-      params, task_options.SquadOptions(max_query_length=64), {"train_step"})
+  squad = task_settings.derive_squad(
+      params, task_settings.SquadOptions(max_query_length=64), {"train_step"})
   assert squad.max_query_length == 32
-  race = task_options.derive_race(
-      params, task_options.RaceOptions(max_qa_length=128), set())
+  race = task_settings.derive_race(
+      params, task_settings.RaceOptions(max_qa_length=128), set())
   assert race.max_qa_length == 32
   assert "using --max_query_length=32 (half of --max_seq_length)" in \
       caplog.text
   assert "using --max_qa_length=32 (half of --max_seq_length)" in caplog.text
 
   # Nothing to derive when the defaults fit.
-  params = finetuning_params.check_before_building(
+  params = finetuning_params.prepare(
       _params(files, max_seq_length=64, train_step=20935), user_set=set(),
-      recipe=SST2)
+      recipe=SST2).params
   assert (params.max_seq_length, params.warmup_step) == (64, 1256)
-  assert task_options.derive_race(
-      params, task_options.RaceOptions(max_qa_length=16), set()
+  assert task_settings.derive_race(
+      params, task_settings.RaceOptions(max_qa_length=16), set()
   ).max_qa_length == 16
 
 
 def test_conflicting_values_the_user_set_stay_errors(files):
   with pytest.raises(UserInputError, match="--max_seq_length=512 exceeds"):
-    finetuning_params.check_before_building(
+    finetuning_params.prepare(
         _params(files), user_set={"max_seq_length", "train_step"},
         recipe=SST2)
   with pytest.raises(UserInputError,
                      match=r"--warmup_step=1256 must be in \[0, "
                      r"--train_step=40\)"):
-    finetuning_params.check_before_building(
+    finetuning_params.prepare(
         _params(files, max_seq_length=64),
         user_set={"warmup_step", "train_step"}, recipe=SST2)
   # Library callers (user_set=None) get no derivation at all.
   with pytest.raises(UserInputError, match="--max_seq_length=512 exceeds"):
-    finetuning_params.check_before_building(_params(files))
+    finetuning_params.prepare(_params(files))
   params = _params(files, max_seq_length=64, warmup_step=2)
-  squad = task_options.SquadOptions(max_query_length=64, train_file="x")
-  squad = task_options.derive_squad(params, squad, {"max_query_length"})
+  squad = task_settings.SquadOptions(max_query_length=64, train_file="x")
+  squad = task_settings.derive_squad(params, squad, {"max_query_length"})
   with pytest.raises(UserInputError, match=r"--max_seq_length \(64\) must "
                      r"exceed --max_query_length \(64\)"):
-    task_options.check_squad(params, squad)
-  race = task_options.derive_race(
-      params, task_options.RaceOptions(data_dir=files["root"],
+    task_settings.check_squad(params, squad)
+  race = task_settings.derive_race(
+      params, task_settings.RaceOptions(data_dir=files["root"],
                                        max_qa_length=62), {"max_qa_length"})
   with pytest.raises(UserInputError, match=r"--max_qa_length \(62\)"):
-    task_options.check_race(params, race)
+    task_settings.check_race(params, race)
 
 
 def test_pretraining_warmup_derived_from_a_short_num_train_steps(files):
@@ -309,8 +309,12 @@ def test_pretraining_warmup_derived_from_a_short_num_train_steps(files):
           "flags.FLAGS(sys.argv)\n"
           "logging.use_absl_handler()\n"
           "logging.set_verbosity(logging.INFO)\n"
-          "run_pretraining.check_before_tensorflow()\n"
-          "print(flags.FLAGS.num_warmup_steps)\n"
+          "from tools import settings_flags\n"
+          "from albert_tf.training import pretraining_params as p\n"
+          "params, user_set = settings_flags.read_settings("
+          "p.PretrainingParams)\n"
+          "run = p.prepare(params, user_set)\n"
+          "print(run.params.num_warmup_steps, flags.FLAGS.num_warmup_steps)\n"
           "assert 'tensorflow' not in sys.modules\n")
   result = subprocess.run(
       [sys.executable, "-c", code, "--input_file=x", "--output_dir=y",
@@ -318,15 +322,17 @@ def test_pretraining_warmup_derived_from_a_short_num_train_steps(files):
        "--num_train_steps=400"], cwd=ROOT, capture_output=True, text=True,
       env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
   assert result.returncode == 0, result.stderr[-3000:]
-  assert result.stdout.split() == ["10"]
+  # Derived once, logged once; the flags themselves stay as parsed.
+  assert result.stdout.split() == ["10", "3125"]
+  assert result.stderr.count("using --num_warmup_steps") == 1
   assert "using --num_warmup_steps=10 (2.5% of --num_train_steps" in \
       result.stderr
 
 
 def test_results_line_is_sorted_with_floats_to_four_decimals(capsys):
-  from tools import finetune_flags
-  finetune_flags.print_results(
+  from tools import settings_flags
+  settings_flags.print_results(
       {"f1": 87.123456, "exact_match": 80.0, "num_examples": 12})
-  finetune_flags.print_results({})
+  settings_flags.print_results({})
   assert capsys.readouterr().out == (
       "exact_match=80.0000 f1=87.1235 num_examples=12\n")

@@ -69,7 +69,7 @@ def test_the_wrong_folders_are_named(fake_exports):
 
 
 def test_the_finetuning_checks_run_it(fake_exports):
-  params = finetuning_params.FinetuningParams(
+  params = finetuning_params.FinetuningParams.from_flat(
       output_dir="out", do_train=True,
       init_savedmodel=fake_exports["export/preprocessor"])
   with pytest.raises(UserInputError, match="preprocessor of an export"):

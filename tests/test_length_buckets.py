@@ -3,17 +3,19 @@ batches, and GLUE fine-tuning with them: one trace per bucket, the crafted
 task learnt as without buckets, equal dev metrics and submission files,
 resume mid-epoch equal to the uninterrupted bucketed run."""
 
-import dataclasses
 import random
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_common import settings_fields
 from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.training import classifier_finetuning
-from albert_tf.training import finetuning
+from albert_tf.training import finetuning_params
+from albert_tf.training import finetuning_runner
+from albert_tf.training.task_settings import GlueOptions
 from data_pipeline import glue
 from data_pipeline import length_buckets
 
@@ -140,7 +142,7 @@ def glue_setup(tmp_path_factory, english_corpus, spm_model):
                num_hidden_layers=2, num_attention_heads=4,
                intermediate_size=64, max_position_embeddings=SEQ,
                initializer_range=0.02).to_json_file(config_file)
-  params = finetuning.FinetuningParams(
+  params = finetuning_params.FinetuningParams.from_flat(
       output_dir="", spm_model_file=spm_model,
       albert_config_file=config_file, do_train=True, do_eval=True,
       do_predict=True, max_seq_length=SEQ, train_batch_size=32,
@@ -151,10 +153,10 @@ def glue_setup(tmp_path_factory, english_corpus, spm_model):
 
 
 def _run(setup, name, **changes):
-  params = dataclasses.replace(
+  params = settings_fields.replace(
       setup["params"], output_dir=str(setup["root"] / name), **changes)
   return params, classifier_finetuning.run_classifier(
-      params, "SST-2", setup["data_dir"])
+      params, GlueOptions(task_name="SST-2", data_dir=setup["data_dir"]))
 
 
 def _glue_data(setup, buckets):
@@ -194,8 +196,8 @@ def test_bucketed_evaluation_and_predictions_equal_unbucketed(
   assert bucketed.buckets == (32, SEQ) and padded.buckets == (SEQ,)
   dev = bucketed.features("dev")
   assert min(dev.lengths) <= 32 < max(dev.lengths)  # both buckets used
-  runner = finetuning.FinetuningRunner(
-      dataclasses.replace(params, do_train=False),
+  runner = finetuning_runner.FinetuningRunner(
+      settings_fields.replace(params, do_train=False),
       classifier_finetuning.build_glue_task(bucketed, 48))
   runner.restore_best()
   logits = {}
@@ -230,12 +232,12 @@ def _short_params(setup, name, **changes):
                 do_predict=False, train_step=40, warmup_step=4,
                 save_checkpoints_steps=10, iterations_per_loop=5)
   values.update(changes)
-  return dataclasses.replace(setup["params"], **values)
+  return settings_fields.replace(setup["params"], **values)
 
 
 def test_traces_equal_buckets_not_batches(glue_setup):
   params = _short_params(glue_setup, "traces")
-  runner = finetuning.FinetuningRunner(
+  runner = finetuning_runner.FinetuningRunner(
       params, classifier_finetuning.build_glue_task(
           _glue_data(glue_setup, "auto"), 48))
   runner.train()
@@ -255,14 +257,14 @@ def test_bucketed_steps_under_a_strategy_and_xla_stop_at_train_step(
   params = _short_params(glue_setup, f"{strategy}_{jit_compile}",
                          strategy=strategy, jit_compile=jit_compile,
                          train_step=train_step, seed=4)
-  runner = finetuning.FinetuningRunner(
+  runner = finetuning_runner.FinetuningRunner(
       params, classifier_finetuning.build_glue_task(
           _glue_data(glue_setup, "auto"), 48))
   runner.train()
   trainer = runner.trainer
   assert runner.step == train_step
   assert trainer.train_traces == len(trainer.train_shapes) == 2
-  assert tf.train.latest_checkpoint(params.output_dir).endswith(
+  assert tf.train.latest_checkpoint(params.runtime.output_dir).endswith(
       f"ckpt-{train_step}")
 
 
@@ -282,10 +284,10 @@ def test_resume_mid_epoch_equals_uninterrupted_bucketed_run(glue_setup):
   """800 examples, batch 32: ckpt-20 is mid-epoch (25 steps an epoch)."""
   data = _glue_data(glue_setup, "auto")
   reference = _short_params(glue_setup, "uninterrupted")
-  finetuning.FinetuningRunner(
+  finetuning_runner.FinetuningRunner(
       reference, classifier_finetuning.build_glue_task(data, 48)).train()
   params = _short_params(glue_setup, "killed")
-  runner = finetuning.FinetuningRunner(
+  runner = finetuning_runner.FinetuningRunner(
       params, classifier_finetuning.build_glue_task(data, 48))
   save = runner.save_and_evaluate
 
@@ -296,13 +298,14 @@ def test_resume_mid_epoch_equals_uninterrupted_bucketed_run(glue_setup):
   runner.save_and_evaluate = save_then_die
   with pytest.raises(_Killed):
     runner.train()
-  assert tf.train.latest_checkpoint(params.output_dir).endswith("ckpt-20")
-  rerun = finetuning.FinetuningRunner(
+  assert tf.train.latest_checkpoint(
+      params.runtime.output_dir).endswith("ckpt-20")
+  rerun = finetuning_runner.FinetuningRunner(
       params, classifier_finetuning.build_glue_task(data, 48))
   assert rerun.step == 20
   rerun.train()
-  a = _model_weights(reference.output_dir)
-  b = _model_weights(params.output_dir)
+  a = _model_weights(reference.runtime.output_dir)
+  b = _model_weights(params.runtime.output_dir)
   assert sorted(a) == sorted(b) and len(a) > 10
   worst = max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
   assert worst <= 1e-5, worst

@@ -2,7 +2,6 @@
 and without buckets gives equal outputs, official metrics and prediction
 files (the runs themselves train bucketed, the default)."""
 
-import dataclasses
 import json
 import os
 import random
@@ -10,8 +9,10 @@ import random
 import numpy as np
 import pytest
 
+from albert_common import settings_fields
 from albert_tf.config import AlbertConfig
-from albert_tf.training import finetuning
+from albert_tf.training import finetuning_params
+from albert_tf.training import finetuning_runner
 from albert_tf.training import race_finetuning
 from albert_tf.training import squad_finetuning
 from data_pipeline import race
@@ -41,8 +42,8 @@ def test_squad_bucketed_evaluation_equals_unbucketed(squad_setup, v2):  # noqa: 
   data = squad_finetuning.SquadData(options.predict_file, tokenizer, params,
                                     options, is_training=False)
   _both_buckets_used(data.arrays["input_mask"], 64)
-  eval_params = dataclasses.replace(params, do_train=False)
-  runner = finetuning.FinetuningRunner(
+  eval_params = settings_fields.replace(params, do_train=False)
+  runner = finetuning_runner.FinetuningRunner(
       eval_params, squad_finetuning.build_squad_task(eval_params, options,
                                                      None, data))
   runner.restore_best()
@@ -101,7 +102,7 @@ def test_race_bucketed_evaluation_equals_unbucketed(tmp_path, english_corpus,
                intermediate_size=64, max_position_embeddings=64,
                hidden_dropout_prob=0.0,
                attention_probs_dropout_prob=0.0).to_json_file(str(config))
-  params = finetuning.FinetuningParams(
+  params = finetuning_params.FinetuningParams.from_flat(
       output_dir=str(tmp_path / "out"), spm_model_file=spm_model,
       albert_config_file=str(config), do_train=True, do_eval=True,
       max_seq_length=48, train_batch_size=16, eval_batch_size=32,
@@ -113,12 +114,12 @@ def test_race_bucketed_evaluation_equals_unbucketed(tmp_path, english_corpus,
   assert results["accuracy"] > 0.9, results
   tokenizer = SentencePieceTokenizer(spm_model)
   dev = {name: race_finetuning.RaceData(
-      "dev", tokenizer, dataclasses.replace(params, length_buckets=name),
+      "dev", tokenizer, settings_fields.replace(params, length_buckets=name),
       options) for name in (BUCKETED, PADDED)}
   assert dev[BUCKETED].buckets == (32, 48) and dev[PADDED].buckets == (48,)
   _both_buckets_used(dev[PADDED].arrays["input_mask"], 48)
-  eval_params = dataclasses.replace(params, do_train=False)
-  runner = finetuning.FinetuningRunner(
+  eval_params = settings_fields.replace(params, do_train=False)
+  runner = finetuning_runner.FinetuningRunner(
       eval_params, race_finetuning.build_race_task(options, None,
                                                    dev[PADDED], 32))
   runner.restore_best()

@@ -10,7 +10,7 @@ import pytest
 from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.training import race_finetuning
-from albert_tf.training.finetuning import FinetuningParams
+from albert_tf.training.finetuning_params import FinetuningParams
 from data_pipeline import race
 from data_pipeline.tokenization import SentencePieceTokenizer
 
@@ -120,7 +120,7 @@ def test_race_end_to_end(race_dir, spm_model, tmp_path):
                intermediate_size=64, max_position_embeddings=64,
                hidden_dropout_prob=0.0,
                attention_probs_dropout_prob=0.0).to_json_file(str(config))
-  params = FinetuningParams(
+  params = FinetuningParams.from_flat(
       output_dir=str(tmp_path / "out"), spm_model_file=spm_model,
       albert_config_file=str(config), do_train=True, do_eval=True,
       do_predict=True, max_seq_length=48, train_batch_size=16,
@@ -129,16 +129,17 @@ def test_race_end_to_end(race_dir, spm_model, tmp_path):
       seed=1)
   options = race_finetuning.RaceOptions(data_dir=race_dir, max_qa_length=16)
   results = race_finetuning.run_race(params, options)
-  with open(os.path.join(params.output_dir, "eval_results.json")) as f:
+  with open(os.path.join(params.runtime.output_dir, "eval_results.json")) as f:
     assert json.load(f) == results
   # Chance is 0.25: the run learnt the task (1.0 measured after 60 steps).
   for key in ("accuracy", "accuracy_middle", "accuracy_high"):
     assert results[key] > 0.9, results
   assert results["num_examples"] == 60
-  with open(os.path.join(params.output_dir, "test_results.json")) as f:
+  with open(os.path.join(params.runtime.output_dir, "test_results.json")) as f:
     test = json.load(f)
   assert test["num_examples"] == 20 and test["accuracy"] > 0.9, test
-  with open(os.path.join(params.output_dir, "test_predictions.json")) as f:
+  with open(os.path.join(params.runtime.output_dir,
+                         "test_predictions.json")) as f:
     predictions = json.load(f)
   examples = race.read_race_examples(race_dir, "test")
   assert sorted(predictions) == sorted(e.example_id for e in examples)

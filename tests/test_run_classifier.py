@@ -15,6 +15,7 @@ from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.networks.albert_encoder import AlbertEncoder
+from albert_tf.training.task_settings import GlueOptions
 from data_pipeline import glue
 from data_pipeline import tokenization
 
@@ -143,16 +144,16 @@ def test_serving_signature_equals_python_path(sst2_run):
 
 def test_eval_only_run_uses_the_best_checkpoint(sst2_run):
   from albert_tf.training import classifier_finetuning
-  from albert_tf.training import finetuning
+  from albert_tf.training import finetuning_params
   out = sst2_run["output_dir"]
   with open(os.path.join(out, "best", "best_eval_results.json")) as f:
     best = json.load(f)
-  params = finetuning.FinetuningParams(
+  params = finetuning_params.FinetuningParams.from_flat(
       output_dir=out, spm_model_file=sst2_run["spm_model"],
       albert_config_file=os.path.join(out, "albert_config.json"),
       do_eval=True, max_seq_length=32, eval_batch_size=64)
-  result = classifier_finetuning.run_classifier(params, "SST-2",
-                                                sst2_run["data_dir"])
+  result = classifier_finetuning.run_classifier(
+      params, GlueOptions(task_name="SST-2", data_dir=sst2_run["data_dir"]))
   assert result["eval"]["step"] == best["step"]
   assert result["eval"]["accuracy"] == pytest.approx(best["accuracy"])
 

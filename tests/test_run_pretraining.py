@@ -10,9 +10,10 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+from albert_common import settings_fields
 from albert_tf.config import AlbertConfig
+from albert_tf.training import pretraining_driver as lib
 from albert_tf.training import pretraining_objective
-from albert_tf.training import run_pretraining as lib
 from albert_tf.training.run_support import NonFiniteLossError
 
 
@@ -34,7 +35,7 @@ def _params(folder, records):
                         intermediate_size=64, max_position_embeddings=32)
   config_path = os.path.join(folder, "albert_config.json")
   config.to_json_file(config_path)
-  return lib.PretrainingParams(
+  return lib.PretrainingParams.from_flat(
       input_file=records["path"], eval_file=records["path"],
       output_dir=os.path.join(folder, "run"), albert_config_file=config_path,
       train_batch_size=16, eval_batch_size=16, max_seq_length=32,
@@ -60,20 +61,20 @@ def trained(tmp_path_factory, pretraining_records):
 
 def test_loss_falls_and_summaries_are_written(trained):
   params, results = trained
-  train = read_scalars(os.path.join(params.output_dir, "train"))
+  train = read_scalars(os.path.join(params.runtime.output_dir, "train"))
   losses = [v for _, v in sorted(train["loss"])]
   assert [s for s, _ in sorted(train["loss"])] == [10, 20, 30, 40]
   assert losses[-1] < losses[0] - 0.5, losses
   assert {"mlm_accuracy", "sop_accuracy", "learning_rate",
           "gradient_norm"} <= set(train)
-  evals = read_scalars(os.path.join(params.output_dir, "eval"))
+  evals = read_scalars(os.path.join(params.runtime.output_dir, "eval"))
   assert sorted(s for s, _ in evals["mlm_loss"]) == [20, 40]
   assert results["loss"] == pytest.approx(evals["loss"][-1][1], rel=1e-5)
-  with open(os.path.join(params.output_dir, "eval_results.json")) as f:
+  with open(os.path.join(params.runtime.output_dir, "eval_results.json")) as f:
     assert json.load(f)["step"] == 40
   kept = sorted(os.path.basename(p) for p in
                 tf.train.get_checkpoint_state(
-                    params.output_dir).all_model_checkpoint_paths)
+                    params.runtime.output_dir).all_model_checkpoint_paths)
   assert kept == ["ckpt-0", "ckpt-20", "ckpt-40"]
 
 
@@ -90,9 +91,10 @@ def _interrupted_at(source_dir, step, output_dir):
 
 
 def test_resume_restores_step_slots_and_learning_rate(trained, tmp_path):
-  params = dataclasses.replace(trained[0], output_dir=str(tmp_path / "run"))
+  params = settings_fields.replace(trained[0], output_dir=str(tmp_path / "run"))
   saved = tf.train.load_checkpoint(
-      _interrupted_at(trained[0].output_dir, 20, params.output_dir))
+      _interrupted_at(trained[0].runtime.output_dir, 20,
+                      params.runtime.output_dir))
   setup = lib.build_pretraining(params)  # same output_dir: resumes
   assert int(setup.optimizer.iterations.numpy()) == 20
   kernel = setup.model.get_layer("masked_lm").transform.kernel
@@ -109,17 +111,19 @@ def test_resume_restores_step_slots_and_learning_rate(trained, tmp_path):
   assert setup.runner.learning_rate() == pytest.approx(expected_lr, rel=1e-6)
   setup.controller.train(steps=30)
   assert int(setup.optimizer.iterations.numpy()) == 30
-  assert tf.train.latest_checkpoint(params.output_dir).endswith("ckpt-30")
+  assert tf.train.latest_checkpoint(
+      params.runtime.output_dir).endswith("ckpt-30")
 
 
 def test_warm_start_from_our_checkpoint(trained, tmp_path):
   params = trained[0]
-  target = dataclasses.replace(
+  target = settings_fields.replace(
       params, output_dir=str(tmp_path / "warm"),
-      init_checkpoint=params.output_dir)  # a directory: its latest
+      init_checkpoint=params.runtime.output_dir)  # a directory: its latest
   setup = lib.build_pretraining(target)
   assert int(setup.optimizer.iterations.numpy()) == 0  # weights only
-  saved = tf.train.load_checkpoint(os.path.join(params.output_dir, "ckpt-40"))
+  saved = tf.train.load_checkpoint(
+      os.path.join(params.runtime.output_dir, "ckpt-40"))
   table = setup.model.encoder.get_embedding_table().numpy()
   key = [k for k in saved.get_variable_to_shape_map()
          if "word_embeddings" in k and "OPTIMIZER_SLOT" not in k]
@@ -137,28 +141,30 @@ def test_warm_start_rejects_another_architecture(trained, tmp_path):
                      match=r"does not fit the model:\n  21 shape "
                      r"mismatch\(es\):\n(    .*\n)*    .*pooler/kernel.* "
                      r"is \[32, 32\], the model needs \[48, 48\]\n"):
-    lib.build_pretraining(dataclasses.replace(
+    lib.build_pretraining(settings_fields.replace(
         params, output_dir=str(tmp_path / "other"),
-        albert_config_file=config_path, init_checkpoint=params.output_dir))
+        albert_config_file=config_path,
+        init_checkpoint=params.runtime.output_dir))
 
 
 @pytest.mark.slow
 def test_nan_loss_stops_with_message_and_keeps_last_good_checkpoint(params):
-  bad = dataclasses.replace(params, learning_rate=1e6, num_warmup_steps=0,
+  bad = settings_fields.replace(params, learning_rate=1e6, num_warmup_steps=0,
                             eval_file="")
   with pytest.raises(NonFiniteLossError,
                      match=r"training loss is nan at step \d+ .*last good"):
     lib.run_pretraining(bad)
-  assert tf.train.latest_checkpoint(params.output_dir).endswith("ckpt-0")
+  assert tf.train.latest_checkpoint(
+      params.runtime.output_dir).endswith("ckpt-0")
 
 
 def test_bad_params_are_user_errors(params):
   with pytest.raises(lib.UserInputError,
                      match=r"--max_seq_length=64 exceeds "
                      r"max_position_embeddings=32"):
-    lib.build_pretraining(dataclasses.replace(params, max_seq_length=64))
+    lib.build_pretraining(settings_fields.replace(params, max_seq_length=64))
   with pytest.raises(lib.UserInputError, match=r"--save_checkpoints_steps"):
-    lib.build_pretraining(dataclasses.replace(params,
+    lib.build_pretraining(settings_fields.replace(params,
                                               save_checkpoints_steps=15))
 
 
@@ -202,14 +208,14 @@ def _final_weights(output_dir):
 
 @pytest.mark.slow
 def test_xla_compiled_step_matches_eager_step(params, tmp_path):
-  short = dataclasses.replace(params, num_train_steps=6,
+  short = settings_fields.replace(params, num_train_steps=6,
                               save_checkpoints_steps=3, iterations_per_loop=3,
                               eval_file="")
   lib.run_pretraining(short)
-  lib.run_pretraining(dataclasses.replace(
+  lib.run_pretraining(settings_fields.replace(
       short, output_dir=str(tmp_path / "xla"), jit_compile=True,
-      init_checkpoint=os.path.join(params.output_dir, "ckpt-0")))
-  eager, xla = _final_weights(params.output_dir), _final_weights(
+      init_checkpoint=os.path.join(params.runtime.output_dir, "ckpt-0")))
+  eager, xla = _final_weights(params.runtime.output_dir), _final_weights(
       str(tmp_path / "xla"))
   assert eager.keys() == xla.keys()
   for key in eager:
@@ -219,11 +225,11 @@ def test_xla_compiled_step_matches_eager_step(params, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_mixed_precision_training_runs(params, dtype):
-  results = lib.run_pretraining(dataclasses.replace(
+  results = lib.run_pretraining(settings_fields.replace(
       params, dtype=dtype, num_train_steps=6, save_checkpoints_steps=3,
       iterations_per_loop=3))
   assert np.isfinite(results["loss"])
-  weights = _final_weights(params.output_dir)
+  weights = _final_weights(params.runtime.output_dir)
   assert all(w.dtype == np.float32 for w in weights.values())
 
 
@@ -236,11 +242,12 @@ def test_interrupted_run_resumes_exactly(params, tmp_path):
   dataclasses.replace(config, hidden_dropout_prob=0.1,
                       attention_probs_dropout_prob=0.1).to_json_file(
                           with_dropout)
-  run = dataclasses.replace(params, albert_config_file=with_dropout,
+  run = settings_fields.replace(params, albert_config_file=with_dropout,
                             num_train_steps=30, save_checkpoints_steps=10,
                             eval_file="")
-  lib.run_pretraining(dataclasses.replace(run, output_dir=str(tmp_path / "a")))
-  interrupted = dataclasses.replace(run, output_dir=str(tmp_path / "b"))
+  lib.run_pretraining(
+      settings_fields.replace(run, output_dir=str(tmp_path / "a")))
+  interrupted = settings_fields.replace(run, output_dir=str(tmp_path / "b"))
   lib.build_pretraining(interrupted).controller.train(steps=20)
   tf_keras.backend.clear_session()
   lib.run_pretraining(interrupted)  # a new process would do the same
@@ -253,7 +260,8 @@ def test_interrupted_run_resumes_exactly(params, tmp_path):
 
 
 def _cli_flags(params, names):
-  return [f"--{k}={getattr(params, k)}" for k in names]
+  flat = settings_fields.to_flat(params)
+  return [f"--{k}={flat[k]}" for k in names]
 
 
 @pytest.fixture(scope="module")
@@ -330,14 +338,16 @@ def test_cli_progress_lines_appear_once(cli_runs):
 def test_stops_at_exactly_num_train_steps_between_loops(params):
   """7 steps with loops of 5: a shorter last loop, and the checkpoint,
   summaries and eval_results.json all carry step 7."""
-  run = dataclasses.replace(params, num_train_steps=7, iterations_per_loop=5,
+  run = settings_fields.replace(params, num_train_steps=7,
+                                iterations_per_loop=5,
                             save_checkpoints_steps=5)
   lib.run_pretraining(run)
-  assert os.path.basename(tf.train.latest_checkpoint(run.output_dir)) == (
+  assert os.path.basename(
+      tf.train.latest_checkpoint(run.runtime.output_dir)) == (
       "ckpt-7")
-  train = read_scalars(os.path.join(run.output_dir, "train"))
+  train = read_scalars(os.path.join(run.runtime.output_dir, "train"))
   assert [s for s, _ in sorted(train["loss"])] == [5, 7]
-  evals = read_scalars(os.path.join(run.output_dir, "eval"))
+  evals = read_scalars(os.path.join(run.runtime.output_dir, "eval"))
   assert sorted(s for s, _ in evals["loss"]) == [5, 7]
-  with open(os.path.join(run.output_dir, "eval_results.json")) as f:
+  with open(os.path.join(run.runtime.output_dir, "eval_results.json")) as f:
     assert json.load(f)["step"] == 7

@@ -1,6 +1,7 @@
 """run_squad / run_race --export_dir: SavedModels answering raw strings the
 way predictions.json / dev_predictions.json do."""
 
+import dataclasses
 import json
 import os
 import random
@@ -13,8 +14,8 @@ from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.training import race_finetuning
 from albert_tf.training import squad_finetuning
-from albert_tf.training.finetuning import FinetuningParams
-from albert_tf.training.task_options import SquadOptions
+from albert_tf.training.finetuning_params import FinetuningParams
+from albert_tf.training.task_settings import SquadOptions
 from data_pipeline import race
 
 ANSWERS = ["alpha", "beta", "gamma", "delta", "theta", "kappa"]
@@ -74,7 +75,7 @@ def _params(root, spm_model, config, **kwargs):
                 train_step=6, warmup_step=2, save_checkpoints_steps=6,
                 iterations_per_loop=6, seed=1)
   values.update(kwargs)
-  return FinetuningParams(**values)
+  return FinetuningParams.from_flat(**values)
 
 
 @pytest.mark.slow
@@ -93,8 +94,9 @@ def test_squad_export_answers_as_predictions_json(v2, tmp_path, spm_model,
                          max_query_length=12, max_answer_length=10,
                          start_n_top=3, end_n_top=3)
   export_dir = str(tmp_path / "export")
-  squad_finetuning.run_squad(params, options, export_dir=export_dir)
-  with open(os.path.join(params.output_dir, "predictions.json")) as f:
+  squad_finetuning.run_squad(
+      params, dataclasses.replace(options, export_dir=export_dir))
+  with open(os.path.join(params.runtime.output_dir, "predictions.json")) as f:
     expected = json.load(f)
 
   serving = exports.load_saved_model(export_dir).signatures["serving_default"]
@@ -114,11 +116,11 @@ def test_squad_export_answers_as_predictions_json(v2, tmp_path, spm_model,
   if v2:
     # The best non-empty span: nbest_predictions.json's first entry.
     best = [a.decode("utf-8") for a in out["best_answer"].numpy()]
-    with open(os.path.join(params.output_dir,
+    with open(os.path.join(params.runtime.output_dir,
                            "nbest_predictions.json")) as f:
       nbest = json.load(f)
     assert best == [nbest[q["id"]][0]["text"] for q, _ in qas]
-    with open(os.path.join(params.output_dir, "null_odds.json")) as f:
+    with open(os.path.join(params.runtime.output_dir, "null_odds.json")) as f:
       null_odds = json.load(f)
     np.testing.assert_allclose(out["null_odds"].numpy(),
                                [null_odds[q["id"]] for q, _ in qas],
@@ -166,8 +168,10 @@ def test_race_export_picks_the_models_option(tmp_path, spm_model,
   options = race_finetuning.RaceOptions(data_dir=str(tmp_path / "race"),
                                         max_qa_length=16)
   export_dir = str(tmp_path / "export")
-  race_finetuning.run_race(params, options, export_dir=export_dir)
-  with open(os.path.join(params.output_dir, "dev_predictions.json")) as f:
+  race_finetuning.run_race(
+      params, dataclasses.replace(options, export_dir=export_dir))
+  with open(os.path.join(params.runtime.output_dir,
+                         "dev_predictions.json")) as f:
     expected = json.load(f)
 
   examples = race.read_race_examples(str(tmp_path / "race"), "dev")

@@ -11,7 +11,7 @@ import pytest
 from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.training import squad_finetuning
-from albert_tf.training.finetuning import FinetuningParams
+from albert_tf.training.finetuning_params import FinetuningParams
 
 # The answer is the word after "marker"; filler words come from the corpus.
 ANSWER_WORDS = ["alpha", "beta", "gamma", "delta", "theta", "kappa", "sigma",
@@ -76,7 +76,7 @@ def _params(setup, name, **kwargs):
                 warmup_step=30, save_checkpoints_steps=300,
                 iterations_per_loop=50, seed=1)
   values.update(kwargs)
-  return FinetuningParams(**values)
+  return FinetuningParams.from_flat(**values)
 
 
 def _options(setup, v2, **kwargs):
@@ -98,7 +98,7 @@ def _outputs(output_dir):
 def test_squad_v1_learns_marker_task(squad_setup):
   params = _params(squad_setup, "v1")
   returned = squad_finetuning.run_squad(params, _options(squad_setup, False))
-  results, predictions = _outputs(params.output_dir)
+  results, predictions = _outputs(params.runtime.output_dir)
   assert returned == results
   assert set(results) == {"exact_match", "f1", "step"}
   assert results["step"] == 300
@@ -106,9 +106,9 @@ def test_squad_v1_learns_marker_task(squad_setup):
   assert results["exact_match"] > 40.0
   assert results["f1"] >= results["exact_match"] - 1e-9
   assert len(predictions) == 60
-  assert os.path.exists(os.path.join(params.output_dir,
+  assert os.path.exists(os.path.join(params.runtime.output_dir,
                                      "nbest_predictions.json"))
-  assert os.path.isdir(os.path.join(params.output_dir, "best"))
+  assert os.path.isdir(os.path.join(params.runtime.output_dir, "best"))
 
 
 @pytest.mark.slow
@@ -124,7 +124,7 @@ def test_squad_v2_runs_and_reports_official_metrics(squad_setup, null_score):
   squad_finetuning.run_squad(params,
                              _options(squad_setup, True,
                                       null_score=null_score))
-  results, predictions = _outputs(params.output_dir)
+  results, predictions = _outputs(params.runtime.output_dir)
   for key in ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact",
               "best_exact", "best_f1", "best_f1_thresh",
               "null_score_diff_threshold"):
@@ -140,7 +140,7 @@ def test_squad_v2_runs_and_reports_official_metrics(squad_setup, null_score):
   assert results["null_score_diff_threshold"] == results["best_f1_thresh"]
   assert results["f1"] == pytest.approx(results["best_f1"])
   assert results["exact"] <= results["best_exact"] + 1e-9
-  with open(os.path.join(params.output_dir, "null_odds.json")) as f:
+  with open(os.path.join(params.runtime.output_dir, "null_odds.json")) as f:
     assert set(json.load(f)) == set(predictions)
   # The reported EM / F1 are the official scores of predictions.json.
   from official.nlp.tools import squad_evaluate_v2_0
@@ -156,9 +156,9 @@ def test_squad_predict_only_uses_best_checkpoint(squad_setup):
   """--do_predict alone after training: same answers as the evaluation."""
   params = _params(squad_setup, "v1", do_train=False, do_eval=False,
                    do_predict=True)
-  before = _outputs(params.output_dir)[1]
+  before = _outputs(params.runtime.output_dir)[1]
   squad_finetuning.run_squad(params, _options(squad_setup, False))
-  after = _outputs(params.output_dir)[1]
+  after = _outputs(params.runtime.output_dir)[1]
   assert after == before
 
 

@@ -1,6 +1,7 @@
 """run_race with a WordPiece vocabulary: a Chinese RACE-layout task learned,
 and the raw-text export (WordPiece in-graph) answers as the Python path."""
 
+import dataclasses
 import json
 import os
 import random
@@ -12,7 +13,7 @@ import tensorflow as tf
 from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.training import race_finetuning
-from albert_tf.training.finetuning import FinetuningParams
+from albert_tf.training.finetuning_params import FinetuningParams
 from data_pipeline import race
 
 WORDS = ["苹果", "西瓜", "葡萄", "橘子", "草莓", "桃子", "梨", "芒果", "樱桃"]
@@ -61,7 +62,7 @@ def test_chinese_race_learns_and_exports(tmp_path, chinese_kit):
                intermediate_size=64, max_position_embeddings=64,
                hidden_dropout_prob=0.0,
                attention_probs_dropout_prob=0.0).to_json_file(str(config))
-  params = FinetuningParams(
+  params = FinetuningParams.from_flat(
       output_dir=str(tmp_path / "out"), vocab_file=str(vocab_file),
       albert_config_file=str(config), do_train=True, do_eval=True,
       max_seq_length=64, train_batch_size=16, eval_batch_size=32,
@@ -70,9 +71,11 @@ def test_chinese_race_learns_and_exports(tmp_path, chinese_kit):
   options = race_finetuning.RaceOptions(data_dir=str(tmp_path),
                                         max_qa_length=16)
   export_dir = str(tmp_path / "export")
-  results = race_finetuning.run_race(params, options, export_dir=export_dir)
+  results = race_finetuning.run_race(
+      params, dataclasses.replace(options, export_dir=export_dir))
   assert results["accuracy"] > 0.9, results  # Chance is 0.25.
-  with open(os.path.join(params.output_dir, "dev_predictions.json")) as f:
+  with open(os.path.join(params.runtime.output_dir,
+                         "dev_predictions.json")) as f:
     expected = json.load(f)
   examples = race.read_race_examples(str(tmp_path), "dev")
   serving = exports.load_saved_model(export_dir)

@@ -1,6 +1,7 @@
 """run_squad with a WordPiece vocabulary: pieces mapped to the characters of
 the paragraph, and a Chinese SQuAD-format task learned."""
 
+import dataclasses
 import json
 import os
 import random
@@ -11,7 +12,7 @@ import tensorflow as tf
 from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.training import squad_finetuning
-from albert_tf.training.finetuning import FinetuningParams
+from albert_tf.training.finetuning_params import FinetuningParams
 from data_pipeline import squad
 from data_pipeline import wordpiece_tokenization as wp
 
@@ -83,7 +84,7 @@ def zh_squad(tmp_path_factory, chinese_kit):
                intermediate_size=64, max_position_embeddings=64,
                hidden_dropout_prob=0.0,
                attention_probs_dropout_prob=0.0).to_json_file(str(config))
-  params = FinetuningParams(
+  params = FinetuningParams.from_flat(
       output_dir=str(root / "out"), vocab_file=str(vocab_file),
       albert_config_file=str(config), do_train=True, do_eval=True,
       max_seq_length=64, train_batch_size=32, eval_batch_size=64,
@@ -99,12 +100,12 @@ def zh_squad(tmp_path_factory, chinese_kit):
 @pytest.mark.slow
 def test_chinese_squad_learns_and_exports(zh_squad, tmp_path):
   export_dir = str(tmp_path / "export")
-  results = squad_finetuning.run_squad(zh_squad["params"],
-                                       zh_squad["options"],
-                                       export_dir=export_dir)
+  results = squad_finetuning.run_squad(
+      zh_squad["params"],
+      dataclasses.replace(zh_squad["options"], export_dir=export_dir))
   # Chance (one of 8 answers, at any position) is far below.
   assert results["exact_match"] > 40.0, results
-  with open(os.path.join(zh_squad["params"].output_dir,
+  with open(os.path.join(zh_squad["params"].runtime.output_dir,
                          "predictions.json"), encoding="utf-8") as f:
     predictions = json.load(f)
   assert len(predictions) == 60

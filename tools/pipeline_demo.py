@@ -194,14 +194,14 @@ def _write_pretraining_data(settings: DemoSettings,
 
 def _pretrain(settings: DemoSettings, paths: Dict[str, str]):
   """Pretrains (or resumes); returns the run's setup and final eval metrics."""
-  from albert_tf.training import run_pretraining as pretraining
+  from albert_tf.training import pretraining_driver as pretraining
   started = _stage(4, f"pretraining ALBERT (E={settings.model.embedding_size}"
                    f", H={settings.model.hidden_size}, "
                    f"{settings.model.num_hidden_layers} layers sharing one "
                    f"block) for {settings.num_train_steps} steps of "
                    f"{settings.train_batch_size} on the CPU")
   settings.model.to_json_file(paths["config"])
-  params = pretraining.PretrainingParams(
+  params = pretraining.PretrainingParams.from_flat(
       input_file=paths["train"], eval_file=paths["heldout"],
       output_dir=paths["run"], albert_config_file=paths["config"],
       train_batch_size=settings.train_batch_size, eval_batch_size=32,

@@ -7,7 +7,7 @@ r"""Fine-tune ALBERT on a GLUE task; evaluate; write GLUE submission files.
       --output_dir=runs/mnli --do_train --do_eval --do_predict
 
 Hyperparameters left unset take the task's official run_glue.sh values
-(albert_tf.training.task_options.TASK_DEFAULTS), e.g. MNLI: lr 3e-5,
+(albert_tf.training.task_settings.TASK_DEFAULTS), e.g. MNLI: lr 3e-5,
 10000 steps, 1000 warmup, batch 128, max_seq_length 512, AdamW.
 `--init_checkpoint` may be ours, a released TF1 checkpoint, Hugging Face
 model.safetensors or Model Garden; `--init_savedmodel` an exported encoder.
@@ -16,49 +16,31 @@ Results: <output_dir>/eval_results.json (best dev checkpoint), best/,
 summaries. `--export_dir` writes a SavedModel serving raw strings.
 """
 
-from absl import flags
-
-from albert_common.errors import UserInputError
-from albert_tf.training import task_options
-from data_pipeline import glue
+from albert_tf.training import finetuning_params
+from albert_tf.training import task_settings
 
 from . import cli
-from . import finetune_flags
+from . import settings_flags
 
-FLAGS = flags.FLAGS
-finetune_flags.define_shared_flags()
-# Key flags of this tool, so that --help lists them (absl shows only the
-# main module's key flags; the shared ones are defined in finetune_flags).
-flags.adopt_module_key_flags(finetune_flags)
-flags.DEFINE_string("task_name", None,
-                    "GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, "
-                    "RTE or WNLI.")
-flags.DEFINE_string("data_dir", None,
-                    "Directory with the task's GLUE TSV files "
-                    "(train.tsv, dev.tsv, test.tsv, ...).")
-flags.DEFINE_string("export_dir", "",
-                    "If set, export the best checkpoint as a SavedModel "
-                    "whose serving_default takes raw strings.")
-flags.DEFINE_bool("skip_malformed_rows", False,
-                  "Skip TSV rows with a wrong column count or label (with a "
-                  "warning) instead of failing.")
+# Every flag is a field of the settings classes (name, default and help).
+settings_flags.define_flags(finetuning_params.FinetuningParams, __name__)
+settings_flags.define_flags(task_settings.GlueOptions, __name__)
 
 
 def main(argv):
   del argv
-  # Every check of the flags, config and vocabulary runs before TensorFlow
-  # is imported (about 5 s): a mistake is reported at once.
-  if not FLAGS.task_name:
-    raise UserInputError("--task_name is required")
-  task = glue.get_task(FLAGS.task_name)
-  task_options.check_glue_data_dir(FLAGS.data_dir)
-  params = finetune_flags.checked_params_from_flags(
-      task_options.task_defaults(task.name))
-  from albert_tf.training import classifier_finetuning as lib  # TensorFlow
-  result = lib.run_classifier(params, task.name, FLAGS.data_dir,
-                              export_dir=FLAGS.export_dir,
-                              skip_malformed=FLAGS.skip_malformed_rows)
-  finetune_flags.print_results(result["eval"])
+  # The settings are built and checked, the config and the vocabulary read
+  # once, before TensorFlow is imported (about 5 s): a mistake is reported
+  # at once.
+  options, _ = settings_flags.read_settings(task_settings.GlueOptions)
+  recipe = task_settings.check_glue(options)
+  params, user_set = settings_flags.read_settings(
+      finetuning_params.FinetuningParams, recipe)
+  run = finetuning_params.prepare(params, user_set, recipe,
+                                  require_vocabulary=True)
+  from albert_tf.training import classifier_finetuning  # TensorFlow
+  result = classifier_finetuning.run_classifier(run, options)
+  settings_flags.print_results(result["eval"])
 
 
 def run():

@@ -16,57 +16,33 @@ accuracy) and TensorBoard summaries. --export_dir writes a SavedModel that
 answers raw article / question / options strings.
 """
 
-from absl import flags
-
-from albert_common.errors import UserInputError
-from albert_tf.training import task_options
+from albert_tf.training import finetuning_params
+from albert_tf.training import task_settings
 
 from . import cli
-from . import finetune_flags
+from . import settings_flags
 
-FLAGS = flags.FLAGS
-# The RACE flags' defaults: RaceOptions' (TensorFlow-free).
-DEFAULT = task_options.RaceOptions
-finetune_flags.define_shared_flags()
-# Key flags of this tool, so that --help lists them (absl shows only the
-# main module's key flags; the shared ones are defined in finetune_flags).
-flags.adopt_module_key_flags(finetune_flags)
-flags.DEFINE_string("data_dir", None,
-                    "RACE directory: train|dev|test/middle|high/*.txt.")
-flags.DEFINE_bool("high_only", DEFAULT.high_only,
-                  "Only RACE-high questions.")
-flags.DEFINE_bool("middle_only", DEFAULT.middle_only,
-                  "Only RACE-middle questions.")
-flags.DEFINE_integer("max_qa_length", DEFAULT.max_qa_length,
-                     "Pieces kept of question + option (its end). If unset "
-                     "and too long for --max_seq_length: half of it.")
-flags.DEFINE_float("dropout_prob", DEFAULT.dropout_rate,
-                   "Dropout on the pooled output.")
-flags.DEFINE_string("export_dir", "",
-                    "If set, export the best checkpoint as a SavedModel "
-                    "whose serving_default takes raw article, question and "
-                    "4 options strings and returns the chosen option.")
+# Every flag is a field of the settings classes (name, default and help).
+settings_flags.define_flags(finetuning_params.FinetuningParams, __name__)
+settings_flags.define_flags(task_settings.RaceOptions, __name__)
 
 
 def main(argv):
   del argv
-  # Every check of the flags, config and vocabulary runs before TensorFlow
-  # is imported (about 5 s): a mistake is reported at once.
-  if not FLAGS.data_dir:
-    raise UserInputError("--data_dir is required")
-  params = finetune_flags.checked_params_from_flags(
-      task_options.RACE_DEFAULTS)
-  options = DEFAULT(
-      data_dir=FLAGS.data_dir, high_only=FLAGS.high_only,
-      middle_only=FLAGS.middle_only, max_qa_length=FLAGS.max_qa_length,
-      dropout_rate=FLAGS.dropout_prob)
-  options = task_options.derive_race(params, options,
-                                     finetune_flags.user_set())
-  task_options.check_race(params, options)
+  # The settings are built and checked, the config and the vocabulary read
+  # once, before TensorFlow is imported (about 5 s): a mistake is reported
+  # at once.
+  options, _ = settings_flags.read_settings(task_settings.RaceOptions)
+  params, user_set = settings_flags.read_settings(
+      finetuning_params.FinetuningParams, task_settings.RACE_DEFAULTS)
+  run = finetuning_params.prepare(params, user_set,
+                                  task_settings.RACE_DEFAULTS,
+                                  require_vocabulary=True)
+  options = task_settings.derive_race(run.params, options, user_set)
+  task_settings.check_race(run.params, options)
   from albert_tf.training import race_finetuning  # TensorFlow
-  results = race_finetuning.run_race(params, options,
-                                     export_dir=FLAGS.export_dir)
-  finetune_flags.print_results(results)
+  results = race_finetuning.run_race(run, options)
+  settings_flags.print_results(results)
 
 
 def run():

@@ -1,12 +1,12 @@
 """GLUE fine-tuning end to end: what `python -m tools.run_classifier` calls.
 
-`run_classifier(params, task_name, data_dir)` reads the task's TSV files
+`run_classifier(run, options)` reads the task's TSV files
 (data_pipeline.glue), fine-tunes an AlbertClassifier with the generic
 FinetuningRunner (best dev checkpoint, eval_results.json, summaries), writes
 GLUE submission files for the test splits with the best checkpoint, and can
 export the fine-tuned model as a raw-text serving SavedModel.
 
-Per-task defaults (`TASK_DEFAULTS`, in albert_tf.training.task_options) are
+Per-task defaults (`TASK_DEFAULTS`, in albert_tf.training.task_settings) are
 the official google-research/albert `run_glue.sh` recipe.
 """
 
@@ -19,8 +19,11 @@ import tensorflow as tf
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.models.albert_classifier import AlbertClassifier
-from albert_tf.training import finetuning
 from albert_tf.training import finetuning_params
+from albert_tf.training import finetuning_runner
+from albert_tf.training import finetuning_task
+from albert_tf.training import multi_worker
+from albert_tf.training import task_settings
 from data_pipeline import glue
 from data_pipeline import length_buckets
 
@@ -71,7 +74,7 @@ class GlueData:
 
 
 def build_glue_task(data: GlueData, eval_batch_size: int
-                   ) -> finetuning.FinetuningTask:
+                   ) -> finetuning_task.FinetuningTask:
   """The FinetuningTask of a GLUE task: AlbertClassifier, its loss, train
   data and dev metrics (MNLI: `accuracy` on matched, `mismatched_*` on
   mismatched)."""
@@ -87,7 +90,7 @@ def build_glue_task(data: GlueData, eval_batch_size: int
       results.update({prefix + k: v for k, v in metrics.items()})
     return results
 
-  return finetuning.FinetuningTask(
+  return finetuning_task.FinetuningTask(
       name=task.name,
       build_model=lambda encoder, config: AlbertClassifier(
           encoder, task.num_classes,
@@ -99,7 +102,7 @@ def build_glue_task(data: GlueData, eval_batch_size: int
       length_buckets=data.buckets)
 
 
-def predict_test(runner: finetuning.FinetuningRunner, data: GlueData,
+def predict_test(runner: finetuning_runner.FinetuningRunner, data: GlueData,
                  eval_batch_size: int, output_dir: str) -> Dict[str, str]:
   """Writes GLUE submission files for every available test split with the
   runner's current weights; returns split -> path."""
@@ -113,54 +116,53 @@ def predict_test(runner: finetuning.FinetuningRunner, data: GlueData,
   return paths
 
 
-@finetuning.per_worker_output_dir
-def run_classifier(params: finetuning.FinetuningParams, task_name: str,
-                   data_dir: str, export_dir: str = "",
-                   skip_malformed: bool = False) -> Dict[str, object]:
+@multi_worker.per_worker_output_dir
+def run_classifier(run: finetuning_params.PreparedOrParams,
+                   options: task_settings.GlueOptions) -> Dict[str, object]:
   """Fine-tunes / evaluates / predicts one GLUE task.
 
   Args:
-    params: the shared fine-tuning settings (task defaults already filled).
-    task_name: e.g. "MNLI", "sst-2".
-    data_dir: the task's directory of GLUE TSV files.
-    export_dir: if set, also export the best checkpoint as a raw-text
-      serving SavedModel (albert_tf.exports.classifier); under
-      --strategy=multi_worker, by the chief only.
-    skip_malformed: skip rows with a wrong column count or label (with a
-      warning) instead of failing.
+    run: the prepared settings (finetuning_params.prepare; plain
+      FinetuningParams are prepared here), task defaults already filled.
+    options: the task, its data folder, and optionally an export folder
+      (the best checkpoint as a raw-text serving SavedModel,
+      albert_tf.exports.classifier; under --strategy=multi_worker, by the
+      chief only) and whether malformed rows are skipped (with a warning)
+      instead of failing.
 
   Returns:
     {"eval": eval results or None, "predictions": split -> file,
      "export_dir": path or ""}.
   """
-  task = glue.get_task(task_name)
-  if not data_dir or not file_io.isdir(data_dir):
-    raise UserInputError(f"--data_dir={data_dir!r} is not a directory")
-  if not (params.spm_model_file or params.vocab_file):
+  run = finetuning_params.prepared(run)
+  params = run.params
+  task = glue.get_task(options.task_name)
+  task_settings.check_glue(options)
+  if run.tokenizer is None:
     raise UserInputError("give --spm_model_file (SentencePiece) or "
                          "--vocab_file (WordPiece vocab.txt)")
-  tokenizer = finetuning_params.make_tokenizer(params)
-  data = GlueData(task, data_dir, tokenizer, params.max_seq_length,
-                  skip_malformed, length_buckets.parse_length_buckets(
+  data = GlueData(task, options.data_dir, run.tokenizer,
+                  params.max_seq_length, options.skip_malformed_rows,
+                  length_buckets.parse_length_buckets(
                       params.length_buckets, params.max_seq_length))
   _read_needed_splits(data, params)
-  runner = finetuning.FinetuningRunner(
-      params, build_glue_task(data, params.eval_batch_size))
-  results = finetuning.run_finetuning(params, runner.task, runner)
-  if params.do_predict or export_dir:
+  runner = finetuning_runner.FinetuningRunner(
+      run, build_glue_task(data, params.eval_batch_size))
+  results = finetuning_runner.run_finetuning(params, runner.task, runner)
+  if params.do_predict or options.export_dir:
     runner.restore_best()
   predictions = {}
   if params.do_predict:
     predictions = predict_test(runner, data, params.eval_batch_size,
-                               params.output_dir)
-  if export_dir and finetuning.is_chief_process(params):
-    _export(runner, params, task, export_dir, data.buckets)
+                               params.runtime.output_dir)
+  if options.export_dir and multi_worker.writes_shared_outputs(params):
+    _export(runner, params, task, options.export_dir, data.buckets)
   return {"eval": results, "predictions": predictions,
-          "export_dir": export_dir}
+          "export_dir": options.export_dir}
 
 
 def _read_needed_splits(data: GlueData,
-                        params: finetuning.FinetuningParams) -> None:
+                        params: finetuning_params.FinetuningParams) -> None:
   """Reads and featurises the splits the run will use, first: a bad file
   fails before any model is built."""
   if params.do_train:
@@ -173,14 +175,14 @@ def _read_needed_splits(data: GlueData,
       data.features(split)
 
 
-def _export(runner: finetuning.FinetuningRunner,
-            params: finetuning.FinetuningParams, task: glue.GlueTask,
+def _export(runner: finetuning_runner.FinetuningRunner,
+            params: finetuning_params.FinetuningParams, task: glue.GlueTask,
             export_dir: str, buckets=()) -> None:
   """The restored (best) weights as a raw-text SavedModel
   (albert_tf.exports.classifier); requests run at the smallest of
   `buckets` that holds them."""
   from albert_tf.exports import classifier as classifier_export
-  config_file = file_io.join(params.output_dir, "albert_config.json")
+  config_file = file_io.join(params.runtime.output_dir, "albert_config.json")
   classifier_export.export_classifier(
       runner.model, export_dir, params.spm_model_file, task.labels,
       task.num_segments, params.max_seq_length, params.do_lower_case,

@@ -1,70 +1,112 @@
 """Fine-tuning settings, and every check that needs only them, the config
-files and the SentencePiece model -- without TensorFlow.
+file and the vocabulary -- without TensorFlow.
 
-The tools run `check_before_building` right after parsing their flags, before
-importing anything that loads TensorFlow (about 5 s), so that a mistake the
-flags alone show is one `error:` line within a second, and the vocabulary is
-checked before any checkpoint is read. `FinetuningRunner` repeats the checks
-for library callers. This module must not import TensorFlow (tested).
+The tools run `prepare` right after parsing their flags, before importing
+anything that loads TensorFlow (about 5 s), so that a mistake the flags
+alone show is one `error:` line within a second, and the vocabulary is
+checked before any checkpoint is read. `prepare` reads the config and the
+vocabulary once and hands them down in a `PreparedFinetuning`, which the
+library trusts; plain `FinetuningParams` from a library caller are prepared
+the same way. This module must not import TensorFlow (tested).
 """
 
 import dataclasses
-from typing import Collection, Mapping, Optional
+from typing import Any, Collection, Mapping, Optional, Union
 
 from absl import logging
 
 from albert_common import file_io
+from albert_common import settings_fields
 from albert_common.errors import UserInputError
 from albert_common.run_constants import DTYPES
+from albert_common.run_constants import OPTIMIZERS
 from albert_common.run_constants import check_seed
+from albert_common.settings_fields import FlatConstructible
+from albert_common.settings_fields import setting
 from albert_tf.config import AlbertConfig
 from albert_tf.exports import inspection
+from albert_tf.training.runtime_params import RuntimeParams
 from data_pipeline import length_buckets
 
 # The warmup share of train_step when no recipe gives one.
 DEFAULT_WARMUP_FRACTION = 0.1
 
 
-@dataclasses.dataclass(frozen=True)
-class FinetuningParams:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FinetuningParams(FlatConstructible):
   """Settings shared by every fine-tuning task; names as the official flags.
 
-  Defaults are the official run_classifier.py defaults, and those of the
-  tools' flags (tools/finetune_flags.py); the hyperparameters of a task's
-  recipe (albert_tf.training.task_options) replace them when left unset.
+  Each leaf field is the flag of its name (tools.settings_flags). Defaults
+  are the official run_classifier.py defaults; the `recipe` ones are
+  replaced by the task's recipe (albert_tf.training.task_settings) when the
+  user leaves them unset.
   """
 
-  output_dir: str
-  spm_model_file: str = ""
-  vocab_file: str = ""
-  albert_config_file: str = ""
-  init_checkpoint: str = ""
-  init_savedmodel: str = ""
-  do_lower_case: bool = True
-  do_train: bool = False
-  do_eval: bool = False
-  do_predict: bool = False
-  max_seq_length: int = 512
-  train_batch_size: int = 32
-  eval_batch_size: int = 8
-  learning_rate: float = 5e-5
-  train_step: int = 1000
-  warmup_step: int = 0
-  optimizer: str = "adamw"
-  weight_decay_rate: float = 0.01
-  poly_power: float = 1.0
-  clip_norm: float = 1.0
-  save_checkpoints_steps: int = 1000
-  keep_checkpoint_max: int = 2
-  iterations_per_loop: int = 100
-  log_steps: int = 100
-  strategy: str = "default"
-  tpu: str = ""
-  dtype: str = "float32"
-  jit_compile: bool = False
-  seed: Optional[int] = None
-  # data_pipeline.length_buckets: "auto", "none" or e.g. "32,64,128".
-  length_buckets: str = length_buckets.AUTO
+  runtime: RuntimeParams
+  # The encoder: config, initial weights, vocabulary.
+  albert_config_file: str = setting(
+      "", "albert_config.json of the encoder (optional with "
+      "--init_savedmodel: its assets hold one).")
+  init_checkpoint: str = setting(
+      "", "Warm-start weights: our checkpoint (prefix or directory), a "
+      "released google-research/albert TF1 checkpoint, Hugging Face "
+      "model.safetensors (file or folder) or a Model Garden checkpoint. "
+      "Ignored when --output_dir already holds a checkpoint (the run "
+      "resumes).")
+  init_savedmodel: str = setting(
+      "", "An exported encoder SavedModel (<export_dir>/encoder of "
+      "tools.export_savedmodel), fine-tuned as a trainable hub.KerasLayer.")
+  spm_model_file: str = setting(
+      "", "SentencePiece model the encoder was trained with.")
+  vocab_file: str = setting(
+      "", "WordPiece vocab.txt the encoder was trained with (the Chinese "
+      "ALBERTs' vocab_chinese.txt), used when --spm_model_file is not given "
+      "(official precedence).")
+  do_lower_case: bool = setting(
+      True, "Lowercase the input (released ALBERT models: True).")
+  # What to do.
+  do_train: bool = setting(False, "Fine-tune on the training set.")
+  do_eval: bool = setting(
+      False, "Evaluate on the dev set at every checkpoint, keep the best, "
+      "and write eval_results.json for it.")
+  do_predict: bool = setting(
+      False, "Predict the test set with the best checkpoint.")
+  # The recipe.
+  max_seq_length: int = setting(
+      512, "Tokens per sequence after tokenization (at most the config's "
+      "max_position_embeddings).", recipe=True)
+  train_batch_size: int = setting(32, "Global training batch size.",
+                                  recipe=True)
+  eval_batch_size: int = setting(
+      8, "Global batch size for evaluation and prediction.")
+  learning_rate: float = setting(5e-5, "Peak learning rate.", recipe=True)
+  train_step: int = setting(1000, "Training steps.", recipe=True)
+  warmup_step: int = setting(
+      0, "Linear warmup steps (scaled down with a --train_step it does not "
+      "fit in).", recipe=True)
+  optimizer: str = setting(
+      "adamw", "Optimizer (the official fine-tuning recipes: adamw).",
+      choices=OPTIMIZERS)
+  weight_decay_rate: float = setting(0.01, "Decoupled weight decay.")
+  poly_power: float = setting(1.0, "Power of the polynomial decay.")
+  clip_norm: float = setting(1.0, "Gradients are clipped to this global "
+                             "norm.")
+  # Checkpoints and logging.
+  save_checkpoints_steps: int = setting(
+      1000, "Checkpoint and evaluate every this many steps.", recipe=True)
+  keep_checkpoint_max: int = setting(
+      2, "Recent checkpoints kept for resuming (the best one is kept "
+      "separately in <output_dir>/best).")
+  iterations_per_loop: int = setting(
+      100, "Training steps per host call (Keras steps_per_execution).")
+  log_steps: int = setting(
+      100, "Log and write training summaries every this many steps.")
+  length_buckets: str = setting(
+      length_buckets.AUTO,
+      "Batch by length: each batch is drawn from one bucket and padded to "
+      "its length (static shapes per bucket). auto: powers of two from 32, "
+      "then --max_seq_length; none: pad everything to --max_seq_length; or "
+      "increasing lengths <= --max_seq_length, e.g. 32,64,128.")
 
 
 def validate_params(params: FinetuningParams,
@@ -92,13 +134,14 @@ def _check_actions_and_sources(params: FinetuningParams) -> None:
   if not params.albert_config_file and not params.init_savedmodel:
     raise UserInputError("--albert_config_file is required (or "
                          "--init_savedmodel, whose config is used)")
-  if params.dtype not in DTYPES:
+  if params.runtime.dtype not in DTYPES:
     raise UserInputError(f"--dtype must be one of {sorted(DTYPES)}, "
-                         f"got {params.dtype!r}")
-  check_seed(params.seed)
-  if params.init_savedmodel and params.dtype != "float32":
+                         f"got {params.runtime.dtype!r}")
+  check_seed(params.runtime.seed)
+  if params.init_savedmodel and params.runtime.dtype != "float32":
     raise UserInputError("--init_savedmodel runs in float32 (the exported "
-                         f"encoder's dtype); got --dtype={params.dtype}")
+                         "encoder's dtype); got "
+                         f"--dtype={params.runtime.dtype}")
 
 
 def _check_numbers(params: FinetuningParams) -> None:
@@ -181,13 +224,6 @@ def make_tokenizer(params: FinetuningParams):
       params.do_lower_case)
 
 
-def check_spm_model(params: FinetuningParams, config: AlbertConfig) -> None:
-  """Loads the vocabulary (--spm_model_file, else --vocab_file; fast) and
-  checks its size against the config's vocab_size."""
-  check_vocab_size(config, make_tokenizer(params), params.spm_model_file,
-                   params.vocab_file)
-
-
 def derive_defaults(params: FinetuningParams, user_set: Collection[str],
                     config: AlbertConfig,
                     recipe: Optional[Mapping] = None) -> FinetuningParams:
@@ -221,38 +257,88 @@ def derive_defaults(params: FinetuningParams, user_set: Collection[str],
     changes["warmup_step"] = int(params.train_step * fraction)
     logging.info("using --warmup_step=%d (%.3g%% of --train_step, as the "
                  "default recipe)", changes["warmup_step"], 100 * fraction)
-  return dataclasses.replace(params, **changes) if changes else params
+  return settings_fields.replace(params, **changes) if changes else params
 
 
-def check_before_building(params: FinetuningParams,
-                          user_set: Optional[Collection[str]] = None,
-                          recipe: Optional[Mapping] = None
-                         ) -> FinetuningParams:
-  """Every check of the settings, the config file and the SentencePiece
-  model, in the order a user would want (flags, config, vocabulary), with
-  the defaults that conflict with the user's flags derived first.
+@dataclasses.dataclass(frozen=True)
+class PreparedFinetuning:
+  """Checked settings, and what checking them read (once per run).
+
+  Attributes:
+    params: the settings to run with (derived defaults filled in).
+    config: the encoder config (--albert_config_file, else the exported
+      encoder's asset).
+    tokenizer: the one tokenizer of the run (SentencePieceTokenizer or
+      WordPieceTokenizer, from data_pipeline.wordpiece_tokenization's
+      factory); every consumer (features, exports) uses it. None when the
+      settings name no vocabulary.
+  """
+
+  params: FinetuningParams
+  config: AlbertConfig
+  tokenizer: Optional[Any] = None
+
+
+def prepare(params: FinetuningParams,
+            user_set: Optional[Collection[str]] = None,
+            recipe: Optional[Mapping] = None,
+            require_vocabulary: bool = False) -> PreparedFinetuning:
+  """Every check of the settings, the config file and the vocabulary, in
+  the order a user would want (settings, config, vocabulary), with the
+  defaults that conflict with the user's settings derived first. The config
+  and the vocabulary are read here, once.
 
   Args:
     params: the settings.
-    user_set: flags given on the command line (None: all of them, as for
-      a library caller: nothing is derived).
+    user_set: settings the user gave (None: all of them, as for a library
+      caller: nothing is derived).
     recipe: the task's defaults, see derive_defaults.
-
-  Returns:
-    The params to run with.
+    require_vocabulary: a run without --spm_model_file or --vocab_file is
+      an error (the tools: they tokenize raw text).
 
   Raises:
     UserInputError: the first problem found.
   """
+  if require_vocabulary:
+    params = _resolve_vocabulary(params)
   validate_params(params)
   config = load_config(params)
   if user_set is not None:
     params = derive_defaults(params, user_set, config, recipe)
   validate_params(params, config)
+  tokenizer = None
   if params.spm_model_file or params.vocab_file:
-    check_spm_model(params, config)
+    tokenizer = make_tokenizer(params)
+    check_vocab_size(config, tokenizer, params.spm_model_file,
+                     params.vocab_file)
   check_init_checkpoint(params.init_checkpoint)
-  return params
+  return PreparedFinetuning(params, config, tokenizer)
+
+
+def _resolve_vocabulary(params: FinetuningParams) -> FinetuningParams:
+  """One vocabulary, by the official precedence (--spm_model_file first)."""
+  if not (params.spm_model_file or params.vocab_file):
+    raise UserInputError("give --spm_model_file (SentencePiece) or "
+                         "--vocab_file (WordPiece vocab.txt)")
+  from data_pipeline.wordpiece_tokenization import resolve_vocabulary
+  spm_model_file, vocab_file = resolve_vocabulary(
+      params.spm_model_file or None, params.vocab_file or None)
+  return settings_fields.replace(params, spm_model_file=spm_model_file or "",
+                                 vocab_file=vocab_file or "")
+
+
+# What the library's entry points take: prepared settings, or plain ones
+# (prepared on entry).
+PreparedOrParams = Union[FinetuningParams, PreparedFinetuning]
+
+
+def prepared(run: Union[FinetuningParams, PreparedFinetuning]
+            ) -> PreparedFinetuning:
+  """`run` as prepared settings: a PreparedFinetuning is trusted as is,
+  plain params are prepared (nothing derived)."""
+  if isinstance(run, PreparedFinetuning):
+    return run
+  return prepare(run)
 
 
 def check_init_checkpoint(path: str) -> None:
@@ -263,3 +349,11 @@ def check_init_checkpoint(path: str) -> None:
     raise UserInputError(f"--init_checkpoint={path} does not exist (no such "
                          "file or folder, nor a checkpoint prefix with an "
                          ".index file)")
+
+
+def check_new_export_dir(export_dir: str) -> None:
+  """An --export_dir (if given) must not exist yet: checked before
+  training, not after it."""
+  if export_dir and file_io.exists(export_dir):
+    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
+                         "it or choose another")

@@ -14,12 +14,15 @@ import tensorflow as tf
 
 from albert_common import file_io
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+from albert_common.errors import UserInputError
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
-from albert_tf.training import finetuning
 from albert_tf.training import finetuning_params
+from albert_tf.training import finetuning_runner
+from albert_tf.training import finetuning_task
+from albert_tf.training import multi_worker
 from albert_tf.training import run_support
-from albert_tf.training.task_options import RaceOptions
-from albert_tf.training.task_options import check_race
+from albert_tf.training.task_settings import RaceOptions
+from albert_tf.training.task_settings import check_race
 from data_pipeline import length_buckets
 from data_pipeline import race
 
@@ -55,21 +58,25 @@ class RaceData:
     return predict(dataset)["logits"]
 
 
-@finetuning.per_worker_output_dir
-def run_race(params: finetuning.FinetuningParams,
-             options: RaceOptions,
-             export_dir: str = "") -> Optional[Dict[str, float]]:
+@multi_worker.per_worker_output_dir
+def run_race(run: finetuning_params.PreparedOrParams,
+             options: RaceOptions) -> Optional[Dict[str, float]]:
   """--do_train (train/) / --do_eval (dev/) / --do_predict (test/) for RACE.
 
-  With `export_dir`, the best checkpoint is also exported as a SavedModel
+  With `options.export_dir`, the best checkpoint is also exported as a
+  SavedModel
   answering raw article / question / options strings
   (albert_tf.exports.race); under --strategy=multi_worker by the chief only.
 
   Returns the eval results (accuracy, accuracy_middle, accuracy_high, ...).
   """
+  run = finetuning_params.prepared(run)
+  params, tokenizer, export_dir = run.params, run.tokenizer, options.export_dir
   check_race(params, options)
-  finetuning.check_new_export_dir(export_dir)
-  tokenizer = finetuning_params.make_tokenizer(params)
+  finetuning_params.check_new_export_dir(export_dir)
+  if tokenizer is None:
+    raise UserInputError("give --spm_model_file (SentencePiece) or "
+                         "--vocab_file (WordPiece vocab.txt)")
 
   def read(split: str, needed: bool) -> Optional[RaceData]:
     return RaceData(split, tokenizer, params, options) if needed else None
@@ -78,18 +85,18 @@ def run_race(params: finetuning.FinetuningParams,
   dev = read("dev", params.do_eval)
   test = read("test", params.do_predict)
   task = build_race_task(options, train, dev, params.eval_batch_size)
-  runner = finetuning.FinetuningRunner(params, task)
-  results = finetuning.run_finetuning(params, task, runner)
+  runner = finetuning_runner.FinetuningRunner(run, task)
+  results = finetuning_runner.run_finetuning(params, task, runner)
   if test is not None:
     _predict_test(runner, test, params)
-  if export_dir and finetuning.is_chief_process(params):
+  if export_dir and multi_worker.writes_shared_outputs(params):
     _export(runner, params, options, export_dir)
   return results
 
 
 def build_race_task(options: RaceOptions, train: Optional[RaceData],
                     dev: Optional[RaceData], eval_batch_size: int
-                   ) -> finetuning.FinetuningTask:
+                   ) -> finetuning_task.FinetuningTask:
   """The FinetuningTask: AlbertMultipleChoice, its loss, the training
   questions and the dev accuracy (dev_predictions.json kept for the best
   checkpoint)."""
@@ -111,11 +118,11 @@ def build_race_task(options: RaceOptions, train: Optional[RaceData],
     race.write_predictions(file_io.join(directory, "dev_predictions.json"),
                            dev.examples, last_evaluation["logits"])
 
-  return finetuning.FinetuningTask(
+  return finetuning_task.FinetuningTask(
       name="race",
       build_model=lambda encoder, config: AlbertMultipleChoice(
           encoder, num_choices=len(race.LABELS),
-          dropout_rate=options.dropout_rate,
+          dropout_rate=options.dropout_prob,
           initializer_range=config.initializer_range, name="race_model"),
       loss_fn=multiple_choice_loss,
       train_dataset=train_dataset if train else None,
@@ -124,22 +131,23 @@ def build_race_task(options: RaceOptions, train: Optional[RaceData],
       length_buckets=train.buckets if train else ())
 
 
-def _predict_test(runner: finetuning.FinetuningRunner, test: RaceData,
-                  params: finetuning.FinetuningParams) -> None:
+def _predict_test(runner: finetuning_runner.FinetuningRunner, test: RaceData,
+                  params: finetuning_params.FinetuningParams) -> None:
   """test_predictions.json and test_results.json of the best checkpoint."""
   runner.restore_best()
   logits = test.logits(runner.predict, params.eval_batch_size)
-  race.write_predictions(file_io.join(params.output_dir,
+  race.write_predictions(file_io.join(params.runtime.output_dir,
                                       "test_predictions.json"),
                          test.examples, logits)
   test_results = race.accuracy(test.examples, logits.argmax(-1))
   run_support.write_results(
-      file_io.join(params.output_dir, "test_results.json"), test_results)
+      file_io.join(params.runtime.output_dir, "test_results.json"),
+      test_results)
   logging.info("RACE test: %s", test_results)
 
 
-def _export(runner: finetuning.FinetuningRunner,
-            params: finetuning.FinetuningParams, options: RaceOptions,
+def _export(runner: finetuning_runner.FinetuningRunner,
+            params: finetuning_params.FinetuningParams, options: RaceOptions,
             export_dir: str) -> None:
   """The best checkpoint as a raw-text SavedModel (albert_tf.exports.race)."""
   from albert_tf.exports import race as race_export
@@ -147,7 +155,7 @@ def _export(runner: finetuning.FinetuningRunner,
   race_export.export_race(
       runner.model, export_dir, params.spm_model_file,
       params.max_seq_length, options.max_qa_length, params.do_lower_case,
-      file_io.join(params.output_dir, "albert_config.json"),
+      file_io.join(params.runtime.output_dir, "albert_config.json"),
       vocab_file=params.vocab_file,
       length_buckets=length_buckets.parse_length_buckets(
           params.length_buckets, params.max_seq_length))

@@ -23,12 +23,15 @@ import tensorflow as tf
 
 from albert_common import file_io
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+from albert_common.errors import UserInputError
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
-from albert_tf.training import finetuning
 from albert_tf.training import finetuning_params
-from albert_tf.training.task_options import SquadOptions
-from albert_tf.training.task_options import check_squad
+from albert_tf.training import finetuning_runner
+from albert_tf.training import finetuning_task
+from albert_tf.training import multi_worker
+from albert_tf.training.task_settings import SquadOptions
+from albert_tf.training.task_settings import check_squad
 from data_pipeline import length_buckets
 from data_pipeline import squad
 from data_pipeline import squad_metrics
@@ -38,7 +41,7 @@ from data_pipeline import squad_postprocess
 def build_model(options: SquadOptions, encoder, config):
   if options.beam:
     return AlbertSquadV2(encoder, options.start_n_top, options.end_n_top,
-                         dropout_rate=options.dropout_rate,
+                         dropout_rate=options.dropout_prob,
                          hidden_size=config.hidden_size,
                          initializer_range=config.initializer_range,
                          name="squad_v2_model")
@@ -139,43 +142,47 @@ def score(dataset_json, predictions: squad_postprocess.SquadPredictions,
                                    predictions.predictions), predictions
 
 
-@finetuning.per_worker_output_dir
-def run_squad(params: finetuning.FinetuningParams,
-              options: SquadOptions,
-              export_dir: str = "") -> Optional[Dict[str, float]]:
+@multi_worker.per_worker_output_dir
+def run_squad(run: finetuning_params.PreparedOrParams,
+              options: SquadOptions) -> Optional[Dict[str, float]]:
   """--do_train / --do_eval / --do_predict for SQuAD; returns eval results.
 
-  Writes to params.output_dir: eval_results.json (official metric names:
+  Writes to params.runtime.output_dir: eval_results.json (official metric names:
   v1.1 exact_match, f1; v2.0 exact, f1, HasAns_*, NoAns_*, best_*,
   null_score_diff_threshold), predictions.json, nbest_predictions.json,
   null_odds.json (v2.0), plus the runner's checkpoints and summaries.
-  With `export_dir`, the best checkpoint is also exported as a SavedModel
+  With `options.export_dir`, the best checkpoint is also exported as a
+  SavedModel
   answering raw question / context strings (albert_tf.exports.squad), with
   the null-odds threshold of predictions.json; under
   --strategy=multi_worker by the chief only.
   """
+  run = finetuning_params.prepared(run)
+  params, tokenizer, export_dir = run.params, run.tokenizer, options.export_dir
   check_squad(params, options)
-  finetuning.check_new_export_dir(export_dir)
-  tokenizer = finetuning_params.make_tokenizer(params)
+  finetuning_params.check_new_export_dir(export_dir)
+  if tokenizer is None:
+    raise UserInputError("give --spm_model_file (SentencePiece) or "
+                         "--vocab_file (WordPiece vocab.txt)")
   train_data = (SquadData(options.train_file, tokenizer, params, options,
                           is_training=True) if params.do_train else None)
   eval_data = (SquadData(options.predict_file, tokenizer, params, options,
                          is_training=False)
                if params.do_eval or params.do_predict else None)
   task = build_squad_task(params, options, train_data, eval_data)
-  runner = finetuning.FinetuningRunner(params, task)
-  results = finetuning.run_finetuning(params, task, runner)
+  runner = finetuning_runner.FinetuningRunner(run, task)
+  results = finetuning_runner.run_finetuning(params, task, runner)
   if params.do_predict and not params.do_eval:
     _predict(runner, eval_data, params, options)
-  if export_dir and finetuning.is_chief_process(params):
+  if export_dir and multi_worker.writes_shared_outputs(params):
     _export(runner, params, options, export_dir)
   return results
 
 
-def build_squad_task(params: finetuning.FinetuningParams,
+def build_squad_task(params: finetuning_params.FinetuningParams,
                      options: SquadOptions, train_data: Optional[SquadData],
                      eval_data: Optional[SquadData]
-                    ) -> finetuning.FinetuningTask:
+                    ) -> finetuning_task.FinetuningTask:
   """The FinetuningTask: span labeler or v2.0 model, its loss, training
   windows and (with --do_eval) the official evaluation of predict_file,
   whose prediction files are kept for the best checkpoint."""
@@ -192,7 +199,7 @@ def build_squad_task(params: finetuning.FinetuningParams,
                                               options)
     return metrics
 
-  return finetuning.FinetuningTask(
+  return finetuning_task.FinetuningTask(
       name="squad_v2" if options.version_2_with_negative else "squad_v1.1",
       build_model=lambda encoder, config: build_model(options, encoder,
                                                       config),
@@ -205,12 +212,12 @@ def build_squad_task(params: finetuning.FinetuningParams,
           directory), length_buckets=buckets)
 
 
-def _buckets(params: finetuning.FinetuningParams):
+def _buckets(params: finetuning_params.FinetuningParams):
   return length_buckets.parse_length_buckets(params.length_buckets,
                                              params.max_seq_length)
 
 
-def _threshold(runner: finetuning.FinetuningRunner,
+def _threshold(runner: finetuning_runner.FinetuningRunner,
                options: SquadOptions) -> float:
   """The v2.0 null-odds threshold: --null_score_diff_threshold, else the one
   the best checkpoint's evaluation tuned (0.0 without one)."""
@@ -219,15 +226,15 @@ def _threshold(runner: finetuning.FinetuningRunner,
   return (runner.best_results() or {}).get("null_score_diff_threshold", 0.0)
 
 
-def _predict(runner: finetuning.FinetuningRunner, data: SquadData,
-             params: finetuning.FinetuningParams,
+def _predict(runner: finetuning_runner.FinetuningRunner, data: SquadData,
+             params: finetuning_params.FinetuningParams,
              options: SquadOptions) -> None:
   """--do_predict alone: the prediction files of the best checkpoint."""
   runner.restore_best()
   predictions = predict_answers(runner.predict, data, options,
                                 params.eval_batch_size,
                                 _threshold(runner, options), _buckets(params))
-  paths = predictions.write(params.output_dir)
+  paths = predictions.write(params.runtime.output_dir)
   logging.info("wrote %s", ", ".join(paths))
 
 
@@ -242,7 +249,7 @@ def _export(runner, params, options: SquadOptions, export_dir: str) -> None:
       options.max_answer_length, beam=options.beam,
       version_2=options.version_2_with_negative, threshold=threshold,
       do_lower_case=params.do_lower_case,
-      albert_config_file=file_io.join(params.output_dir,
+      albert_config_file=file_io.join(params.runtime.output_dir,
                                       "albert_config.json"),
       vocab_file=params.vocab_file, length_buckets=_buckets(params))
   logging.info("exported %s", export_dir)

@@ -17,6 +17,8 @@ from absl import logging
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_common.settings_fields import FlatConstructible
+from albert_common.settings_fields import setting
 from data_pipeline import glue
 
 # --- GLUE ---------------------------------------------------------------------
@@ -47,16 +49,38 @@ TASK_DEFAULTS: Dict[str, Dict] = {
 }
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class GlueOptions(FlatConstructible):
+  """GLUE-specific settings (each leaf field is the flag of its name)."""
+
+  task_name: str = setting(
+      help="GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE or "
+      "WNLI.")
+  data_dir: str = setting(
+      "", "Directory with the task's GLUE TSV files (train.tsv, dev.tsv, "
+      "test.tsv, ...).")
+  export_dir: str = setting(
+      "", "If set, export the best checkpoint as a SavedModel whose "
+      "serving_default takes raw strings.")
+  skip_malformed_rows: bool = setting(
+      False, "Skip TSV rows with a wrong column count or label (with a "
+      "warning) instead of failing.")
+
+
 def task_defaults(task_name: str) -> Dict:
   """The run_glue.sh recipe of a task (see TASK_DEFAULTS)."""
   return dict(TASK_DEFAULTS[glue.get_task(task_name).name])
 
 
-def check_glue_data_dir(data_dir: str) -> None:
-  if not data_dir:
+def check_glue(options: GlueOptions) -> Dict:
+  """The task's run_glue.sh recipe; UserInputError for an unknown task or a
+  --data_dir that is not a directory."""
+  task = glue.get_task(options.task_name)
+  if not options.data_dir:
     raise UserInputError("--data_dir is required")
-  if not file_io.isdir(data_dir):
-    raise UserInputError(f"--data_dir={data_dir} is not a directory")
+  if not file_io.isdir(options.data_dir):
+    raise UserInputError(f"--data_dir={options.data_dir} is not a directory")
+  return task_defaults(task.name)
 
 
 # --- SQuAD --------------------------------------------------------------------
@@ -71,34 +95,41 @@ DEFAULTS_V2 = dict(learning_rate=3e-5, train_step=8144, warmup_step=814,
 NULL_SCORES = ("answer_class", "cls")
 
 
-@dataclasses.dataclass(frozen=True)
-class SquadOptions:
-  """SQuAD-specific settings; names as the official flags.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadOptions(FlatConstructible):
+  """SQuAD-specific settings; names as the official flags (each leaf field
+  is the flag of its name). See data_pipeline's SQuAD modules for the
+  windowing and post-processing they control."""
 
-  Attributes:
-    train_file, predict_file: SQuAD JSON files.
-    version_2_with_negative: SQuAD v2.0 (unanswerable questions).
-    null_score: v2.0 null score, "answer_class" (official ALBERT) or "cls"
-      (BERT-style [CLS] span score).
-    doc_stride, max_query_length, n_best_size, max_answer_length,
-    start_n_top, end_n_top: see data_pipeline.squad / squad_postprocess.
-    null_score_diff_threshold: v2.0: answer "" above these null odds; None
-      tunes it on the dev set (official ALBERT evaluation) and, for
-      --do_predict alone, takes the best checkpoint's tuned value.
-    dropout_rate: of the answer-class head.
-  """
-  train_file: str = ""
-  predict_file: str = ""
-  version_2_with_negative: bool = False
-  null_score: str = "answer_class"
-  doc_stride: int = 128
-  max_query_length: int = 64
-  n_best_size: int = 20
-  max_answer_length: int = 30
-  start_n_top: int = 5
-  end_n_top: int = 5
-  null_score_diff_threshold: Optional[float] = None
-  dropout_rate: float = 0.1
+  version_2_with_negative: bool = setting(
+      False, "SQuAD v2.0: some questions have no answer.")
+  train_file: str = setting("", "SQuAD JSON for training.")
+  predict_file: str = setting(
+      "", "SQuAD JSON to evaluate (--do_eval) or predict.")
+  doc_stride: int = setting(
+      128, "Pieces between the starts of consecutive windows.")
+  max_query_length: int = setting(
+      64, "Question pieces kept (the rest is cut). If unset and too long "
+      "for --max_seq_length: half of it.")
+  n_best_size: int = setting(
+      20, "Candidates per window and answers in nbest_predictions.json.")
+  max_answer_length: int = setting(30, "Longest answer, in pieces.")
+  start_n_top: int = setting(5, "v2.0 beam: start candidates.")
+  end_n_top: int = setting(5, "v2.0 beam: end candidates per start.")
+  null_score: str = setting(
+      "answer_class", "v2.0 no-answer score: the official ALBERT "
+      "answer-class head (with beam search), or BERT's [CLS] span score.",
+      choices=NULL_SCORES)
+  null_score_diff_threshold: Optional[float] = setting(
+      None, "v2.0: answer '' above these null odds. Unset: tuned for best "
+      "F1 on --predict_file (official evaluation); --do_predict alone takes "
+      "the best checkpoint's tuned value.")
+  dropout_prob: float = setting(
+      0.1, "Dropout in the v2.0 answer-class head.")
+  export_dir: str = setting(
+      "", "If set, export the best checkpoint as a SavedModel whose "
+      "serving_default takes raw question and context strings and returns "
+      "the answer (predictions.json's).")
 
   @property
   def beam(self) -> bool:
@@ -155,21 +186,22 @@ RACE_DEFAULTS = dict(learning_rate=1e-5, train_step=12000, warmup_step=1000,
                      save_checkpoints_steps=1000)
 
 
-@dataclasses.dataclass(frozen=True)
-class RaceOptions:
-  """RACE-specific settings; names as the official flags.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RaceOptions(FlatConstructible):
+  """RACE-specific settings; names as the official flags (each leaf field
+  is the flag of its name)."""
 
-  Attributes:
-    data_dir: the released layout (see data_pipeline.race).
-    high_only, middle_only: restrict to one level.
-    max_qa_length: pieces kept of question + option (its end).
-    dropout_rate: on the pooled output.
-  """
-  data_dir: str = ""
-  high_only: bool = False
-  middle_only: bool = False
-  max_qa_length: int = 128
-  dropout_rate: float = 0.1
+  data_dir: str = setting(
+      "", "RACE directory: train|dev|test/middle|high/*.txt.")
+  high_only: bool = setting(False, "Use RACE-high only.")
+  middle_only: bool = setting(False, "Use RACE-middle only.")
+  max_qa_length: int = setting(
+      128, "Pieces kept of question + option (its end). If unset and too "
+      "long for --max_seq_length: half of it.")
+  dropout_prob: float = setting(0.1, "Dropout on the pooled output.")
+  export_dir: str = setting(
+      "", "If set, export the best checkpoint as a SavedModel whose "
+      "serving_default takes raw article, question and four options.")
 
 
 def derive_race(params, options: RaceOptions,

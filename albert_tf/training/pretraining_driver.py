@@ -1,9 +1,8 @@
 """Pretraining an AlbertPretrainer end to end: data, strategy, loop and
 checkpoints.
 
-`run_pretraining(params)` is what `python -m tools.run_pretraining` calls;
-`PretrainingParams` (albert_tf.training.pretraining_params) holds its
-settings.
+`run_pretraining(run)` is what `python -m tools.run_pretraining` calls, with
+the settings it built and prepared (albert_tf.training.pretraining_params).
 
 Layout of `output_dir`:
   ckpt-<step>.*        checkpoints (model + optimizer: weights, slots, step)
@@ -20,7 +19,7 @@ workers write to `output_dir/.worker_<type>_<index>/`, removed at the end
 import dataclasses
 import json
 import re
-from typing import Dict, Optional
+from typing import Dict, Optional, Union
 import zlib
 
 from absl import logging
@@ -35,8 +34,9 @@ from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training import run_support
+from albert_tf.training.pretraining_params import PreparedPretraining
 from albert_tf.training.pretraining_params import PretrainingParams
-from albert_tf.training.pretraining_params import validate_params
+from albert_tf.training.pretraining_params import prepared
 from albert_tf.training.pretraining_runner import PretrainingRunner
 from albert_tf.training.strategy import create_strategy
 from albert_tf.training.warm_start import warm_start
@@ -70,18 +70,18 @@ def _data_seed(params: PretrainingParams, chief: bool) -> int:
   """The training stream's seed: --seed, else one fixed at the run's first
   start (derived from output_dir, kept in data_stream.json) so that every
   worker and every resumed run reads the same stream."""
-  if params.seed is not None:
-    return params.seed
-  path = file_io.join(params.output_dir, DATA_STREAM_FILE)
+  if params.runtime.seed is not None:
+    return params.runtime.seed
+  path = file_io.join(params.runtime.output_dir, DATA_STREAM_FILE)
   if file_io.exists(path):
     return int(json.loads(file_io.read_text(path))["seed"])
-  seed = zlib.crc32(params.output_dir.rstrip("/").encode())
+  seed = zlib.crc32(params.runtime.output_dir.rstrip("/").encode())
   if chief:
     file_io.write_json_atomic(path, {"seed": seed})
   return seed
 
 
-def _checkpoint_step(path: Optional[str]) -> int:
+def _saved_optimizer_step(path: Optional[str]) -> int:
   """The optimizer step saved in checkpoint `path` (0 for None)."""
   if not path:
     return 0
@@ -111,17 +111,26 @@ class PretrainingSetup:
   write_dir: str
 
 
-def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
+def build_pretraining(run: Union[PretrainingParams, PreparedPretraining]
+                     ) -> PretrainingSetup:
   """Builds strategy, data, model and optimizer, and restores the latest
-  checkpoint of `output_dir` (or warm-starts from `init_checkpoint`)."""
-  config = _check_inputs(params)
-  run_support.prepare_output_dir(params.output_dir)
-  if params.seed is not None:
-    run_support.set_global_seeds(params.seed)
-  strategy = create_strategy(params.strategy, params.tpu)
+  checkpoint of `output_dir` (or warm-starts from `init_checkpoint`).
+
+  Args:
+    run: the prepared settings (pretraining_params.prepare), trusted as
+      they are; plain PretrainingParams are prepared here.
+  """
+  run = prepared(run)
+  params, config = run.params, run.config
+  _check_input_files(params)
+  run_support.prepare_output_dir(params.runtime.output_dir)
+  if params.runtime.seed is not None:
+    run_support.set_global_seeds(params.runtime.seed)
+  strategy = create_strategy(params.runtime.strategy, params.runtime.tpu)
   resolver = getattr(strategy, "cluster_resolver", None)
-  write_dir = run_support.process_output_dir(params.output_dir, resolver)
-  chief = write_dir == params.output_dir
+  write_dir = run_support.process_output_dir(params.runtime.output_dir,
+                                             resolver)
+  chief = write_dir == params.runtime.output_dir
   # A worker starts from the chief's checkpoint when its scratch has none.
   chief_latest = run_support.chief_latest_checkpoint(write_dir)
   with strategy.scope():
@@ -129,7 +138,7 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
     manager = _checkpoint_manager(params, model, optimizer, write_dir,
                                   chief_latest)
   # The data stream starts where the checkpoint to be restored stopped.
-  start_step = (_checkpoint_step(manager.latest_checkpoint or chief_latest)
+  start_step = (_saved_optimizer_step(manager.latest_checkpoint or chief_latest)
                 if params.resume_data_stream else 0)
   train_dataset, eval_dataset = _datasets(params, strategy, config, chief,
                                           write_dir, start_step)
@@ -137,9 +146,10 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
     runner = PretrainingRunner(
         strategy, model, optimizer, train_dataset, eval_dataset,
         global_batch_size=params.train_batch_size,
-        jit_compile=params.jit_compile)
+        jit_compile=params.runtime.jit_compile)
   if chief:
-    config.to_json_file(file_io.join(params.output_dir, "albert_config.json"))
+    config.to_json_file(
+        file_io.join(params.runtime.output_dir, "albert_config.json"))
   controller = _controller(params, strategy, runner, manager, write_dir)
   if manager.latest_checkpoint is None:
     # A fresh run: checkpoint the initial (or warm-started) weights, which
@@ -149,15 +159,11 @@ def build_pretraining(params: PretrainingParams) -> PretrainingSetup:
                           manager, controller, write_dir)
 
 
-def _check_inputs(params: PretrainingParams) -> AlbertConfig:
-  """The config and the settings checked, unmatched input globs named,
-  before anything is built; returns the config."""
-  config = AlbertConfig.from_json_file(params.albert_config_file)
-  validate_params(params, config)
+def _check_input_files(params: PretrainingParams) -> None:
+  """Unmatched input globs named before anything is built."""
   pretraining_input.resolve_files(params.input_file)
   if params.eval_file:
     pretraining_input.resolve_files(params.eval_file)
-  return config
 
 
 def _build_model_and_optimizer(params: PretrainingParams,
@@ -165,14 +171,14 @@ def _build_model_and_optimizer(params: PretrainingParams,
   """(AlbertPretrainer in the run's dtype, its optimizer). In the strategy's
   scope."""
   encoder = AlbertEncoder(config,
-                          dtype=run_support.DTYPE_POLICIES[params.dtype])
+                          dtype=run_support.DTYPE_POLICIES[params.runtime.dtype])
   model = AlbertPretrainer(encoder)
   optimizer = run_support.with_loss_scaling(
       optimization.create_optimizer(
           params.optimizer, params.learning_rate, params.num_train_steps,
           params.num_warmup_steps, params.poly_power,
           params.weight_decay_rate),
-      params.dtype)
+      params.runtime.dtype)
   return model, optimizer
 
 
@@ -265,17 +271,19 @@ def _corrupt_input_error(params: PretrainingParams,
       f"--eval_file={params.eval_file}: {_first_line(error)}")
 
 
-def run_pretraining(params: PretrainingParams) -> Dict[str, float]:
+def run_pretraining(run: Union[PretrainingParams, PreparedPretraining]
+                   ) -> Dict[str, float]:
   """Trains to `num_train_steps` (resuming from `output_dir` if it holds a
   checkpoint), evaluating at each checkpoint; returns the last eval metrics
-  (empty without an eval_file)."""
-  setup = build_pretraining(params)
+  (empty without an eval_file). `run`: as build_pretraining's."""
+  setup = build_pretraining(run)
+  params = setup.params
   results = _train_and_evaluate(setup)
   step = int(setup.optimizer.iterations.numpy())
-  if setup.write_dir == params.output_dir:
+  if setup.write_dir == params.runtime.output_dir:
     if results:
       run_support.write_results(
-          file_io.join(params.output_dir, "eval_results.json"),
+          file_io.join(params.runtime.output_dir, "eval_results.json"),
           dict(results, step=step))
   else:
     file_io.rmtree(setup.write_dir)

@@ -1,9 +1,8 @@
 """Generic fine-tuning: any task model on an ALBERT encoder, under a strategy.
 
-A task (GLUE, SQuAD, RACE, ...) describes itself with a `FinetuningTask`: how
-to build its model on an encoder, its per-example loss, its training data and
-how to evaluate on its dev set. `FinetuningRunner` does the rest, the same for
-every task:
+A task (GLUE, SQuAD, RACE, ...) describes itself with a `FinetuningTask`
+(albert_tf.training.finetuning_task). `FinetuningRunner` does the rest, the
+same for every task:
 
   - strategy (`--strategy`), mixed precision (`--dtype`), seed;
   - the encoder: a fresh AlbertEncoder, warm-started from `init_checkpoint`
@@ -30,10 +29,10 @@ metrics such as Matthews correlation or SQuAD F1 after each checkpoint,
 keeping the best one, stopping on NaN) fits in one callback. `fit` already
 distributes the batches under any strategy (including TPU) and runs
 `steps_per_execution` steps per host call. The step itself is ours
-(`_TrainingModel.train_step`): the same all-reduce, clip and apply as the
-pretraining runner (albert_tf.training.run_support, which also holds the
-precision policy, the output-directory check and the chief rule both
-share).
+(`finetuning_model.FinetuningTrainer.train_step`): the same all-reduce,
+clip and apply as the pretraining runner (albert_tf.training.run_support,
+which also holds the precision policy, the output-directory check and the
+chief rule both share).
 
 Layout of `output_dir`:
   ckpt-<step>.*              model + optimizer, for resuming
@@ -44,14 +43,13 @@ Layout of `output_dir`:
   eval_results.json          written by `evaluate(..., write=True)`
 Under `--strategy=multi_worker` only the chief writes there; the other
 workers write to `output_dir/.worker_<type>_<index>/`, removed at the end
-(`per_worker_output_dir`).
+(albert_tf.training.multi_worker).
 """
 
-import dataclasses
-import functools
+
 import json
 import math
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from absl import logging
 import numpy as np
@@ -63,11 +61,11 @@ from albert_common.errors import UserInputError
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from albert_tf.training import bucketed_steps
+from albert_tf.training import finetuning_params
 from albert_tf.training import run_support
+from albert_tf.training.finetuning_model import FinetuningTrainer
 from albert_tf.training.finetuning_params import FinetuningParams
-from albert_tf.training.finetuning_params import check_spm_model
-from albert_tf.training.finetuning_params import load_config
-from albert_tf.training.finetuning_params import validate_params
+from albert_tf.training.finetuning_task import FinetuningTask
 from albert_tf.training.run_support import NonFiniteLossError
 from albert_tf.training.strategy import create_strategy
 from albert_tf.training.warm_start import warm_start
@@ -76,51 +74,6 @@ from data_pipeline.length_buckets import EXAMPLE_INDEX
 BEST_DIR = "best"
 EVAL_RESULTS = "eval_results.json"
 BEST_RESULTS = "best_eval_results.json"
-
-# (features, labels) -> model outputs dict -> per-example loss [batch].
-LossFn = Callable[[Any, Dict[str, tf.Tensor]], tf.Tensor]
-# predict(dataset of feature dicts) -> dict of numpy arrays (concatenated).
-PredictFn = Callable[[tf.data.Dataset], Dict[str, np.ndarray]]
-
-
-@dataclasses.dataclass
-class FinetuningTask:
-  """What a task gives the runner.
-
-  Args:
-    name: for logs.
-    build_model: (encoder, config) -> tf_keras.Model taking the task's feature
-      dict and returning a dict of float32 outputs. `encoder` is an
-      AlbertEncoder or a hub.KerasLayer of an exported encoder: call it on
-      dict(input_word_ids=..., input_mask=..., input_type_ids=...). Keep it as
-      `model.encoder` (warm start looks for the AlbertEncoder there).
-    loss_fn: (labels, outputs) -> per-example float32 loss [batch].
-    train_dataset: (global_batch_size, seed) -> tf.data.Dataset of
-      (features, labels), repeated, shuffled, batched with drop_remainder.
-    evaluate: (predict) -> {metric: float}; `predict(dataset)` runs the model
-      over a finite dataset of feature dicts and returns its outputs as numpy
-      arrays in dataset order.
-    main_metric: key of `evaluate`'s result that selects the best checkpoint.
-    higher_is_better: direction of main_metric.
-    write_eval_outputs: (directory) -> None, optional: writes the files of
-      the last `evaluate` call (predictions, say) into `output_dir`; called
-      when that evaluation is the best so far, so that they always belong
-      to the checkpoint in eval_results.json.
-    length_buckets: the bucket lengths the task's datasets are batched by
-      (data_pipeline.length_buckets); more than one: training traces its
-      step once per bucket (albert_tf.training.bucketed_steps).
-  """
-
-  name: str
-  build_model: Callable[[Any, AlbertConfig], tf_keras.Model]
-  loss_fn: LossFn
-  train_dataset: Optional[Callable[[int, Optional[int]],
-                                   tf.data.Dataset]] = None
-  evaluate: Optional[Callable[[PredictFn], Dict[str, float]]] = None
-  main_metric: str = "accuracy"
-  higher_is_better: bool = True
-  write_eval_outputs: Optional[Callable[[str], None]] = None
-  length_buckets: Tuple[int, ...] = ()
 
 
 def build_encoder(params: FinetuningParams, config: AlbertConfig):
@@ -134,64 +87,9 @@ def build_encoder(params: FinetuningParams, config: AlbertConfig):
                  len(layer.trainable_variables), params.init_savedmodel)
     return layer
   from albert_tf.networks.albert_encoder import AlbertEncoder
-  return AlbertEncoder(config, dtype=run_support.DTYPE_POLICIES[params.dtype],
+  return AlbertEncoder(config,
+                       dtype=run_support.DTYPE_POLICIES[params.runtime.dtype],
                        name="encoder")
-
-
-class _TrainingModel(tf_keras.Model):
-  """Wraps a task model for `fit`: our train step, the task's loss."""
-
-  def __init__(self, model: tf_keras.Model, loss_fn: LossFn,
-               clip_norm: float = 1.0, per_shape_steps: bool = False):
-    super().__init__(name="finetuning")
-    self.model = model
-    self.loss_fn = loss_fn
-    self.clip_norm = clip_norm
-    self.loss_tracker = tf_keras.metrics.Mean("loss")
-    # Length buckets: one trace of the train step per batch shape.
-    self.per_shape_steps = per_shape_steps
-    self.train_traces = 0
-    self.train_shapes = set()
-    self.optimizer_weights_built = False
-
-  def make_train_function(self, force=False):
-    if not self.per_shape_steps:
-      return super().make_train_function(force)
-    if self.train_function is None or force:
-      self.train_function = bucketed_steps.per_shape_train_function(self)
-    return self.train_function
-
-  def call(self, inputs, training=None):
-    return self.model(inputs, training=training)
-
-  @property
-  def metrics(self):
-    return [self.loss_tracker]
-
-  def train_step(self, data):
-    features, labels = data
-    context = tf.distribute.get_replica_context()
-    with tf.GradientTape() as tape:
-      outputs = self.model(features, training=True)
-      loss = tf.reduce_mean(tf.cast(self.loss_fn(labels, outputs),
-                                    tf.float32))
-      # Each replica's share of the mean over the global batch.
-      replica_loss = loss / context.num_replicas_in_sync
-      scaled = run_support.scaled_loss(self.optimizer, replica_loss)
-    variables = self.model.trainable_variables
-    grads = tape.gradient(scaled, variables)
-    norm = run_support.apply_clipped_gradients(self.optimizer, grads,
-                                               variables, self.clip_norm)
-    self.loss_tracker.update_state(loss)
-    return {"loss": self.loss_tracker.result(), "step_loss": loss,
-            "gradient_norm": norm,
-            "learning_rate": run_support.current_learning_rate(
-                self.optimizer)}
-
-  def predict_step(self, data):
-    if isinstance(data, tuple):
-      data = data[0]
-    return self.model(data, training=False)
 
 
 def _is_better(value: float, best: Optional[float], higher: bool) -> bool:
@@ -217,8 +115,8 @@ class _CheckpointEvalCallback(tf_keras.callbacks.Callback):
       raise NonFiniteLossError(
           f"{runner.task.name}: training loss is {step_loss} at step {step} "
           f"(learning rate {float(logs['learning_rate']):.3g}); stopping. "
-          f"The last checkpoint in {runner.params.output_dir} is the last "
-          "good one; lower --learning_rate or raise --warmup_step.")
+          f"The last checkpoint in {runner.params.runtime.output_dir} is the "
+          "last good one; lower --learning_rate or raise --warmup_step.")
     if step % runner.params.log_steps < runner.steps_per_execution or \
         step >= runner.params.train_step:
       with runner.train_writer.as_default(step=step):
@@ -240,7 +138,8 @@ class FinetuningRunner:
   """Builds everything for one task and runs train / evaluate / predict.
 
   Args:
-    params: FinetuningParams.
+    run: the prepared settings (finetuning_params.prepare), trusted as
+      they are; plain FinetuningParams are prepared here.
     task: FinetuningTask.
 
   Attributes:
@@ -249,14 +148,16 @@ class FinetuningRunner:
     strategy, optimizer, manager (resume checkpoints), best_manager.
   """
 
-  def __init__(self, params: FinetuningParams, task: FinetuningTask):
-    self.params = params
+  def __init__(self, run: finetuning_params.PreparedOrParams,
+               task: FinetuningTask):
+    run = finetuning_params.prepared(run)
+    params = self.params = run.params
     self.task = task
-    self.config = self._check_settings()
-    run_support.prepare_output_dir(params.output_dir)
-    if params.seed is not None:
-      run_support.set_global_seeds(params.seed)
-    self.strategy = create_strategy(params.strategy, params.tpu)
+    self.config = run.config
+    run_support.prepare_output_dir(params.runtime.output_dir)
+    if params.runtime.seed is not None:
+      run_support.set_global_seeds(params.runtime.seed)
+    self.strategy = create_strategy(params.runtime.strategy, params.runtime.tpu)
     self.steps_per_execution = min(params.iterations_per_loop,
                                    params.save_checkpoints_steps)
     self._bucketed_predictor = None
@@ -267,16 +168,6 @@ class FinetuningRunner:
     self.warm_start_summary = self._resume_or_warm_start()
 
   # --- building -------------------------------------------------------------
-
-  def _check_settings(self) -> AlbertConfig:
-    """The checks the tools run before TensorFlow, again for library
-    callers (the vocabulary before any checkpoint); returns the config."""
-    validate_params(self.params)
-    config = load_config(self.params)
-    validate_params(self.params, config)
-    if self.params.spm_model_file or self.params.vocab_file:
-      check_spm_model(self.params, config)
-    return config
 
   def _build_model_and_optimizer(self) -> None:
     """The encoder, the task model on it, the optimizer and the compiled
@@ -289,13 +180,13 @@ class FinetuningRunner:
         optimization.create_optimizer(
             params.optimizer, params.learning_rate, train_steps,
             params.warmup_step, params.poly_power, params.weight_decay_rate),
-        params.dtype)
-    self.trainer = _TrainingModel(
+        params.runtime.dtype)
+    self.trainer = FinetuningTrainer(
         self.model, self.task.loss_fn, params.clip_norm,
         per_shape_steps=len(self.task.length_buckets) > 1)
     self.trainer.compile(optimizer=self.optimizer,
                          steps_per_execution=self.steps_per_execution,
-                         jit_compile=params.jit_compile)
+                         jit_compile=params.runtime.jit_compile)
 
   def _build_checkpoint_managers(self) -> None:
     """The resume checkpoints (model + optimizer) in output_dir and the best
@@ -304,17 +195,17 @@ class FinetuningRunner:
     self.checkpoint = tf.train.Checkpoint(model=self.model,
                                           optimizer=self.optimizer)
     self.manager = tf.train.CheckpointManager(
-        self.checkpoint, params.output_dir,
+        self.checkpoint, params.runtime.output_dir,
         max_to_keep=params.keep_checkpoint_max,
         step_counter=self.optimizer.iterations)
     self.best_checkpoint = tf.train.Checkpoint(model=self.model)
     self.best_manager = tf.train.CheckpointManager(
-        self.best_checkpoint, file_io.join(params.output_dir, BEST_DIR),
+        self.best_checkpoint, file_io.join(params.runtime.output_dir, BEST_DIR),
         max_to_keep=1, step_counter=self.optimizer.iterations)
 
   def _open_outputs(self) -> None:
     """The summary writers, and the config the run uses."""
-    output_dir = self.params.output_dir
+    output_dir = self.params.runtime.output_dir
     self.train_writer = tf.summary.create_file_writer(
         file_io.join(output_dir, "train"))
     self.eval_writer = tf.summary.create_file_writer(
@@ -326,7 +217,7 @@ class FinetuningRunner:
     chief's), or warm-starts from init_checkpoint; returns the warm start's
     summary ("" if none)."""
     latest = (self.manager.latest_checkpoint or
-              run_support.chief_latest_checkpoint(self.params.output_dir))
+              run_support.chief_latest_checkpoint(self.params.runtime.output_dir))
     if latest:
       # Optimizer slots are restored when created (deferred); an eval-only
       # run never creates them, which is not an error.
@@ -351,7 +242,8 @@ class FinetuningRunner:
     if self.task.train_dataset is None:
       raise UserInputError(f"{self.task.name}: no training data")
     if self.step < params.train_step:
-      dataset = self.task.train_dataset(params.train_batch_size, params.seed)
+      dataset = self.task.train_dataset(params.train_batch_size,
+                                        params.runtime.seed)
       callback = _CheckpointEvalCallback(self)
       for start, steps, epochs in fit_segments(
           self.step, params.train_step, params.save_checkpoints_steps):
@@ -371,7 +263,7 @@ class FinetuningRunner:
                      len(self.trainer.train_shapes),
                      ",".join(map(str, self.task.length_buckets)))
     latest = self.manager.latest_checkpoint
-    if latest is None or _checkpoint_step(latest, -1) != self.step:
+    if latest is None or _step_in_checkpoint_name(latest, -1) != self.step:
       self.save_and_evaluate()
     return self.best_results()
 
@@ -389,7 +281,7 @@ class FinetuningRunner:
                                   self.task.higher_is_better):
       self.best_manager.save(checkpoint_number=step)
       run_support.write_results(
-          file_io.join(self.params.output_dir, BEST_DIR, BEST_RESULTS),
+          file_io.join(self.params.runtime.output_dir, BEST_DIR, BEST_RESULTS),
           dict(results, step=step))
       self._write_eval_outputs()
       logging.info("new best %s %.4f at step %d", self.task.main_metric,
@@ -397,7 +289,7 @@ class FinetuningRunner:
     return results
 
   def best_results(self) -> Optional[Dict[str, float]]:
-    path = file_io.join(self.params.output_dir, BEST_DIR, BEST_RESULTS)
+    path = file_io.join(self.params.runtime.output_dir, BEST_DIR, BEST_RESULTS)
     if not file_io.exists(path):
       return None
     return json.loads(file_io.read_text(path))
@@ -439,14 +331,14 @@ class FinetuningRunner:
     logging.info("%s eval at step %d: %s", self.task.name, step, results)
     if write:
       run_support.write_results(
-          file_io.join(self.params.output_dir, EVAL_RESULTS),
+          file_io.join(self.params.runtime.output_dir, EVAL_RESULTS),
           dict(results, step=step))
       self._write_eval_outputs()
     return results
 
   def _write_eval_outputs(self) -> None:
     if self.task.write_eval_outputs is not None:
-      self.task.write_eval_outputs(self.params.output_dir)
+      self.task.write_eval_outputs(self.params.runtime.output_dir)
 
   def restore_best(self) -> str:
     """Loads the best dev checkpoint's weights (else the latest checkpoint's;
@@ -455,7 +347,7 @@ class FinetuningRunner:
             self.manager.latest_checkpoint)
     if path is None:
       logging.warning("no checkpoint in %s; using the initial weights",
-                      self.params.output_dir)
+                      self.params.runtime.output_dir)
       return "initial weights"
     if path == self.best_manager.latest_checkpoint:
       self.best_checkpoint.restore(path).expect_partial()
@@ -482,59 +374,13 @@ class FinetuningRunner:
                    results[self.task.main_metric])
     else:
       path = self.restore_best()
-      step = _checkpoint_step(path, self.step)
+      step = _step_in_checkpoint_name(path, self.step)
       results = dict(self.evaluate(write=False, step=step, summary=False),
                      step=step)
       self._write_eval_outputs()
     run_support.write_results(
-        file_io.join(self.params.output_dir, EVAL_RESULTS), results)
+        file_io.join(self.params.runtime.output_dir, EVAL_RESULTS), results)
     return results
-
-
-def per_worker_output_dir(run):
-  """Decorates `run(params, ...)` so that only the chief writes output_dir.
-
-  Under `--strategy=multi_worker` every worker runs the same program; all
-  but the chief (TF_CONFIG: the "chief" task, else worker 0) get params
-  whose `output_dir` is their scratch directory inside it
-  (run_support.process_output_dir), so that their checkpoints, summaries,
-  results and predictions do not collide with the chief's; it is removed
-  when `run` returns. Single-process runs are unchanged.
-  """
-  @functools.wraps(run)
-  def wrapper(params: FinetuningParams, *args, **kwargs):
-    scratch = run_support.process_output_dir(params.output_dir,
-                                             _cluster_resolver(params))
-    if scratch == params.output_dir:
-      return run(params, *args, **kwargs)
-    logging.info("this worker writes to %s (removed at the end); the chief "
-                 "writes %s", scratch, params.output_dir)
-    result = run(dataclasses.replace(params, output_dir=scratch), *args,
-                 **kwargs)
-    file_io.rmtree(scratch)
-    return result
-  return wrapper
-
-
-def check_new_export_dir(export_dir: str) -> None:
-  """An --export_dir (if given) must not exist yet: checked before
-  training, not after it."""
-  if export_dir and file_io.exists(export_dir):
-    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
-                         "it or choose another")
-
-
-def is_chief_process(params: FinetuningParams) -> bool:
-  """Whether this process writes the run's shared outputs (exports)."""
-  return run_support.is_chief_process(_cluster_resolver(params))
-
-
-def _cluster_resolver(params: FinetuningParams):
-  """TF_CONFIG's cluster under --strategy=multi_worker; None (one process)
-  otherwise. Read before the strategy exists: the decorated run builds it."""
-  if params.strategy != "multi_worker":
-    return None
-  return tf.distribute.cluster_resolver.TFConfigClusterResolver()
 
 
 def fit_segments(step: int, train_step: int, save_every: int
@@ -560,7 +406,7 @@ def fit_segments(step: int, train_step: int, save_every: int
   return segments
 
 
-def _checkpoint_step(path: str, default: int) -> int:
+def _step_in_checkpoint_name(path: str, default: int) -> int:
   try:
     return int(path.rsplit("-", 1)[1])
   except (IndexError, ValueError):
