@@ -13,12 +13,12 @@ every record before it (`dataset.skip`).
 """
 
 import argparse
-import dataclasses
 import os
 import shutil
 import tempfile
 import time
 
+from albert_common import settings_fields
 from benchmarks import common
 from benchmarks.bench_input_pipeline import build_records
 
@@ -54,8 +54,8 @@ def _resume_seconds(params, step):
   with open(os.path.join(run_dir, "checkpoint"), "w") as f:
     f.write(f'model_checkpoint_path: "ckpt-{step}"\n')
   tf_keras.backend.clear_session()
-  resumed = dataclasses.replace(params, output_dir=run_dir,
-                                num_train_steps=step + 1)
+  resumed = settings_fields.replace(params, output_dir=run_dir,
+                                    num_train_steps=step + 1)
   start = time.perf_counter()
   setup = lib.build_pretraining(resumed)
   built = time.perf_counter() - start
