@@ -13,7 +13,7 @@ STRATEGIES = ("default", "one_device", "mirrored", "multi_worker", "tpu")
 DTYPES = ("float32", "bfloat16", "float16")
 
 # seed values: any integer in [0, MAX_SEED] (int64's range, as TensorFlow's
-# seeds are; albert_tf.training.run_support.set_global_seeds).
+# seeds are; albert_tf.training.seeds.set_global_seeds).
 MAX_SEED = 2**63 - 1
 
 # optimizer values (see albert_tf.optimization.create_optimizer).

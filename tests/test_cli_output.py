@@ -32,7 +32,7 @@ def test_library_chatter_is_filtered_and_nothing_else():
   assert not any(keep(r) for r in chatter)
   kept = [
       _record("/work/albert_tf/checkpoints/converter.py"),
-      _record("/work/albert_tf/training/finetuning.py", logging.WARNING),
+      _record("/work/albert_tf/training/finetuning_runner.py", logging.WARNING),
       # Errors of the same sources are never hidden.
       _record(site + "tensorflow/python/saved_model/save.py", logging.ERROR),
       _record(site + "tf_keras/src/saving/legacy/saving_utils.py",

@@ -17,7 +17,7 @@ from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training import finetuning_params
 from albert_tf.training import finetuning_runner
 from albert_tf.training import finetuning_task
-from albert_tf.training.run_support import NonFiniteLossError
+from albert_tf.training.gradient_update import NonFiniteLossError
 
 SEQ = 16
 

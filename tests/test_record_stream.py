@@ -99,8 +99,8 @@ def test_pipelines_split_files_or_records():
 @pytest.fixture
 def global_seeds():
   """set_global_seeds, undone after the test (no seed leaks into others)."""
-  from albert_tf.training import run_support
-  yield run_support.set_global_seeds
+  from albert_tf.training import seeds
+  yield seeds.set_global_seeds
   tf.random.set_seed(None)
 
 

@@ -14,7 +14,7 @@ from albert_common import settings_fields
 from albert_tf.config import AlbertConfig
 from albert_tf.training import pretraining_driver as lib
 from albert_tf.training import pretraining_objective
-from albert_tf.training.run_support import NonFiniteLossError
+from albert_tf.training.gradient_update import NonFiniteLossError
 
 
 def read_scalars(event_dir):

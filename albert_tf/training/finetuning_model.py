@@ -1,6 +1,6 @@
 """The Keras model `fit` trains in fine-tuning: our train step, the task's loss.
 
-The step is the pretraining runner's (albert_tf.training.run_support): the
+The step is the pretraining runner's (albert_tf.training.gradient_update): the
 loss averaged over the global batch, all-reduced gradients clipped to a
 global norm, loss scaling under float16. With length buckets its train
 function is traced once per batch shape (albert_tf.training.bucketed_steps).
@@ -10,7 +10,8 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.training import bucketed_steps
-from albert_tf.training import run_support
+from albert_tf.training import gradient_update
+from albert_tf.training import mixed_precision
 from albert_tf.training.finetuning_task import LossFn
 
 
@@ -53,15 +54,15 @@ class FinetuningTrainer(tf_keras.Model):
                                     tf.float32))
       # Each replica's share of the mean over the global batch.
       replica_loss = loss / context.num_replicas_in_sync
-      scaled = run_support.scaled_loss(self.optimizer, replica_loss)
+      scaled = mixed_precision.scaled_loss(self.optimizer, replica_loss)
     variables = self.model.trainable_variables
     grads = tape.gradient(scaled, variables)
-    norm = run_support.apply_clipped_gradients(self.optimizer, grads,
+    norm = gradient_update.apply_clipped_gradients(self.optimizer, grads,
                                                variables, self.clip_norm)
     self.loss_tracker.update_state(loss)
     return {"loss": self.loss_tracker.result(), "step_loss": loss,
             "gradient_norm": norm,
-            "learning_rate": run_support.current_learning_rate(
+            "learning_rate": gradient_update.current_learning_rate(
                 self.optimizer)}
 
   def predict_step(self, data):

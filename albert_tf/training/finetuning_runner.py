@@ -30,9 +30,9 @@ keeping the best one, stopping on NaN) fits in one callback. `fit` already
 distributes the batches under any strategy (including TPU) and runs
 `steps_per_execution` steps per host call. The step itself is ours
 (`finetuning_model.FinetuningTrainer.train_step`): the same all-reduce,
-clip and apply as the pretraining runner (albert_tf.training.run_support,
-which also holds the precision policy, the output-directory check and the
-chief rule both share).
+clip and apply as the pretraining runner (albert_tf.training's
+gradient_update, mixed_precision and output_dir modules hold what both
+share).
 
 Layout of `output_dir`:
   ckpt-<step>.*              model + optimizer, for resuming
@@ -62,11 +62,13 @@ from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from albert_tf.training import bucketed_steps
 from albert_tf.training import finetuning_params
-from albert_tf.training import run_support
+from albert_tf.training import mixed_precision
+from albert_tf.training import output_dir
+from albert_tf.training import seeds
 from albert_tf.training.finetuning_model import FinetuningTrainer
 from albert_tf.training.finetuning_params import FinetuningParams
 from albert_tf.training.finetuning_task import FinetuningTask
-from albert_tf.training.run_support import NonFiniteLossError
+from albert_tf.training.gradient_update import NonFiniteLossError
 from albert_tf.training.strategy import create_strategy
 from albert_tf.training.warm_start import warm_start
 from data_pipeline.length_buckets import EXAMPLE_INDEX
@@ -88,7 +90,7 @@ def build_encoder(params: FinetuningParams, config: AlbertConfig):
     return layer
   from albert_tf.networks.albert_encoder import AlbertEncoder
   return AlbertEncoder(config,
-                       dtype=run_support.DTYPE_POLICIES[params.runtime.dtype],
+                       dtype=mixed_precision.DTYPE_POLICIES[params.runtime.dtype],
                        name="encoder")
 
 
@@ -154,9 +156,9 @@ class FinetuningRunner:
     params = self.params = run.params
     self.task = task
     self.config = run.config
-    run_support.prepare_output_dir(params.runtime.output_dir)
+    output_dir.prepare_output_dir(params.runtime.output_dir)
     if params.runtime.seed is not None:
-      run_support.set_global_seeds(params.runtime.seed)
+      seeds.set_global_seeds(params.runtime.seed)
     self.strategy = create_strategy(params.runtime.strategy, params.runtime.tpu)
     self.steps_per_execution = min(params.iterations_per_loop,
                                    params.save_checkpoints_steps)
@@ -176,7 +178,7 @@ class FinetuningRunner:
     self.encoder = build_encoder(params, self.config)
     self.model = self.task.build_model(self.encoder, self.config)
     train_steps = max(params.train_step, params.warmup_step + 1)
-    self.optimizer = run_support.with_loss_scaling(
+    self.optimizer = mixed_precision.with_loss_scaling(
         optimization.create_optimizer(
             params.optimizer, params.learning_rate, train_steps,
             params.warmup_step, params.poly_power, params.weight_decay_rate),
@@ -217,7 +219,7 @@ class FinetuningRunner:
     chief's), or warm-starts from init_checkpoint; returns the warm start's
     summary ("" if none)."""
     latest = (self.manager.latest_checkpoint or
-              run_support.chief_latest_checkpoint(self.params.runtime.output_dir))
+              output_dir.chief_latest_checkpoint(self.params.runtime.output_dir))
     if latest:
       # Optimizer slots are restored when created (deferred); an eval-only
       # run never creates them, which is not an error.
@@ -280,7 +282,7 @@ class FinetuningRunner:
     if best is None or _is_better(value, best[self.task.main_metric],
                                   self.task.higher_is_better):
       self.best_manager.save(checkpoint_number=step)
-      run_support.write_results(
+      output_dir.write_results(
           file_io.join(self.params.runtime.output_dir, BEST_DIR, BEST_RESULTS),
           dict(results, step=step))
       self._write_eval_outputs()
@@ -330,7 +332,7 @@ class FinetuningRunner:
       self.eval_writer.flush()
     logging.info("%s eval at step %d: %s", self.task.name, step, results)
     if write:
-      run_support.write_results(
+      output_dir.write_results(
           file_io.join(self.params.runtime.output_dir, EVAL_RESULTS),
           dict(results, step=step))
       self._write_eval_outputs()
@@ -378,7 +380,7 @@ class FinetuningRunner:
       results = dict(self.evaluate(write=False, step=step, summary=False),
                      step=step)
       self._write_eval_outputs()
-    run_support.write_results(
+    output_dir.write_results(
         file_io.join(self.params.runtime.output_dir, EVAL_RESULTS), results)
     return results
 

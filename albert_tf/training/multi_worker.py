@@ -1,7 +1,7 @@
 """Fine-tuning under `--strategy=multi_worker`: only the chief writes.
 
 Every worker runs the same program. `per_worker_output_dir` gives all but
-the chief a scratch output folder (run_support.process_output_dir), and
+the chief a scratch output folder (output_dir.process_output_dir), and
 `writes_shared_outputs` tells a task runner whether this process writes the
 run's shared outputs (exports). Single-process runs are unchanged.
 """
@@ -14,7 +14,7 @@ import tensorflow as tf
 from albert_common import file_io
 from albert_common import settings_fields
 from albert_tf.training import finetuning_params
-from albert_tf.training import run_support
+from albert_tf.training import output_dir
 
 
 def per_worker_output_dir(run):
@@ -23,7 +23,7 @@ def per_worker_output_dir(run):
   Under `--strategy=multi_worker` every worker runs the same program; all
   but the chief (TF_CONFIG: the "chief" task, else worker 0) get params
   whose `output_dir` is their scratch directory inside it
-  (run_support.process_output_dir), so that their checkpoints, summaries,
+  (output_dir.process_output_dir), so that their checkpoints, summaries,
   results and predictions do not collide with the chief's; it is removed
   when `run` returns. Single-process runs are unchanged.
   """
@@ -32,7 +32,7 @@ def per_worker_output_dir(run):
               **kwargs):
     prepared_run = finetuning_params.prepared(prepared_run)
     params = prepared_run.params
-    scratch = run_support.process_output_dir(params.runtime.output_dir,
+    scratch = output_dir.process_output_dir(params.runtime.output_dir,
                                              _cluster_resolver(params))
     if scratch == params.runtime.output_dir:
       return run(prepared_run, *args, **kwargs)
@@ -49,7 +49,7 @@ def per_worker_output_dir(run):
 def writes_shared_outputs(params: finetuning_params.FinetuningParams
                           ) -> bool:
   """Whether this process writes the run's shared outputs (exports)."""
-  return run_support.is_chief_process(_cluster_resolver(params))
+  return output_dir.writes_output_dir(_cluster_resolver(params))
 
 
 def _cluster_resolver(params: finetuning_params.FinetuningParams):

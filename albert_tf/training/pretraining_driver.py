@@ -13,7 +13,7 @@ Layout of `output_dir`:
   input_record_counts.json  a cache of the input files' record counts
 Under `--strategy=multi_worker` only the chief writes there; the other
 workers write to `output_dir/.worker_<type>_<index>/`, removed at the end
-(run_support.process_output_dir).
+(output_dir.process_output_dir).
 """
 
 import dataclasses
@@ -33,7 +33,9 @@ from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from albert_tf.training import run_support
+from albert_tf.training import mixed_precision
+from albert_tf.training import output_dir
+from albert_tf.training import seeds
 from albert_tf.training.pretraining_params import PreparedPretraining
 from albert_tf.training.pretraining_params import PretrainingParams
 from albert_tf.training.pretraining_params import prepared
@@ -123,16 +125,16 @@ def build_pretraining(run: Union[PretrainingParams, PreparedPretraining]
   run = prepared(run)
   params, config = run.params, run.config
   _check_input_files(params)
-  run_support.prepare_output_dir(params.runtime.output_dir)
+  output_dir.prepare_output_dir(params.runtime.output_dir)
   if params.runtime.seed is not None:
-    run_support.set_global_seeds(params.runtime.seed)
+    seeds.set_global_seeds(params.runtime.seed)
   strategy = create_strategy(params.runtime.strategy, params.runtime.tpu)
   resolver = getattr(strategy, "cluster_resolver", None)
-  write_dir = run_support.process_output_dir(params.runtime.output_dir,
+  write_dir = output_dir.process_output_dir(params.runtime.output_dir,
                                              resolver)
   chief = write_dir == params.runtime.output_dir
   # A worker starts from the chief's checkpoint when its scratch has none.
-  chief_latest = run_support.chief_latest_checkpoint(write_dir)
+  chief_latest = output_dir.chief_latest_checkpoint(write_dir)
   with strategy.scope():
     model, optimizer = _build_model_and_optimizer(params, config)
     manager = _checkpoint_manager(params, model, optimizer, write_dir,
@@ -171,9 +173,9 @@ def _build_model_and_optimizer(params: PretrainingParams,
   """(AlbertPretrainer in the run's dtype, its optimizer). In the strategy's
   scope."""
   encoder = AlbertEncoder(config,
-                          dtype=run_support.DTYPE_POLICIES[params.runtime.dtype])
+                          dtype=mixed_precision.DTYPE_POLICIES[params.runtime.dtype])
   model = AlbertPretrainer(encoder)
-  optimizer = run_support.with_loss_scaling(
+  optimizer = mixed_precision.with_loss_scaling(
       optimization.create_optimizer(
           params.optimizer, params.learning_rate, params.num_train_steps,
           params.num_warmup_steps, params.poly_power,
@@ -282,7 +284,7 @@ def run_pretraining(run: Union[PretrainingParams, PreparedPretraining]
   step = int(setup.optimizer.iterations.numpy())
   if setup.write_dir == params.runtime.output_dir:
     if results:
-      run_support.write_results(
+      output_dir.write_results(
           file_io.join(params.runtime.output_dir, "eval_results.json"),
           dict(results, step=step))
   else:

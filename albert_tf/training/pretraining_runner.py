@@ -19,10 +19,11 @@ import tensorflow as tf
 import tf_keras
 
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
-from albert_tf.training import run_support
+from albert_tf.training import gradient_update
+from albert_tf.training import mixed_precision
+from albert_tf.training.gradient_update import NonFiniteLossError
 from albert_tf.training.pretraining_objective import PretrainingMetrics
 from albert_tf.training.pretraining_objective import replica_loss
-from albert_tf.training.run_support import NonFiniteLossError
 
 MODEL_INPUTS = ENCODER_INPUT_NAMES + ("masked_lm_positions",)
 
@@ -80,7 +81,7 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
       outputs = self.model(self._model_inputs(batch), training=True)
       loss, per_token = replica_loss(batch, outputs, global_mlm_weight,
                                      self.global_batch_size)
-      scaled = run_support.scaled_loss(self.optimizer, loss)
+      scaled = mixed_precision.scaled_loss(self.optimizer, loss)
     grads = tape.gradient(scaled, self.model.trainable_variables)
     return grads, outputs, per_token
 
@@ -95,7 +96,7 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
     clipping, optimizer update, metrics. What a TPU compiles (XLA)."""
     grads, outputs, per_token = self._forward_backward(
         batch, _global_mlm_weight(batch))
-    norm = run_support.apply_clipped_gradients(
+    norm = gradient_update.apply_clipped_gradients(
         self.optimizer, grads, self.model.trainable_variables,
         self.clip_norm)
     self.train_metrics.update(batch, outputs, per_token)
@@ -140,7 +141,7 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
     return results
 
   def learning_rate(self) -> float:
-    return float(run_support.current_learning_rate(self.optimizer))
+    return float(gradient_update.current_learning_rate(self.optimizer))
 
   @property
   def global_step(self) -> tf.Variable:

@@ -20,7 +20,7 @@ from albert_tf.training import finetuning_params
 from albert_tf.training import finetuning_runner
 from albert_tf.training import finetuning_task
 from albert_tf.training import multi_worker
-from albert_tf.training import run_support
+from albert_tf.training import output_dir
 from albert_tf.training.task_settings import RaceOptions
 from albert_tf.training.task_settings import check_race
 from data_pipeline import length_buckets
@@ -140,7 +140,7 @@ def _predict_test(runner: finetuning_runner.FinetuningRunner, test: RaceData,
                                       "test_predictions.json"),
                          test.examples, logits)
   test_results = race.accuracy(test.examples, logits.argmax(-1))
-  run_support.write_results(
+  output_dir.write_results(
       file_io.join(params.runtime.output_dir, "test_results.json"),
       test_results)
   logging.info("RACE test: %s", test_results)

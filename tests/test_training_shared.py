@@ -1,4 +1,5 @@
-"""albert_tf.training.run_support: what pretraining and fine-tuning share."""
+"""What pretraining and fine-tuning share: albert_tf.training's
+mixed_precision, gradient_update, seeds and output_dir modules."""
 
 import json
 import os
@@ -11,7 +12,10 @@ import tf_keras
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_common.run_constants import DTYPES
-from albert_tf.training import run_support
+from albert_tf.training import gradient_update
+from albert_tf.training import mixed_precision
+from albert_tf.training import output_dir
+from albert_tf.training import seeds
 
 
 def _resolver(cluster, task_type, task_id):
@@ -20,23 +24,23 @@ def _resolver(cluster, task_type, task_id):
 
 
 def test_every_dtype_has_a_policy():
-  assert tuple(run_support.DTYPE_POLICIES) == DTYPES
-  assert run_support.DTYPE_POLICIES["float32"] is None
+  assert tuple(mixed_precision.DTYPE_POLICIES) == DTYPES
+  assert mixed_precision.DTYPE_POLICIES["float32"] is None
 
 
 def test_only_float16_is_loss_scaled():
   for dtype in DTYPES:
-    optimizer = run_support.with_loss_scaling(
+    optimizer = mixed_precision.with_loss_scaling(
         tf_keras.optimizers.legacy.SGD(1.0), dtype)
-    assert run_support.is_loss_scaled(optimizer) == (dtype == "float16")
+    assert mixed_precision.is_loss_scaled(optimizer) == (dtype == "float16")
 
 
 def test_each_non_chief_task_writes_its_own_scratch_directory():
   out = "/runs/x"
-  assert run_support.process_output_dir(out, None) == out
+  assert output_dir.process_output_dir(out, None) == out
   with_chief = {"chief": ["c:1"], "worker": ["w:1", "w:2"],
                 "evaluator": ["e:1"]}
-  dirs = {(task_type, task_id): run_support.process_output_dir(
+  dirs = {(task_type, task_id): output_dir.process_output_dir(
       out, _resolver(with_chief, task_type, task_id))
           for task_type, task_id in (("chief", 0), ("worker", 0),
                                      ("worker", 1), ("evaluator", 0))}
@@ -45,9 +49,9 @@ def test_each_non_chief_task_writes_its_own_scratch_directory():
   assert dirs[("evaluator", 0)] == os.path.join(out, ".worker_evaluator_0")
   assert len(set(dirs.values())) == 4  # unique in the cluster
   workers_only = {"worker": ["w:1", "w:2"]}
-  assert run_support.process_output_dir(
+  assert output_dir.process_output_dir(
       out, _resolver(workers_only, "worker", 0)) == out
-  assert run_support.process_output_dir(
+  assert output_dir.process_output_dir(
       out, _resolver(workers_only, "worker", 1)) == os.path.join(
           out, ".worker_worker_1")
 
@@ -60,18 +64,18 @@ def test_a_worker_starts_from_the_chiefs_latest_checkpoint(tmp_path):
   manager.save(checkpoint_number=3)
   manager.save(checkpoint_number=7)
   scratch = os.path.join(out, ".worker_worker_1")
-  assert run_support.chief_latest_checkpoint(scratch) == os.path.join(
+  assert output_dir.chief_latest_checkpoint(scratch) == os.path.join(
       out, "ckpt-7")
-  assert run_support.chief_latest_checkpoint(scratch + "/") == os.path.join(
+  assert output_dir.chief_latest_checkpoint(scratch + "/") == os.path.join(
       out, "ckpt-7")
-  assert run_support.chief_latest_checkpoint(out) is None
+  assert output_dir.chief_latest_checkpoint(out) is None
 
 
 @pytest.mark.parametrize("root", ["local", "ram://run_support"])
 def test_results_are_written_whole_with_sorted_keys(tmp_path, root):
   directory = str(tmp_path) if root == "local" else root
   path = file_io.join(directory, "sub", "eval_results.json")
-  run_support.write_results(path, {"loss": 0.5, "accuracy": 0.75, "step": 4})
+  output_dir.write_results(path, {"loss": 0.5, "accuracy": 0.75, "step": 4})
   text = file_io.read_text(path)
   assert json.loads(text) == {"accuracy": 0.75, "loss": 0.5, "step": 4}
   assert list(json.loads(text)) == ["accuracy", "loss", "step"]
@@ -83,8 +87,8 @@ def test_an_unwritable_output_dir_is_named(tmp_path):
   in_the_way.write_text("x")
   with pytest.raises(UserInputError, match=r"--output_dir=.*a_file/out is "
                      "not writable"):
-    run_support.prepare_output_dir(str(in_the_way / "out"))
-  run_support.prepare_output_dir(str(tmp_path / "new" / "out"))
+    output_dir.prepare_output_dir(str(in_the_way / "out"))
+  output_dir.prepare_output_dir(str(tmp_path / "new" / "out"))
   assert os.listdir(tmp_path / "new" / "out") == []  # the probe is gone
 
 
@@ -93,20 +97,20 @@ def test_the_clipped_update(dtype):
   """Gradient (3, 4): norm 5, clipped to norm 1 -> (0.6, 0.8); float16's
   loss scale (2**15) is taken out before clipping."""
   variable = tf.Variable([0.0, 0.0])
-  optimizer = run_support.with_loss_scaling(
+  optimizer = mixed_precision.with_loss_scaling(
       tf_keras.optimizers.legacy.SGD(learning_rate=0.5), dtype)
   with tf.GradientTape() as tape:
     loss = tf.reduce_sum(variable * tf.constant([3.0, 4.0]))
-    scaled = run_support.scaled_loss(optimizer, loss)
+    scaled = mixed_precision.scaled_loss(optimizer, loss)
   grads = tape.gradient(scaled, [variable])
   if dtype == "float16":
     np.testing.assert_allclose(grads[0], [3 * 2.0**15, 4 * 2.0**15])
-  norm = run_support.apply_clipped_gradients(optimizer, grads, [variable],
+  norm = gradient_update.apply_clipped_gradients(optimizer, grads, [variable],
                                              clip_norm=1.0)
   assert float(norm) == pytest.approx(5.0)
   np.testing.assert_allclose(variable.numpy(), [-0.3, -0.4], rtol=1e-6)
   assert int(optimizer.iterations.numpy()) == 1
-  assert float(run_support.current_learning_rate(optimizer)) == 0.5
+  assert float(gradient_update.current_learning_rate(optimizer)) == 0.5
 
 
 def test_seeds_outside_int64_are_one_clear_error():
@@ -123,7 +127,7 @@ def test_the_seeds_do_not_depend_on_what_the_process_did_before():
   earlier test) and more draws draws the same dropout masks and initial
   weights as one seeded in a fresh state."""
   def seeded_draws(seed):
-    run_support.set_global_seeds(seed)
+    seeds.set_global_seeds(seed)
     dropout = tf_keras.layers.Dropout(0.5, force_generator=True)
     dense = tf_keras.layers.Dense(4)
     ones = tf.ones([2, 8])
