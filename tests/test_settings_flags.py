@@ -111,6 +111,13 @@ def test_the_flag_table_lists_every_flag():
   assert "| `--dropout_prob` | 0.1 |" in table
 
 
+def test_the_readme_flag_tables_are_generated_from_the_settings():
+  readme = (ROOT / "README.md").read_text()
+  begin, end = "<!-- flag tables: begin -->\n", "<!-- flag tables: end -->"
+  section = readme[readme.index(begin) + len(begin):readme.index(end)]
+  assert section == settings_flags.readme_flag_tables()
+
+
 def _calls(path, names):
   """(line, name) of every call of `names` in a module."""
   tree = ast.parse(path.read_text(), str(path))

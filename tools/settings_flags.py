@@ -112,8 +112,41 @@ def flag_table(*settings_classes) -> str:
     for field in settings_fields.leaf_fields(settings_class):
       default = ("required" if field.required else
                  "task recipe" if field.recipe else repr(field.default))
-      rows.append(f"| `--{field.name}` | {default} | {field.help} |")
+      choices = (f" One of: {', '.join(field.choices)}." if field.choices
+                 else "")
+      rows.append(f"| `--{field.name}` | {default} | {field.help}{choices} |")
   return "\n".join(rows)
+
+
+def readme_flag_tables() -> str:
+  """The README's section "Flags of the training tools", generated here:
+  `python -c "from tools import settings_flags as s;
+  print(s.readme_flag_tables())"` (tests/test_settings_flags.py keeps the
+  README equal to it)."""
+  from albert_tf.training import finetuning_params
+  from albert_tf.training import pretraining_params
+  from albert_tf.training import runtime_params
+  from albert_tf.training import task_settings
+  sections = [
+      ("Every training tool (`RuntimeParams`)",
+       (runtime_params.RuntimeParams,)),
+      ("run_pretraining (`PretrainingParams`)",
+       (pretraining_params.PretrainingParams,)),
+      ("run_classifier, run_squad, run_race (`FinetuningParams`)",
+       (finetuning_params.FinetuningParams,)),
+      ("run_classifier (`GlueOptions`)", (task_settings.GlueOptions,)),
+      ("run_squad (`SquadOptions`)", (task_settings.SquadOptions,)),
+      ("run_race (`RaceOptions`)", (task_settings.RaceOptions,)),
+  ]
+  shared = set(settings_fields.leaf_names(runtime_params.RuntimeParams))
+  parts = []
+  for title, classes in sections:
+    table = flag_table(*classes)
+    if classes[0] is not runtime_params.RuntimeParams:
+      table = "\n".join(row for row in table.splitlines()
+                        if not any(f"`--{n}`" in row for n in shared))
+    parts.append(f"#### {title}\n\n{table}")
+  return "\n\n".join(parts) + "\n"
 
 
 def print_results(results: Optional[Mapping]) -> None:
