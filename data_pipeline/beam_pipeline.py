@@ -56,10 +56,10 @@ from apache_beam.runners.runner import PipelineState
 
 from albert_common.errors import UserInputError
 from data_pipeline import corpus_pieces
-from data_pipeline import pretraining_data
 from data_pipeline import pretraining_worker
 from data_pipeline import pretraining_writer
 from data_pipeline.beam_file_io import BeamFileIO
+from data_pipeline.instance_options import InstanceOptions
 from data_pipeline.pretraining_stats import PretrainingStats
 from data_pipeline.pretraining_stats import write_json
 
@@ -279,7 +279,7 @@ def create_pretraining_data_beam(
     input_file: str,
     output_file: str,
     spm_model_file: str,
-    options: pretraining_data.InstanceOptions,
+    options: InstanceOptions,
     do_lower_case: bool = True,
     dupe_factor: int = 40,
     random_seed: int = 12345,

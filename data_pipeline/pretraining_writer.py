@@ -6,8 +6,9 @@ How a run goes (`create_pretraining_data`):
    (`corpus_pieces`); a piece is the unit of work. Worker processes
    (`pretraining_worker`) read a piece, tokenize it (one batched
    SentencePiece call), make its instances for every dupe
-   (`pretraining_data`), shuffle them, encode them as `tf.train.Example`s
-   and frame them as TFRecords (`tfrecord_io`, no TensorFlow in workers).
+   (`sop_instances`), shuffle and mask them (`mlm_masking`), encode them as
+   `tf.train.Example`s and frame them as TFRecords (`tfrecord_io`, no
+   TensorFlow in workers).
 2. The main process writes piece results in corpus order. Shards hold
    consecutive pieces (piece p goes to shard p * num_shards // num_pieces), so
    shards complete one after another: each is written under a hidden
@@ -65,10 +66,11 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from data_pipeline import corpus_pieces
 from data_pipeline import document_pieces
-from data_pipeline import pretraining_data
 from data_pipeline import pretraining_worker
 from data_pipeline import word_segmentation
 from data_pipeline.corpus_options import CorpusOptions
+from data_pipeline.instance_options import InstanceOptions
+from data_pipeline.instance_options import VocabInfo
 from data_pipeline.pretraining_stats import PretrainingStats
 from data_pipeline.pretraining_stats import write_json
 from data_pipeline.wordpiece_tokenization import WordPieceTokenizer
@@ -260,7 +262,7 @@ def _config_vocab_size(albert_config_file: str) -> int:
 
 
 def plan_run(input_file: str, output_file: str, spm_model_file: str,
-             options: pretraining_data.InstanceOptions,
+             options: InstanceOptions,
              do_lower_case: bool = True, dupe_factor: int = 40,
              random_seed: int = 12345,
              num_output_shards: Optional[int] = None,
@@ -329,7 +331,7 @@ def plan_run(input_file: str, output_file: str, spm_model_file: str,
                  fingerprints, done, initargs)
 
 
-def _check_settings(options: pretraining_data.InstanceOptions,
+def _check_settings(options: InstanceOptions,
                     dupe_factor: int, piece_bytes: int) -> None:
   """Raises UserInputError naming a flag that is out of range or missing."""
   options.validate()
@@ -356,7 +358,7 @@ def _check_output(path: str, fs) -> None:
 
 
 def _vocabulary(tokenizer, path: str, albert_config_file: Optional[str]
-                ) -> pretraining_data.VocabInfo:
+                ) -> VocabInfo:
   """The tokenizer's VocabInfo, checked against the config's vocab_size.
 
   Args:
@@ -376,7 +378,7 @@ def _vocabulary(tokenizer, path: str, albert_config_file: Optional[str]
           f"--albert_config_file={albert_config_file}; ids past the "
           "embedding table would fail pretraining (use this vocabulary's "
           "config)")
-  return pretraining_data.VocabInfo(
+  return VocabInfo(
       vocab_size=tokenizer.vocab_size, cls_id=tokenizer.cls_id,
       sep_id=tokenizer.sep_id, mask_id=tokenizer.mask_id,
       start_piece=tokenizer.start_piece_table())
@@ -478,7 +480,7 @@ def create_pretraining_data(
     input_file: str,
     output_file: str,
     spm_model_file: str,
-    options: pretraining_data.InstanceOptions,
+    options: InstanceOptions,
     do_lower_case: bool = True,
     dupe_factor: int = 40,
     random_seed: int = 12345,

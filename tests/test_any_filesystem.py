@@ -34,7 +34,7 @@ from albert_tf.training import race_finetuning
 from albert_tf.training import run_pretraining
 from albert_tf.training import squad_finetuning
 from albert_tf.training.finetuning import FinetuningParams
-from data_pipeline import pretraining_data
+from data_pipeline import instance_options
 from data_pipeline import pretraining_writer
 from data_pipeline import race
 from data_pipeline import sentencepiece_trainer
@@ -172,7 +172,7 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
   spm = spm_prefix + ".model"
   assert tokenization.SentencePieceTokenizer(spm).vocab_size == VOCAB
   records = top("train") + ".tfrecord"
-  options = pretraining_data.InstanceOptions(max_seq_length=SEQ,
+  options = instance_options.InstanceOptions(max_seq_length=SEQ,
                                              max_predictions_per_seq=5)
   made = pretraining_writer.create_pretraining_data(
       join(root, "corpus", "*.txt"), records, spm, options, dupe_factor=1,

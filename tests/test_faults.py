@@ -416,8 +416,8 @@ def test_cli_bad_input_is_one_clear_error(cli_results, case):
 
 
 def _options():
-  from data_pipeline import pretraining_data
-  return pretraining_data.InstanceOptions(max_seq_length=SEQ,
+  from data_pipeline import instance_options
+  return instance_options.InstanceOptions(max_seq_length=SEQ,
                                           max_predictions_per_seq=PREDS)
 
 
