@@ -658,7 +658,7 @@ def test_unwritable_output_dirs(tmp_path, english_corpus, spm_model,
 def test_glue_squad_race_files(tmp_path):
   from data_pipeline import glue
   from data_pipeline import race
-  from data_pipeline import squad
+  from data_pipeline import squad_examples
   glue_dir = tmp_path / "SST-2"
   glue_dir.mkdir()
   (glue_dir / "train.tsv").write_text(
@@ -671,7 +671,7 @@ def test_glue_squad_race_files(tmp_path):
   no_data = tmp_path / "no_data.json"
   no_data.write_text(json.dumps({"version": "1.1"}))
   with pytest.raises(UserInputError, match=r"no_data.json.*'data' list"):
-    squad.read_squad_examples(str(no_data), is_training=True)
+    squad_examples.read_squad_examples(str(no_data), is_training=True)
   outside = tmp_path / "outside.json"
   outside.write_text(json.dumps({"version": "1.1", "data": [{
       "title": "t", "paragraphs": [{
@@ -680,7 +680,7 @@ def test_glue_squad_race_files(tmp_path):
                    "answers": [{"text": "dog", "answer_start": 4}]}]}]}]}))
   with pytest.raises(UserInputError,
                      match=r"outside.json.*question q7.*not in the context"):
-    squad.read_squad_examples(str(outside), is_training=True)
+    squad_examples.read_squad_examples(str(outside), is_training=True)
 
   level = tmp_path / "RACE" / "dev" / "high"
   level.mkdir(parents=True)

@@ -15,7 +15,7 @@ from albert_tf.training import finetuning
 from albert_tf.training import race_finetuning
 from albert_tf.training import squad_finetuning
 from data_pipeline import race
-from data_pipeline import squad
+from data_pipeline import squad_examples
 from data_pipeline.tokenization import SentencePieceTokenizer
 from tests.test_squad_finetuning import _options as squad_options
 from tests.test_squad_finetuning import _params as squad_params
@@ -47,7 +47,7 @@ def test_squad_bucketed_evaluation_equals_unbucketed(squad_setup, v2):  # noqa: 
                                                      None, data))
   runner.restore_best()
   predictions, metrics = {}, {}
-  dataset_json = squad.load_squad_json(options.predict_file)
+  dataset_json = squad_examples.load_squad_json(options.predict_file)
   for name in (BUCKETED, PADDED):
     buckets = (32, 64) if name == BUCKETED else (64,)
     predictions[name] = squad_finetuning.predict_answers(

@@ -20,7 +20,7 @@ from albert_common.errors import UserInputError
 from albert_tf.exports.tflite_runner import TextRunner
 from data_pipeline import glue
 from data_pipeline import race
-from data_pipeline import squad
+from data_pipeline import squad_examples
 from data_pipeline import squad_metrics
 
 
@@ -105,8 +105,8 @@ def task_evaluation(runner: TextRunner, eval_data: str,
           np.array([task.labels.index(p) for p in predicted]) == labels))}
     return runner.classify_inputs(*texts), glue_accuracy
   if kind in ("squad", "squad_beam"):
-    dataset = squad.load_squad_json(eval_data)
-    examples = squad.read_squad_examples(
+    dataset = squad_examples.load_squad_json(eval_data)
+    examples = squad_examples.read_squad_examples(
         eval_data, is_training=False,
         version_2_with_negative=kind == "squad_beam")
 

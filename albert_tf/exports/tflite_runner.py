@@ -26,7 +26,8 @@ from albert_common.errors import UserInputError
 from albert_tf.exports.litert import LiteRTModel
 from data_pipeline import glue
 from data_pipeline import race
-from data_pipeline import squad
+from data_pipeline import squad_examples
+from data_pipeline import squad_features
 from data_pipeline import squad_postprocess
 from data_pipeline.wordpiece_tokenization import make_tokenizer
 
@@ -114,10 +115,10 @@ class TextRunner:
 
   # --- SQuAD -----------------------------------------------------------------
 
-  def squad_features(self, examples: Sequence[squad.SquadExample]):
+  def squad_features(self, examples: Sequence[squad_examples.SquadExample]):
     """(features, int32 inputs [windows, seq]) of SQuAD examples."""
     s = self.squad_settings
-    features = squad.convert_examples_to_features(
+    features = squad_features.convert_examples_to_features(
         examples, self.tokenizer, self.seq_length, s.doc_stride,
         s.max_query_length)
     inputs = {name: np.array([getattr(f, attr) for f in features], np.int32)
@@ -128,7 +129,7 @@ class TextRunner:
       del inputs["p_mask"]
     return features, inputs
 
-  def squad_predictions(self, examples: Sequence[squad.SquadExample]
+  def squad_predictions(self, examples: Sequence[squad_examples.SquadExample]
                        ) -> Dict[str, str]:
     """qas_id -> answer text (predictions.json's)."""
     features, inputs = self.squad_features(examples)
@@ -153,7 +154,7 @@ class TextRunner:
   def answer(self, questions: Sequence[str],
              contexts: Sequence[str]) -> List[str]:
     """The answer text of each question in its context."""
-    examples = [squad.SquadExample(qas_id=str(i), question_text=q,
+    examples = [squad_examples.SquadExample(qas_id=str(i), question_text=q,
                                    paragraph_text=c)
                 for i, (q, c) in enumerate(zip(questions, contexts))]
     predictions = self.squad_predictions(examples)
