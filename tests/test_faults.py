@@ -656,7 +656,7 @@ def test_unwritable_output_dirs(tmp_path, english_corpus, spm_model,
 
 
 def test_glue_squad_race_files(tmp_path):
-  from data_pipeline import glue
+  from data_pipeline import glue_examples
   from data_pipeline import race
   from data_pipeline import squad_examples
   glue_dir = tmp_path / "SST-2"
@@ -666,7 +666,8 @@ def test_glue_squad_race_files(tmp_path):
   with pytest.raises(UserInputError,
                      match=r"SST-2/train.tsv:3: expected 2 tab-separated "
                      r"columns, found 3"):
-    glue.read_examples(glue.get_task("SST-2"), str(glue_dir), "train")
+    glue_examples.read_examples(glue_examples.get_task("SST-2"),
+                                str(glue_dir), "train")
 
   no_data = tmp_path / "no_data.json"
   no_data.write_text(json.dumps({"version": "1.1"}))

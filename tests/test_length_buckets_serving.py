@@ -16,7 +16,8 @@ from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from data_pipeline import glue
+from data_pipeline import glue_examples
+from data_pipeline import glue_features
 from data_pipeline import race
 from data_pipeline import tokenization
 
@@ -64,9 +65,10 @@ def exported(tmp_path_factory, spm_model):
 
 
 def _python_logits(exported, pairs):
-  task = glue.get_task("MNLI")
-  features = glue.featurize(
-      task, [glue.Example(str(i), a, b) for i, (a, b) in enumerate(pairs)],
+  task = glue_examples.get_task("MNLI")
+  features = glue_features.featurize(
+      task, [glue_examples.Example(str(i), a, b)
+             for i, (a, b) in enumerate(pairs)],
       exported["tokenizer"], SEQ)
   inputs = features.padded(SEQ, exported["tokenizer"].pad_id)
   return features.lengths, exported["model"](inputs)["logits"].numpy()

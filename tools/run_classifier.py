@@ -20,7 +20,7 @@ from absl import flags
 
 from albert_common.errors import UserInputError
 from albert_tf.training import task_options
-from data_pipeline import glue
+from data_pipeline import glue_examples
 
 from . import cli
 from . import finetune_flags
@@ -50,7 +50,7 @@ def main(argv):
   # is imported (about 5 s): a mistake is reported at once.
   if not FLAGS.task_name:
     raise UserInputError("--task_name is required")
-  task = glue.get_task(FLAGS.task_name)
+  task = glue_examples.get_task(FLAGS.task_name)
   task_options.check_glue_data_dir(FLAGS.data_dir)
   params = finetune_flags.checked_params_from_flags(
       task_options.task_defaults(task.name))

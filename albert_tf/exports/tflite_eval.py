@@ -18,7 +18,7 @@ import numpy as np
 
 from albert_common.errors import UserInputError
 from albert_tf.exports.tflite_runner import TextRunner
-from data_pipeline import glue
+from data_pipeline import glue_examples
 from data_pipeline import race
 from data_pipeline import squad_examples
 from data_pipeline import squad_metrics
@@ -89,11 +89,11 @@ def task_evaluation(runner: TextRunner, eval_data: str,
   if kind == "classifier":
     if not task_name:
       raise UserInputError("--eval_data of a GLUE model needs --task_name")
-    task = glue.get_task(task_name)
+    task = glue_examples.get_task(task_name)
     if list(task.labels or ()) != list(runner.labels or ()):
       raise UserInputError(f"--task_name={task_name} has labels "
                            f"{task.labels}, the model {runner.labels}")
-    examples = glue.read_examples(task, eval_data, task.dev_splits[0])
+    examples = glue_examples.read_examples(task, eval_data, task.dev_splits[0])
     labels = np.array([task.labels.index(e.label) for e in examples])
     texts = ([e.text_a for e in examples],
              [e.text_b for e in examples] if task.num_segments == 2

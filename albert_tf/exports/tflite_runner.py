@@ -24,7 +24,8 @@ from albert_common import file_io
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_common.errors import UserInputError
 from albert_tf.exports.litert import LiteRTModel
-from data_pipeline import glue
+from data_pipeline import glue_examples
+from data_pipeline import glue_features
 from data_pipeline import race
 from data_pipeline import squad_examples
 from data_pipeline import squad_features
@@ -96,12 +97,12 @@ class TextRunner:
                      ) -> Dict[str, np.ndarray]:
     """`[CLS] a [SEP] (b [SEP])` as fine-tuning packs them, int32 [n, seq]."""
     pair = text_b is not None
-    task = glue.GlueTask("export", tuple(self.labels or ()), "a",
+    task = glue_examples.GlueTask("export", tuple(self.labels or ()), "a",
                          "b" if pair else None, "label", "accuracy")
-    examples = [glue.Example(guid=str(i), text_a=a,
+    examples = [glue_examples.Example(guid=str(i), text_a=a,
                              text_b=text_b[i] if pair else None, label=None)
                 for i, a in enumerate(text_a)]
-    features = glue.featurize(task, examples, self.tokenizer,
+    features = glue_features.featurize(task, examples, self.tokenizer,
                               self.seq_length)
     return features.padded(self.seq_length, self.tokenizer.pad_id)
 

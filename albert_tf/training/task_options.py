@@ -17,7 +17,7 @@ from absl import logging
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
-from data_pipeline import glue
+from data_pipeline import glue_examples
 
 # --- GLUE ---------------------------------------------------------------------
 
@@ -49,7 +49,7 @@ TASK_DEFAULTS: Dict[str, Dict] = {
 
 def task_defaults(task_name: str) -> Dict:
   """The run_glue.sh recipe of a task (see TASK_DEFAULTS)."""
-  return dict(TASK_DEFAULTS[glue.get_task(task_name).name])
+  return dict(TASK_DEFAULTS[glue_examples.get_task(task_name).name])
 
 
 def check_glue_data_dir(data_dir: str) -> None:
