@@ -657,7 +657,7 @@ def test_unwritable_output_dirs(tmp_path, english_corpus, spm_model,
 
 def test_glue_squad_race_files(tmp_path):
   from data_pipeline import glue_examples
-  from data_pipeline import race
+  from data_pipeline import race_examples
   from data_pipeline import squad_examples
   glue_dir = tmp_path / "SST-2"
   glue_dir.mkdir()
@@ -688,7 +688,7 @@ def test_glue_squad_race_files(tmp_path):
   (level / "1.txt").write_text(json.dumps(
       {"article": "a", "questions": ["q"], "options": [["a", "b", "c", "d"]]}))
   with pytest.raises(UserInputError, match=r"high/1.txt.*answers"):
-    race.read_race_examples(str(tmp_path / "RACE"), "dev")
+    race_examples.read_race_examples(str(tmp_path / "RACE"), "dev")
 
 
 def test_export_path_that_is_not_a_savedmodel(tmp_path):

@@ -19,7 +19,8 @@ import numpy as np
 from albert_common.errors import UserInputError
 from albert_tf.exports.tflite_runner import TextRunner
 from data_pipeline import glue_examples
-from data_pipeline import race
+from data_pipeline import race_examples
+from data_pipeline import race_features
 from data_pipeline import squad_examples
 from data_pipeline import squad_metrics
 
@@ -120,12 +121,13 @@ def task_evaluation(runner: TextRunner, eval_data: str,
               "f1": result["f1"]}
     return runner.squad_features(examples)[1], squad_metric
   if kind == "race":
-    examples = race.read_race_examples(eval_data, "dev")
+    examples = race_examples.read_race_examples(eval_data, "dev")
     inputs = runner.race_inputs(examples)
 
     def race_accuracy(r):
       predicted = np.argmax(r.model(inputs)["logits"], -1)
-      return {"accuracy": race.accuracy(examples, predicted)["accuracy"]}
+      return {"accuracy":
+              race_features.accuracy(examples, predicted)["accuracy"]}
     return inputs, race_accuracy
   raise UserInputError(f"--eval_data is for fine-tuned models; this is a "
                        f"{kind} export")

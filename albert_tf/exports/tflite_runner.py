@@ -26,7 +26,8 @@ from albert_common.errors import UserInputError
 from albert_tf.exports.litert import LiteRTModel
 from data_pipeline import glue_examples
 from data_pipeline import glue_features
-from data_pipeline import race
+from data_pipeline import race_examples
+from data_pipeline import race_features
 from data_pipeline import squad_examples
 from data_pipeline import squad_features
 from data_pipeline import squad_postprocess
@@ -163,10 +164,10 @@ class TextRunner:
 
   # --- RACE ------------------------------------------------------------------
 
-  def race_inputs(self, examples: Sequence[race.RaceExample],
+  def race_inputs(self, examples: Sequence[race_examples.RaceExample],
                   max_qa_length: int = 128) -> Dict[str, np.ndarray]:
     """int32 [n, 4, seq] inputs of RACE examples (fine-tuning's packing)."""
-    arrays = race.convert_examples_to_arrays(
+    arrays = race_features.convert_examples_to_arrays(
         examples, self.tokenizer, self.seq_length,
         min(max_qa_length, self.seq_length - 3))
     return {name: arrays[name] for name in ENCODER_INPUT_NAMES}
@@ -175,8 +176,8 @@ class TextRunner:
              options: Sequence[Sequence[str]],
              max_qa_length: int = 128) -> List[str]:
     """The letter ("A".."D") of the chosen option of each question."""
-    examples = [race.RaceExample(str(i), "high", a, q, list(o), 0)
+    examples = [race_examples.RaceExample(str(i), "high", a, q, list(o), 0)
                 for i, (a, q, o) in enumerate(zip(articles, questions,
                                                   options))]
     logits = self.model(self.race_inputs(examples, max_qa_length))["logits"]
-    return [race.LABELS[i] for i in np.argmax(logits, -1)]
+    return [race_examples.LABELS[i] for i in np.argmax(logits, -1)]

@@ -81,7 +81,8 @@ class SquadOptions:
     null_score: v2.0 null score, "answer_class" (official ALBERT) or "cls"
       (BERT-style [CLS] span score).
     doc_stride, max_query_length, n_best_size, max_answer_length,
-    start_n_top, end_n_top: see data_pipeline.squad / squad_postprocess.
+    start_n_top, end_n_top: see data_pipeline.squad_features /
+      squad_postprocess.
     null_score_diff_threshold: v2.0: answer "" above these null odds; None
       tunes it on the dev set (official ALBERT evaluation) and, for
       --do_predict alone, takes the best checkpoint's tuned value.
@@ -160,7 +161,7 @@ class RaceOptions:
   """RACE-specific settings; names as the official flags.
 
   Attributes:
-    data_dir: the released layout (see data_pipeline.race).
+    data_dir: the released layout (see data_pipeline.race_examples).
     high_only, middle_only: restrict to one level.
     max_qa_length: pieces kept of question + option (its end).
     dropout_rate: on the pooled output.
