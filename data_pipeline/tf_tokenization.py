@@ -45,7 +45,7 @@ from albert_common.errors import UserInputError
 from data_pipeline import tokenization
 
 
-def _char_class(predicate) -> str:
+def char_class(predicate) -> str:
   """An RE2 character class of all code points where `predicate` holds."""
   ranges = []
   for cp in range(0x110000):
@@ -61,10 +61,14 @@ def _char_class(predicate) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _patterns():
-  """RE2 patterns: (a run of whitespace, one combining character)."""
-  return (_char_class(str.isspace) + "+",
-          _char_class(lambda c: unicodedata.combining(c) != 0))
+def character_classes():
+  """RE2 patterns: (a run of whitespace, one combining character).
+
+  What ALBERT's normalisation collapses to one space and, without
+  `keep_accents`, drops; also used by the SQuAD export.
+  """
+  return (char_class(str.isspace) + "+",
+          char_class(lambda c: unicodedata.combining(c) != 0))
 
 
 def _resplit_table(model_proto: bytes):
@@ -108,7 +112,7 @@ class TFSentencePieceTokenizer(tf_keras.layers.Layer):
     self._model_proto = bytes(model_proto)
     self.do_lower_case = do_lower_case
     self.keep_accents = keep_accents
-    self._whitespace, self._combining = _patterns()
+    self._whitespace, self._combining = character_classes()
     try:
       pieces, splits, values = _resplit_table(self._model_proto)
     except RuntimeError as e:

@@ -78,7 +78,7 @@ def pieces_with_offsets(tokenizer: wp.WordPieceTokenizer, text: str
   ids, starts, ends = [], [], []
   for raw in _raw_words(text):
     for word, where in _normalised_words(raw, tokenizer.do_lower_case):
-      word_ids = tokenizer._word_ids(word)  # pylint: disable=protected-access
+      word_ids = tokenizer.encode_word(word)
       lengths = [len(t) - (len(wp.CONTINUATION) if k else 0)
                  for k, t in enumerate(tokenizer.convert_ids_to_tokens(
                      word_ids))]

@@ -150,7 +150,7 @@ class SquadServing(tf.Module):
     sp = spm.SentencePieceProcessor(model_proto=model_proto)
     self.cls_id, self.sep_id, self.pad_id = (
         sp.PieceToId(p) for p in ("[CLS]", "[SEP]", "<pad>"))
-    self.combining = tf_tokenization._patterns()[1]
+    self.combining = tf_tokenization.character_classes()[1]
     self._keep_settings(seq_length, doc_stride, max_query_length,
                         n_best_size, max_answer_length, beam, version_2,
                         threshold, do_lower_case, keep_accents)
