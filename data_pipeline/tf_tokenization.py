@@ -41,6 +41,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 import tf_keras
 
+from albert_common import file_io
 from albert_common.errors import UserInputError
 from data_pipeline import tokenization
 
@@ -126,8 +127,7 @@ class TFSentencePieceTokenizer(tf_keras.layers.Layer):
   def from_file(cls, spm_model_file: str, **kwargs):
     """Reads a `.model` file; UserInputError naming the path if it cannot."""
     try:
-      with tf.io.gfile.GFile(spm_model_file, "rb") as f:
-        model_proto = f.read()
+      model_proto = file_io.read_bytes(spm_model_file)
     except (tf.errors.OpError, OSError) as e:
       raise UserInputError(
           f"cannot read SentencePiece model file {spm_model_file}: {e}") from e
