@@ -51,10 +51,10 @@ flags.DEFINE_bool("write", False, "Update BENCHMARKS.md with the table.")
 
 _CHILD = r"""
 import json, resource, sys, time
-from data_pipeline import pretraining_data, pretraining_writer
+from data_pipeline import instance_options, pretraining_writer
 def main():
   corpus, model, out, workers, seq, pred, dupe, runner = sys.argv[1:9]
-  options = pretraining_data.InstanceOptions(
+  options = instance_options.InstanceOptions(
       max_seq_length=int(seq), max_predictions_per_seq=int(pred))
   start = time.perf_counter()
   if runner == "local":

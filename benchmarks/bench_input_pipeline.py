@@ -18,7 +18,7 @@ from benchmarks import common
 
 
 def build_records(work_dir: str, seq_length: int, predictions: int) -> str:
-  from data_pipeline import pretraining_data
+  from data_pipeline import instance_options
   from data_pipeline import pretraining_writer
   from data_pipeline import sentencepiece_trainer
   from data_pipeline import stdlib_corpus
@@ -29,7 +29,7 @@ def build_records(work_dir: str, seq_length: int, predictions: int) -> str:
   output = os.path.join(work_dir, "train.tfrecord")
   pretraining_writer.create_pretraining_data(
       corpus, output, prefix + ".model",
-      pretraining_data.InstanceOptions(max_seq_length=seq_length,
+      instance_options.InstanceOptions(max_seq_length=seq_length,
                                        max_predictions_per_seq=predictions),
       dupe_factor=2, num_output_shards=4, show_progress=False)
   return output + "-*"

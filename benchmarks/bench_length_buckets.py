@@ -30,21 +30,22 @@ ROUND = 3
 
 
 def sst2_like_features(n: int, seq: int, vocab_size: int, seed: int = 0):
-  """glue.Features of `n` generated sentences (lengths as SST-2's)."""
-  from data_pipeline import glue
+  """glue_features.Features of `n` generated sentences (lengths as SST-2's)."""
+  from data_pipeline import glue_features
   rng = np.random.default_rng(seed)
   lengths = np.clip(np.round(rng.gamma(4.0, 6.3, n)), 4,
                     min(66, seq)).astype(np.int32)
   ids = np.concatenate([np.r_[2, rng.integers(5, vocab_size, k - 2), 3]
                         for k in lengths]).astype(np.int32)
-  return glue.Features(ids, lengths, lengths.copy(),
+  return glue_features.Features(ids, lengths, lengths.copy(),
                        rng.integers(0, 2, n).astype(np.int32),
                        [str(i) for i in range(n)])
 
 
 def mrpc_like_features(n: int, seq: int, vocab_size: int, seed: int = 0):
-  """glue.Features of `n` generated sentence pairs (lengths as MRPC's)."""
-  from data_pipeline import glue
+  """glue_features.Features of `n` generated sentence pairs (lengths as
+  MRPC's)."""
+  from data_pipeline import glue_features
   rng = np.random.default_rng(seed)
   longest = min(45, (seq - 3) // 2)
   a, b = (np.clip(np.round(rng.gamma(6.0, 3.7, n)), 3, longest).astype(
@@ -53,7 +54,7 @@ def mrpc_like_features(n: int, seq: int, vocab_size: int, seed: int = 0):
       np.r_[2, rng.integers(5, vocab_size, i), 3,
             rng.integers(5, vocab_size, j), 3]
       for i, j in zip(a, b)]).astype(np.int32)
-  return glue.Features(ids, a + b + 3, a + 2,
+  return glue_features.Features(ids, a + b + 3, a + 2,
                        rng.integers(0, 2, n).astype(np.int32),
                        [str(i) for i in range(n)])
 
@@ -69,7 +70,7 @@ def _runner(config_file: str, features, batch: int, seq: int,
   from albert_tf.training import finetuning_params
   from albert_tf.training import finetuning_runner
   from albert_tf.training import finetuning_task
-  from data_pipeline import glue
+  from data_pipeline import glue_features
   from data_pipeline import length_buckets
   buckets = length_buckets.parse_length_buckets(buckets_flag, seq)
 
@@ -88,7 +89,7 @@ def _runner(config_file: str, features, batch: int, seq: int,
       warmup_step=10, save_checkpoints_steps=10**6, iterations_per_loop=1,
       log_steps=10**6, seed=0, length_buckets=buckets_flag)
   runner = finetuning_runner.FinetuningRunner(params, task)
-  dataset = glue.make_dataset(features, seq, batch, is_training=True,
+  dataset = glue_features.make_dataset(features, seq, batch, is_training=True,
                               seed=0, buckets=buckets)
   runner.trainer.fit(dataset.take(WARMUP), steps_per_epoch=WARMUP, epochs=1,
                      verbose=0)

@@ -48,9 +48,9 @@ def _write_corpora(work_dir):
 
 
 def _padding_share(corpus, model, seq, out):
-  from data_pipeline import pretraining_data
+  from data_pipeline import instance_options
   from data_pipeline import pretraining_writer
-  options = pretraining_data.InstanceOptions(
+  options = instance_options.InstanceOptions(
       max_seq_length=seq, max_predictions_per_seq=max(1, seq * 20 // 128))
   stats = pretraining_writer.create_pretraining_data(
       corpus, out, model, options, dupe_factor=FLAGS.dupe_factor,

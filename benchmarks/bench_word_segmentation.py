@@ -71,12 +71,12 @@ def main(argv):
 
 
 def _run(folder: str) -> None:
-  from data_pipeline import pretraining_data
+  from data_pipeline import instance_options
   from data_pipeline import pretraining_writer
   from data_pipeline import word_segmentation
   corpus = _write_corpus(folder, FLAGS.megabytes)
   vocab = _write_vocab(folder, corpus)
-  options = pretraining_data.InstanceOptions(
+  options = instance_options.InstanceOptions(
       max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=20)
   print(f"corpus {os.path.getsize(corpus) / 1e6:.2f} MB, "
         f"max_seq_length {FLAGS.max_seq_length}, "

@@ -5,7 +5,7 @@ machine; Dataflow, Flink, Spark or a portable job server on a cluster) and
 writes what `pretraining_writer.create_pretraining_data` writes for the same
 settings: the same shards byte for byte, the same hidden sidecars and the
 same stats JSON (its timings aside). Both paths plan with
-`pretraining_writer.plan_run` and turn a piece into records with
+`pretraining_plan.plan_run` and turn a piece into records with
 `pretraining_worker.process_piece`; nothing of the algorithm is repeated here.
 
 The pipeline (P pieces, S shards; piece p goes to shard p * S // P):
@@ -56,10 +56,11 @@ from apache_beam.runners.runner import PipelineState
 
 from albert_common.errors import UserInputError
 from data_pipeline import corpus_pieces
-from data_pipeline import pretraining_data
+from data_pipeline import pretraining_plan
 from data_pipeline import pretraining_worker
-from data_pipeline import pretraining_writer
+from data_pipeline import shard_files
 from data_pipeline.beam_file_io import BeamFileIO
+from data_pipeline.instance_options import InstanceOptions
 from data_pipeline.pretraining_stats import PretrainingStats
 from data_pipeline.pretraining_stats import write_json
 
@@ -210,8 +211,7 @@ def _publish(element, total: PretrainingStats, plan, fs: BeamFileIO):
   path = plan.paths[shard]
   if not fs.exists(temp) and fs.exists(path):
     return shard  # A retry of a publish that completed.
-  pretraining_writer.publish_shard(temp, path, plan.fingerprints[shard],
-                                   stats, fs)
+  shard_files.publish_shard(temp, path, plan.fingerprints[shard], stats, fs)
   return shard
 
 
@@ -279,12 +279,12 @@ def create_pretraining_data_beam(
     input_file: str,
     output_file: str,
     spm_model_file: str,
-    options: pretraining_data.InstanceOptions,
+    options: InstanceOptions,
     do_lower_case: bool = True,
     dupe_factor: int = 40,
     random_seed: int = 12345,
     num_output_shards: Optional[int] = None,
-    piece_bytes: int = pretraining_writer.DEFAULT_PIECE_BYTES,
+    piece_bytes: int = pretraining_plan.DEFAULT_PIECE_BYTES,
     skip_non_utf8_lines: bool = False,
     albert_config_file: Optional[str] = None,
     runner: str = "DirectRunner",
@@ -314,7 +314,7 @@ def create_pretraining_data_beam(
   beam_options = pipeline_options(pipeline_args, runner, num_workers)
   pipeline = _new_pipeline(beam_options, runner)
   fs = BeamFileIO(beam_options)
-  plan = pretraining_writer.plan_run(
+  plan = pretraining_plan.plan_run(
       input_file, output_file, spm_model_file, options, do_lower_case,
       dupe_factor, random_seed, num_output_shards, piece_bytes,
       skip_non_utf8_lines, albert_config_file, fs=fs, corpus=corpus,

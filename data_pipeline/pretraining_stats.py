@@ -26,7 +26,7 @@ class PretrainingStats:
     replacements: masked tokens replaced by [MASK], kept, replaced by a
       random token.
     dropped_chunks: one-token, one-sentence chunks dropped (see
-      pretraining_data).
+      sop_instances).
     skipped_lines: input lines skipped as not UTF-8.
     pieces: input pieces processed.
     bad_records: records skipped by --skip_bad_records.

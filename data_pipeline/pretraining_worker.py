@@ -2,17 +2,18 @@
 
 Reads the piece (`document_pieces.read_piece`), tokenizes its sentences in one
 batched call (SentencePiece or WordPiece), makes the instances of every dupe
-(`pretraining_data`), shuffles them with the piece's own Generator, masks and
-encodes them in batches and frames the records (`tfrecord_io`). Imports no
-TensorFlow. `init_worker` sets the per-process state, so the same code runs
-in a pool worker or in the main process.
+(`sop_instances`), shuffles them with the piece's own Generator, masks
+(`mlm_masking`) and encodes them in batches and frames the records
+(`tfrecord_io`). Imports no TensorFlow. `init_worker` sets the per-process
+state, so the same code runs in a pool worker or in the main process.
 """
 
 import numpy as np
 
 from data_pipeline import corpus_pieces
 from data_pipeline import document_pieces
-from data_pipeline import pretraining_data
+from data_pipeline import mlm_masking
+from data_pipeline import sop_instances
 from data_pipeline import tfrecord_io
 from data_pipeline import tfrecord_schema
 from data_pipeline import word_segmentation
@@ -85,7 +86,7 @@ def _tokenize_piece(piece: corpus_pieces.Piece):
       offset += n
       sentence += 1
     if lens:
-      documents.append(pretraining_data.Document(starts, lens, key))
+      documents.append(sop_instances.Document(starts, lens, key))
       stats.sentences += len(lens)
       stats.corpus_tokens += sum(lens)
   stats.documents = len(documents)
@@ -101,21 +102,21 @@ def process_piece(spec: corpus_pieces.PieceSpec):
   vocab = _WORKER["vocab"]
   seed = _WORKER["random_seed"]
   pool, word_starts, documents, stats = _tokenize_piece(piece)
-  spans, dropped = pretraining_data.create_instance_spans(
+  spans, dropped = sop_instances.create_instance_spans(
       documents, pool, options, vocab, seed, _WORKER["dupe_factor"],
       word_starts)
   stats.dropped_chunks = dropped
-  order = pretraining_data.shuffle_rng(seed, piece.key).permutation(
+  order = sop_instances.shuffle_rng(seed, piece.key).permutation(
       len(spans.label))
   span_words = np.zeros(options.ngram + 1, np.int64)
   ngram_draws = np.zeros(options.ngram + 1, np.int64)
   replacements = np.zeros(3, np.int64)
   examples = []
   for begin in range(0, len(order), _BATCH):
-    part = pretraining_data.InstanceSpans(
+    part = sop_instances.InstanceSpans(
         *(field[order[begin:begin + _BATCH]] for field in spans))
-    batch = pretraining_data.mask_instances(part, pool, options, vocab,
-                                            word_starts)
+    batch = mlm_masking.mask_instances(part, pool, options, vocab,
+                                       word_starts)
     span_words += batch.span_words
     ngram_draws += batch.ngram_draws
     replacements += batch.replacements

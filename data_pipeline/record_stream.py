@@ -137,8 +137,8 @@ def _count_records(files: List[str]) -> List[int]:
 
 
 def _stat_key(path: str) -> str:
-  stat = tf.io.gfile.stat(path)
-  return f"{stat.length}:{stat.mtime_nsec}"
+  size, mtime_ns = file_io.stat(path)
+  return f"{size}:{mtime_ns}"
 
 
 def record_counts(files: Sequence[str],
@@ -147,7 +147,7 @@ def record_counts(files: Sequence[str],
   modification time still match, else counted (one pass over the file) and
   added to the cache."""
   cache = {}
-  if cache_file and tf.io.gfile.exists(cache_file):
+  if cache_file and file_io.exists(cache_file):
     try:
       cache = json.loads(file_io.read_text(cache_file))
     except ValueError:

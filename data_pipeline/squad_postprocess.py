@@ -36,8 +36,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from albert_common import file_io
-from data_pipeline.squad import SquadExample
-from data_pipeline.squad import SquadFeature
+from data_pipeline.squad_examples import SquadExample
+from data_pipeline.squad_features import SquadFeature
 
 
 @dataclasses.dataclass
@@ -169,7 +169,8 @@ def postprocess_v1(examples: Sequence[SquadExample],
   """Answers from start / end logits (span labeler).
 
   Args:
-    examples, features: as converted by `data_pipeline.squad`.
+    examples, features: as read by `squad_examples` and converted by
+      `squad_features`.
     results: unique_id -> {"start_logits": [seq], "end_logits": [seq]}.
     n_best_size, max_answer_length: see the module docstring.
     cls_null_score: SQuAD v2.0 with the BERT-style [CLS] null score: compute

@@ -41,11 +41,12 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 import tf_keras
 
+from albert_common import file_io
 from albert_common.errors import UserInputError
 from data_pipeline import tokenization
 
 
-def _char_class(predicate) -> str:
+def char_class(predicate) -> str:
   """An RE2 character class of all code points where `predicate` holds."""
   ranges = []
   for cp in range(0x110000):
@@ -61,10 +62,14 @@ def _char_class(predicate) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _patterns():
-  """RE2 patterns: (a run of whitespace, one combining character)."""
-  return (_char_class(str.isspace) + "+",
-          _char_class(lambda c: unicodedata.combining(c) != 0))
+def character_classes():
+  """RE2 patterns: (a run of whitespace, one combining character).
+
+  What ALBERT's normalisation collapses to one space and, without
+  `keep_accents`, drops; also used by the SQuAD export.
+  """
+  return (char_class(str.isspace) + "+",
+          char_class(lambda c: unicodedata.combining(c) != 0))
 
 
 def _resplit_table(model_proto: bytes):
@@ -108,7 +113,7 @@ class TFSentencePieceTokenizer(tf_keras.layers.Layer):
     self._model_proto = bytes(model_proto)
     self.do_lower_case = do_lower_case
     self.keep_accents = keep_accents
-    self._whitespace, self._combining = _patterns()
+    self._whitespace, self._combining = character_classes()
     try:
       pieces, splits, values = _resplit_table(self._model_proto)
     except RuntimeError as e:
@@ -122,8 +127,7 @@ class TFSentencePieceTokenizer(tf_keras.layers.Layer):
   def from_file(cls, spm_model_file: str, **kwargs):
     """Reads a `.model` file; UserInputError naming the path if it cannot."""
     try:
-      with tf.io.gfile.GFile(spm_model_file, "rb") as f:
-        model_proto = f.read()
+      model_proto = file_io.read_bytes(spm_model_file)
     except (tf.errors.OpError, OSError) as e:
       raise UserInputError(
           f"cannot read SentencePiece model file {spm_model_file}: {e}") from e

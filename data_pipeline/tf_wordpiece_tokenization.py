@@ -30,7 +30,7 @@ import tensorflow_text as tf_text
 import tf_keras
 
 from data_pipeline import wordpiece_tokenization as wp
-from data_pipeline.tf_tokenization import _char_class
+from data_pipeline.tf_tokenization import char_class
 
 # Larger than any 200-character word in UTF-8, so only the character limit
 # applies.
@@ -44,13 +44,18 @@ def _is_space(char: str) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _patterns():
-  """RE2 classes: (dropped, whitespace, CJK, Mn, punctuation)."""
+def character_classes():
+  """RE2 classes: (dropped, whitespace, CJK, Mn, punctuation).
+
+  The characters BERT's basic tokenization drops, reads as whitespace, puts
+  spaces around (CJK), strips after NFD with `do_lower_case` (Mn), and
+  splits off (punctuation); also used by the WordPiece SQuAD export.
+  """
   import unicodedata
-  return (_char_class(wp.is_dropped), _char_class(_is_space),
-          _char_class(wp.is_cjk),
-          _char_class(lambda c: unicodedata.category(c) == "Mn"),
-          _char_class(wp.is_punctuation))
+  return (char_class(wp.is_dropped), char_class(_is_space),
+          char_class(wp.is_cjk),
+          char_class(lambda c: unicodedata.category(c) == "Mn"),
+          char_class(wp.is_punctuation))
 
 
 class TFWordPieceTokenizer(tf_keras.layers.Layer):
@@ -73,7 +78,7 @@ class TFWordPieceTokenizer(tf_keras.layers.Layer):
     self._tokens = list(tokens)
     self.do_lower_case = do_lower_case
     (self._dropped, self._space, self._cjk, self._mn,
-     self._punctuation) = _patterns()
+     self._punctuation) = character_classes()
     self._wordpiece = tf_text.FastWordpieceTokenizer(
         vocab=self._tokens, suffix_indicator=wp.CONTINUATION,
         max_bytes_per_word=_MAX_BYTES_PER_WORD, token_out_type=tf.int64,
@@ -106,6 +111,18 @@ class TFWordPieceTokenizer(tf_keras.layers.Layer):
     # WordPiece maps it to its own id.
     return words.with_flat_values(
         tf.where(long_word, wp.UNK_TOKEN, words.flat_values))
+
+  def word_pieces_with_offsets(self, words: tf.Tensor):
+    """WordPiece alone, on words (`words`' flat values), with byte offsets.
+
+    Args:
+      words: tf.string [w], one word each.
+
+    Returns:
+      (ids, begin, end), tf.RaggedTensor int64 [w, (pieces)] each: a piece's
+      id and its byte range within its word.
+    """
+    return self._wordpiece.tokenize_with_offsets(words)
 
   def call(self, texts: tf.Tensor) -> tf.RaggedTensor:
     """Ids. tf.string [batch] -> tf.RaggedTensor int32 [batch, (tokens)]."""

@@ -105,8 +105,7 @@ class JiebaWordStarts:
     ids, starts = [], []
     cjk_index = 0
     for word in basic_tokenize(text, self._tokenizer.do_lower_case):
-      # pylint: disable-next=protected-access
-      word_ids = self._tokenizer._word_ids(word)
+      word_ids = self._tokenizer.encode_word(word)
       ids.extend(word_ids)
       # BERT's cleaning makes every CJK character a word of its own, in
       # text order: the k-th such word is the text's k-th CJK character.

@@ -1,17 +1,19 @@
 """WordPiece pieces of a paragraph with their character ranges (SQuAD).
 
-The WordPiece counterpart of `squad.tokenize_paragraph`: BERT's basic
-tokenization is replayed one original character at a time (cleaning, CJK
-characters as words, lowercasing per word, accent stripping and punctuation
-split per character), so every normalised character keeps the index of the
-original one it came from; then each word's greedy pieces take the ranges
-of their characters ("##" not counted), and an unknown word's [UNK] the
-whole word's. The ids equal `WordPieceTokenizer.encode` of the paragraph.
+The WordPiece counterpart of `sentencepiece_offsets.tokenize_paragraph`:
+BERT's basic tokenization is replayed one original character at a time
+(cleaning, CJK characters as words, lowercasing per word, accent stripping
+and punctuation split per character), so every normalised character keeps the
+index of the original one it came from; then each word's greedy pieces take
+the ranges of their characters ("##" not counted), and an unknown word's
+[UNK] the whole word's. The ids equal `WordPieceTokenizer.encode` of the
+paragraph.
 """
 
 from typing import List, Tuple
 
 from data_pipeline import wordpiece_tokenization as wp
+from data_pipeline.tokenized_paragraph import TokenizedParagraph
 
 # A word: its normalised characters and, per character, the original index.
 _Word = Tuple[str, List[int]]
@@ -76,7 +78,7 @@ def pieces_with_offsets(tokenizer: wp.WordPieceTokenizer, text: str
   ids, starts, ends = [], [], []
   for raw in _raw_words(text):
     for word, where in _normalised_words(raw, tokenizer.do_lower_case):
-      word_ids = tokenizer._word_ids(word)  # pylint: disable=protected-access
+      word_ids = tokenizer.encode_word(word)
       lengths = [len(t) - (len(wp.CONTINUATION) if k else 0)
                  for k, t in enumerate(tokenizer.convert_ids_to_tokens(
                      word_ids))]
@@ -91,14 +93,14 @@ def pieces_with_offsets(tokenizer: wp.WordPieceTokenizer, text: str
   return ids, starts, ends
 
 
-def tokenize_paragraph(tokenizer: wp.WordPieceTokenizer, text: str):
-  """squad.TokenizedParagraph of `text` with WordPiece.
+def tokenize_paragraph(tokenizer: wp.WordPieceTokenizer,
+                       text: str) -> TokenizedParagraph:
+  """The TokenizedParagraph of `text` with WordPiece.
 
   A piece's end extends over original characters that map to no piece and
   are not whitespace (a dropped control character, a stripped combining
   accent); whitespace belongs to the piece after it.
   """
-  from data_pipeline import squad
   ids, starts, ends = pieces_with_offsets(tokenizer, text)
   kept = set()
   for start, end in zip(starts, ends):
@@ -120,7 +122,7 @@ def tokenize_paragraph(tokenizer: wp.WordPieceTokenizer, text: str):
     if orig_to_tok[i] is None:
       orig_to_tok[i] = nxt_tok if nxt_tok is not None else last
     nxt_tok = orig_to_tok[i]
-  return squad.TokenizedParagraph(
+  return TokenizedParagraph(
       pieces=tokenizer.convert_ids_to_tokens(ids), ids=ids,
       tok_start_to_orig_index=starts, tok_end_to_orig_index=tok_end,
       orig_to_tok_index=orig_to_tok)

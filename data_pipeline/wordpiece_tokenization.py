@@ -224,8 +224,16 @@ class WordPieceTokenizer(ControlIds):
     """The words of `text` joined by spaces (what WordPiece then splits)."""
     return " ".join(basic_tokenize(text, self.do_lower_case))
 
-  def _word_ids(self, word: str) -> List[int]:
-    """Greedy longest-match-first ids of one word; [UNK] if none."""
+  def encode_word(self, word: str) -> List[int]:
+    """Greedy longest-match-first ids of one word; [UNK] if none.
+
+    Args:
+      word: one word of `basic_tokenize` (already cleaned, split and, with
+        `do_lower_case`, lowercased); `encode` is this over every word.
+
+    Returns:
+      list of int, e.g. the ids of ["un", "##aff", "##able"].
+    """
     ids = self._cache.get(word)
     if ids is not None:
       return ids
@@ -258,7 +266,7 @@ class WordPieceTokenizer(ControlIds):
   def encode(self, text: str) -> List[int]:
     """Ids of `text`: list of int in [0, vocab_size)."""
     return [i for word in basic_tokenize(text, self.do_lower_case)
-            for i in self._word_ids(word)]
+            for i in self.encode_word(word)]
 
   def encode_batch(self, texts: Sequence[str],
                    num_threads: int = -1) -> List[List[int]]:

@@ -66,12 +66,12 @@ def spm_model(tmp_path_factory, english_corpus):
 @pytest.fixture(scope="session")
 def pretraining_records(tmp_path_factory, english_corpus, spm_model):
   """Pretraining TFRecords (seq 32, 5 predictions) of the English corpus."""
-  from data_pipeline import pretraining_data
+  from data_pipeline import instance_options
   from data_pipeline import pretraining_writer
   path = str(tmp_path_factory.mktemp("records") / "train.tfrecord")
   pretraining_writer.create_pretraining_data(
       english_corpus, path, spm_model,
-      pretraining_data.InstanceOptions(max_seq_length=32,
+      instance_options.InstanceOptions(max_seq_length=32,
                                        max_predictions_per_seq=5),
       dupe_factor=1, random_seed=7, num_workers=1, show_progress=False)
   return dict(path=path, spm_model=spm_model, max_seq_length=32,

@@ -35,9 +35,9 @@ from albert_tf.training import race_finetuning
 from albert_tf.training import squad_finetuning
 from albert_tf.training.finetuning_params import FinetuningParams
 from albert_tf.training.task_settings import GlueOptions
-from data_pipeline import pretraining_data
+from data_pipeline import instance_options
 from data_pipeline import pretraining_writer
-from data_pipeline import race
+from data_pipeline import race_examples
 from data_pipeline import sentencepiece_trainer
 from data_pipeline import stdlib_corpus
 from data_pipeline import tokenization
@@ -120,7 +120,7 @@ def _write_squad(path, words, n, rng):
 def _write_race(root, words, sizes, rng):
   """RACE layout; the right option is the one word in the article."""
   for split, n in sizes.items():
-    for level in race.LEVELS:
+    for level in race_examples.LEVELS:
       for i in range(n):
         options = rng.sample(words[:50], 4)
         answer = rng.randrange(4)
@@ -173,7 +173,7 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
   spm = spm_prefix + ".model"
   assert tokenization.SentencePieceTokenizer(spm).vocab_size == VOCAB
   records = top("train") + ".tfrecord"
-  options = pretraining_data.InstanceOptions(max_seq_length=SEQ,
+  options = instance_options.InstanceOptions(max_seq_length=SEQ,
                                              max_predictions_per_seq=5)
   made = pretraining_writer.create_pretraining_data(
       join(root, "corpus", "*.txt"), records, spm, options, dupe_factor=1,
@@ -295,7 +295,7 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
       race_finetuning.RaceOptions(data_dir=race_dir, max_qa_length=16),
       export_dir=race_export)
   assert race_results["num_examples"] == 4
-  examples = race.read_race_examples(race_dir, "dev")
+  examples = race_examples.read_race_examples(race_dir, "dev")
   served = exports.load_saved_model(race_export).signatures[
       "serving_default"](article=tf.constant([e.article for e in examples]),
                          question=tf.constant([e.question for e in examples]),

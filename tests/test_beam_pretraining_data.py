@@ -14,7 +14,7 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from data_pipeline import beam_pipeline
 from data_pipeline import pretraining_writer
-from data_pipeline.pretraining_data import InstanceOptions
+from data_pipeline.instance_options import InstanceOptions
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTIONS = InstanceOptions(max_seq_length=64, max_predictions_per_seq=10)

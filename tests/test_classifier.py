@@ -11,7 +11,8 @@ from albert_tf.exports.classifier import export_classifier
 from albert_tf.layers.classification_head import ClassificationHead
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from data_pipeline import glue
+from data_pipeline import glue_examples
+from data_pipeline import glue_features
 from data_pipeline import tokenization
 
 
@@ -60,7 +61,7 @@ def test_raw_text_export_matches_python_path(tmp_path, spm_model):
                         num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=64, max_position_embeddings=64)
   model = AlbertClassifier(AlbertEncoder(config), num_classes=3)
-  task = glue.get_task("MNLI")
+  task = glue_examples.get_task("MNLI")
   seq_length = 24
   path = export_classifier(model, str(tmp_path / "mnli"), spm_model,
                            task.labels, 2, seq_length)
@@ -70,9 +71,10 @@ def test_raw_text_export_matches_python_path(tmp_path, spm_model):
   texts_b = ["This is a 5-tuple, of the same form.", "tiny",
              "a hypothesis " * 20]
   tokenizer = tokenization.SentencePieceTokenizer(spm_model)
-  features = glue.featurize(task, [glue.Example(str(i), a, b) for i, (a, b)
-                                   in enumerate(zip(texts_a, texts_b))],
-                            tokenizer, seq_length)
+  features = glue_features.featurize(
+      task, [glue_examples.Example(str(i), a, b) for i, (a, b)
+             in enumerate(zip(texts_a, texts_b))],
+      tokenizer, seq_length)
   expected = model(features.padded(seq_length, tokenizer.pad_id))["logits"]
   expected_probs = tf.nn.softmax(expected).numpy()
 

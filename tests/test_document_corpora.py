@@ -14,7 +14,7 @@ import pytest
 from albert_common.errors import UserInputError
 from data_pipeline import pretraining_writer
 from data_pipeline.corpus_options import CorpusOptions
-from data_pipeline.pretraining_data import InstanceOptions
+from data_pipeline.instance_options import InstanceOptions
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPTIONS = InstanceOptions(max_seq_length=64, max_predictions_per_seq=10)
@@ -334,7 +334,7 @@ _PEAK_RSS = """
 import json, resource, sys
 from data_pipeline import pretraining_writer
 from data_pipeline.corpus_options import CorpusOptions
-from data_pipeline.pretraining_data import InstanceOptions
+from data_pipeline.instance_options import InstanceOptions
 corpus_file, out, model = sys.argv[1:]
 stats = pretraining_writer.create_pretraining_data(
     corpus_file, out, model, InstanceOptions(max_seq_length=64,

@@ -417,8 +417,8 @@ def test_cli_bad_input_is_one_clear_error(cli_results, case):
 
 
 def _options():
-  from data_pipeline import pretraining_data
-  return pretraining_data.InstanceOptions(max_seq_length=SEQ,
+  from data_pipeline import instance_options
+  return instance_options.InstanceOptions(max_seq_length=SEQ,
                                           max_predictions_per_seq=PREDS)
 
 
@@ -658,9 +658,9 @@ def test_unwritable_output_dirs(tmp_path, english_corpus, spm_model,
 
 
 def test_glue_squad_race_files(tmp_path):
-  from data_pipeline import glue
-  from data_pipeline import race
-  from data_pipeline import squad
+  from data_pipeline import glue_examples
+  from data_pipeline import race_examples
+  from data_pipeline import squad_examples
   glue_dir = tmp_path / "SST-2"
   glue_dir.mkdir()
   (glue_dir / "train.tsv").write_text(
@@ -668,12 +668,13 @@ def test_glue_squad_race_files(tmp_path):
   with pytest.raises(UserInputError,
                      match=r"SST-2/train.tsv:3: expected 2 tab-separated "
                      r"columns, found 3"):
-    glue.read_examples(glue.get_task("SST-2"), str(glue_dir), "train")
+    glue_examples.read_examples(glue_examples.get_task("SST-2"),
+                                str(glue_dir), "train")
 
   no_data = tmp_path / "no_data.json"
   no_data.write_text(json.dumps({"version": "1.1"}))
   with pytest.raises(UserInputError, match=r"no_data.json.*'data' list"):
-    squad.read_squad_examples(str(no_data), is_training=True)
+    squad_examples.read_squad_examples(str(no_data), is_training=True)
   outside = tmp_path / "outside.json"
   outside.write_text(json.dumps({"version": "1.1", "data": [{
       "title": "t", "paragraphs": [{
@@ -682,14 +683,14 @@ def test_glue_squad_race_files(tmp_path):
                    "answers": [{"text": "dog", "answer_start": 4}]}]}]}]}))
   with pytest.raises(UserInputError,
                      match=r"outside.json.*question q7.*not in the context"):
-    squad.read_squad_examples(str(outside), is_training=True)
+    squad_examples.read_squad_examples(str(outside), is_training=True)
 
   level = tmp_path / "RACE" / "dev" / "high"
   level.mkdir(parents=True)
   (level / "1.txt").write_text(json.dumps(
       {"article": "a", "questions": ["q"], "options": [["a", "b", "c", "d"]]}))
   with pytest.raises(UserInputError, match=r"high/1.txt.*answers"):
-    race.read_race_examples(str(tmp_path / "RACE"), "dev")
+    race_examples.read_race_examples(str(tmp_path / "RACE"), "dev")
 
 
 def test_export_path_that_is_not_a_savedmodel(tmp_path):

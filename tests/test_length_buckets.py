@@ -16,7 +16,8 @@ from albert_tf.training import classifier_finetuning
 from albert_tf.training import finetuning_params
 from albert_tf.training import finetuning_runner
 from albert_tf.training.task_settings import GlueOptions
-from data_pipeline import glue
+from data_pipeline import glue_examples
+from data_pipeline import glue_metrics
 from data_pipeline import length_buckets
 
 KEYWORD = "banana"
@@ -164,7 +165,7 @@ def _glue_data(setup, buckets):
   tokenizer = tokenization.SentencePieceTokenizer(
       setup["params"].spm_model_file)
   return classifier_finetuning.GlueData(
-      glue.get_task("SST-2"), setup["data_dir"], tokenizer, SEQ,
+      glue_examples.get_task("SST-2"), setup["data_dir"], tokenizer, SEQ,
       buckets=length_buckets.parse_length_buckets(buckets, SEQ))
 
 
@@ -190,7 +191,7 @@ def test_bucketed_training_learns_as_well_as_unbucketed(glue_setup,
 def test_bucketed_evaluation_and_predictions_equal_unbucketed(
     glue_setup, bucketed_run, tmp_path):
   params, result = bucketed_run
-  task = glue.get_task("SST-2")
+  task = glue_examples.get_task("SST-2")
   bucketed = _glue_data(glue_setup, "auto")
   padded = _glue_data(glue_setup, "none")
   assert bucketed.buckets == (32, SEQ) and padded.buckets == (SEQ,)
@@ -206,7 +207,7 @@ def test_bucketed_evaluation_and_predictions_equal_unbucketed(
     assert logits[name].shape == (len(dev), 2)
   np.testing.assert_allclose(logits["bucketed"], logits["padded"],
                              atol=1e-5)
-  metrics = {name: glue.compute_metrics(task, dev.labels, value)
+  metrics = {name: glue_metrics.compute_metrics(task, dev.labels, value)
              for name, value in logits.items()}
   assert metrics["bucketed"]["accuracy"] == metrics["padded"]["accuracy"]
   assert metrics["bucketed"]["loss"] == pytest.approx(

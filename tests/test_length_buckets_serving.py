@@ -16,8 +16,10 @@ from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from data_pipeline import glue
-from data_pipeline import race
+from data_pipeline import glue_examples
+from data_pipeline import glue_features
+from data_pipeline import race_examples
+from data_pipeline import race_features
 from data_pipeline import tokenization
 
 SEQ = 64
@@ -64,9 +66,10 @@ def exported(tmp_path_factory, spm_model):
 
 
 def _python_logits(exported, pairs):
-  task = glue.get_task("MNLI")
-  features = glue.featurize(
-      task, [glue.Example(str(i), a, b) for i, (a, b) in enumerate(pairs)],
+  task = glue_examples.get_task("MNLI")
+  features = glue_features.featurize(
+      task, [glue_examples.Example(str(i), a, b)
+             for i, (a, b) in enumerate(pairs)],
       exported["tokenizer"], SEQ)
   inputs = features.padded(SEQ, exported["tokenizer"].pad_id)
   return features.lengths, exported["model"](inputs)["logits"].numpy()
@@ -109,12 +112,14 @@ def test_race_served_short_input_equals_full_length(tmp_path, spm_model):
   model = AlbertMultipleChoice(AlbertEncoder(config), num_choices=4)
   tf.keras.utils.set_random_seed(0)
   examples = [
-      race.RaceExample("short-0", "middle", "A cat sat.", "Who sat?",
-                       ["a cat", "a dog", "nobody", "a bird"], 0),
-      race.RaceExample("long-0", "high", "word " * 40, "the text says _ .",
-                       ["word", "other", "none", "many words"], 0)]
+      race_examples.RaceExample("short-0", "middle", "A cat sat.", "Who sat?",
+                                ["a cat", "a dog", "nobody", "a bird"], 0),
+      race_examples.RaceExample("long-0", "high", "word " * 40,
+                                "the text says _ .",
+                                ["word", "other", "none", "many words"], 0)]
   tokenizer = tokenization.SentencePieceTokenizer(spm_model)
-  arrays = race.convert_examples_to_arrays(examples, tokenizer, RACE_SEQ, 16)
+  arrays = race_features.convert_examples_to_arrays(examples, tokenizer,
+                                                    RACE_SEQ, 16)
   lengths = arrays["input_mask"].sum(-1).max(-1)
   assert lengths[0] <= 32 < lengths[1]
   inputs = {k: arrays[k] for k in ("input_word_ids", "input_mask",

@@ -15,8 +15,9 @@ from albert_tf.training import finetuning_params
 from albert_tf.training import finetuning_runner
 from albert_tf.training import race_finetuning
 from albert_tf.training import squad_finetuning
-from data_pipeline import race
-from data_pipeline import squad
+from data_pipeline import race_examples
+from data_pipeline import race_features
+from data_pipeline import squad_examples
 from data_pipeline.tokenization import SentencePieceTokenizer
 from tests.test_squad_finetuning import _options as squad_options
 from tests.test_squad_finetuning import _params as squad_params
@@ -48,7 +49,7 @@ def test_squad_bucketed_evaluation_equals_unbucketed(squad_setup, v2):  # noqa: 
                                                      None, data))
   runner.restore_best()
   predictions, metrics = {}, {}
-  dataset_json = squad.load_squad_json(options.predict_file)
+  dataset_json = squad_examples.load_squad_json(options.predict_file)
   for name in (BUCKETED, PADDED):
     buckets = (32, 64) if name == BUCKETED else (64,)
     predictions[name] = squad_finetuning.predict_answers(
@@ -76,7 +77,7 @@ def _write_race(root, english_corpus, sizes, seed=0):
   rng = random.Random(seed)
   words_list = ["alpha", "beta", "gamma", "delta", "theta", "kappa"]
   for split, n in sizes.items():
-    for level in race.LEVELS:
+    for level in race_examples.LEVELS:
       os.makedirs(os.path.join(root, split, level), exist_ok=True)
       for i in range(n):
         options = rng.sample(words_list, 4)
@@ -127,14 +128,14 @@ def test_race_bucketed_evaluation_equals_unbucketed(tmp_path, english_corpus,
             for name, data in dev.items()}
   np.testing.assert_allclose(logits[BUCKETED], logits[PADDED], atol=1e-5)
   examples = dev[PADDED].examples
-  accuracy = {name: race.accuracy(examples, value.argmax(-1))
+  accuracy = {name: race_features.accuracy(examples, value.argmax(-1))
               for name, value in logits.items()}
   assert accuracy[BUCKETED] == accuracy[PADDED]
   assert results["accuracy"] == accuracy[PADDED]["accuracy"]
   files = {}
   for name, value in logits.items():
     path = str(tmp_path / f"{name}.json")
-    race.write_predictions(path, examples, value)
+    race_features.write_predictions(path, examples, value)
     with open(path, encoding="utf-8") as f:
       files[name] = json.load(f)
   assert files[BUCKETED].keys() == files[PADDED].keys()

@@ -3,11 +3,13 @@
 import numpy as np
 import pytest
 
-from data_pipeline import pretraining_data
+from data_pipeline import instance_options
+from data_pipeline import mlm_masking
 from data_pipeline import pretraining_writer
+from data_pipeline import sop_instances
 from data_pipeline import tfrecord_schema
-from data_pipeline.pretraining_data import Document
-from data_pipeline.pretraining_data import InstanceOptions
+from data_pipeline.instance_options import InstanceOptions
+from data_pipeline.sop_instances import Document
 from data_pipeline.tokenization import SentencePieceTokenizer
 
 SEQ = 128
@@ -30,7 +32,7 @@ def tokenizer(spm_model):
 
 @pytest.fixture(scope="module")
 def vocab(tokenizer):
-  return pretraining_data.VocabInfo(
+  return instance_options.VocabInfo(
       vocab_size=tokenizer.vocab_size, cls_id=tokenizer.cls_id,
       sep_id=tokenizer.sep_id, mask_id=tokenizer.mask_id,
       start_piece=tokenizer.start_piece_table())
@@ -159,7 +161,7 @@ def _toy_documents(num_docs, sentences_per_doc, sentence_len, start_id=10):
 
 
 def _toy_vocab(size):
-  return pretraining_data.VocabInfo(
+  return instance_options.VocabInfo(
       vocab_size=size, cls_id=2, sep_id=3, mask_id=4,
       start_piece=np.ones(size, bool))
 
@@ -174,7 +176,7 @@ def _doc_of(position, documents):
 def test_single_segment_chunks_never_take_a_random_document():
   documents, pool = _toy_documents(50, 1, 40)
   options = InstanceOptions(max_seq_length=64, max_predictions_per_seq=10)
-  spans, dropped = pretraining_data.create_instance_spans(
+  spans, dropped = sop_instances.create_instance_spans(
       documents, pool, options, _toy_vocab(10000), random_seed=1,
       dupe_factor=4)
   assert dropped == 0 and len(spans.label) == 200
@@ -186,7 +188,7 @@ def test_single_segment_chunks_never_take_a_random_document():
 
   leaky = InstanceOptions(max_seq_length=64, max_predictions_per_seq=10,
                           single_segment_random_document=True)
-  spans, _ = pretraining_data.create_instance_spans(
+  spans, _ = sop_instances.create_instance_spans(
       documents, pool, leaky, _toy_vocab(10000), random_seed=1, dupe_factor=1)
   other = [_doc_of(a, documents) != _doc_of(b, documents)
            for a, b in zip(spans.a_start, spans.b_start)]
@@ -197,7 +199,7 @@ def test_sop_pairs_are_consecutive_sentences():
   documents, pool = _toy_documents(20, 6, 20)
   options = InstanceOptions(max_seq_length=64, max_predictions_per_seq=10,
                             short_seq_prob=0.0)
-  spans, _ = pretraining_data.create_instance_spans(
+  spans, _ = sop_instances.create_instance_spans(
       documents, pool, options, _toy_vocab(10000), random_seed=3,
       dupe_factor=3)
   first = np.where(spans.label == 1, spans.b_start, spans.a_start)
@@ -212,7 +214,7 @@ def test_nsp_mode_uses_random_documents():
   documents, pool = _toy_documents(30, 6, 20)
   options = InstanceOptions(max_seq_length=64, max_predictions_per_seq=10,
                             random_next_sentence=True)
-  spans, _ = pretraining_data.create_instance_spans(
+  spans, _ = sop_instances.create_instance_spans(
       documents, pool, options, _toy_vocab(10000), random_seed=3,
       dupe_factor=2)
   other = np.array([_doc_of(a, documents) != _doc_of(b, documents)
@@ -227,9 +229,9 @@ def test_num_to_predict_rule_without_whole_words():
   for prob, pred in ((0.15, 20), (0.5, 7), (0.01, 20)):
     options = InstanceOptions(max_seq_length=100, max_predictions_per_seq=pred,
                               masked_lm_prob=prob, do_whole_word_mask=False)
-    spans, _ = pretraining_data.create_instance_spans(
+    spans, _ = sop_instances.create_instance_spans(
         documents, pool, options, vocab, random_seed=5, dupe_factor=1)
-    batch = pretraining_data.mask_instances(spans, pool, options, vocab)
+    batch = mlm_masking.mask_instances(spans, pool, options, vocab)
     lengths = batch.input_mask.sum(axis=1)
     expected = np.minimum(pred, np.maximum(1, np.rint(lengths * prob)))
     np.testing.assert_array_equal(batch.masked_lm_weights.sum(axis=1),
@@ -274,7 +276,7 @@ def test_whole_words_are_masked_together(vocab, english):
 def test_same_seed_same_instances_other_seed_differs(tokenizer, vocab):
   documents, pool = _toy_documents(10, 5, 25)
   options = InstanceOptions(max_seq_length=64, max_predictions_per_seq=10)
-  runs = [pretraining_data.create_instance_spans(
+  runs = [sop_instances.create_instance_spans(
       documents, pool, options, vocab, random_seed=s, dupe_factor=2)[0]
           for s in (7, 7, 8)]
   for field in range(6):
@@ -311,7 +313,7 @@ def test_truncation_matches_the_official_loop():
     max_tokens = int(rng.integers(2, 60))
     excess = max(len_a + len_b - max_tokens, 0)
     fronts = (np.random.default_rng(trial).random(excess) < 0.5).tolist()
-    a_front, a_back, b_front, b_back = pretraining_data._truncation(
+    a_front, a_back, b_front, b_back = sop_instances._truncation(
         len_a, len_b, max_tokens, np.random.default_rng(trial))
     a, b = _official_truncate(len_a, len_b, max_tokens, fronts)
     assert a == list(range(len_a))[a_front:len_a - a_back]
@@ -319,10 +321,10 @@ def test_truncation_matches_the_official_loop():
 
 
 def test_reused_generators_equal_fresh_ones():
-  rngs = pretraining_data._DocumentRngs()
+  rngs = sop_instances._DocumentRngs()
   for seed, dupe, key in [(1, 0, 5), (12345, 3, 2**41 + 7), (1, 0, 5)]:
     reused = rngs(seed, dupe, key)
-    fresh = pretraining_data.document_rng(seed, dupe, key)
+    fresh = sop_instances.document_rng(seed, dupe, key)
     np.testing.assert_array_equal(reused.integers(0, 9, 5),
                                   fresh.integers(0, 9, 5))
     np.testing.assert_array_equal(reused.random(3), fresh.random(3))
@@ -335,9 +337,9 @@ def test_ngram_draws_follow_one_over_n(favor_shorter):
   options = InstanceOptions(max_seq_length=128, max_predictions_per_seq=40,
                             masked_lm_prob=0.3,
                             favor_shorter_ngram=favor_shorter)
-  spans, _ = pretraining_data.create_instance_spans(
+  spans, _ = sop_instances.create_instance_spans(
       documents, pool, options, vocab, random_seed=11, dupe_factor=10)
-  batch = pretraining_data.mask_instances(spans, pool, options, vocab)
+  batch = mlm_masking.mask_instances(spans, pool, options, vocab)
   drawn = batch.ngram_draws[1:] / batch.ngram_draws.sum()
   expected = np.array([6, 3, 2]) / 11
   if not favor_shorter:

@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from albert_common.errors import UserInputError
 from data_pipeline import pretraining_writer
-from data_pipeline.pretraining_data import InstanceOptions
+from data_pipeline.instance_options import InstanceOptions
 from data_pipeline.pretraining_input import pretraining_dataset
 from data_pipeline.pretraining_input import validate_tfrecord_file
 

@@ -11,7 +11,8 @@ from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.training import race_finetuning
 from albert_tf.training.finetuning_params import FinetuningParams
-from data_pipeline import race
+from data_pipeline import race_examples
+from data_pipeline import race_features
 from data_pipeline.tokenization import SentencePieceTokenizer
 
 WORDS = ["alpha", "beta", "gamma", "delta", "theta", "kappa", "sigma",
@@ -30,7 +31,7 @@ def _write_race(root, english_corpus, sizes, seed=0):
     filler = [w for w in f.read().split() if w.isalpha()][:3000]
   rng = random.Random(seed)
   for split, n in sizes.items():
-    for level in race.LEVELS:
+    for level in race_examples.LEVELS:
       os.makedirs(os.path.join(root, split, level), exist_ok=True)
       for i in range(n):
         options = rng.sample(WORDS, 4)
@@ -55,14 +56,15 @@ def race_dir(tmp_path_factory, english_corpus):
 
 
 def test_reader_layout_levels_and_blanks(race_dir):
-  examples = race.read_race_examples(race_dir, "dev")
+  examples = race_examples.read_race_examples(race_dir, "dev")
   assert len(examples) == 2 * 2 * 15
   assert [e.level for e in examples[:30]] == ["middle"] * 30
   assert examples[0].example_id == "middle0.txt-0"
-  high = race.read_race_examples(race_dir, "dev", high_only=True)
+  high = race_examples.read_race_examples(race_dir, "dev", high_only=True)
   assert {e.level for e in high} == {"high"} and len(high) == 30
-  assert race.question_option_text("it mentions _ .", "x") == "it mentions x ."
-  assert race.question_option_text("why?", "x") == "why? x"
+  assert race_features.question_option_text("it mentions _ .", "x") == (
+      "it mentions x .")
+  assert race_features.question_option_text("why?", "x") == "why? x"
 
 
 def test_reader_errors(tmp_path):
@@ -71,20 +73,21 @@ def test_reader_errors(tmp_path):
   (bad / "1.txt").write_text(json.dumps(
       {"article": "a", "questions": ["q"], "options": [["a", "b", "c", "d"]]}))
   with pytest.raises(UserInputError, match=r"1\.txt.*answers"):
-    race.read_race_examples(str(tmp_path), "dev")
+    race_examples.read_race_examples(str(tmp_path), "dev")
   (bad / "1.txt").write_text(json.dumps(
       {"article": "a", "questions": ["q"], "options": [["a", "b", "c", "d"]],
        "answers": ["E"]}))
   with pytest.raises(UserInputError, match="'E'"):
-    race.read_race_examples(str(tmp_path), "dev")
+    race_examples.read_race_examples(str(tmp_path), "dev")
   with pytest.raises(UserInputError, match="train/"):
-    race.read_race_examples(str(tmp_path), "train")
+    race_examples.read_race_examples(str(tmp_path), "train")
 
 
 def test_packing_matches_official_layout(race_dir, spm_model):
   tokenizer = SentencePieceTokenizer(spm_model)
-  example = race.read_race_examples(race_dir, "dev")[1]  # blank question
-  arrays = race.convert_examples_to_arrays([example], tokenizer,
+  # The second has a blank question.
+  example = race_examples.read_race_examples(race_dir, "dev")[1]
+  arrays = race_features.convert_examples_to_arrays([example], tokenizer,
                                            max_seq_length=24,
                                            max_qa_length=5)
   ids = arrays["input_word_ids"][0, 2]
@@ -103,11 +106,11 @@ def test_packing_matches_official_layout(race_dir, spm_model):
 
 
 def test_accuracy_by_level():
-  examples = [race.RaceExample(str(i), level, "", "", ["a"] * 4, label)
+  examples = [race_examples.RaceExample(str(i), level, "", "", ["a"] * 4, label)
               for i, (level, label) in enumerate(
                   [("middle", 0), ("middle", 1), ("high", 2), ("high", 3),
                    ("high", 0)])]
-  result = race.accuracy(examples, [0, 0, 2, 3, 1])
+  result = race_features.accuracy(examples, [0, 0, 2, 3, 1])
   assert result["accuracy"] == pytest.approx(3 / 5)
   assert result["accuracy_middle"] == pytest.approx(1 / 2)
   assert result["accuracy_high"] == pytest.approx(2 / 3)
@@ -141,12 +144,12 @@ def test_race_end_to_end(race_dir, spm_model, tmp_path):
   with open(os.path.join(params.runtime.output_dir,
                          "test_predictions.json")) as f:
     predictions = json.load(f)
-  examples = race.read_race_examples(race_dir, "test")
+  examples = race_examples.read_race_examples(race_dir, "test")
   assert sorted(predictions) == sorted(e.example_id for e in examples)
-  right = [predictions[e.example_id]["answer"] == race.LABELS[e.label]
+  right = [predictions[e.example_id]["answer"] == race_examples.LABELS[e.label]
            for e in examples]
   assert np.mean(right) == pytest.approx(test["accuracy"])
   first = predictions[examples[0].example_id]
   assert np.isclose(sum(first["probabilities"]), 1.0)
-  assert np.argmax(first["probabilities"]) == race.LABELS.index(
+  assert np.argmax(first["probabilities"]) == race_examples.LABELS.index(
       first["answer"])

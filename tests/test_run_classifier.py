@@ -16,7 +16,8 @@ from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training.task_settings import GlueOptions
-from data_pipeline import glue
+from data_pipeline import glue_examples
+from data_pipeline import glue_features
 from data_pipeline import tokenization
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -128,9 +129,9 @@ def test_serving_signature_equals_python_path(sst2_run):
   texts = sst2_run["test"][:8] + ["  A  Crème brûlée " + KEYWORD + " !",
                                   "word " * 40]
   tokenizer = tokenization.SentencePieceTokenizer(sst2_run["spm_model"])
-  task = glue.get_task("SST-2")
-  features = glue.featurize(task, [glue.Example(str(i), t) for i, t in
-                                   enumerate(texts)], tokenizer, 32)
+  task = glue_examples.get_task("SST-2")
+  examples = [glue_examples.Example(str(i), t) for i, t in enumerate(texts)]
+  features = glue_features.featurize(task, examples, tokenizer, 32)
   logits = model(features.padded(32, tokenizer.pad_id))["logits"]
   probabilities = tf.nn.softmax(logits).numpy()
 

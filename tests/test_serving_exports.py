@@ -16,7 +16,7 @@ from albert_tf.training import race_finetuning
 from albert_tf.training import squad_finetuning
 from albert_tf.training.finetuning_params import FinetuningParams
 from albert_tf.training.task_settings import SquadOptions
-from data_pipeline import race
+from data_pipeline import race_examples
 
 ANSWERS = ["alpha", "beta", "gamma", "delta", "theta", "kappa"]
 # Text the Python and in-graph paths must treat alike: case, accents,
@@ -150,7 +150,7 @@ def test_race_export_picks_the_models_option(tmp_path, spm_model,
   words = _words(english_corpus)
   rng = random.Random(0)
   for split, n in (("train", 8), ("dev", 10)):
-    for level in race.LEVELS:
+    for level in race_examples.LEVELS:
       os.makedirs(tmp_path / "race" / split / level)
       for i in range(n):
         options = [" ".join(rng.choice(words + TRICKY)
@@ -174,7 +174,7 @@ def test_race_export_picks_the_models_option(tmp_path, spm_model,
                          "dev_predictions.json")) as f:
     expected = json.load(f)
 
-  examples = race.read_race_examples(str(tmp_path / "race"), "dev")
+  examples = race_examples.read_race_examples(str(tmp_path / "race"), "dev")
   serving = exports.load_saved_model(export_dir).signatures["serving_default"]
   out = serving(article=tf.constant([e.article for e in examples]),
                 question=tf.constant([e.question for e in examples]),
@@ -185,5 +185,5 @@ def test_race_export_picks_the_models_option(tmp_path, spm_model,
       out["probabilities"].numpy(),
       [expected[e.example_id]["probabilities"] for e in examples], atol=1e-5)
   chosen = [o.decode() for o in out["option"].numpy()]
-  assert chosen == [e.options[race.LABELS.index(letter)]
+  assert chosen == [e.options[race_examples.LABELS.index(letter)]
                     for e, letter in zip(examples, letters)]

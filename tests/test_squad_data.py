@@ -8,7 +8,9 @@ from official.nlp.tools import squad_evaluate_v2_0
 import pytest
 
 from albert_common.errors import UserInputError
-from data_pipeline import squad
+from data_pipeline import sentencepiece_offsets
+from data_pipeline import squad_examples
+from data_pipeline import squad_features
 from data_pipeline import squad_metrics
 from data_pipeline import squad_postprocess
 from data_pipeline.tokenization import SentencePieceTokenizer
@@ -59,18 +61,18 @@ def _squad(context, answers, v2=False):
 def test_normalize_with_offsets_matches_preprocess_text():
   from data_pipeline.tokenization import preprocess_text
   for text in (CONTEXT, "ΟΔΟΣ  x", "a\u0301b", "  ''q''  "):
-    normalized, offsets = squad.normalize_with_offsets(text)
+    normalized, offsets = sentencepiece_offsets.normalize_with_offsets(text)
     assert normalized == preprocess_text(text, lower=True)
     assert len(offsets) == len(normalized)
     assert offsets == sorted(offsets)
 
 
 def test_pieces_map_back_to_original_text(tokenizer):
-  para = squad.tokenize_paragraph(tokenizer, CONTEXT)
+  para = squad_features.tokenize_paragraph(tokenizer, CONTEXT)
   for t, piece in enumerate(para.pieces):
     covered = CONTEXT[para.tok_start_to_orig_index[t]:
                       para.tok_end_to_orig_index[t] + 1]
-    normalized = squad.normalize_with_offsets(covered)[0]
+    normalized = sentencepiece_offsets.normalize_with_offsets(covered)[0]
     # Equal, except where return original char (the "\ufb01" ligature) splits
     # into several pieces: then the piece is part of it.
     assert piece.lstrip("\u2581") in normalized.replace(" ", ""), piece
@@ -84,8 +86,8 @@ def test_pieces_map_back_to_original_text(tokenizer):
 def test_answer_span_maps_back_to_exact_answer(tmp_path, tokenizer,
                                                max_seq_length, doc_stride):
   path = _write(tmp_path, _squad(CONTEXT, ANSWERS))
-  examples = squad.read_squad_examples(path, is_training=True)
-  features = squad.convert_examples_to_features(
+  examples = squad_examples.read_squad_examples(path, is_training=True)
+  features = squad_features.convert_examples_to_features(
       examples, tokenizer, max_seq_length, doc_stride, max_query_length=8,
       is_training=True)
   spans = _answer_spans(features, examples)
@@ -111,11 +113,11 @@ def test_answer_span_maps_back_to_exact_answer(tmp_path, tokenizer,
 
 def test_windows_cover_paragraph_with_stride(tmp_path, tokenizer):
   path = _write(tmp_path, _squad(CONTEXT, ["guests"]))
-  examples = squad.read_squad_examples(path, is_training=False)
-  features = squad.convert_examples_to_features(
+  examples = squad_examples.read_squad_examples(path, is_training=False)
+  features = squad_features.convert_examples_to_features(
       examples, tokenizer, max_seq_length=20, doc_stride=4,
       max_query_length=5, is_training=False)
-  para = squad.tokenize_paragraph(tokenizer, CONTEXT)
+  para = squad_features.tokenize_paragraph(tokenizer, CONTEXT)
   assert len(features[0].tokens) == 20  # full window: 1 + 5 + 1 + 12 + 1
   assert features[0].tokens[:2] == ["[CLS]", "\u2581where"]
   assert features[0].tokens[6] == "[SEP]"
@@ -136,25 +138,27 @@ def test_windows_cover_paragraph_with_stride(tmp_path, tokenizer):
 
 def test_reader_errors_name_file_and_question(tmp_path):
   with pytest.raises(UserInputError, match="'data' list"):
-    squad.read_squad_examples(_write(tmp_path, {"version": "1.1"}), True)
+    squad_examples.read_squad_examples(_write(tmp_path, {"version": "1.1"}),
+                                       True)
   bad = _squad(CONTEXT, ["Café"])
   bad["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] += 3
   path = _write(tmp_path, bad, "bad.json")
   with pytest.raises(UserInputError, match=r"bad\.json.*question q0.*not in "
                      "the context"):
-    squad.read_squad_examples(path, is_training=True)
-  squad.read_squad_examples(path, is_training=False)  # eval: texts only
+    squad_examples.read_squad_examples(path, is_training=True)
+  # eval: texts only
+  squad_examples.read_squad_examples(path, is_training=False)
   v2 = _squad(CONTEXT, ["Café"], v2=True)
   v2["data"][0]["paragraphs"][0]["qas"][0].update(is_impossible=True,
                                                    answers=[])
   path = _write(tmp_path, v2, "v2.json")
   with pytest.raises(UserInputError, match="--version_2_with_negative"):
-    squad.read_squad_examples(path, is_training=True)
-  examples = squad.read_squad_examples(path, True, True)
+    squad_examples.read_squad_examples(path, is_training=True)
+  examples = squad_examples.read_squad_examples(path, True, True)
   assert examples[0].is_impossible and examples[0].answer_start == -1
   (tmp_path / "broken.json").write_text("{", encoding="utf-8")
   with pytest.raises(UserInputError, match="broken.json"):
-    squad.read_squad_examples(str(tmp_path / "broken.json"), True)
+    squad_examples.read_squad_examples(str(tmp_path / "broken.json"), True)
 
 
 # --- post-processing on crafted logits ------------------------------------
@@ -162,8 +166,8 @@ def test_reader_errors_name_file_and_question(tmp_path):
 
 def _one_window(tmp_path, tokenizer, context):
   path = _write(tmp_path, _squad(context, ["value"]))
-  examples = squad.read_squad_examples(path, is_training=False)
-  features = squad.convert_examples_to_features(
+  examples = squad_examples.read_squad_examples(path, is_training=False)
+  features = squad_features.convert_examples_to_features(
       examples, tokenizer, max_seq_length=32, doc_stride=8,
       max_query_length=8, is_training=False)
   assert len(features) == 1

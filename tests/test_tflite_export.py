@@ -247,7 +247,7 @@ def test_op_without_builtin_kernel_is_one_line():
 def test_race_runner_and_eval_data(exported, english_corpus, tmp_path):
   from albert_tf.exports import tflite_report
   from albert_tf.exports.tflite_runner import TextRunner
-  from data_pipeline import race
+  from data_pipeline import race_examples
   sentences = _sentences(english_corpus, 40, seed=3)
   folder = tmp_path / "race" / "dev" / "middle"
   folder.mkdir(parents=True)
@@ -262,7 +262,7 @@ def test_race_runner_and_eval_data(exported, english_corpus, tmp_path):
   result = tflite_report.export_and_report(
       exported["dirs"]["race"], out, seq_length=SEQ, batch_size=2,
       quantize="dynamic_int8", eval_data=str(tmp_path / "race"))
-  examples = race.read_race_examples(str(tmp_path / "race"), "dev")
+  examples = race_examples.read_race_examples(str(tmp_path / "race"), "dev")
   float_file = str(tmp_path / "out" / "race_float.tflite")
   tflite.export_tflite(exported["dirs"]["race"], float_file, seq_length=SEQ)
   # The runner packs as the raw-text SavedModel (max_qa_length 10 there).

@@ -22,7 +22,8 @@ from albert_tf.exports.tflite_runner import TextRunner
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from data_pipeline import squad
+from data_pipeline import squad_examples
+from data_pipeline import squad_features
 from data_pipeline.tokenization import SentencePieceTokenizer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -69,7 +70,7 @@ def _squad_examples(words, n, seed):
     answer = str(rng.choice(words))
     after = " ".join(rng.choice(words, int(rng.integers(1, 4))))
     context = f"{before} marker {answer} {after}"
-    examples.append(squad.SquadExample(
+    examples.append(squad_examples.SquadExample(
         qas_id=f"q{i}", question_text="after the marker?",
         paragraph_text=context, answer_text=answer,
         answer_start=len(before) + len(" marker "), answers=[answer]))
@@ -107,7 +108,7 @@ def trained(tmp_path_factory, spm_model, english_corpus):
       classifier, str(root / "glue"), spm_model, runner_like.labels, 1, SEQ)
 
   span = AlbertSpanLabeler(AlbertEncoder(config))
-  features = squad.convert_examples_to_features(
+  features = squad_features.convert_examples_to_features(
       _squad_examples(words, 1500, seed=1), tokenizer, SEQ,
       SQUAD.doc_stride, SQUAD.max_query_length, is_training=True)
   inputs = {name: np.array([getattr(f, attr) for f in features], np.int32)

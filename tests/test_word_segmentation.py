@@ -18,7 +18,7 @@ from albert_common.errors import UserInputError
 from data_pipeline import pretraining_writer
 from data_pipeline import tfrecord_schema
 from data_pipeline import word_segmentation
-from data_pipeline.pretraining_data import InstanceOptions
+from data_pipeline.instance_options import InstanceOptions
 from data_pipeline.wordpiece_tokenization import WordPieceTokenizer
 from data_pipeline.wordpiece_tokenization import is_cjk
 

@@ -16,7 +16,8 @@ from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from data_pipeline import glue
+from data_pipeline import glue_examples
+from data_pipeline import glue_features
 from data_pipeline import wordpiece_tokenization as wp
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -119,9 +120,10 @@ def test_serving_export_equals_python_path(zh_run, multilingual_lines):
   tf.train.Checkpoint(model=model).restore(best).expect_partial()
   texts = zh_run["dev"][:8] + multilingual_lines[:12]
   tokenizer = wp.WordPieceTokenizer(zh_run["vocab_file"])
-  task = glue.get_task("SST-2")
-  features = glue.featurize(task, [glue.Example(str(i), t) for i, t in
-                                   enumerate(texts)], tokenizer, 32)
+  task = glue_examples.get_task("SST-2")
+  features = glue_features.featurize(
+      task, [glue_examples.Example(str(i), t) for i, t in enumerate(texts)],
+      tokenizer, 32)
   padded = features.padded(32, tokenizer.pad_id)
   assert np.all(padded["input_word_ids"][:, 0] == 101)  # [CLS] by name.
   probabilities = tf.nn.softmax(model(padded)["logits"]).numpy()

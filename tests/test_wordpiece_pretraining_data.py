@@ -15,7 +15,7 @@ import tensorflow as tf
 from albert_common.errors import UserInputError
 from data_pipeline import pretraining_writer
 from data_pipeline import tfrecord_schema
-from data_pipeline.pretraining_data import InstanceOptions
+from data_pipeline.instance_options import InstanceOptions
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ = 64
@@ -87,7 +87,7 @@ def test_ids_are_the_vocabularys(local_run, chinese):
 
 def test_no_wordpiece_word_partially_masked(local_run, chinese):
   """Whole-word masking with the official rule: a "##" piece belongs to the
-  word before it (here, not across [CLS]/[SEP]: see pretraining_data); every
+  word before it (here, not across [CLS]/[SEP]: see mlm_masking); every
   word is masked whole or not at all."""
   features = local_run["features"]
   continuation = np.array([t.startswith("##") for t in chinese["tokens"]])

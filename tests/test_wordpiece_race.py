@@ -14,7 +14,7 @@ from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.training import race_finetuning
 from albert_tf.training.finetuning_params import FinetuningParams
-from data_pipeline import race
+from data_pipeline import race_examples
 
 WORDS = ["苹果", "西瓜", "葡萄", "橘子", "草莓", "桃子", "梨", "芒果", "樱桃"]
 KEYWORD = "香蕉"  # The right option, always mentioned by the article.
@@ -23,7 +23,7 @@ KEYWORD = "香蕉"  # The right option, always mentioned by the article.
 def _write_race(root, chinese_kit, sizes, seed=0):
   rng = random.Random(seed)
   for split, n in sizes.items():
-    for level in race.LEVELS:
+    for level in race_examples.LEVELS:
       os.makedirs(os.path.join(root, split, level), exist_ok=True)
       for i in range(n):
         options = rng.sample(WORDS, 4)
@@ -77,7 +77,7 @@ def test_chinese_race_learns_and_exports(tmp_path, chinese_kit):
   with open(os.path.join(params.runtime.output_dir,
                          "dev_predictions.json")) as f:
     expected = json.load(f)
-  examples = race.read_race_examples(str(tmp_path), "dev")
+  examples = race_examples.read_race_examples(str(tmp_path), "dev")
   serving = exports.load_saved_model(export_dir)
   assert serving.vocab_file.asset_path.numpy().decode().endswith(
       "vocab_chinese.txt")

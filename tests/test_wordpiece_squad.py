@@ -13,7 +13,8 @@ from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.training import squad_finetuning
 from albert_tf.training.finetuning_params import FinetuningParams
-from data_pipeline import squad
+from data_pipeline import squad_examples
+from data_pipeline import squad_features
 from data_pipeline import wordpiece_tokenization as wp
 
 ANSWERS = ["北京", "上海", "长城", "香蕉", "图书馆", "医生", "足球", "电影"]
@@ -28,7 +29,7 @@ def test_pieces_map_to_their_characters(multilingual_lines, wordpiece_kit,
                                     tokens=tokens)
   checked = exact = 0
   for text in multilingual_lines + ["  Ça  va,\u00a0e\u0301t\u200bé 中国 "]:
-    para = squad.tokenize_paragraph(tokenizer, text)
+    para = squad_features.tokenize_paragraph(tokenizer, text)
     assert para.ids == tokenizer.encode(text), repr(text)
     assert len(para.orig_to_tok_index) == len(text)
     for t, piece in enumerate(para.pieces):
@@ -111,8 +112,8 @@ def test_chinese_squad_learns_and_exports(zh_squad, tmp_path):
   assert len(predictions) == 60
   assert sum(p in ANSWERS for p in predictions.values()) > 30
   # The raw-text export (WordPiece in-graph) answers as predictions.json.
-  examples = squad.read_squad_examples(zh_squad["options"].predict_file,
-                                       is_training=False)
+  examples = squad_examples.read_squad_examples(
+      zh_squad["options"].predict_file, is_training=False)
   contexts = [e.paragraph_text for e in examples] + [
       "  Ça  va,\u00a0e\u0301t\u200bé 中国 答案是长城。"]
   questions = [e.question_text for e in examples] + [QUESTION]
@@ -143,7 +144,7 @@ def test_in_graph_offsets_equal_python(multilingual_lines, wordpiece_kit,
   texts = multilingual_lines + ["  Ça  va,\u00a0e\u0301t\u200bé 中国 ", ""]
   for text in texts:
     ids, start, end, _ = paragraph(tf.constant(text))
-    para = squad.tokenize_paragraph(tokenizer, text)
+    para = squad_features.tokenize_paragraph(tokenizer, text)
     assert ids.numpy().tolist() == para.ids, repr(text)
     assert start.numpy().tolist() == para.tok_start_to_orig_index, repr(text)
     assert end.numpy().tolist() == para.tok_end_to_orig_index, repr(text)

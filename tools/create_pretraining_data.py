@@ -9,8 +9,9 @@ keep their meaning; added: --num_workers, --num_output_shards,
 --albert_config_file, --runner, --word_segmenter, and the corpus flags
 (tools/corpus_flags.py: --input_format, --text_field, --sentence_splitter,
 --min_document_sentences, --dedup_documents, --skip_bad_records). See
-data_pipeline/pretraining_writer.py for sharding, shuffling and determinism,
-data_pipeline/pretraining_data.py for the algorithm,
+data_pipeline/pretraining_writer.py for sharding, shuffling and determinism
+(shard_files.py for output names and resume),
+data_pipeline/sop_instances.py and mlm_masking.py for the algorithm,
 data_pipeline/beam_pipeline.py for the Beam pipeline.
 
   python -m tools.create_pretraining_data \
@@ -161,9 +162,10 @@ def _parse_flags(argv):
 
 def main(argv):
   # Imported here so that `--help` stays fast.
-  from data_pipeline import pretraining_data
+  from data_pipeline import instance_options
   from data_pipeline import pretraining_stats
   from data_pipeline import pretraining_writer
+  from data_pipeline import shard_files
   for name in ("input_file", "output_file"):
     if not getattr(FLAGS, name):
       raise UserInputError(f"--{name} is required")
@@ -174,7 +176,7 @@ def main(argv):
     raise UserInputError("--do_permutation is not supported")
   corpus = corpus_flags.corpus_options_from_flags()
   logging.set_verbosity(logging.INFO)
-  options = pretraining_data.InstanceOptions(
+  options = instance_options.InstanceOptions(
       max_seq_length=FLAGS.max_seq_length,
       max_predictions_per_seq=FLAGS.max_predictions_per_seq,
       masked_lm_prob=FLAGS.masked_lm_prob,
@@ -208,8 +210,8 @@ def main(argv):
     stats = pretraining_writer.create_pretraining_data(
         show_progress=FLAGS.progress, **common)
   summary = pretraining_stats.PretrainingStats.from_dict(stats).summary()
-  json_path = pretraining_writer.stats_path(FLAGS.output_file,
-                                            FLAGS.num_output_shards)
+  json_path = shard_files.stats_path(FLAGS.output_file,
+                                     FLAGS.num_output_shards)
   print(summary)
   print(f"wrote {stats['instances']:,} instances to "
         f"{len(stats['outputs'])} file(s); stats: {json_path}")

@@ -172,10 +172,10 @@ def _train_vocabulary(settings: DemoSettings, paths: Dict[str, str]) -> None:
 
 def _write_pretraining_data(settings: DemoSettings,
                             paths: Dict[str, str]) -> None:
-  from data_pipeline import pretraining_data
+  from data_pipeline import instance_options
   from data_pipeline import pretraining_writer
   started = _stage(3, "pretraining data (SOP pairs, n-gram whole-word masks)")
-  options = pretraining_data.InstanceOptions(
+  options = instance_options.InstanceOptions(
       max_seq_length=settings.max_seq_length,
       max_predictions_per_seq=settings.max_predictions_per_seq)
   for split, text, dupe in (("train", paths["train_text"],

@@ -2,11 +2,12 @@
 
 `export_race(...)` writes one SavedModel whose `serving_default` signature
 takes `article`, `question` (tf.string [batch]) and `options` (tf.string
-[batch, 4]) and builds in-graph the inputs `race.convert_examples_to_arrays`
-builds in Python: per option the question with its blank "_" filled by the
-option (else "question option"), its last `max_qa_length` pieces, and
-`[CLS] article [SEP] question+option [SEP]` with the article cut to fit
-`seq_length`; then the multiple-choice model.
+[batch, 4]) and builds in-graph the inputs
+`race_features.convert_examples_to_arrays` builds in Python: per option the
+question with its blank "_" filled by the option (else "question option"),
+its last `max_qa_length` pieces, and `[CLS] article [SEP] question+option
+[SEP]` with the article cut to fit `seq_length`; then the multiple-choice
+model.
 
 Outputs: `answer` tf.string [batch] ("A".."D"), `answer_index` int32
 [batch], `option` tf.string [batch] (the chosen option's text),
@@ -28,10 +29,10 @@ from albert_tf.exports import staging
 from albert_tf.exports import token_ids
 from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.exports.options import check_export_dir_free
-from data_pipeline import race
+from data_pipeline import race_examples
 from data_pipeline import tf_tokenization
 
-NUM_CHOICES = len(race.LABELS)
+NUM_CHOICES = len(race_examples.LABELS)
 
 
 class RaceServing(tf.Module):
@@ -71,12 +72,13 @@ class RaceServing(tf.Module):
           sp.PieceToId(p) for p in ("[CLS]", "[SEP]", "<pad>"))
     self.seq_length = seq_length
     self.max_qa_length = max_qa_length
-    self.letters = tf.constant(list(race.LABELS))
+    self.letters = tf.constant(list(race_examples.LABELS))
 
   def inputs(self, article, question, options):
     """Model inputs: dict of int32 [batch, 4, seq_length]."""
     batch = tf.shape(article)[0]
-    # race.question_option_text, per option: every "_" becomes the option.
+    # race_features.question_option_text, per option: every "_" becomes the
+    # option.
     questions = tf.repeat(question, NUM_CHOICES)  # [b*4]
     flat_options = tf.reshape(options, [-1])
     parts = tf.strings.split(questions, "_")  # [b*4, (k)]

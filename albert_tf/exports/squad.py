@@ -6,9 +6,9 @@ takes `question` and `context` (tf.string [batch]) and runs, in-graph, what
 
   1. ALBERT normalisation of the context one character at a time, keeping
      each normalised character's index in the original text
-     (`squad.normalize_with_offsets`), SentencePiece and the digit-comma
-     re-split, and every piece's range of original characters
-     (`squad.tokenize_paragraph`);
+     (`sentencepiece_offsets.normalize_with_offsets`), SentencePiece and
+     the digit-comma re-split, and every piece's range of original characters
+     (`sentencepiece_offsets.tokenize_paragraph`);
   2. the question's first `max_query_length` pieces; windows of the context
      every `doc_stride` pieces; `[CLS] question [SEP] window [SEP]` at
      `seq_length`; each piece's max-context window;
@@ -150,7 +150,7 @@ class SquadServing(tf.Module):
     sp = spm.SentencePieceProcessor(model_proto=model_proto)
     self.cls_id, self.sep_id, self.pad_id = (
         sp.PieceToId(p) for p in ("[CLS]", "[SEP]", "<pad>"))
-    self.combining = tf_tokenization._patterns()[1]
+    self.combining = tf_tokenization.character_classes()[1]
     self._keep_settings(seq_length, doc_stride, max_query_length,
                         n_best_size, max_answer_length, beam, version_2,
                         threshold, do_lower_case, keep_accents)
@@ -173,8 +173,9 @@ class SquadServing(tf.Module):
   # --- 1. the context: normalisation with offsets, pieces, char ranges ----
 
   def _normalize_chars(self, codepoints, chars):
-    """Per original char, its normalised string (squad.normalize_with_offsets).
+    """Per original char, its normalised string.
 
+    As data_pipeline.sentencepiece_offsets.normalize_with_offsets.
     codepoints: int32 [n]; chars: tf.string [n]. Returns tf.string [n].
     """
     n = tf.shape(codepoints)[0]
@@ -213,7 +214,8 @@ class SquadServing(tf.Module):
 
     Returns:
       ids int32 [L]; tok_start, tok_end int32 [L] (first / last original
-      character, as squad.tokenize_paragraph); codepoints int32 [n].
+      character, as sentencepiece_offsets.tokenize_paragraph); codepoints
+      int32 [n].
     """
     codepoints = tf.strings.unicode_decode(context, "UTF-8",
                                            errors="replace")
@@ -300,8 +302,8 @@ class SquadServing(tf.Module):
         INPUT_MASK: tf.cast(j <= end, tf.int32),
         INPUT_TYPE_IDS: tf.cast((j >= q + 2) & (j <= end), tf.int32),
         "p_mask": tf.cast(~in_doc & (j != 0), tf.int32)}
-    # Max context (squad._is_max_context): per piece, the first window with
-    # the best min(left, right) + 0.01 * length.
+    # Max context (squad_features._is_max_context): per piece, the first
+    # window with the best min(left, right) + 0.01 * length.
     p = tf.range(n_pieces)[None, :]
     last = (window_start + window_len - 1)[:, None]
     covers = (p >= window_start[:, None]) & (p <= last)

@@ -22,7 +22,7 @@ import tf_keras
 from albert_tf.exports import squad
 from data_pipeline import tf_wordpiece_tokenization as tf_wp
 from data_pipeline import wordpiece_tokenization as wp
-from data_pipeline.tf_tokenization import _char_class
+from data_pipeline.tf_tokenization import char_class
 
 
 class WordPieceSquadServing(squad.SquadServing):
@@ -49,8 +49,8 @@ class WordPieceSquadServing(squad.SquadServing):
         index[t] for t in ("[CLS]", "[SEP]", "[PAD]"))
     self.unk_id = index[wp.UNK_TOKEN]
     (self.dropped, self.space, self.cjk, self.mn,
-     self.punctuation) = tf_wp._patterns()  # pylint: disable=protected-access
-    self.isspace = _char_class(str.isspace)
+     self.punctuation) = tf_wp.character_classes()
+    self.isspace = char_class(str.isspace)
     self.whitespace = tf.constant(squad._WHITESPACE, tf.int32)  # pylint: disable=protected-access
     self._keep_settings(seq_length, doc_stride, max_query_length,
                         n_best_size, max_answer_length, beam, version_2,
@@ -92,7 +92,7 @@ class WordPieceSquadServing(squad.SquadServing):
     long_word = tf.strings.length(words, unit="UTF8_CHAR") > (
         wp.MAX_INPUT_CHARS_PER_WORD)
     words = tf.where(long_word, wp.UNK_TOKEN, words)
-    ids, begin, end = self.tokenizer._wordpiece.tokenize_with_offsets(  # pylint: disable=protected-access
+    ids, begin, end = self.tokenizer.word_pieces_with_offsets(
         words)  # [w, (p)], byte offsets within each word
     begin, end = tf.cast(begin, tf.int32), tf.cast(end, tf.int32)
     # A long word's [UNK] covers the whole word.

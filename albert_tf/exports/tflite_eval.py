@@ -18,9 +18,10 @@ import numpy as np
 
 from albert_common.errors import UserInputError
 from albert_tf.exports.tflite_runner import TextRunner
-from data_pipeline import glue
-from data_pipeline import race
-from data_pipeline import squad
+from data_pipeline import glue_examples
+from data_pipeline import race_examples
+from data_pipeline import race_features
+from data_pipeline import squad_examples
 from data_pipeline import squad_metrics
 
 
@@ -89,11 +90,11 @@ def task_evaluation(runner: TextRunner, eval_data: str,
   if kind == "classifier":
     if not task_name:
       raise UserInputError("--eval_data of a GLUE model needs --task_name")
-    task = glue.get_task(task_name)
+    task = glue_examples.get_task(task_name)
     if list(task.labels or ()) != list(runner.labels or ()):
       raise UserInputError(f"--task_name={task_name} has labels "
                            f"{task.labels}, the model {runner.labels}")
-    examples = glue.read_examples(task, eval_data, task.dev_splits[0])
+    examples = glue_examples.read_examples(task, eval_data, task.dev_splits[0])
     labels = np.array([task.labels.index(e.label) for e in examples])
     texts = ([e.text_a for e in examples],
              [e.text_b for e in examples] if task.num_segments == 2
@@ -105,8 +106,8 @@ def task_evaluation(runner: TextRunner, eval_data: str,
           np.array([task.labels.index(p) for p in predicted]) == labels))}
     return runner.classify_inputs(*texts), glue_accuracy
   if kind in ("squad", "squad_beam"):
-    dataset = squad.load_squad_json(eval_data)
-    examples = squad.read_squad_examples(
+    dataset = squad_examples.load_squad_json(eval_data)
+    examples = squad_examples.read_squad_examples(
         eval_data, is_training=False,
         version_2_with_negative=kind == "squad_beam")
 
@@ -120,12 +121,13 @@ def task_evaluation(runner: TextRunner, eval_data: str,
               "f1": result["f1"]}
     return runner.squad_features(examples)[1], squad_metric
   if kind == "race":
-    examples = race.read_race_examples(eval_data, "dev")
+    examples = race_examples.read_race_examples(eval_data, "dev")
     inputs = runner.race_inputs(examples)
 
     def race_accuracy(r):
       predicted = np.argmax(r.model(inputs)["logits"], -1)
-      return {"accuracy": race.accuracy(examples, predicted)["accuracy"]}
+      return {"accuracy":
+              race_features.accuracy(examples, predicted)["accuracy"]}
     return inputs, race_accuracy
   raise UserInputError(f"--eval_data is for fine-tuned models; this is a "
                        f"{kind} export")

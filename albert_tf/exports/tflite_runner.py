@@ -24,9 +24,12 @@ from albert_common import file_io
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_common.errors import UserInputError
 from albert_tf.exports.litert import LiteRTModel
-from data_pipeline import glue
-from data_pipeline import race
-from data_pipeline import squad
+from data_pipeline import glue_examples
+from data_pipeline import glue_features
+from data_pipeline import race_examples
+from data_pipeline import race_features
+from data_pipeline import squad_examples
+from data_pipeline import squad_features
 from data_pipeline import squad_postprocess
 from data_pipeline.wordpiece_tokenization import make_tokenizer
 
@@ -95,12 +98,12 @@ class TextRunner:
                      ) -> Dict[str, np.ndarray]:
     """`[CLS] a [SEP] (b [SEP])` as fine-tuning packs them, int32 [n, seq]."""
     pair = text_b is not None
-    task = glue.GlueTask("export", tuple(self.labels or ()), "a",
+    task = glue_examples.GlueTask("export", tuple(self.labels or ()), "a",
                          "b" if pair else None, "label", "accuracy")
-    examples = [glue.Example(guid=str(i), text_a=a,
+    examples = [glue_examples.Example(guid=str(i), text_a=a,
                              text_b=text_b[i] if pair else None, label=None)
                 for i, a in enumerate(text_a)]
-    features = glue.featurize(task, examples, self.tokenizer,
+    features = glue_features.featurize(task, examples, self.tokenizer,
                               self.seq_length)
     return features.padded(self.seq_length, self.tokenizer.pad_id)
 
@@ -114,10 +117,10 @@ class TextRunner:
 
   # --- SQuAD -----------------------------------------------------------------
 
-  def squad_features(self, examples: Sequence[squad.SquadExample]):
+  def squad_features(self, examples: Sequence[squad_examples.SquadExample]):
     """(features, int32 inputs [windows, seq]) of SQuAD examples."""
     s = self.squad_settings
-    features = squad.convert_examples_to_features(
+    features = squad_features.convert_examples_to_features(
         examples, self.tokenizer, self.seq_length, s.doc_stride,
         s.max_query_length)
     inputs = {name: np.array([getattr(f, attr) for f in features], np.int32)
@@ -128,7 +131,7 @@ class TextRunner:
       del inputs["p_mask"]
     return features, inputs
 
-  def squad_predictions(self, examples: Sequence[squad.SquadExample]
+  def squad_predictions(self, examples: Sequence[squad_examples.SquadExample]
                        ) -> Dict[str, str]:
     """qas_id -> answer text (predictions.json's)."""
     features, inputs = self.squad_features(examples)
@@ -153,7 +156,7 @@ class TextRunner:
   def answer(self, questions: Sequence[str],
              contexts: Sequence[str]) -> List[str]:
     """The answer text of each question in its context."""
-    examples = [squad.SquadExample(qas_id=str(i), question_text=q,
+    examples = [squad_examples.SquadExample(qas_id=str(i), question_text=q,
                                    paragraph_text=c)
                 for i, (q, c) in enumerate(zip(questions, contexts))]
     predictions = self.squad_predictions(examples)
@@ -161,10 +164,10 @@ class TextRunner:
 
   # --- RACE ------------------------------------------------------------------
 
-  def race_inputs(self, examples: Sequence[race.RaceExample],
+  def race_inputs(self, examples: Sequence[race_examples.RaceExample],
                   max_qa_length: int = 128) -> Dict[str, np.ndarray]:
     """int32 [n, 4, seq] inputs of RACE examples (fine-tuning's packing)."""
-    arrays = race.convert_examples_to_arrays(
+    arrays = race_features.convert_examples_to_arrays(
         examples, self.tokenizer, self.seq_length,
         min(max_qa_length, self.seq_length - 3))
     return {name: arrays[name] for name in ENCODER_INPUT_NAMES}
@@ -173,8 +176,8 @@ class TextRunner:
              options: Sequence[Sequence[str]],
              max_qa_length: int = 128) -> List[str]:
     """The letter ("A".."D") of the chosen option of each question."""
-    examples = [race.RaceExample(str(i), "high", a, q, list(o), 0)
+    examples = [race_examples.RaceExample(str(i), "high", a, q, list(o), 0)
                 for i, (a, q, o) in enumerate(zip(articles, questions,
                                                   options))]
     logits = self.model(self.race_inputs(examples, max_qa_length))["logits"]
-    return [race.LABELS[i] for i in np.argmax(logits, -1)]
+    return [race_examples.LABELS[i] for i in np.argmax(logits, -1)]

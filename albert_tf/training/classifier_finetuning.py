@@ -1,10 +1,11 @@
 """GLUE fine-tuning end to end: what `python -m tools.run_classifier` calls.
 
 `run_classifier(run, options)` reads the task's TSV files
-(data_pipeline.glue), fine-tunes an AlbertClassifier with the generic
-FinetuningRunner (best dev checkpoint, eval_results.json, summaries), writes
-GLUE submission files for the test splits with the best checkpoint, and can
-export the fine-tuned model as a raw-text serving SavedModel.
+(data_pipeline.glue_examples, glue_features), fine-tunes an AlbertClassifier
+with the generic FinetuningRunner (best dev checkpoint, eval_results.json,
+summaries), writes GLUE submission files for the test splits with the best
+checkpoint, and can export the fine-tuned model as a raw-text serving
+SavedModel.
 
 Per-task defaults (`TASK_DEFAULTS`, in albert_tf.training.task_settings) are
 the official google-research/albert `run_glue.sh` recipe.
@@ -24,11 +25,13 @@ from albert_tf.training import finetuning_runner
 from albert_tf.training import finetuning_task
 from albert_tf.training import multi_worker
 from albert_tf.training import task_settings
-from data_pipeline import glue
+from data_pipeline import glue_examples
+from data_pipeline import glue_features
+from data_pipeline import glue_metrics
 from data_pipeline import length_buckets
 
 
-def _loss_fn(task: glue.GlueTask):
+def _loss_fn(task: glue_examples.GlueTask):
   if task.is_regression:
     def mse(labels, outputs):
       return tf.square(outputs["logits"][:, 0] - tf.cast(labels, tf.float32))
@@ -44,7 +47,7 @@ def _loss_fn(task: glue.GlueTask):
 class GlueData:
   """A task's tokenizer and lazily featurised splits."""
 
-  task: glue.GlueTask
+  task: glue_examples.GlueTask
   data_dir: str
   tokenizer: object  # SentencePieceTokenizer or WordPieceTokenizer.
   max_seq_length: int
@@ -55,19 +58,19 @@ class GlueData:
   def __post_init__(self):
     self._cache = {}
 
-  def features(self, split: str) -> glue.Features:
+  def features(self, split: str) -> glue_features.Features:
     if split not in self._cache:
-      examples = glue.read_examples(self.task, self.data_dir, split,
-                                    self.skip_malformed)
-      self._cache[split] = glue.featurize(self.task, examples, self.tokenizer,
-                                          self.max_seq_length)
+      examples = glue_examples.read_examples(self.task, self.data_dir, split,
+                                             self.skip_malformed)
+      self._cache[split] = glue_features.featurize(
+          self.task, examples, self.tokenizer, self.max_seq_length)
       logging.info("%s %s: %d examples", self.task.name, split,
                    len(examples))
     return self._cache[split]
 
   def dataset(self, split: str, batch_size: int, is_training: bool = False,
               seed: Optional[int] = None) -> tf.data.Dataset:
-    return glue.make_dataset(self.features(split), self.max_seq_length,
+    return glue_features.make_dataset(self.features(split), self.max_seq_length,
                              batch_size, is_training=is_training, seed=seed,
                              pad_id=self.tokenizer.pad_id,
                              buckets=self.buckets)
@@ -85,7 +88,7 @@ def build_glue_task(data: GlueData, eval_batch_size: int
     for i, split in enumerate(task.dev_splits):
       features = data.features(split)
       outputs = predict(data.dataset(split, eval_batch_size))["logits"]
-      metrics = glue.compute_metrics(task, features.labels, outputs)
+      metrics = glue_metrics.compute_metrics(task, features.labels, outputs)
       prefix = "" if i == 0 else split.replace("dev_", "") + "_"
       results.update({prefix + k: v for k, v in metrics.items()})
     return results
@@ -107,11 +110,11 @@ def predict_test(runner: finetuning_runner.FinetuningRunner, data: GlueData,
   """Writes GLUE submission files for every available test split with the
   runner's current weights; returns split -> path."""
   paths = {}
-  for split in glue.available_test_splits(data.task, data.data_dir):
+  for split in glue_examples.available_test_splits(data.task, data.data_dir):
     features = data.features(split)
     outputs = runner.predict(data.dataset(split, eval_batch_size))["logits"]
-    paths[split] = glue.write_submission(data.task, split, features.guids,
-                                         outputs, output_dir)
+    paths[split] = glue_metrics.write_submission(
+        data.task, split, features.guids, outputs, output_dir)
     logging.info("wrote %s", paths[split])
   return paths
 
@@ -136,7 +139,7 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
   """
   run = finetuning_params.prepared(run)
   params = run.params
-  task = glue.get_task(options.task_name)
+  task = glue_examples.get_task(options.task_name)
   task_settings.check_glue(options)
   if run.tokenizer is None:
     raise UserInputError("give --spm_model_file (SentencePiece) or "
@@ -171,12 +174,13 @@ def _read_needed_splits(data: GlueData,
     for split in data.task.dev_splits:
       data.features(split)
   if params.do_predict:
-    for split in glue.available_test_splits(data.task, data.data_dir):
+    for split in glue_examples.available_test_splits(data.task, data.data_dir):
       data.features(split)
 
 
 def _export(runner: finetuning_runner.FinetuningRunner,
-            params: finetuning_params.FinetuningParams, task: glue.GlueTask,
+            params: finetuning_params.FinetuningParams,
+            task: glue_examples.GlueTask,
             export_dir: str, buckets=()) -> None:
   """The restored (best) weights as a raw-text SavedModel
   (albert_tf.exports.classifier); requests run at the smallest of

@@ -24,7 +24,8 @@ from albert_tf.training import output_dir
 from albert_tf.training.task_settings import RaceOptions
 from albert_tf.training.task_settings import check_race
 from data_pipeline import length_buckets
-from data_pipeline import race
+from data_pipeline import race_examples
+from data_pipeline import race_features
 
 
 def multiple_choice_loss(labels, outputs) -> tf.Tensor:
@@ -39,9 +40,9 @@ class RaceData:
   def __init__(self, split: str, tokenizer, params, options: RaceOptions):
     self.buckets = length_buckets.parse_length_buckets(
         params.length_buckets, params.max_seq_length)
-    self.examples = race.read_race_examples(
+    self.examples = race_examples.read_race_examples(
         options.data_dir, split, options.high_only, options.middle_only)
-    self.arrays = race.convert_examples_to_arrays(
+    self.arrays = race_features.convert_examples_to_arrays(
         self.examples, tokenizer, params.max_seq_length,
         options.max_qa_length)
     logging.info("RACE %s: %d questions", split, len(self.examples))
@@ -112,16 +113,17 @@ def build_race_task(options: RaceOptions, train: Optional[RaceData],
 
   def evaluate(predict):
     logits = last_evaluation["logits"] = dev.logits(predict, eval_batch_size)
-    return race.accuracy(dev.examples, logits.argmax(-1))
+    return race_features.accuracy(dev.examples, logits.argmax(-1))
 
   def write_eval_outputs(directory):
-    race.write_predictions(file_io.join(directory, "dev_predictions.json"),
-                           dev.examples, last_evaluation["logits"])
+    race_features.write_predictions(
+        file_io.join(directory, "dev_predictions.json"), dev.examples,
+        last_evaluation["logits"])
 
   return finetuning_task.FinetuningTask(
       name="race",
       build_model=lambda encoder, config: AlbertMultipleChoice(
-          encoder, num_choices=len(race.LABELS),
+          encoder, num_choices=len(race_examples.LABELS),
           dropout_rate=options.dropout_prob,
           initializer_range=config.initializer_range, name="race_model"),
       loss_fn=multiple_choice_loss,
@@ -136,10 +138,10 @@ def _predict_test(runner: finetuning_runner.FinetuningRunner, test: RaceData,
   """test_predictions.json and test_results.json of the best checkpoint."""
   runner.restore_best()
   logits = test.logits(runner.predict, params.eval_batch_size)
-  race.write_predictions(file_io.join(params.runtime.output_dir,
+  race_features.write_predictions(file_io.join(params.runtime.output_dir,
                                       "test_predictions.json"),
                          test.examples, logits)
-  test_results = race.accuracy(test.examples, logits.argmax(-1))
+  test_results = race_features.accuracy(test.examples, logits.argmax(-1))
   output_dir.write_results(
       file_io.join(params.runtime.output_dir, "test_results.json"),
       test_results)

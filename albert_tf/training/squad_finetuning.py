@@ -33,7 +33,8 @@ from albert_tf.training import multi_worker
 from albert_tf.training.task_settings import SquadOptions
 from albert_tf.training.task_settings import check_squad
 from data_pipeline import length_buckets
-from data_pipeline import squad
+from data_pipeline import squad_examples
+from data_pipeline import squad_features
 from data_pipeline import squad_metrics
 from data_pipeline import squad_postprocess
 
@@ -79,12 +80,12 @@ class SquadData:
   def __init__(self, path: str, tokenizer, params, options: SquadOptions,
                is_training: bool):
     self.path = path
-    self.examples = squad.read_squad_examples(
+    self.examples = squad_examples.read_squad_examples(
         path, is_training, options.version_2_with_negative)
-    self.features = squad.convert_examples_to_features(
+    self.features = squad_features.convert_examples_to_features(
         self.examples, tokenizer, params.max_seq_length, options.doc_stride,
         options.max_query_length, is_training)
-    self.arrays = squad.features_to_arrays(self.features, is_training)
+    self.arrays = squad_features.features_to_arrays(self.features, is_training)
     logging.info("%s: %d questions, %d windows", path, len(self.examples),
                  len(self.features))
 
@@ -186,7 +187,7 @@ def build_squad_task(params: finetuning_params.FinetuningParams,
   """The FinetuningTask: span labeler or v2.0 model, its loss, training
   windows and (with --do_eval) the official evaluation of predict_file,
   whose prediction files are kept for the best checkpoint."""
-  dataset_json = (squad.load_squad_json(options.predict_file)
+  dataset_json = (squad_examples.load_squad_json(options.predict_file)
                   if params.do_eval else None)
   last_evaluation = {}
   buckets = _buckets(params)

@@ -19,7 +19,7 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
-from data_pipeline import glue
+from data_pipeline import glue_examples
 
 # --- GLUE ---------------------------------------------------------------------
 
@@ -69,13 +69,13 @@ class GlueOptions(FlatConstructible):
 
 def task_defaults(task_name: str) -> Dict:
   """The run_glue.sh recipe of a task (see TASK_DEFAULTS)."""
-  return dict(TASK_DEFAULTS[glue.get_task(task_name).name])
+  return dict(TASK_DEFAULTS[glue_examples.get_task(task_name).name])
 
 
 def check_glue(options: GlueOptions) -> Dict:
   """The task's run_glue.sh recipe; UserInputError for an unknown task or a
   --data_dir that is not a directory."""
-  task = glue.get_task(options.task_name)
+  task = glue_examples.get_task(options.task_name)
   if not options.data_dir:
     raise UserInputError("--data_dir is required")
   if not file_io.isdir(options.data_dir):
