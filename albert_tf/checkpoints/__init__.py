@@ -5,8 +5,9 @@
 `locate` (path and layout), `readers` (with `official_reader`,
 `huggingface_reader`, `object_readers`), `name_tables` + `mapping` (the
 declarative name tables and their strict use), `our_variables`, `writers`,
-`loading`; `configs` converts configs (albert_config.json / Hugging Face
-config.json), `keras_hub_preset` reads and writes keras-hub presets.
+`loading`; `configs` converts configs (albert_config.json, Hugging Face
+and keras-hub config.json), `keras_hub_preset` reads and writes keras-hub
+presets. `converter` is on top: no module of the package imports it.
 
 The converter's names are imported lazily, so that `configs` (what the
 tools read before anything else) loads without TensorFlow.

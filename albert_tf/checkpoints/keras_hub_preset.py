@@ -50,103 +50,19 @@ import json
 import os
 import shutil
 import tempfile
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import keras_hub_vocabulary
+from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
 from albert_tf.config import AlbertConfig
 
-EXTRA_FILE = "albert_tf.json"
 VOCABULARY_FILE = "assets/tokenizer/vocabulary.spm"
-_CLASS = "AlbertBackbone"
-
-
-# --- Configs -----------------------------------------------------------------
-
-
-def is_keras_hub_config(values: Mapping[str, Any]) -> bool:
-  """Whether a config.json dict is a keras-hub (Albert)Backbone config."""
-  return ("class_name" in values and "config" in values and
-          "keras_hub" in str(values.get("registered_name", "")) +
-          str(values.get("module", "")))
-
-
-def check_expressible(config: AlbertConfig) -> None:
-  """UserInputError unless keras-hub's AlbertBackbone can express `config`."""
-  problems = []
-  if config.share_parameters != "all":
-    problems.append(f"share_parameters={config.share_parameters!r} (keras-hub "
-                    "shares whole blocks in groups: only 'all')")
-  if config.hidden_act not in ("gelu", "gelu_new", "gelu_pytorch_tanh"):
-    problems.append(f"hidden_act={config.hidden_act!r} (keras-hub uses the "
-                    "tanh GELU, our 'gelu')")
-  if config.embedding_size == config.hidden_size:
-    problems.append(f"embedding_size == hidden_size ({config.hidden_size}): "
-                    "keras-hub always applies an embedding projection, this "
-                    "model has none")
-  if problems:
-    raise UserInputError("a keras-hub ALBERT preset cannot express this "
-                         "config: " + "; ".join(problems))
-
-
-def backbone_kwargs(config: AlbertConfig) -> Dict[str, Any]:
-  """keras_hub.models.AlbertBackbone arguments for `config`."""
-  check_expressible(config)
-  return dict(vocabulary_size=config.vocab_size,
-              num_layers=config.num_hidden_layers,
-              num_heads=config.num_attention_heads,
-              embedding_dim=config.embedding_size,
-              hidden_dim=config.hidden_size,
-              intermediate_dim=config.intermediate_size,
-              num_groups=config.num_hidden_groups,
-              num_inner_repetitions=config.inner_group_num,
-              dropout=config.hidden_dropout_prob,
-              max_sequence_length=config.max_position_embeddings,
-              num_segments=config.type_vocab_size)
-
-
-def config_from_keras_hub(values: Mapping[str, Any],
-                          extra: Optional[Mapping[str, Any]] = None,
-                          source: str = "config.json") -> AlbertConfig:
-  """AlbertConfig from a keras-hub backbone config (+ our albert_tf.json)."""
-  if values.get("class_name") != _CLASS:
-    raise UserInputError(f"{source}: a keras-hub {values.get('class_name')}, "
-                         f"not an {_CLASS}")
-  c = values["config"]
-  extra = extra or {}
-  try:
-    return AlbertConfig(
-        vocab_size=c["vocabulary_size"], embedding_size=c["embedding_dim"],
-        hidden_size=c["hidden_dim"], num_hidden_layers=c["num_layers"],
-        num_hidden_groups=c.get("num_groups", 1),
-        inner_group_num=c.get("num_inner_repetitions", 1),
-        num_attention_heads=c["num_heads"],
-        intermediate_size=c["intermediate_dim"], hidden_act="gelu",
-        hidden_dropout_prob=extra.get("hidden_dropout_prob",
-                                      c.get("dropout", 0.0)),
-        attention_probs_dropout_prob=extra.get(
-            "attention_probs_dropout_prob", c.get("dropout", 0.0)),
-        max_position_embeddings=c.get("max_sequence_length", 512),
-        type_vocab_size=c.get("num_segments", 2),
-        initializer_range=extra.get("initializer_range", 0.02))
-  except (KeyError, TypeError, ValueError) as e:
-    raise UserInputError(f"bad keras-hub AlbertBackbone config {source}: "
-                         f"{e!r}") from e
-
-
-def read_extra(config_file: str) -> Dict[str, Any]:
-  """albert_tf.json next to a preset's config.json, or {}."""
-  extra_file = file_io.join(file_io.dirname(config_file) or ".", EXTRA_FILE)
-  if not file_io.exists(extra_file):
-    return {}
-  try:
-    return json.loads(file_io.read_text(extra_file))
-  except ValueError as e:
-    raise UserInputError(f"bad {extra_file}: {e}") from e
 
 
 # --- Names -------------------------------------------------------------------
@@ -154,7 +70,7 @@ def read_extra(config_file: str) -> Dict[str, Any]:
 
 def keras_hub_table(config: AlbertConfig) -> List[name_tables.Entry]:
   """Our canonical names <-> keras-hub variable paths (same shapes)."""
-  check_expressible(config)
+  configs.check_keras_hub_expressible(config)
   e = name_tables.Entry
   t = [e("embeddings/word_embeddings/embeddings", "token_embedding/embeddings"),
        e("embeddings/position_embeddings", "position_embedding/embeddings"),
@@ -202,9 +118,10 @@ def is_preset(path: str) -> bool:
   if not (file_io.isdir(path) and file_io.exists(config_file)):
     return False
   try:
-    return is_keras_hub_config(json.loads(file_io.read_text(config_file)))
+    values = json.loads(file_io.read_text(config_file))
   except ValueError:
     return False
+  return configs.is_keras_hub_config(values)
 
 
 def _download(path: str, local_dir: str) -> None:
@@ -270,13 +187,12 @@ def read_preset(path: str, config: Optional[AlbertConfig] = None
     UserInputError: not a readable ALBERT preset, or any variable that does
       not map, is missing or has the wrong shape (all listed).
   """
-  from albert_tf.checkpoints import converter
   from albert_tf.keras3 import preset_io
   if not is_preset(path):
     raise UserInputError(f"{path} is not a keras-hub preset directory (no "
                          "config.json of a keras-hub backbone)")
-  extra = read_extra(file_io.join(path, "config.json"))
-  own_config = config_from_keras_hub(
+  extra = configs.read_keras_hub_extra(file_io.join(path, "config.json"))
+  own_config = configs.config_from_keras_hub(
       json.loads(file_io.read_text(file_io.join(path, "config.json"))),
       extra, source=file_io.join(path, "config.json"))
   config = config or own_config
@@ -293,7 +209,7 @@ def read_preset(path: str, config: Optional[AlbertConfig] = None
       raise UserInputError(f"cannot load keras-hub preset {path}: {e}") from e
   finally:
     shutil.rmtree(local_dir, ignore_errors=True)
-  arrays = converter.map_to_ours(source, keras_hub_table(config),
+  arrays = mapping.map_to_ours(source, keras_hub_table(config),
                                  name_tables.our_shapes(config),
                                  source_name=path, layout="keras-hub")
   if vocabulary is not None and "spm_normalizer_spec" in extra:
@@ -325,7 +241,7 @@ def check_output(config: AlbertConfig, output_dir: str,
     UserInputError: an inexpressible config, an existing output_dir, no or
       an unreadable SentencePiece model.
   """
-  check_expressible(config)
+  configs.check_keras_hub_expressible(config)
   if keras_hub_tokenizer not in TOKENIZER_CLASSES:
     raise UserInputError(
         f"--keras_hub_tokenizer must be one of {sorted(TOKENIZER_CLASSES)}, "
@@ -424,20 +340,20 @@ def save_and_publish(arrays: Dict[str, np.ndarray], config: AlbertConfig,
                      extra: Dict[str, Any], do_lower_case: bool) -> None:
   """Saves the preset (preset_io.save_preset) in a private local folder
   with `extra` as albert_tf.json, then publishes it at `output_dir`."""
-  from albert_tf.checkpoints import mapping
   from albert_tf.keras3 import preset_io
   kept = {n: a for n, a in arrays.items()
           if not n.startswith("sentence_order/")}
   theirs = mapping.map_from_ours(kept, keras_hub_table(config))
   local_dir = tempfile.mkdtemp(prefix="albert-keras-hub-")
   try:
-    preset_io.save_preset(local_dir, backbone_kwargs(config), theirs,
+    preset_io.save_preset(local_dir, configs.backbone_kwargs(config), theirs,
                           vocabulary,
                           sequence_length=min(512,
                                               config.max_position_embeddings),
                           tokenizer_kind=tokenizer_kind,
                           do_lower_case=do_lower_case)
-    with open(os.path.join(local_dir, EXTRA_FILE), "w", encoding="utf-8") as f:
+    extra_file = os.path.join(local_dir, configs.KERAS_HUB_EXTRA_FILE)
+    with open(extra_file, "w", encoding="utf-8") as f:
       json.dump(extra, f, indent=2)
       f.write("\n")
     try:
