@@ -91,11 +91,11 @@ def test_configs_imports_nothing_of_the_package():
   assert _graph()["configs"] == set()
 
 
-def test_warm_start_imports_loading_not_the_converter():
+def test_warm_start_imports_weight_loading_not_the_converter():
   path = ROOT / "albert_tf" / "training" / "warm_start.py"
   names = set()
   for node in ast.walk(ast.parse(path.read_text())):
     if isinstance(node, ast.ImportFrom):
       names.update(f"{node.module}.{a.name}" for a in node.names)
-  assert f"{PACKAGE}.loading" in names
+  assert f"{PACKAGE}.weight_loading" in names
   assert f"{PACKAGE}.converter" not in names

@@ -35,9 +35,9 @@ This module is the public face of the stages, one module each:
                    huggingface_reader, object_readers (ours, garden),
                    keras_hub_preset
   name_tables, mapping   the declarative name tables and their strict use
-  our_variables    our Keras models' variables by canonical name
+  model_variables  our Keras models' variables by canonical name
   writers          ours, official, huggingface (keras_hub_preset: presets)
-  loading          `load_weights_into` and its `LoadReport`
+  weight_loading   `load_weights_into` and its `LoadReport`
 """
 
 from typing import Optional
@@ -50,16 +50,16 @@ from albert_tf.checkpoints import keras_hub_preset
 from albert_tf.checkpoints import keras_hub_wordpiece
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints import wordpiece_files
-from albert_tf.checkpoints.loading import LoadReport
-from albert_tf.checkpoints.loading import load_weights_into
 from albert_tf.checkpoints.locate import detect_format
 from albert_tf.checkpoints.locate import resolve_path
 from albert_tf.checkpoints.mapping import map_from_ours
 from albert_tf.checkpoints.mapping import map_to_ours
+from albert_tf.checkpoints.model_variables import canonical_variables
 from albert_tf.checkpoints.object_readers import build_garden_encoder
-from albert_tf.checkpoints.our_variables import canonical_variables
 from albert_tf.checkpoints.readers import Weights
 from albert_tf.checkpoints.readers import read_weights
+from albert_tf.checkpoints.weight_loading import LoadReport
+from albert_tf.checkpoints.weight_loading import load_weights_into
 from albert_tf.checkpoints.writers import write_huggingface
 from albert_tf.checkpoints.writers import write_official
 from albert_tf.checkpoints.writers import write_ours

@@ -10,8 +10,8 @@ from typing import List
 
 from absl import logging
 
+from albert_tf.checkpoints import model_variables
 from albert_tf.checkpoints import name_tables
-from albert_tf.checkpoints import our_variables
 from albert_tf.checkpoints import readers
 
 
@@ -73,11 +73,11 @@ def load_weights_into(model, path: str, input_format: str = "auto",
     UserInputError: see `readers.read_weights`; also a config.json that
       disagrees with the model's config.
   """
-  config = our_variables.encoder_config(model)
+  config = model_variables.encoder_config(model)
   weights = readers.read_weights(path, config, input_format)
   if check_config:
     weights.check_config(config)
-  targets = our_variables.canonical_variables(model)
+  targets = model_variables.canonical_variables(model)
   loaded, not_in_checkpoint = [], []
   for name, variable in targets.items():
     if name in weights.arrays:

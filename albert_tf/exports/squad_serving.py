@@ -34,7 +34,7 @@ to trade answers for abstentions at serving time.
 
 With a WordPiece vocabulary (`vocab_file`), step 1 is BERT's basic
 tokenization and WordPiece with offsets instead
-(squad_wordpiece.WordPieceSquadServing); the rest is the same.
+(squad_serving_wordpiece.WordPieceSquadServing); the rest is the same.
 
 Where this can differ from the Python path (inherited from the in-graph
 tokenizer, see data_pipeline.tf_tokenization): ~150 code points that ICU
@@ -55,7 +55,7 @@ from albert_common import file_io
 from albert_common.encoder_inputs import INPUT_MASK
 from albert_common.encoder_inputs import INPUT_TYPE_IDS
 from albert_common.encoder_inputs import INPUT_WORD_IDS
-from albert_tf.exports import staging
+from albert_tf.exports import atomic_export
 from albert_tf.exports import token_ids
 from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.exports.options import check_export_dir_free
@@ -464,7 +464,7 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
     do_lower_case: as in fine-tuning.
     albert_config_file: copied as an asset when given.
     vocab_file: a WordPiece vocab.txt, used when spm_model_file is empty
-      (squad_wordpiece.WordPieceSquadServing).
+      (squad_serving_wordpiece.WordPieceSquadServing).
     length_buckets: see SquadServing.
 
   Returns:
@@ -477,7 +477,7 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
   if spm_model_file:
     model_proto = file_io.read_bytes(spm_model_file)
   else:
-    from albert_tf.exports import squad_wordpiece
+    from albert_tf.exports import squad_serving_wordpiece
     from data_pipeline import wordpiece_tokenization
     tokens = wordpiece_tokenization.load_vocab(vocab_file)
 
@@ -486,11 +486,11 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
       serving = SquadServing(model, model_proto, *settings,
                              length_buckets=length_buckets)
     else:
-      serving = squad_wordpiece.WordPieceSquadServing(
+      serving = squad_serving_wordpiece.WordPieceSquadServing(
           model, tokens, *settings, length_buckets=length_buckets)
     return serving, _signatures(serving, version_2)
 
-  return staging.save_serving_model(
+  return atomic_export.save_serving_model(
       export_dir, spm_model_file or vocab_file, build, albert_config_file,
       vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
 
