@@ -20,6 +20,7 @@ import tensorflow_text as tf_text
 import tf_keras
 
 from albert_tf.exports import squad_serving
+from albert_tf.exports import squad_serving_context
 from data_pipeline import tf_wordpiece_tokenization as tf_wp
 from data_pipeline import wordpiece_tokenization as wp
 from data_pipeline.tf_tokenization import _char_class
@@ -51,7 +52,7 @@ class WordPieceSquadServing(squad_serving.SquadServing):
     (self.dropped, self.space, self.cjk, self.mn,
      self.punctuation) = tf_wp._patterns()  # pylint: disable=protected-access
     self.isspace = _char_class(str.isspace)
-    self.whitespace = tf.constant(squad_serving._WHITESPACE, tf.int32)  # pylint: disable=protected-access
+    self.whitespace = tf.constant(squad_serving_context.WHITESPACE, tf.int32)
     self._keep_settings(seq_length, doc_stride, max_query_length,
                         n_best_size, max_answer_length, beam, version_2,
                         threshold, do_lower_case, not do_lower_case)
