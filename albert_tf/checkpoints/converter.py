@@ -36,7 +36,8 @@ This module is the public face of the stages, one module each:
                    keras_hub_preset
   name_tables, mapping   the declarative name tables and their strict use
   model_variables  our Keras models' variables by canonical name
-  writers          ours, official, huggingface (keras_hub_preset: presets)
+  writers          ours, official, huggingface (keras_hub_preset_writer:
+                   presets)
   weight_loading   `load_weights_into` and its `LoadReport`
 """
 
@@ -47,6 +48,7 @@ from albert_common.errors import UserInputError
 from albert_common.run_constants import INPUT_FORMATS
 from albert_common.run_constants import OUTPUT_FORMATS
 from albert_tf.checkpoints import keras_hub_preset
+from albert_tf.checkpoints import keras_hub_preset_writer
 from albert_tf.checkpoints import keras_hub_wordpiece
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints import wordpiece_files
@@ -95,7 +97,7 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     output_format: one of OUTPUT_FORMATS.
     input_format: one of INPUT_FORMATS.
     spm_model_file, do_lower_case, keras_hub_tokenizer: the tokenizer, for
-      keras_hub output (keras_hub_preset.write_preset).
+      keras_hub output (keras_hub_preset_writer.write_preset).
     vocab_file: a WordPiece vocab.txt (used when spm_model_file is not
       given, as officially), written with the output (wordpiece_files):
       beside an ours / official checkpoint, as a BertTokenizer in a Hugging
@@ -113,7 +115,7 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     # Fail on an inexpressible config before reading anything.
     name_tables.table_for(output_format, config)
   if output_format == "keras_hub":
-    keras_hub_preset.check_output(
+    keras_hub_preset_writer.check_output(
         config, output_checkpoint, spm_model_file,
         "wordpiece" if tokens is not None else keras_hub_tokenizer)
 
@@ -130,7 +132,7 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
         weights.arrays, config, output_checkpoint, tokens, do_lower_case)
     tokens = None  # In the preset.
   elif output_format == "keras_hub":
-    where = keras_hub_preset.write_preset(
+    where = keras_hub_preset_writer.write_preset(
         weights.arrays, config, output_checkpoint, spm_model_file,
         do_lower_case=do_lower_case, keras_hub_tokenizer=keras_hub_tokenizer)
   else:

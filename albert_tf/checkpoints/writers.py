@@ -1,6 +1,6 @@
 """Writes canonical arrays in our, the official TF1 and Hugging Face layouts.
 
-(keras-hub presets: keras_hub_preset.write_preset.) Outputs may be on any
+(keras-hub presets: keras_hub_preset_writer.write_preset.) Outputs may be on any
 TensorFlow filesystem; every file is written under a temporary name and
 renamed, so no half-written checkpoint appears under the final name.
 """
