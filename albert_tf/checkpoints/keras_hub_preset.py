@@ -201,8 +201,8 @@ def read_preset(path: str, config: Optional[AlbertConfig] = None
   finally:
     shutil.rmtree(local_dir, ignore_errors=True)
   arrays = mapping.map_to_ours(source, keras_hub_table(config),
-                                 name_tables.our_shapes(config),
-                                 source_name=path, layout="keras-hub")
+                               name_tables.our_shapes(config),
+                               source_name=path, layout="keras-hub")
   if vocabulary is not None and "spm_normalizer_spec" in extra:
     vocabulary = keras_hub_vocabulary.original_vocabulary(
         vocabulary, base64.b64decode(extra["spm_normalizer_spec"]),
