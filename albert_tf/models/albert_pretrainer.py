@@ -43,7 +43,7 @@ class AlbertPretrainer(EncoderModelConfig, tf_keras.Model):
     mlm_head = MaskedLMHead(
         encoder.embedding_layer, hidden_act=config.hidden_act,
         initializer_range=config.initializer_range,
-        dtype=encoder._dtype_arg, name="masked_lm")
+        dtype=encoder.get_config()["dtype"], name="masked_lm")
     sop_head = SentenceOrderHead(config.initializer_range,
                                  name="sentence_order")
     outputs = dict(
