@@ -102,6 +102,36 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
       given, as officially), written with the output (wordpiece_files):
       beside an ours / official checkpoint, as a BertTokenizer in a Hugging
       Face folder, as keras-hub's BertTokenizer in a preset.
+
+  Example: one of our pretraining checkpoints to a Hugging Face folder and
+  back into an encoder.
+
+  >>> import os, tempfile
+  >>> import numpy as np
+  >>> import tensorflow as tf
+  >>> from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
+  >>> from albert_tf.checkpoints import converter
+  >>> config = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32,
+  ...                       num_hidden_layers=2, num_attention_heads=2,
+  ...                       intermediate_size=64, max_position_embeddings=8)
+  >>> pretrainer = AlbertPretrainer(AlbertEncoder(config))
+  >>> folder = tempfile.mkdtemp()
+  >>> prefix = tf.train.Checkpoint(model=pretrainer).write(
+  ...     os.path.join(folder, "ckpt"))
+  >>> converter.detect_format(prefix)
+  'ours'
+  >>> hf_dir = os.path.join(folder, "hf")
+  >>> line = converter.convert_checkpoint(config, prefix, hf_dir, "huggingface")
+  >>> line.split(" from ")[0]
+  'converted 32 variables (heads: masked_lm, sentence_order)'
+  >>> sorted(os.listdir(hf_dir))
+  ['config.json', 'model.safetensors']
+  >>> encoder = AlbertEncoder(config)
+  >>> converter.load_weights_into(encoder, hf_dir).format
+  'huggingface'
+  >>> np.array_equal(encoder.get_embedding_table(),
+  ...                pretrainer.encoder.get_embedding_table())
+  True
   """
   from data_pipeline.wordpiece_tokenization import resolve_vocabulary
   spm_model_file, vocab_file = resolve_vocabulary(spm_model_file, vocab_file)
