@@ -1,9 +1,10 @@
-"""albert_tf.checkpoints imports one way, with `converter` on top.
+"""albert_tf.checkpoints imports one way, with `converter` on top; so does
+albert_tf.exports, with each export function's module on top.
 
 The graph is read from every import statement of the package's modules,
 those inside functions included (a function-level import must not hide a
-cycle). The package's `__init__` is its face: it re-exports the converter's
-entry points lazily and is not a node of the graph.
+cycle). A package's `__init__` is its face: it re-exports the entry points
+lazily and is not a node of the graph.
 """
 
 import ast
@@ -11,35 +12,40 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = "albert_tf.checkpoints"
-FOLDER = ROOT / "albert_tf" / "checkpoints"
 
 
-def _modules():
-  return sorted(p.stem for p in FOLDER.glob("*.py") if p.stem != "__init__")
+def _folder(package):
+  return ROOT.joinpath(*package.split("."))
 
 
-def _intra_package_imports(module: str):
+def _modules(package=PACKAGE):
+  return sorted(p.stem for p in _folder(package).glob("*.py")
+                if p.stem != "__init__")
+
+
+def _intra_package_imports(module: str, package=PACKAGE):
   """The package's modules that `module` imports, at any depth."""
-  modules = set(_modules())
-  path = FOLDER / f"{module}.py"
+  modules = set(_modules(package))
+  path = _folder(package) / f"{module}.py"
+  prefix = package + "."
   found = set()
   for node in ast.walk(ast.parse(path.read_text(), str(path))):
     if isinstance(node, ast.Import):
       for alias in node.names:
-        if alias.name.startswith(PACKAGE + "."):
-          found.add(alias.name[len(PACKAGE) + 1:].split(".")[0])
+        if alias.name.startswith(prefix):
+          found.add(alias.name[len(prefix):].split(".")[0])
     elif isinstance(node, ast.ImportFrom) and node.level == 0:
-      if node.module == PACKAGE:
+      if node.module == package:
         found.update(a.name for a in node.names if a.name in modules)
-      elif node.module.startswith(PACKAGE + "."):
-        found.add(node.module[len(PACKAGE) + 1:].split(".")[0])
+      elif node.module.startswith(prefix):
+        found.add(node.module[len(prefix):].split(".")[0])
     elif isinstance(node, ast.ImportFrom):  # relative
       raise AssertionError(f"{module}: a relative import")
   return found - {module}
 
 
-def _graph():
-  return {m: _intra_package_imports(m) for m in _modules()}
+def _graph(package=PACKAGE):
+  return {m: _intra_package_imports(m, package) for m in _modules(package)}
 
 
 def _cycle(graph):
@@ -79,6 +85,13 @@ def test_checkpoints_package_has_no_cycle():
 
 def test_cycle_finder_finds_one():
   assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_exports_package_has_no_cycle():
+  graph = _graph("albert_tf.exports")
+  assert "squad_serving" in graph["squad_export"]
+  cycle = _cycle(graph)
+  assert cycle is None, " -> ".join(cycle)
 
 
 def test_converter_is_on_top():

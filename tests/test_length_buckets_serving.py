@@ -10,7 +10,7 @@ from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.exports import classifier as classifier_export
 from albert_tf.exports import race_serving as race_export
-from albert_tf.exports import squad_serving as squad_export
+from albert_tf.exports import squad_export
 from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice

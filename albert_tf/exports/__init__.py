@@ -5,8 +5,10 @@
   preprocessor.py  the raw strings -> encoder inputs model inside them
   endpoints.py     the one-argument endpoints Keras 3's TFSMLayer calls
   classifier.py    `export_classifier`: a fine-tuned GLUE model, raw text in
-  squad_serving.py `export_squad`: a fine-tuned SQuAD model, raw strings in
-  squad_serving_wordpiece.py  the same for a WordPiece vocabulary
+  squad_export.py  `export_squad`: a fine-tuned SQuAD model, raw strings in
+  squad_serving.py the in-graph pipeline inside it (SquadServing), with
+                   squad_serving_context (the context's pieces and their
+                   characters) and squad_serving_wordpiece (WordPiece)
   race_serving.py  `export_race`: a fine-tuned RACE model, raw strings in
   token_ids.py     the `token_ids` signature each of those carries too
   tflite.py        `export_tflite`: a token-ids signature as a LiteRT file
@@ -29,7 +31,7 @@ import importlib
 _LAZY = {
     "export_savedmodel": "albert_tf.exports.encoder",
     "export_classifier": "albert_tf.exports.classifier",
-    "export_squad": "albert_tf.exports.squad_serving",
+    "export_squad": "albert_tf.exports.squad_export",
     "export_race": "albert_tf.exports.race_serving",
     "export_tflite": "albert_tf.exports.tflite",
     "load_saved_model": "albert_tf.exports.saved_model_loading",

@@ -150,7 +150,7 @@ def run_squad(params: finetuning.FinetuningParams,
   null_score_diff_threshold), predictions.json, nbest_predictions.json,
   null_odds.json (v2.0), plus the runner's checkpoints and summaries.
   With `export_dir`, the best checkpoint is also exported as a SavedModel
-  answering raw question / context strings (albert_tf.exports.squad_serving),
+  answering raw question / context strings (albert_tf.exports.squad_export),
   with the null-odds threshold of predictions.json; under
   --strategy=multi_worker by the chief only.
   """
@@ -233,8 +233,8 @@ def _predict(runner: finetuning.FinetuningRunner, data: SquadData,
 
 def _export(runner, params, options: SquadOptions, export_dir: str) -> None:
   """The best checkpoint as a raw-text SavedModel
-  (albert_tf.exports.squad_serving)."""
-  from albert_tf.exports import squad_serving as squad_export
+  (albert_tf.exports.squad_export)."""
+  from albert_tf.exports import squad_export
   runner.restore_best()
   threshold = _threshold(runner, options)  # the one predictions.json used
   squad_export.export_squad(
