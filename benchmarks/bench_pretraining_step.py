@@ -24,8 +24,8 @@ import numpy as np
 import tensorflow as tf
 import tf_keras
 
-from albert_tf import model_summary
 from albert_tf import optimization
+from albert_tf import parameters_and_flops
 from albert_tf.config import AlbertConfig
 from benchmarks import common
 
@@ -136,7 +136,7 @@ def _garden_step(config: AlbertConfig, batch, jit_compile: bool):
 
 
 def training_flops(config: AlbertConfig, batch: int, seq: int) -> float:
-  flops = model_summary.flops_per_token(config, seq)
+  flops = parameters_and_flops.flops_per_token(config, seq)
   return (batch * seq * flops["encoder_training"]
           + batch * PREDICTIONS * flops["mlm_head_training"])
 

@@ -9,8 +9,8 @@ import tensorflow as tf
 from albert_tf import exports
 from albert_tf.config import AlbertConfig
 from albert_tf.exports import classifier as classifier_export
-from albert_tf.exports import race as race_export
-from albert_tf.exports import squad as squad_export
+from albert_tf.exports import race_serving as race_export
+from albert_tf.exports import squad_export
 from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice

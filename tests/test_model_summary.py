@@ -7,7 +7,7 @@ import sys
 
 from albert_tf import AlbertConfig
 from albert_tf import AlbertEncoder
-from albert_tf import model_summary
+from albert_tf import parameters_and_flops
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
 BASE = os.path.join(ROOT, "configs", "albert_base.json")
@@ -16,7 +16,8 @@ BASE = os.path.join(ROOT, "configs", "albert_base.json")
 def test_flops_of_albert_base_at_512():
   # By hand: projection 2*128*768 = 196,608; per block 8*768^2 + 4*768*3072
   # + 4*512*768 = 15,728,640, times 12; pooler 2*768^2/512 = 2,304.
-  flops = model_summary.flops_per_token(AlbertConfig.from_json_file(BASE), 512)
+  flops = parameters_and_flops.flops_per_token(
+      AlbertConfig.from_json_file(BASE), 512)
   assert flops["encoder_forward"] == 196_608 + 12 * 15_728_640 + 2_304
   assert flops["encoder_training"] == 3 * flops["encoder_forward"]
   # MLM head: 3 * (2*768*128 + 2*128*30000).
@@ -25,11 +26,11 @@ def test_flops_of_albert_base_at_512():
 
 def test_sharing_does_not_change_flops_and_inner_groups_do():
   config = AlbertConfig.from_json_file(BASE)
-  shared = model_summary.flops_per_token(config, 128)
-  unshared = model_summary.flops_per_token(
+  shared = parameters_and_flops.flops_per_token(config, 128)
+  unshared = parameters_and_flops.flops_per_token(
       dataclasses.replace(config, share_parameters="none"), 128)
   assert shared == unshared
-  doubled = model_summary.flops_per_token(
+  doubled = parameters_and_flops.flops_per_token(
       dataclasses.replace(config, inner_group_num=2), 128)
   assert doubled["encoder_forward"] > 1.99 * shared["encoder_forward"]
 
@@ -38,7 +39,7 @@ def test_breakdown_rows(tiny_config):
   config = dataclasses.replace(tiny_config, num_hidden_layers=4,
                                num_hidden_groups=2,
                                share_parameters="attention")
-  rows = dict(model_summary.parameter_breakdown(AlbertEncoder(config)))
+  rows = dict(parameters_and_flops.parameter_breakdown(AlbertEncoder(config)))
   # Two shared attention sublayers (one per group), four per-layer FFNs.
   assert sorted(k for k in rows if "attention" in k) == [
       "group_0_inner_0_attention", "group_1_inner_0_attention"]

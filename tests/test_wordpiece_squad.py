@@ -134,7 +134,7 @@ def test_chinese_squad_learns_and_exports(zh_squad, tmp_path):
 @pytest.mark.parametrize("do_lower_case", [True, False])
 def test_in_graph_offsets_equal_python(multilingual_lines, wordpiece_kit,
                                        do_lower_case):
-  from albert_tf.exports.squad_wordpiece import WordPieceSquadServing
+  from albert_tf.exports.squad_serving_wordpiece import WordPieceSquadServing
   tokens = wordpiece_kit.bert_layout(wordpiece_kit.learn(do_lower_case))
   tokenizer = wp.WordPieceTokenizer(None, do_lower_case=do_lower_case,
                                     tokens=tokens)

@@ -113,8 +113,8 @@ def main(argv):
     from albert_tf.checkpoints import wordpiece_files
     wordpiece_files.check_vocab_file(config, vocab_file)
   if FLAGS.output_format == "keras_hub":  # what the flags alone show
-    from albert_tf.checkpoints import keras_hub_preset
-    keras_hub_preset.check_output(
+    from albert_tf.checkpoints import keras_hub_preset_writer
+    keras_hub_preset_writer.check_output(
         config, FLAGS.output_checkpoint, spm_model_file,
         "wordpiece" if vocab_file else FLAGS.keras_hub_tokenizer)
   from albert_tf.checkpoints import converter

@@ -34,13 +34,14 @@ def main(argv):
   if FLAGS.max_seq_length <= 0:
     raise UserInputError(f"--max_seq_length must be positive, got "
                          f"{FLAGS.max_seq_length}")
-  from albert_tf import model_summary
+  from albert_tf import parameters_and_flops
   from albert_tf.networks.albert_encoder import AlbertEncoder
   logging.getLogger("tensorflow").setLevel(logging.ERROR)
   encoder = AlbertEncoder(config)
   print(f"{FLAGS.albert_config_file} "
         f"(share_parameters={config.share_parameters})")
-  print(model_summary.format_summary(config, encoder, FLAGS.max_seq_length))
+  print(parameters_and_flops.format_summary(config, encoder,
+                                            FLAGS.max_seq_length))
 
 
 def run():

@@ -4,9 +4,12 @@
 `load_weights_into`, `detect_format`. Behind it, one module per stage:
 `locate` (path and layout), `readers` (with `official_reader`,
 `huggingface_reader`, `object_readers`), `name_tables` + `mapping` (the
-declarative name tables and their strict use), `our_variables`, `writers`,
-`loading`; `configs` converts configs (albert_config.json / Hugging Face
-config.json), `keras_hub_preset` reads and writes keras-hub presets.
+declarative name tables and their strict use), `model_variables`, `writers`,
+`weight_loading`; `configs` converts configs (albert_config.json, Hugging Face
+and keras-hub config.json), `keras_hub_preset` reads keras-hub presets and
+`keras_hub_preset_writer` writes them (`keras_hub_vocabulary`,
+`keras_hub_wordpiece` for their tokenizers). `converter` is on top: no
+module of the package imports it.
 
 The converter's names are imported lazily, so that `configs` (what the
 tools read before anything else) loads without TensorFlow.

@@ -1,4 +1,4 @@
-"""Model configs in the official and Hugging Face spellings.
+"""Model configs in the official, Hugging Face and keras-hub spellings.
 
 `load_albert_config(path)` reads either an official `albert_config.json` or a
 Hugging Face `config.json` (recognised by `"model_type": "albert"` or its
@@ -6,10 +6,19 @@ Hugging Face `config.json` (recognised by `"model_type": "albert"` or its
 two: Hugging Face `gelu_new` (and `gelu_pytorch_tanh`) is the tanh GELU the
 official model calls `gelu`; Hugging Face `gelu` is the exact erf GELU, which
 we spell `gelu_exact`. Nothing is renamed silently the other way either.
+
+A keras-hub preset's `config.json` is an `AlbertBackbone` config
+(`config_from_keras_hub`, `backbone_kwargs`); `albert_tf.json` next to it
+(`KERAS_HUB_EXTRA_FILE`, `read_keras_hub_extra`) holds what keras-hub's
+config cannot: both dropout rates and the initializer range. keras-hub can
+express only `share_parameters="all"` and the tanh GELU
+(`check_keras_hub_expressible`).
 """
 
-from typing import Any, Dict, Mapping
+import json
+from typing import Any, Dict, Mapping, Optional
 
+from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.config import read_config_json
@@ -20,6 +29,10 @@ _FROM_HF_ACT = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu",
 _TO_HF_ACT = {"gelu": "gelu_new", "gelu_new": "gelu_new",
               "gelu_pytorch_tanh": "gelu_new", "gelu_exact": "gelu",
               "relu": "relu", "tanh": "tanh", "linear": "linear"}
+
+# The keras-hub preset file with what keras-hub's config.json cannot hold.
+KERAS_HUB_EXTRA_FILE = "albert_tf.json"
+KERAS_HUB_BACKBONE = "AlbertBackbone"
 
 # AlbertConfig fields that Hugging Face spells the same way.
 _SHARED_KEYS = ("vocab_size", "embedding_size", "hidden_size",
@@ -99,11 +112,92 @@ def load_albert_config(path: str) -> AlbertConfig:
   values = read_config_json(path)
   if is_huggingface_config(values):
     return config_from_huggingface(values, source=path)
-  from albert_tf.checkpoints import keras_hub_preset
-  if keras_hub_preset.is_keras_hub_config(values):  # a preset's config.json
-    return keras_hub_preset.config_from_keras_hub(
-        values, keras_hub_preset.read_extra(path), source=path)
+  if is_keras_hub_config(values):  # a preset's config.json
+    return config_from_keras_hub(values, read_keras_hub_extra(path),
+                                 source=path)
   return AlbertConfig.from_json_file(path)
+
+
+def is_keras_hub_config(values: Mapping[str, Any]) -> bool:
+  """Whether a config.json dict is a keras-hub (Albert)Backbone config."""
+  return ("class_name" in values and "config" in values and
+          "keras_hub" in str(values.get("registered_name", "")) +
+          str(values.get("module", "")))
+
+
+def check_keras_hub_expressible(config: AlbertConfig) -> None:
+  """UserInputError unless keras-hub's AlbertBackbone can express `config`."""
+  problems = []
+  if config.share_parameters != "all":
+    problems.append(f"share_parameters={config.share_parameters!r} (keras-hub "
+                    "shares whole blocks in groups: only 'all')")
+  if config.hidden_act not in ("gelu", "gelu_new", "gelu_pytorch_tanh"):
+    problems.append(f"hidden_act={config.hidden_act!r} (keras-hub uses the "
+                    "tanh GELU, our 'gelu')")
+  if config.embedding_size == config.hidden_size:
+    problems.append(f"embedding_size == hidden_size ({config.hidden_size}): "
+                    "keras-hub always applies an embedding projection, this "
+                    "model has none")
+  if problems:
+    raise UserInputError("a keras-hub ALBERT preset cannot express this "
+                         "config: " + "; ".join(problems))
+
+
+def backbone_kwargs(config: AlbertConfig) -> Dict[str, Any]:
+  """keras_hub.models.AlbertBackbone arguments for `config`."""
+  check_keras_hub_expressible(config)
+  return dict(vocabulary_size=config.vocab_size,
+              num_layers=config.num_hidden_layers,
+              num_heads=config.num_attention_heads,
+              embedding_dim=config.embedding_size,
+              hidden_dim=config.hidden_size,
+              intermediate_dim=config.intermediate_size,
+              num_groups=config.num_hidden_groups,
+              num_inner_repetitions=config.inner_group_num,
+              dropout=config.hidden_dropout_prob,
+              max_sequence_length=config.max_position_embeddings,
+              num_segments=config.type_vocab_size)
+
+
+def config_from_keras_hub(values: Mapping[str, Any],
+                          extra: Optional[Mapping[str, Any]] = None,
+                          source: str = "config.json") -> AlbertConfig:
+  """AlbertConfig from a keras-hub backbone config (+ our albert_tf.json)."""
+  if values.get("class_name") != KERAS_HUB_BACKBONE:
+    raise UserInputError(f"{source}: a keras-hub {values.get('class_name')}, "
+                         f"not an {KERAS_HUB_BACKBONE}")
+  c = values["config"]
+  extra = extra or {}
+  try:
+    return AlbertConfig(
+        vocab_size=c["vocabulary_size"], embedding_size=c["embedding_dim"],
+        hidden_size=c["hidden_dim"], num_hidden_layers=c["num_layers"],
+        num_hidden_groups=c.get("num_groups", 1),
+        inner_group_num=c.get("num_inner_repetitions", 1),
+        num_attention_heads=c["num_heads"],
+        intermediate_size=c["intermediate_dim"], hidden_act="gelu",
+        hidden_dropout_prob=extra.get("hidden_dropout_prob",
+                                      c.get("dropout", 0.0)),
+        attention_probs_dropout_prob=extra.get(
+            "attention_probs_dropout_prob", c.get("dropout", 0.0)),
+        max_position_embeddings=c.get("max_sequence_length", 512),
+        type_vocab_size=c.get("num_segments", 2),
+        initializer_range=extra.get("initializer_range", 0.02))
+  except (KeyError, TypeError, ValueError) as e:
+    raise UserInputError(f"bad keras-hub AlbertBackbone config {source}: "
+                         f"{e!r}") from e
+
+
+def read_keras_hub_extra(config_file: str) -> Dict[str, Any]:
+  """albert_tf.json next to a preset's config.json, or {}."""
+  extra_file = file_io.join(file_io.dirname(config_file) or ".",
+                            KERAS_HUB_EXTRA_FILE)
+  if not file_io.exists(extra_file):
+    return {}
+  try:
+    return json.loads(file_io.read_text(extra_file))
+  except ValueError as e:
+    raise UserInputError(f"bad {extra_file}: {e}") from e
 
 
 def architecture_differences(a: AlbertConfig, b: AlbertConfig):

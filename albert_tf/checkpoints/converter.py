@@ -35,9 +35,10 @@ This module is the public face of the stages, one module each:
                    huggingface_reader, object_readers (ours, garden),
                    keras_hub_preset
   name_tables, mapping   the declarative name tables and their strict use
-  our_variables    our Keras models' variables by canonical name
-  writers          ours, official, huggingface (keras_hub_preset: presets)
-  loading          `load_weights_into` and its `LoadReport`
+  model_variables  our Keras models' variables by canonical name
+  writers          ours, official, huggingface (keras_hub_preset_writer:
+                   presets)
+  weight_loading   `load_weights_into` and its `LoadReport`
 """
 
 from typing import Optional
@@ -47,19 +48,20 @@ from albert_common.errors import UserInputError
 from albert_common.run_constants import INPUT_FORMATS
 from albert_common.run_constants import OUTPUT_FORMATS
 from albert_tf.checkpoints import keras_hub_preset
+from albert_tf.checkpoints import keras_hub_preset_writer
 from albert_tf.checkpoints import keras_hub_wordpiece
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints import wordpiece_files
-from albert_tf.checkpoints.loading import LoadReport
-from albert_tf.checkpoints.loading import load_weights_into
 from albert_tf.checkpoints.locate import detect_format
 from albert_tf.checkpoints.locate import resolve_path
 from albert_tf.checkpoints.mapping import map_from_ours
 from albert_tf.checkpoints.mapping import map_to_ours
+from albert_tf.checkpoints.model_variables import canonical_variables
 from albert_tf.checkpoints.object_readers import build_garden_encoder
-from albert_tf.checkpoints.our_variables import canonical_variables
 from albert_tf.checkpoints.readers import Weights
 from albert_tf.checkpoints.readers import read_weights
+from albert_tf.checkpoints.weight_loading import LoadReport
+from albert_tf.checkpoints.weight_loading import load_weights_into
 from albert_tf.checkpoints.writers import write_huggingface
 from albert_tf.checkpoints.writers import write_official
 from albert_tf.checkpoints.writers import write_ours
@@ -95,11 +97,41 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     output_format: one of OUTPUT_FORMATS.
     input_format: one of INPUT_FORMATS.
     spm_model_file, do_lower_case, keras_hub_tokenizer: the tokenizer, for
-      keras_hub output (keras_hub_preset.write_preset).
+      keras_hub output (keras_hub_preset_writer.write_preset).
     vocab_file: a WordPiece vocab.txt (used when spm_model_file is not
       given, as officially), written with the output (wordpiece_files):
       beside an ours / official checkpoint, as a BertTokenizer in a Hugging
       Face folder, as keras-hub's BertTokenizer in a preset.
+
+  Example: one of our pretraining checkpoints to a Hugging Face folder and
+  back into an encoder.
+
+  >>> import os, tempfile
+  >>> import numpy as np
+  >>> import tensorflow as tf
+  >>> from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
+  >>> from albert_tf.checkpoints import converter
+  >>> config = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32,
+  ...                       num_hidden_layers=2, num_attention_heads=2,
+  ...                       intermediate_size=64, max_position_embeddings=8)
+  >>> pretrainer = AlbertPretrainer(AlbertEncoder(config))
+  >>> folder = tempfile.mkdtemp()
+  >>> prefix = tf.train.Checkpoint(model=pretrainer).write(
+  ...     os.path.join(folder, "ckpt"))
+  >>> converter.detect_format(prefix)
+  'ours'
+  >>> hf_dir = os.path.join(folder, "hf")
+  >>> line = converter.convert_checkpoint(config, prefix, hf_dir, "huggingface")
+  >>> line.split(" from ")[0]
+  'converted 32 variables (heads: masked_lm, sentence_order)'
+  >>> sorted(os.listdir(hf_dir))
+  ['config.json', 'model.safetensors']
+  >>> encoder = AlbertEncoder(config)
+  >>> converter.load_weights_into(encoder, hf_dir).format
+  'huggingface'
+  >>> np.array_equal(encoder.get_embedding_table(),
+  ...                pretrainer.encoder.get_embedding_table())
+  True
   """
   from data_pipeline.wordpiece_tokenization import resolve_vocabulary
   spm_model_file, vocab_file = resolve_vocabulary(spm_model_file, vocab_file)
@@ -113,7 +145,7 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     # Fail on an inexpressible config before reading anything.
     name_tables.table_for(output_format, config)
   if output_format == "keras_hub":
-    keras_hub_preset.check_output(
+    keras_hub_preset_writer.check_output(
         config, output_checkpoint, spm_model_file,
         "wordpiece" if tokens is not None else keras_hub_tokenizer)
 
@@ -130,7 +162,7 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
         weights.arrays, config, output_checkpoint, tokens, do_lower_case)
     tokens = None  # In the preset.
   elif output_format == "keras_hub":
-    where = keras_hub_preset.write_preset(
+    where = keras_hub_preset_writer.write_preset(
         weights.arrays, config, output_checkpoint, spm_model_file,
         do_lower_case=do_lower_case, keras_hub_tokenizer=keras_hub_tokenizer)
   else:

@@ -40,8 +40,12 @@ Differences in numerics: keras-hub's masked-LM head LayerNorm has epsilon
 
 Reading a preset is strict as every reader here: each keras-hub variable
 must map, each encoder variable be present, each shape agree; all
-violations are listed in one UserInputError. Writing needs keras-hub
-(Keras 3), imported only then (albert_tf.keras3.preset_io).
+violations are listed in one UserInputError.
+
+This module holds the name table and the reading side (`read_preset`, and
+`write_companions` for the checkpoint it becomes); keras_hub_preset_writer
+writes presets. The weights files need keras-hub (Keras 3), imported only
+then (albert_tf.keras3.preset_io).
 """
 
 import base64
@@ -50,103 +54,24 @@ import json
 import os
 import shutil
 import tempfile
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import keras_hub_vocabulary
+from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
 from albert_tf.config import AlbertConfig
 
-EXTRA_FILE = "albert_tf.json"
 VOCABULARY_FILE = "assets/tokenizer/vocabulary.spm"
-_CLASS = "AlbertBackbone"
 
-
-# --- Configs -----------------------------------------------------------------
-
-
-def is_keras_hub_config(values: Mapping[str, Any]) -> bool:
-  """Whether a config.json dict is a keras-hub (Albert)Backbone config."""
-  return ("class_name" in values and "config" in values and
-          "keras_hub" in str(values.get("registered_name", "")) +
-          str(values.get("module", "")))
-
-
-def check_expressible(config: AlbertConfig) -> None:
-  """UserInputError unless keras-hub's AlbertBackbone can express `config`."""
-  problems = []
-  if config.share_parameters != "all":
-    problems.append(f"share_parameters={config.share_parameters!r} (keras-hub "
-                    "shares whole blocks in groups: only 'all')")
-  if config.hidden_act not in ("gelu", "gelu_new", "gelu_pytorch_tanh"):
-    problems.append(f"hidden_act={config.hidden_act!r} (keras-hub uses the "
-                    "tanh GELU, our 'gelu')")
-  if config.embedding_size == config.hidden_size:
-    problems.append(f"embedding_size == hidden_size ({config.hidden_size}): "
-                    "keras-hub always applies an embedding projection, this "
-                    "model has none")
-  if problems:
-    raise UserInputError("a keras-hub ALBERT preset cannot express this "
-                         "config: " + "; ".join(problems))
-
-
-def backbone_kwargs(config: AlbertConfig) -> Dict[str, Any]:
-  """keras_hub.models.AlbertBackbone arguments for `config`."""
-  check_expressible(config)
-  return dict(vocabulary_size=config.vocab_size,
-              num_layers=config.num_hidden_layers,
-              num_heads=config.num_attention_heads,
-              embedding_dim=config.embedding_size,
-              hidden_dim=config.hidden_size,
-              intermediate_dim=config.intermediate_size,
-              num_groups=config.num_hidden_groups,
-              num_inner_repetitions=config.inner_group_num,
-              dropout=config.hidden_dropout_prob,
-              max_sequence_length=config.max_position_embeddings,
-              num_segments=config.type_vocab_size)
-
-
-def config_from_keras_hub(values: Mapping[str, Any],
-                          extra: Optional[Mapping[str, Any]] = None,
-                          source: str = "config.json") -> AlbertConfig:
-  """AlbertConfig from a keras-hub backbone config (+ our albert_tf.json)."""
-  if values.get("class_name") != _CLASS:
-    raise UserInputError(f"{source}: a keras-hub {values.get('class_name')}, "
-                         f"not an {_CLASS}")
-  c = values["config"]
-  extra = extra or {}
-  try:
-    return AlbertConfig(
-        vocab_size=c["vocabulary_size"], embedding_size=c["embedding_dim"],
-        hidden_size=c["hidden_dim"], num_hidden_layers=c["num_layers"],
-        num_hidden_groups=c.get("num_groups", 1),
-        inner_group_num=c.get("num_inner_repetitions", 1),
-        num_attention_heads=c["num_heads"],
-        intermediate_size=c["intermediate_dim"], hidden_act="gelu",
-        hidden_dropout_prob=extra.get("hidden_dropout_prob",
-                                      c.get("dropout", 0.0)),
-        attention_probs_dropout_prob=extra.get(
-            "attention_probs_dropout_prob", c.get("dropout", 0.0)),
-        max_position_embeddings=c.get("max_sequence_length", 512),
-        type_vocab_size=c.get("num_segments", 2),
-        initializer_range=extra.get("initializer_range", 0.02))
-  except (KeyError, TypeError, ValueError) as e:
-    raise UserInputError(f"bad keras-hub AlbertBackbone config {source}: "
-                         f"{e!r}") from e
-
-
-def read_extra(config_file: str) -> Dict[str, Any]:
-  """albert_tf.json next to a preset's config.json, or {}."""
-  extra_file = file_io.join(file_io.dirname(config_file) or ".", EXTRA_FILE)
-  if not file_io.exists(extra_file):
-    return {}
-  try:
-    return json.loads(file_io.read_text(extra_file))
-  except ValueError as e:
-    raise UserInputError(f"bad {extra_file}: {e}") from e
+# --keras_hub_tokenizer -> the tokenizer class the preset names.
+TOKENIZER_CLASSES = {"stock": "AlbertTokenizer",
+                     "official": "OfficialAlbertTokenizer",
+                     "wordpiece": "BertTokenizer"}
 
 
 # --- Names -------------------------------------------------------------------
@@ -154,7 +79,7 @@ def read_extra(config_file: str) -> Dict[str, Any]:
 
 def keras_hub_table(config: AlbertConfig) -> List[name_tables.Entry]:
   """Our canonical names <-> keras-hub variable paths (same shapes)."""
-  check_expressible(config)
+  configs.check_keras_hub_expressible(config)
   e = name_tables.Entry
   t = [e("embeddings/word_embeddings/embeddings", "token_embedding/embeddings"),
        e("embeddings/position_embeddings", "position_embedding/embeddings"),
@@ -202,39 +127,22 @@ def is_preset(path: str) -> bool:
   if not (file_io.isdir(path) and file_io.exists(config_file)):
     return False
   try:
-    return is_keras_hub_config(json.loads(file_io.read_text(config_file)))
+    values = json.loads(file_io.read_text(config_file))
   except ValueError:
     return False
+  return configs.is_keras_hub_config(values)
 
 
 def _download(path: str, local_dir: str) -> None:
-  """Copies the preset folder `path` (any filesystem) into `local_dir`."""
-  import tensorflow as tf
-  for folder, _, names in tf.io.gfile.walk(path):
-    rel = folder[len(path):].strip("/")
-    os.makedirs(os.path.join(local_dir, rel), exist_ok=True)
-    for name in names:
-      tf.io.gfile.copy(file_io.join(folder, name),
-                       os.path.join(local_dir, rel, name), overwrite=True)
-
-
-def _publish(local_dir: str, output_dir: str) -> None:
-  """Moves the finished local folder to `output_dir`, whole or not at all."""
-  import tensorflow as tf
-  staging = file_io.temp_name(output_dir)
-  file_io.rmtree(staging)
-  for folder, _, names in os.walk(local_dir):
-    rel = os.path.relpath(folder, local_dir)
-    target = staging if rel == "." else file_io.join(staging, rel)
-    file_io.makedirs(target)
-    for name in names:
-      tf.io.gfile.copy(os.path.join(folder, name), file_io.join(target, name),
-                       overwrite=True)
-  try:
-    # config.json last: it is what makes a folder a preset.
-    file_io.rename_tree(staging, output_dir, last=("config.json",))
-  finally:
-    file_io.rmtree(staging)
+  """Copies the preset folder `path` (any filesystem) into `local_dir`, a
+  private local folder."""
+  os.makedirs(local_dir, exist_ok=True)
+  for name in file_io.listdir(path):
+    source = file_io.join(path, name)
+    if file_io.isdir(source):
+      _download(source, os.path.join(local_dir, name))
+    else:
+      file_io.copy(source, os.path.join(local_dir, name))
 
 
 @dataclasses.dataclass
@@ -270,13 +178,12 @@ def read_preset(path: str, config: Optional[AlbertConfig] = None
     UserInputError: not a readable ALBERT preset, or any variable that does
       not map, is missing or has the wrong shape (all listed).
   """
-  from albert_tf.checkpoints import converter
   from albert_tf.keras3 import preset_io
   if not is_preset(path):
     raise UserInputError(f"{path} is not a keras-hub preset directory (no "
                          "config.json of a keras-hub backbone)")
-  extra = read_extra(file_io.join(path, "config.json"))
-  own_config = config_from_keras_hub(
+  extra = configs.read_keras_hub_extra(file_io.join(path, "config.json"))
+  own_config = configs.config_from_keras_hub(
       json.loads(file_io.read_text(file_io.join(path, "config.json"))),
       extra, source=file_io.join(path, "config.json"))
   config = config or own_config
@@ -293,9 +200,9 @@ def read_preset(path: str, config: Optional[AlbertConfig] = None
       raise UserInputError(f"cannot load keras-hub preset {path}: {e}") from e
   finally:
     shutil.rmtree(local_dir, ignore_errors=True)
-  arrays = converter.map_to_ours(source, keras_hub_table(config),
-                                 name_tables.our_shapes(config),
-                                 source_name=path, layout="keras-hub")
+  arrays = mapping.map_to_ours(source, keras_hub_table(config),
+                               name_tables.our_shapes(config),
+                               source_name=path, layout="keras-hub")
   if vocabulary is not None and "spm_normalizer_spec" in extra:
     vocabulary = keras_hub_vocabulary.original_vocabulary(
         vocabulary, base64.b64decode(extra["spm_normalizer_spec"]),
@@ -305,155 +212,6 @@ def read_preset(path: str, config: Optional[AlbertConfig] = None
       do_lower_case=extra.get("do_lower_case"),
       keep_accents=extra.get("keep_accents"),
       wordpiece=extra.get("tokenizer") == TOKENIZER_CLASSES["wordpiece"])
-
-
-# --keras_hub_tokenizer -> the tokenizer class the preset names.
-TOKENIZER_CLASSES = {"stock": "AlbertTokenizer",
-                     "official": "OfficialAlbertTokenizer",
-                     "wordpiece": "BertTokenizer"}
-
-
-def check_output(config: AlbertConfig, output_dir: str,
-                 spm_model_file: Optional[str],
-                 keras_hub_tokenizer: str = "stock") -> bytes:
-  """Checks a preset can be written (before any weights are read).
-
-  Returns:
-    The SentencePiece model's bytes.
-
-  Raises:
-    UserInputError: an inexpressible config, an existing output_dir, no or
-      an unreadable SentencePiece model.
-  """
-  check_expressible(config)
-  if keras_hub_tokenizer not in TOKENIZER_CLASSES:
-    raise UserInputError(
-        f"--keras_hub_tokenizer must be one of {sorted(TOKENIZER_CLASSES)}, "
-        f"got {keras_hub_tokenizer!r}")
-  if file_io.exists(output_dir):
-    raise UserInputError(f"--output_checkpoint {output_dir} already exists; "
-                         "a preset is written to a new directory")
-  if keras_hub_tokenizer == "wordpiece":
-    return b""
-  if not spm_model_file:
-    raise UserInputError("--output_format=keras_hub needs --spm_model_file "
-                         "or --vocab_file (the preset's tokenizer is built "
-                         "from it)")
-  try:
-    return file_io.read_bytes(spm_model_file)
-  except (OSError, ValueError) as e:
-    raise UserInputError(
-        f"cannot read SentencePiece model file {spm_model_file}: {e}") from e
-
-
-# Measured on tests' English corpus (stdlib docstrings, 2000-piece model):
-# lines whose ids from keras-hub's stock AlbertTokenizer differ from the
-# official tokenization (tests/test_keras_hub_preset.py asserts these).
-STOCK_DIFFERENCES = ("its ids differ from the official tokenization on 8 of "
-                     "3536 lines of our English test corpus (a digit before "
-                     "a comma, e.g. \"1,000,\"), and in tf.data on 6 more "
-                     "(exact Viterbi ties broken another way)")
-
-
-def write_preset(arrays: Dict[str, np.ndarray], config: AlbertConfig,
-                 output_dir: str, spm_model_file: str,
-                 do_lower_case: bool = True,
-                 keep_accents: bool = False,
-                 keras_hub_tokenizer: str = "stock") -> str:
-  """Writes a keras-hub preset directory; returns a one-line description.
-
-  Args:
-    arrays: canonical name -> array, as `converter.read_weights` gives.
-    config: the model's AlbertConfig.
-    output_dir: the preset directory (any filesystem); must not exist.
-    spm_model_file: the SentencePiece model the checkpoint was trained with.
-    do_lower_case, keep_accents: how that model is used (written into the
-      preset's tokenizer).
-    keras_hub_tokenizer: "stock" (keras-hub's AlbertTokenizer: the preset
-      loads and fine-tunes with keras-hub alone, its ids differ from the
-      official tokenization on a few lines, STOCK_DIFFERENCES) or
-      "official" (albert_tf.keras3.OfficialAlbertTokenizer: the official ids
-      on every path; loading needs `import albert_tf.keras3`).
-
-  Raises:
-    UserInputError: an inexpressible config, an existing output_dir, an
-      unreadable or too large SentencePiece model.
-  """
-  if keras_hub_tokenizer == "wordpiece":
-    raise ValueError("a WordPiece preset: use write_wordpiece_preset")
-  model_proto = check_output(config, output_dir, spm_model_file,
-                             keras_hub_tokenizer)
-  try:
-    vocabulary, unused = keras_hub_vocabulary.preset_vocabulary(
-        model_proto, do_lower_case, keep_accents)
-  except UserInputError as e:
-    raise UserInputError(f"{spm_model_file}: {e}") from e
-  pieces = len(keras_hub_vocabulary._parse(model_proto).pieces)
-  if pieces > config.vocab_size:
-    raise UserInputError(
-        f"SentencePiece model {spm_model_file} has {pieces} pieces, more than "
-        f"the config's vocab_size ({config.vocab_size})")
-  extra = dict(
-      format="albert_tf keras-hub preset", do_lower_case=bool(do_lower_case),
-      keep_accents=bool(keep_accents),
-      hidden_dropout_prob=config.hidden_dropout_prob,
-      attention_probs_dropout_prob=config.attention_probs_dropout_prob,
-      initializer_range=config.initializer_range,
-      spm_normalizer_spec=base64.b64encode(
-          keras_hub_vocabulary.normalizer_spec_of(model_proto)).decode("ascii"),
-      unused_piece_ids=unused,
-      tokenizer=TOKENIZER_CLASSES[keras_hub_tokenizer])
-  save_and_publish(arrays, config, output_dir, vocabulary, keras_hub_tokenizer,
-                   extra, do_lower_case)
-  dropped, task = heads_note(arrays)
-  if keras_hub_tokenizer == "official":
-    tokenizer = (f"OfficialAlbertTokenizer ({len(unused)} digit-comma pieces "
-                 "re-split by the official rule; loading needs "
-                 "`import albert_tf.keras3`)")
-  else:
-    tokenizer = (f"keras-hub's AlbertTokenizer (loads with keras-hub alone; "
-                 f"{len(unused)} digit-comma pieces unused; "
-                 f"{STOCK_DIFFERENCES}; --keras_hub_tokenizer=official for "
-                 "the exact ids)")
-  return (f"keras-hub preset {output_dir}: AlbertBackbone{task}, "
-          f"{tokenizer}{dropped}")
-
-
-def save_and_publish(arrays: Dict[str, np.ndarray], config: AlbertConfig,
-                     output_dir: str, vocabulary, tokenizer_kind: str,
-                     extra: Dict[str, Any], do_lower_case: bool) -> None:
-  """Saves the preset (preset_io.save_preset) in a private local folder
-  with `extra` as albert_tf.json, then publishes it at `output_dir`."""
-  from albert_tf.checkpoints import mapping
-  from albert_tf.keras3 import preset_io
-  kept = {n: a for n, a in arrays.items()
-          if not n.startswith("sentence_order/")}
-  theirs = mapping.map_from_ours(kept, keras_hub_table(config))
-  local_dir = tempfile.mkdtemp(prefix="albert-keras-hub-")
-  try:
-    preset_io.save_preset(local_dir, backbone_kwargs(config), theirs,
-                          vocabulary,
-                          sequence_length=min(512,
-                                              config.max_position_embeddings),
-                          tokenizer_kind=tokenizer_kind,
-                          do_lower_case=do_lower_case)
-    with open(os.path.join(local_dir, EXTRA_FILE), "w", encoding="utf-8") as f:
-      json.dump(extra, f, indent=2)
-      f.write("\n")
-    try:
-      _publish(local_dir, output_dir)
-    except OSError as e:
-      raise UserInputError(f"cannot write preset {output_dir}: {e}") from e
-  finally:
-    shutil.rmtree(local_dir, ignore_errors=True)
-
-
-def heads_note(arrays: Dict[str, np.ndarray]):
-  """(what was left out, the task written) for the conversion's line."""
-  heads = {n.split("/")[0] for n in arrays if name_tables.is_head(n)}
-  dropped = (" (sentence_order head left out: keras-hub has no sentence-order "
-             "task)" if "sentence_order" in heads else "")
-  return dropped, " + AlbertMaskedLM task" if "masked_lm" in heads else ""
 
 
 def write_companions(contents: PresetContents, output_prefix: str) -> str:

@@ -215,6 +215,11 @@ def normalizer_spec_of(model_proto: bytes) -> bytes:
   return _parse(model_proto).normalizer_spec.SerializeToString()
 
 
+def piece_count(model_proto: bytes) -> int:
+  """The number of pieces of a serialized SentencePiece model."""
+  return len(_parse(model_proto).pieces)
+
+
 def encoding_vocabulary(preset_proto: bytes) -> bytes:
   """The model our keras-hub tokenizer encodes with: the preset's, with its
   unused digit-comma pieces used again (the official rule then re-splits

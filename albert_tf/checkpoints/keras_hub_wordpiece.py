@@ -3,7 +3,7 @@
 `AlbertBackbone` with keras-hub's own `BertTokenizer` over the vocab.txt,
 so `AlbertTextClassifier.from_preset` loads and fine-tunes on raw strings
 with keras-hub alone; the rest of the preset is written as for SentencePiece
-models (`keras_hub_preset.save_and_publish`).
+models (`keras_hub_preset_writer.save_and_publish`).
 """
 
 from typing import Dict, List
@@ -11,6 +11,7 @@ from typing import Dict, List
 import numpy as np
 
 from albert_tf.checkpoints import keras_hub_preset
+from albert_tf.checkpoints import keras_hub_preset_writer
 from albert_tf.config import AlbertConfig
 
 # Measured on the WordPiece tests' multilingual text (tests/conftest.py,
@@ -36,7 +37,7 @@ def write_wordpiece_preset(arrays: Dict[str, np.ndarray],
   Raises:
     UserInputError: an inexpressible config or an existing output_dir.
   """
-  keras_hub_preset.check_output(config, output_dir, None, "wordpiece")
+  keras_hub_preset_writer.check_output(config, output_dir, None, "wordpiece")
   extra = dict(
       format="albert_tf keras-hub preset", do_lower_case=bool(do_lower_case),
       keep_accents=not do_lower_case,
@@ -44,9 +45,10 @@ def write_wordpiece_preset(arrays: Dict[str, np.ndarray],
       attention_probs_dropout_prob=config.attention_probs_dropout_prob,
       initializer_range=config.initializer_range,
       tokenizer=keras_hub_preset.TOKENIZER_CLASSES["wordpiece"])
-  keras_hub_preset.save_and_publish(arrays, config, output_dir, tokens,
-                                    "wordpiece", extra, do_lower_case)
-  dropped, task = keras_hub_preset.heads_note(arrays)
+  keras_hub_preset_writer.save_and_publish(arrays, config, output_dir,
+                                           tokens, "wordpiece", extra,
+                                           do_lower_case)
+  dropped, task = keras_hub_preset_writer.heads_note(arrays)
   return (f"keras-hub preset {output_dir}: AlbertBackbone{task}, "
           f"keras-hub's BertTokenizer (loads with keras-hub alone; "
           f"{WORDPIECE_DIFFERENCES}){dropped}")

@@ -21,8 +21,8 @@ import tensorflow as tf
 
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import mapping
+from albert_tf.checkpoints import model_variables
 from albert_tf.checkpoints import name_tables
-from albert_tf.checkpoints import our_variables
 from albert_tf.config import AlbertConfig
 
 # Keras models (ours: tf_keras; Model Garden's) are imported where used, so
@@ -78,7 +78,7 @@ def read_ours(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
                                 tf.train.Checkpoint(**{root_name: model}))
   if not any(problems):
     _restore(prefix, root_name, model)
-    return our_variables.canonical_arrays(model)
+    return model_variables.canonical_arrays(model)
   if root_name == "model" and not problems[2]:
     # Another model holding our encoder as `.encoder` (e.g. a fine-tuning
     # model): its encoder must be complete; its own heads are not ours.
@@ -86,7 +86,7 @@ def read_ours(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
       _restore(prefix, "model", tf.train.Checkpoint(encoder=encoder))
       logging.warning("%s is not an AlbertPretrainer checkpoint; read its "
                       "encoder only", prefix)
-      return our_variables.canonical_arrays(encoder)
+      return model_variables.canonical_arrays(encoder)
     except (AssertionError, ValueError, tf.errors.OpError):
       pass
   raise mapping.misfit_error(prefix, f"ours ({root_name}/)", *problems)

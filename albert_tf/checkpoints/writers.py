@@ -1,6 +1,6 @@
 """Writes canonical arrays in our, the official TF1 and Hugging Face layouts.
 
-(keras-hub presets: keras_hub_preset.write_preset.) Outputs may be on any
+(keras-hub presets: keras_hub_preset_writer.write_preset.) Outputs may be on any
 TensorFlow filesystem; every file is written under a temporary name and
 renamed, so no half-written checkpoint appears under the final name.
 """
@@ -16,8 +16,8 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import mapping
+from albert_tf.checkpoints import model_variables
 from albert_tf.checkpoints import name_tables
-from albert_tf.checkpoints import our_variables
 from albert_tf.config import AlbertConfig
 
 
@@ -109,7 +109,7 @@ def write_ours(arrays: Dict[str, np.ndarray], config: AlbertConfig,
                output_prefix: str) -> str:
   """tf.train.Checkpoint(model=AlbertPretrainer) when both heads are there,
   else tf.train.Checkpoint(encoder=AlbertEncoder). Returns the root name."""
-  # tf_keras is loaded on use (see our_variables).
+  # tf_keras is loaded on use (see model_variables).
   from albert_tf.models.albert_pretrainer import AlbertPretrainer
   from albert_tf.networks.albert_encoder import AlbertEncoder
   encoder = AlbertEncoder(config)
@@ -121,7 +121,7 @@ def write_ours(arrays: Dict[str, np.ndarray], config: AlbertConfig,
       logging.warning("only the %s head is present; writing the encoder "
                       "alone (our pretrainer has both heads)", heads)
     model, root = encoder, "encoder"
-  variables = our_variables.canonical_variables(model)
+  variables = model_variables.canonical_variables(model)
   missing = sorted(set(variables) - set(arrays))
   if missing:
     raise UserInputError(f"cannot write our checkpoint, missing: {missing}")

@@ -5,17 +5,21 @@
   preprocessor.py  the raw strings -> encoder inputs model inside them
   endpoints.py     the one-argument endpoints Keras 3's TFSMLayer calls
   classifier.py    `export_classifier`: a fine-tuned GLUE model, raw text in
-  squad.py         `export_squad`: a fine-tuned SQuAD model, raw strings in
-  race.py          `export_race`: a fine-tuned RACE model, raw strings in
+  squad_export.py  `export_squad`: a fine-tuned SQuAD model, raw strings in
+  squad_serving.py the in-graph pipeline inside it (SquadServing), with
+                   squad_serving_context (the context's pieces and their
+                   characters) and squad_serving_wordpiece (WordPiece)
+  race_serving.py  `export_race`: a fine-tuned RACE model, raw strings in
   token_ids.py     the `token_ids` signature each of those carries too
   tflite.py        `export_tflite`: a token-ids signature as a LiteRT file
   litert.py        running one with ai_edge_litert's interpreter
   tflite_runner.py raw text -> labels / answers with a LiteRT file
   tflite_eval.py   parity, top-class agreement, task metrics of those files
   tflite_report.py tools.export_tflite's run: convert, write, verify, report
-  staging.py       build under a hidden name, publish atomically, assets
+  atomic_export.py build under a hidden name, publish atomically, assets
   options.py       checks of the export arguments (imports no TensorFlow)
-  loading.py       `load_saved_model`, `hub_layer`: reload any of them
+  saved_model_loading.py  `load_saved_model`, `hub_layer`: reload any of
+                   them
 
 The public functions are importable from here (`from albert_tf.exports
 import load_saved_model`); they load lazily, so `exports.options` stays
@@ -27,11 +31,11 @@ import importlib
 _LAZY = {
     "export_savedmodel": "albert_tf.exports.encoder",
     "export_classifier": "albert_tf.exports.classifier",
-    "export_squad": "albert_tf.exports.squad",
-    "export_race": "albert_tf.exports.race",
+    "export_squad": "albert_tf.exports.squad_export",
+    "export_race": "albert_tf.exports.race_serving",
     "export_tflite": "albert_tf.exports.tflite",
-    "load_saved_model": "albert_tf.exports.loading",
-    "hub_layer": "albert_tf.exports.loading",
+    "load_saved_model": "albert_tf.exports.saved_model_loading",
+    "hub_layer": "albert_tf.exports.saved_model_loading",
 }
 
 __all__ = sorted(_LAZY)

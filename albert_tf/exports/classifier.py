@@ -25,7 +25,7 @@ from typing import Optional, Sequence, Tuple
 import tensorflow as tf
 import tf_keras
 
-from albert_tf.exports import staging
+from albert_tf.exports import atomic_export
 from albert_tf.exports import token_ids
 from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.exports.options import check_export_dir_free
@@ -110,7 +110,7 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
         token_ids.TOKEN_IDS: token_ids.token_ids_signature(
             serving.classify_ids)}
 
-  return staging.save_serving_model(
+  return atomic_export.save_serving_model(
       export_dir, spm_model_file or vocab_file, build, albert_config_file,
       text_assets=[("labels_file", "labels.txt", labels_text)],
       vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")

@@ -49,9 +49,9 @@ from albert_common import file_io
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
+from albert_tf.exports import atomic_export
 from albert_tf.exports import endpoints
 from albert_tf.exports import options
-from albert_tf.exports import staging
 from albert_tf.exports.preprocessor import build_preprocessor
 from albert_tf.exports.preprocessor import preprocessor_signatures
 
@@ -171,7 +171,7 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
     raise UserInputError(f"--with_mlm: {init_checkpoint} has no masked-LM "
                          "head (cls/predictions)")
 
-  with staging.staging_dir(export_dir) as (tmp_dir, assets):
+  with atomic_export.staging_dir(export_dir) as (tmp_dir, assets):
     # Asset files are copied into the SavedModels' assets/ directories.
     vocab_copy = file_io.join(assets, file_io.basename(vocabulary))
     file_io.copy(vocabulary, vocab_copy)
@@ -199,7 +199,8 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
                       signatures=preprocessor_signatures(preprocessor,
                                                          buckets))
     file_io.rmtree(assets)
-    file_io.rename_tree(tmp_dir, export_dir, last=staging.SAVED_MODEL_LAST)
+    file_io.rename_tree(tmp_dir, export_dir,
+                        last=atomic_export.SAVED_MODEL_LAST)
   buckets_text = (f", length buckets {','.join(map(str, buckets))}"
                   if len(buckets) > 1 else "")
   return (f"exported {report.format} checkpoint {report.path} to "

@@ -40,7 +40,7 @@ from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_common.errors import UserInputError
 from albert_tf.exports import options
 from albert_tf.exports import token_ids
-from albert_tf.exports.loading import load_saved_model
+from albert_tf.exports.saved_model_loading import load_saved_model
 from albert_tf.exports.tflite_runner import description_path
 
 # The encoder's serving_default outputs kept (the rest repeat them per layer).

@@ -7,10 +7,11 @@ directory and plain numpy arrays keyed by keras-hub variable paths
 "mlm_head/output_bias").
 """
 
-import os
 from typing import Dict, Optional, Tuple
 
 import numpy as np
+
+from albert_common import file_io
 
 MLM_PREFIX = "mlm_head/"
 
@@ -117,14 +118,14 @@ def load_preset(local_dir: str
   import json
 
   import keras_hub
-  task_file = os.path.join(local_dir, "task.json")
+  task_file = file_io.join(local_dir, "task.json")
   model = None
-  if (os.path.exists(task_file) and
-      os.path.exists(os.path.join(local_dir, "task.weights.h5"))):
-    with open(task_file, encoding="utf-8") as f:
-      if "AlbertMaskedLM" in json.load(f).get("class_name", ""):
-        model = keras_hub.models.AlbertMaskedLM.from_preset(local_dir)
-        backbone = model.backbone
+  if (file_io.exists(task_file) and
+      file_io.exists(file_io.join(local_dir, "task.weights.h5"))):
+    task = json.loads(file_io.read_text(task_file))
+    if "AlbertMaskedLM" in task.get("class_name", ""):
+      model = keras_hub.models.AlbertMaskedLM.from_preset(local_dir)
+      backbone = model.backbone
   if model is None:
     backbone = keras_hub.models.AlbertBackbone.from_preset(local_dir)
   arrays = {v.path: np.asarray(v.numpy(), np.float32)
@@ -134,8 +135,7 @@ def load_preset(local_dir: str
                    for v in model.weights if v.path.startswith(MLM_PREFIX)})
   vocabulary = None
   for name in ("vocabulary.spm", "vocabulary.txt"):  # SentencePiece, WordPiece
-    vocab_file = os.path.join(local_dir, "assets", "tokenizer", name)
-    if os.path.exists(vocab_file):
-      with open(vocab_file, "rb") as f:
-        vocabulary = f.read()
+    vocab_file = file_io.join(local_dir, "assets", "tokenizer", name)
+    if file_io.exists(vocab_file):
+      vocabulary = file_io.read_bytes(vocab_file)
   return backbone.get_config(), arrays, vocabulary

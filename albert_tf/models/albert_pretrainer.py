@@ -29,6 +29,32 @@ class AlbertPretrainer(EncoderModelConfig, tf_keras.Model):
 
   The encoder runs with `output_positions`: its last block is computed only
   at [CLS] and the masked positions, which is all the heads read.
+
+  Example:
+
+  >>> import numpy as np
+  >>> from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
+  >>> config = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32,
+  ...                       num_hidden_layers=2, num_attention_heads=2,
+  ...                       intermediate_size=64, max_position_embeddings=8)
+  >>> pretrainer = AlbertPretrainer(AlbertEncoder(config))
+  >>> outputs = pretrainer(dict(
+  ...     input_word_ids=np.array([[2, 4, 16, 4, 3, 0, 0, 0]]),
+  ...     input_mask=np.array([[1, 1, 1, 1, 1, 0, 0, 0]]),
+  ...     input_type_ids=np.zeros((1, 8), np.int32),
+  ...     masked_lm_positions=np.array([[1, 3]])))
+  >>> outputs["mlm_logits"].shape  # [batch, P, V]
+  TensorShape([1, 2, 100])
+  >>> outputs["sop_logits"].shape, outputs["pooled_output"].shape
+  (TensorShape([1, 2]), TensorShape([1, 32]))
+
+  The masked-LM decoder is the encoder's word-embedding table:
+
+  >>> table = pretrainer.encoder.get_embedding_table()
+  >>> table.shape  # [V, E]
+  TensorShape([100, 16])
+  >>> sum(v is table for v in pretrainer.trainable_variables)
+  1
   """
 
   def __init__(self, encoder: AlbertEncoder, **kwargs):
@@ -43,7 +69,7 @@ class AlbertPretrainer(EncoderModelConfig, tf_keras.Model):
     mlm_head = MaskedLMHead(
         encoder.embedding_layer, hidden_act=config.hidden_act,
         initializer_range=config.initializer_range,
-        dtype=encoder._dtype_arg, name="masked_lm")
+        dtype=encoder.get_config()["dtype"], name="masked_lm")
     sop_head = SentenceOrderHead(config.initializer_range,
                                  name="sentence_order")
     outputs = dict(

@@ -52,6 +52,41 @@ class AlbertEncoder(tf_keras.Model):
       sequence_output gathered at output_positions.
   This skips most of a layer's work: for ALBERT-base at sequence 128 with
   20 predictions, about 70% of one of the 12 layers.
+
+  Example:
+
+  >>> import numpy as np
+  >>> import tensorflow as tf
+  >>> from albert_tf import AlbertConfig, AlbertEncoder
+  >>> config = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32,
+  ...                       num_hidden_layers=2, num_attention_heads=2,
+  ...                       intermediate_size=64, max_position_embeddings=8)
+  >>> encoder = AlbertEncoder(config)
+  >>> inputs = dict(input_word_ids=np.array([[2, 15, 16, 17, 3, 0, 0, 0]]),
+  ...               input_mask=np.array([[1, 1, 1, 1, 1, 0, 0, 0]]),
+  ...               input_type_ids=np.zeros((1, 8), np.int32))
+  >>> outputs = encoder(inputs)
+  >>> outputs["sequence_output"].shape, outputs["pooled_output"].shape
+  (TensorShape([1, 8, 32]), TensorShape([1, 32]))
+  >>> len(outputs["encoder_outputs"])  # one per layer
+  2
+
+  With `output_positions`, the last block only where pretraining reads:
+
+  >>> at = encoder(inputs, output_positions=np.array([[1, 3]]))
+  >>> at["sequence_output_at_positions"].shape
+  TensorShape([1, 2, 32])
+  >>> expected = tf.gather(outputs["sequence_output"], [1, 3], axis=1)
+  >>> np.allclose(at["sequence_output_at_positions"], expected, atol=1e-5)
+  True
+
+  One block shared by every layer (share_parameters="all", one group): the
+  trainable variables do not grow with the number of layers.
+
+  >>> deeper = AlbertEncoder(AlbertConfig.from_dict(
+  ...     dict(config.to_dict(), num_hidden_layers=4)))
+  >>> len(deeper.trainable_variables) == len(encoder.trainable_variables)
+  True
   """
 
   def __init__(self, config: Union[AlbertConfig, Dict],

@@ -82,7 +82,7 @@ def build_encoder(params: FinetuningParams, config: AlbertConfig):
   """An AlbertEncoder in the run's dtype, or the exported encoder as a
   trainable hub.KerasLayer. Call inside the strategy's scope."""
   if params.init_savedmodel:
-    from albert_tf.exports.loading import hub_layer
+    from albert_tf.exports.saved_model_loading import hub_layer
     layer = hub_layer(params.init_savedmodel, trainable=True, name="encoder")
     logging.info("loaded %d variables (%d trainable) from the exported "
                  "encoder %s", len(layer.variables),

@@ -67,7 +67,8 @@ def run_race(run: finetuning_params.PreparedOrParams,
   With `options.export_dir`, the best checkpoint is also exported as a
   SavedModel
   answering raw article / question / options strings
-  (albert_tf.exports.race); under --strategy=multi_worker by the chief only.
+  (albert_tf.exports.race_serving); under --strategy=multi_worker by the
+  chief only.
 
   Returns the eval results (accuracy, accuracy_middle, accuracy_high, ...).
   """
@@ -151,8 +152,9 @@ def _predict_test(runner: finetuning_runner.FinetuningRunner, test: RaceData,
 def _export(runner: finetuning_runner.FinetuningRunner,
             params: finetuning_params.FinetuningParams, options: RaceOptions,
             export_dir: str) -> None:
-  """The best checkpoint as a raw-text SavedModel (albert_tf.exports.race)."""
-  from albert_tf.exports import race as race_export
+  """The best checkpoint as a raw-text SavedModel
+  (albert_tf.exports.race_serving)."""
+  from albert_tf.exports import race_serving as race_export
   runner.restore_best()
   race_export.export_race(
       runner.model, export_dir, params.spm_model_file,

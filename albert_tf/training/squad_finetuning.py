@@ -153,9 +153,9 @@ def run_squad(run: finetuning_params.PreparedOrParams,
   null_score_diff_threshold), predictions.json, nbest_predictions.json,
   null_odds.json (v2.0), plus the runner's checkpoints and summaries.
   With `options.export_dir`, the best checkpoint is also exported as a
-  SavedModel
-  answering raw question / context strings (albert_tf.exports.squad), with
-  the null-odds threshold of predictions.json; under
+  SavedModel answering raw question / context strings
+  (albert_tf.exports.squad_export), with the null-odds threshold of
+  predictions.json; under
   --strategy=multi_worker by the chief only.
   """
   run = finetuning_params.prepared(run)
@@ -240,7 +240,8 @@ def _predict(runner: finetuning_runner.FinetuningRunner, data: SquadData,
 
 
 def _export(runner, params, options: SquadOptions, export_dir: str) -> None:
-  """The best checkpoint as a raw-text SavedModel (albert_tf.exports.squad)."""
+  """The best checkpoint as a raw-text SavedModel
+  (albert_tf.exports.squad_export)."""
   from albert_tf.exports import squad as squad_export
   runner.restore_best()
   threshold = _threshold(runner, options)  # the one predictions.json used

@@ -3,7 +3,7 @@
 `init_checkpoint` may be one of our checkpoints (a whole model or an encoder),
 a released google-research/albert TF1 checkpoint, a Hugging Face safetensors
 file or folder, or a Model Garden encoder checkpoint: the layout is detected
-by `albert_tf.checkpoints.converter`, which loads every encoder variable or
+by `albert_tf.checkpoints.weight_loading`, which loads every encoder variable or
 fails listing what does not match. Only weights are loaded, never optimizer
 state or the step.
 """
@@ -19,7 +19,7 @@ def warm_start(model, init_checkpoint: str) -> str:
     UserInputError: missing file, or a checkpoint of another architecture
       (the message lists every mismatched name and shape).
   """
-  # Imported here: the converter is large and only warm starts need it.
-  from albert_tf.checkpoints import converter
+  # Imported here: the readers of every layout load only for a warm start.
+  from albert_tf.checkpoints import weight_loading
   # load_weights_into logs the summary (source, variables loaded): once.
-  return converter.load_weights_into(model, init_checkpoint).summary()
+  return weight_loading.load_weights_into(model, init_checkpoint).summary()

@@ -1,49 +1,14 @@
-"""SavedModel of a fine-tuned SQuAD model that answers from raw strings.
+"""SquadServing: the in-graph SQuAD pipeline of the raw-text SavedModel.
 
-`export_squad(...)` writes one SavedModel whose `serving_default` signature
-takes `question` and `context` (tf.string [batch]) and runs, in-graph, what
-`run_squad` does in Python for predictions.json:
-
-  1. ALBERT normalisation of the context one character at a time, keeping
-     each normalised character's index in the original text
-     (`sentencepiece_offsets.normalize_with_offsets`), SentencePiece and
-     the digit-comma re-split, and every piece's range of original characters
-     (`sentencepiece_offsets.tokenize_paragraph`);
-  2. the question's first `max_query_length` pieces; windows of the context
-     every `doc_stride` pieces; `[CLS] question [SEP] window [SEP]` at
-     `seq_length`; each piece's max-context window;
-  3. the model on all windows of the question;
-  4. the post-processing of `squad_postprocess`: the `n_best_size` best
-     starts and ends (v1.1 / [CLS] null score) or the start/end beam (v2.0
-     answer-class model), valid spans only, best start + end score; the text
-     cut out of the original context and stripped; for v2.0 the null odds
-     (minimum answer-class logit over windows, or the [CLS] score minus the
-     best span score) and "" above the threshold predictions.json used.
-
-Outputs: `answer` tf.string [batch] (predictions.json's text); `start`,
-`end` int32 [batch], its character (code point) offsets in `context`
-(`context[start:end] == answer`; -1, -1 for ""); `score` float32 [batch]
-(start + end logits, or log-probabilities for v2.0). SQuAD v2.0 also:
-`no_answer_probability` (sigmoid of the null odds), `null_odds`,
-`best_answer` (the best non-empty span, as nbest_predictions.json's first).
-Signature `token_ids`: the model alone on int32 [batch, seq] inputs ->
-`start_logits`, `end_logits` (the v2.0 answer-class model: also `p_mask` in,
-its beam out; token_ids.py). For v2.0 another signature,
-`with_threshold`, also takes `null_score_diff_threshold` (float32 scalar)
-to trade answers for abstentions at serving time.
-
-With a WordPiece vocabulary (`vocab_file`), step 1 is BERT's basic
-tokenization and WordPiece with offsets instead
-(squad_wordpiece.WordPieceSquadServing); the rest is the same.
-
-Where this can differ from the Python path (inherited from the in-graph
-tokenizer, see data_pipeline.tf_tokenization): ~150 code points that ICU
-and Python's unicodedata normalise differently; contexts where NFKD turns a
-character into a space next to another space (the Python path then falls
-back to an approximate alignment).
+A tf.Module around a fine-tuned SQuAD model that does, in-graph, what
+`run_squad` does in Python for predictions.json (the steps, the outputs and
+the signatures are described in squad_export, which writes it): the
+context's pieces and their original characters (squad_serving_context;
+squad_serving_wordpiece for a WordPiece vocabulary), the question and the
+windows of the context, the model, and the post-processing.
 """
 
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 import sentencepiece as spm
@@ -51,49 +16,12 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 import tf_keras
 
-from albert_common import file_io
 from albert_common.encoder_inputs import INPUT_MASK
 from albert_common.encoder_inputs import INPUT_TYPE_IDS
 from albert_common.encoder_inputs import INPUT_WORD_IDS
-from albert_tf.exports import staging
-from albert_tf.exports import token_ids
+from albert_tf.exports import squad_serving_context
 from albert_tf.exports.bucketing import cut_to_bucket
-from albert_tf.exports.options import check_export_dir_free
 from data_pipeline import tf_tokenization
-from data_pipeline import tokenization
-
-_WHITESPACE = [cp for cp in range(0x110000)
-               if not 0xD800 <= cp <= 0xDFFF and chr(cp).isspace()]
-
-
-def _vocabulary_tables(model_proto: bytes):
-  """Per id, the (ids, char lengths) it expands to, and the known chars.
-
-  The digit-comma re-split is applied per piece (as the in-graph tokenizer
-  does); lengths count a piece's characters with "▁" as one (a space), -1
-  for the unknown piece, whose surface is the run of unknown characters it
-  stands for. Known characters: every character of a non-control piece.
-  """
-  sp = spm.SentencePieceProcessor(model_proto=model_proto)
-  splits, ids, lengths, known = [0], [], [], set()
-  for i in range(sp.GetPieceSize()):
-    piece = sp.IdToPiece(i)
-    if sp.IsUnknown(i):
-      ids.append(i)
-      lengths.append(-1)
-    elif tokenization.needs_comma_split(piece):
-      for sub in tokenization.resplit_pieces(sp, [piece]):
-        ids.append(sp.PieceToId(sub))
-        lengths.append(len(sub))
-    else:
-      ids.append(i)
-      lengths.append(len(piece))
-    splits.append(len(ids))
-    if not (sp.IsControl(i) or sp.IsUnknown(i)):
-      known.update(ord(c) for c in piece.replace(tokenization.SPIECE_UNDERLINE,
-                                                 " "))
-  return (np.array(splits, np.int64), np.array(ids, np.int32),
-          np.array(lengths, np.int32), np.array(sorted(known), np.int32))
 
 
 def _first_argmax(values, mask):
@@ -110,7 +38,7 @@ def _first_argmax(values, mask):
   return tf.minimum(index, tf.maximum(n - 1, 0)), tf.reduce_any(mask)
 
 
-class SquadServing(tf.Module):
+class SquadServing(squad_serving_context.SentencePieceContext, tf.Module):
   """The in-graph pipeline of the module docstring around a SQuAD model.
 
   Args:
@@ -118,7 +46,7 @@ class SquadServing(tf.Module):
       (beam outputs and cls_logits; `beam=True`).
     model_proto: the SentencePiece model bytes.
     seq_length, doc_stride, max_query_length, n_best_size,
-      max_answer_length: as in fine-tuning (task_settings.SquadOptions).
+      max_answer_length: as in fine-tuning (task_options.SquadOptions).
     beam: the model is AlbertSquadV2.
     version_2: SQuAD v2.0 (null odds, "" above `threshold`).
     threshold: null_score_diff_threshold of predictions.json.
@@ -140,13 +68,15 @@ class SquadServing(tf.Module):
     self.tokenizer = tf_tokenization.TFSentencePieceTokenizer(
         model_proto, do_lower_case=do_lower_case, keep_accents=keep_accents)
     self.sp = tf_text.FastSentencepieceTokenizer(model_proto)
-    splits, ids, lengths, known = _vocabulary_tables(model_proto)
+    splits, ids, lengths, known = squad_serving_context.vocabulary_tables(
+        model_proto)
     self.expand_ids = tf.RaggedTensor.from_row_splits(tf.constant(ids),
                                                       tf.constant(splits))
     self.expand_lengths = tf.RaggedTensor.from_row_splits(
         tf.constant(lengths), tf.constant(splits))
     self.known_chars = tf.constant(known)  # sorted code points
-    self.whitespace = tf.constant(_WHITESPACE, tf.int32)
+    self.whitespace = tf.constant(squad_serving_context.WHITESPACE,
+                                  tf.int32)
     sp = spm.SentencePieceProcessor(model_proto=model_proto)
     self.cls_id, self.sep_id, self.pad_id = (
         sp.PieceToId(p) for p in ("[CLS]", "[SEP]", "<pad>"))
@@ -169,108 +99,6 @@ class SquadServing(tf.Module):
     self.threshold = float(threshold)
     self.do_lower_case = do_lower_case
     self.keep_accents = keep_accents
-
-  # --- 1. the context: normalisation with offsets, pieces, char ranges ----
-
-  def _normalize_chars(self, codepoints, chars):
-    """Per original char, its normalised string.
-
-    As data_pipeline.sentencepiece_offsets.normalize_with_offsets.
-    codepoints: int32 [n]; chars: tf.string [n]. Returns tf.string [n].
-    """
-    n = tf.shape(codepoints)[0]
-    index = tf.range(n)
-    is_space = tf.reduce_any(codepoints[:, None] == self.whitespace[None, :],
-                             axis=1)
-    non_space = tf.where(~is_space, index, -1)
-    first = tf.reduce_min(tf.where(~is_space, index, n))
-    last = tf.reduce_max(non_space)
-    inside = (index >= first) & (index <= last)
-    prev_space = tf.concat([[False], is_space[:-1]], 0)
-    # `` and '': pairs from the left within each run of the same character.
-    new_run = tf.concat([[True], codepoints[1:] != codepoints[:-1]], 0)
-    run_id = tf.cumsum(tf.cast(new_run, tf.int32)) - 1
-    run_start = tf.gather(tf.boolean_mask(index, new_run), run_id)
-    run_length = tf.math.segment_sum(tf.ones_like(run_id), run_id)
-    in_run = index - run_start
-    tick = (codepoints == ord("`")) | (codepoints == ord("'"))
-    pair_first = tick & (in_run % 2 == 0) & (
-        in_run + 1 < tf.gather(run_length, run_id))
-    pair_second = tick & (in_run % 2 == 1)
-    text = chars
-    if not self.keep_accents:
-      text = tf_text.normalize_utf8(text, "NFKD")
-      text = tf.strings.regex_replace(text, self.combining, "")
-    if self.do_lower_case:
-      text = tf.strings.lower(text, encoding="utf-8")
-    text = tf.where(pair_first, tf.constant('"'), text)
-    text = tf.where(pair_second | (is_space & prev_space), tf.constant(""),
-                    text)
-    text = tf.where(is_space & ~prev_space, tf.constant(" "), text)
-    return tf.where(inside, text, tf.constant(""))
-
-  def _paragraph(self, context):
-    """Pieces of `context` and their original character ranges.
-
-    Returns:
-      ids int32 [L]; tok_start, tok_end int32 [L] (first / last original
-      character, as sentencepiece_offsets.tokenize_paragraph); codepoints
-      int32 [n].
-    """
-    codepoints = tf.strings.unicode_decode(context, "UTF-8",
-                                           errors="replace")
-    chars = tf.strings.unicode_encode(codepoints[:, None], "UTF-8")
-    n = tf.shape(codepoints)[0]
-    normalized = self._normalize_chars(codepoints, chars)
-    lengths = tf.strings.length(normalized, unit="UTF8_CHAR")
-    norm_to_orig = tf.repeat(tf.range(n), lengths)  # [m]
-    text = tf.strings.reduce_join(normalized)
-    norm_cp = tf.strings.unicode_decode(text, "UTF-8")  # [m]
-    m = tf.shape(norm_cp)[0]
-
-    raw = self.sp.tokenize(text[None])[0]  # [p], before the re-split
-    ids = tf.gather(self.expand_ids, raw).flat_values  # [L]
-    piece_len = tf.gather(self.expand_lengths, raw).flat_values
-    # An unknown piece stands for one maximal run of unknown characters.
-    found = tf.searchsorted(self.known_chars, norm_cp[None], side="left")[0]
-    last_known = tf.size(self.known_chars) - 1
-    known = tf.equal(tf.gather(self.known_chars, tf.minimum(found, last_known)),
-                     norm_cp)
-    unknown = ~known & (norm_cp != ord(" "))
-    starts = unknown & tf.concat([[True], ~unknown[:-1]], 0)
-    run_id = tf.cumsum(tf.cast(starts, tf.int32)) - 1
-    runs = tf.math.unsorted_segment_sum(
-        tf.cast(unknown, tf.int32), tf.where(unknown, run_id, 0),
-        tf.maximum(tf.reduce_sum(tf.cast(starts, tf.int32)), 1))
-    is_unk = piece_len < 0
-    unk_rank = tf.cumsum(tf.cast(is_unk, tf.int32)) - 1
-    piece_len = tf.where(
-        is_unk, tf.gather(runs, tf.clip_by_value(unk_rank, 0,
-                                                 tf.size(runs) - 1)),
-        piece_len)
-    # Piece t covers [cat, cat + len) of " " + normalized (the dummy "▁").
-    cat = tf.cumsum(piece_len, exclusive=True)
-    first = tf.maximum(cat - 1, 0)
-    last = cat + piece_len - 2
-    own = last >= first
-
-    def safe(i):
-      return tf.gather(norm_to_orig, tf.clip_by_value(i, 0, m - 1))
-
-    start = safe(first)
-    end = safe(last)
-    # A piece without a character of its own (the leading "▁"): an empty
-    # range at the next piece's start.
-    following = tf.concat([start[1:], [n]], 0)
-    start = tf.where(own, start, following)
-    # Extend ends over original characters the normalisation dropped.
-    kept = tf.unique(norm_to_orig).y  # increasing
-    nxt = tf.searchsorted(kept, end[None], side="right")[0]
-    next_kept = tf.where(nxt < tf.size(kept),
-                         tf.gather(kept, tf.minimum(nxt, tf.size(kept) - 1)),
-                         n)
-    tok_end = tf.where(own, next_kept - 1, start - 1)
-    return ids, start, tok_end, codepoints
 
   # --- 2./3. windows and the model -----------------------------------------
 
@@ -302,7 +130,7 @@ class SquadServing(tf.Module):
         INPUT_MASK: tf.cast(j <= end, tf.int32),
         INPUT_TYPE_IDS: tf.cast((j >= q + 2) & (j <= end), tf.int32),
         "p_mask": tf.cast(~in_doc & (j != 0), tf.int32)}
-    # Max context (squad_features._is_max_context): per piece, the first
+    # Max context (squad_features' max-context rule): per piece, the first
     # window with the best min(left, right) + 0.01 * length.
     p = tf.range(n_pieces)[None, :]
     last = (window_start + window_len - 1)[:, None]
@@ -443,77 +271,3 @@ class SquadServing(tf.Module):
                        no_answer_probability=tf.TensorSpec([], tf.float32))
     return tf.map_fn(lambda qc: self._answer_one(qc[0], qc[1], threshold),
                      (questions, contexts), fn_output_signature=signature)
-
-
-def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
-                 seq_length: int, doc_stride: int, max_query_length: int,
-                 n_best_size: int, max_answer_length: int, beam: bool,
-                 version_2: bool, threshold: Optional[float] = None,
-                 do_lower_case: bool = True,
-                 albert_config_file: str = "", vocab_file: str = "",
-                 length_buckets: Sequence[int] = ()) -> str:
-  """Writes the raw-text serving SavedModel of a fine-tuned SQuAD model.
-
-  Args:
-    model: AlbertSpanLabeler, or AlbertSquadV2 with `beam`.
-    export_dir: must not exist; written under a temporary name and renamed
-      (any filesystem).
-    spm_model_file: the model's SentencePiece model.
-    seq_length ... max_answer_length: as in fine-tuning.
-    beam, version_2: the model kind and SQuAD version.
-    threshold: v2.0: answer "" where the null odds exceed it (the
-      null_score_diff_threshold of predictions.json; None: 0.0).
-    do_lower_case: as in fine-tuning.
-    albert_config_file: copied as an asset when given.
-    vocab_file: a WordPiece vocab.txt, used when spm_model_file is empty
-      (squad_wordpiece.WordPieceSquadServing).
-    length_buckets: see SquadServing.
-
-  Returns:
-    export_dir.
-  """
-  check_export_dir_free(export_dir)
-  settings = (seq_length, doc_stride, max_query_length, n_best_size,
-              max_answer_length, beam, version_2,
-              0.0 if threshold is None else threshold, do_lower_case)
-  if spm_model_file:
-    model_proto = file_io.read_bytes(spm_model_file)
-  else:
-    from albert_tf.exports import squad_wordpiece
-    from data_pipeline import wordpiece_tokenization
-    tokens = wordpiece_tokenization.load_vocab(vocab_file)
-
-  def build(unused_sp_copy):
-    if spm_model_file:
-      serving = SquadServing(model, model_proto, *settings,
-                             length_buckets=length_buckets)
-    else:
-      serving = squad_wordpiece.WordPieceSquadServing(
-          model, tokens, *settings, length_buckets=length_buckets)
-    return serving, _signatures(serving, version_2)
-
-  return staging.save_serving_model(
-      export_dir, spm_model_file or vocab_file, build, albert_config_file,
-      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
-
-
-def _signatures(serving: SquadServing, version_2: bool):
-  """serving_default (`question`, `context`: tf.string [batch]) and, for
-  v2.0, with_threshold (also `null_score_diff_threshold`: float32 [])."""
-  text = tf.TensorSpec([None], tf.string)
-
-  @tf.function(input_signature=[text, text])
-  def serving_default(question, context):
-    return serving.answer(question, context)
-
-  signatures = {"serving_default": serving_default,
-                token_ids.TOKEN_IDS: token_ids.token_ids_signature(
-                    serving.answer_ids,
-                    extra_inputs=("p_mask",) if serving.beam else ())}
-  if version_2:
-    @tf.function(input_signature=[text, text,
-                                  tf.TensorSpec([], tf.float32)])
-    def with_threshold(question, context, null_score_diff_threshold):
-      return serving.answer(question, context, null_score_diff_threshold)
-    signatures["with_threshold"] = with_threshold
-  return signatures

@@ -1,7 +1,7 @@
 """The raw-text SQuAD SavedModel for a WordPiece vocabulary.
 
-`WordPieceSquadServing` is `squad.SquadServing` with the context tokenized
-as `data_pipeline.wordpiece_offsets` does in Python: BERT's basic
+`WordPieceSquadServing` is `squad_serving.SquadServing` with the context
+tokenized as `data_pipeline.wordpiece_offsets` does in Python: BERT's basic
 tokenization one original character at a time (a dropped control character
 gives "", whitespace " ", a CJK ideograph " c ", any other character its
 lowercased, accent-stripped form), the words and punctuation split out of
@@ -19,13 +19,14 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 import tf_keras
 
-from albert_tf.exports import squad
+from albert_tf.exports import squad_serving
+from albert_tf.exports import squad_serving_context
 from data_pipeline import tf_wordpiece_tokenization as tf_wp
 from data_pipeline import wordpiece_tokenization as wp
 from data_pipeline.tf_tokenization import char_class
 
 
-class WordPieceSquadServing(squad.SquadServing):
+class WordPieceSquadServing(squad_serving.SquadServing):
   """SquadServing over a WordPiece vocabulary.
 
   Args:
@@ -51,7 +52,7 @@ class WordPieceSquadServing(squad.SquadServing):
     (self.dropped, self.space, self.cjk, self.mn,
      self.punctuation) = tf_wp.character_classes()
     self.isspace = char_class(str.isspace)
-    self.whitespace = tf.constant(squad._WHITESPACE, tf.int32)  # pylint: disable=protected-access
+    self.whitespace = tf.constant(squad_serving_context.WHITESPACE, tf.int32)
     self._keep_settings(seq_length, doc_stride, max_query_length,
                         n_best_size, max_answer_length, beam, version_2,
                         threshold, do_lower_case, not do_lower_case)

@@ -25,7 +25,7 @@ from albert_common import file_io
 from albert_common.encoder_inputs import INPUT_MASK
 from albert_common.encoder_inputs import INPUT_TYPE_IDS
 from albert_common.encoder_inputs import INPUT_WORD_IDS
-from albert_tf.exports import staging
+from albert_tf.exports import atomic_export
 from albert_tf.exports import token_ids
 from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.exports.options import check_export_dir_free
@@ -197,6 +197,6 @@ def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
         token_ids.TOKEN_IDS: token_ids.token_ids_signature(
             serving.answer_ids, num_choices=NUM_CHOICES)}
 
-  return staging.save_serving_model(
+  return atomic_export.save_serving_model(
       export_dir, spm_model_file or vocab_file, build, albert_config_file,
       vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")

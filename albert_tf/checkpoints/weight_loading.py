@@ -10,8 +10,8 @@ from typing import List
 
 from absl import logging
 
+from albert_tf.checkpoints import model_variables
 from albert_tf.checkpoints import name_tables
-from albert_tf.checkpoints import our_variables
 from albert_tf.checkpoints import readers
 
 
@@ -72,12 +72,44 @@ def load_weights_into(model, path: str, input_format: str = "auto",
   Raises:
     UserInputError: see `readers.read_weights`; also a config.json that
       disagrees with the model's config.
+
+  Example: an encoder warm-started from a pretraining checkpoint; the
+  heads it has no place for are reported, not loaded silently.
+
+  >>> import os, tempfile
+  >>> import numpy as np
+  >>> import tensorflow as tf
+  >>> from albert_tf import AlbertConfig, AlbertEncoder, AlbertPretrainer
+  >>> from albert_tf import load_weights_into
+  >>> config = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32,
+  ...                       num_hidden_layers=2, num_attention_heads=2,
+  ...                       intermediate_size=64, max_position_embeddings=8)
+  >>> pretrainer = AlbertPretrainer(AlbertEncoder(config))
+  >>> prefix = tf.train.Checkpoint(model=pretrainer).write(
+  ...     os.path.join(tempfile.mkdtemp(), "ckpt"))
+  >>> encoder = AlbertEncoder(config)
+  >>> report = load_weights_into(encoder, prefix)
+  >>> report.format, len(report.loaded)
+  ('ours', 25)
+  >>> sorted({name.split("/")[0] for name in report.unused})
+  ['masked_lm', 'sentence_order']
+  >>> np.array_equal(encoder.get_embedding_table(),
+  ...                pretrainer.encoder.get_embedding_table())
+  True
+
+  A checkpoint of another architecture is refused, listing what differs:
+
+  >>> wider = AlbertConfig.from_dict(dict(config.to_dict(), hidden_size=64))
+  >>> load_weights_into(AlbertEncoder(wider), prefix)  # doctest: +ELLIPSIS
+  Traceback (most recent call last):
+  ...
+  albert_common.errors.UserInputError: ...
   """
-  config = our_variables.encoder_config(model)
+  config = model_variables.encoder_config(model)
   weights = readers.read_weights(path, config, input_format)
   if check_config:
     weights.check_config(config)
-  targets = our_variables.canonical_variables(model)
+  targets = model_variables.canonical_variables(model)
   loaded, not_in_checkpoint = [], []
   for name, variable in targets.items():
     if name in weights.arrays:
