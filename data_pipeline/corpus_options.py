@@ -9,6 +9,8 @@ import dataclasses
 from typing import Optional
 
 from albert_common.errors import UserInputError
+from albert_common.settings_fields import FlatConstructible
+from albert_common.settings_fields import setting
 
 # --input_format values. `text` is the official format: one sentence per
 # line, a blank line between documents. `jsonl` (also .jsonl.gz, .json.gz)
@@ -21,29 +23,40 @@ SENTENCE_SPLITTERS = ("blingfire", "none")
 
 
 @dataclasses.dataclass(frozen=True)
-class CorpusOptions:
-  """Reading settings; every field is part of the output's identity.
+class CorpusOptions(FlatConstructible):
+  """Reading settings; every field is part of the output's identity, and
+  the flag of its name (create_pretraining_data, split_sentences)."""
 
-  Attributes:
-    input_format: one of INPUT_FORMATS.
-    text_field: the record's text (jsonl, parquet); a dotted path reaches a
-      nested field ("meta.text").
-    sentence_splitter: one of SENTENCE_SPLITTERS, or None: `blingfire` for
-      the document formats. The text format is never split.
-    min_document_sentences: documents with fewer sentences are dropped
-      (0: none dropped).
-    dedup_documents: drop a document whose normalised text (NFKC, runs of
-      whitespace as one space) hashes like an earlier one of its piece.
-    skip_bad_records: skip (and count) records that do not parse, lack the
-      field or hold a non-string, and the rest of a compressed file cut
-      short, instead of failing.
-  """
-  input_format: str = "text"
-  text_field: str = "text"
-  sentence_splitter: Optional[str] = None
-  min_document_sentences: int = 0
-  dedup_documents: bool = False
-  skip_bad_records: bool = False
+  input_format: str = setting(
+      "text", "text: the official format, one sentence per line, a blank "
+      "line between documents. jsonl: one JSON record per line, one "
+      "document each (also .jsonl.gz / .json.gz: wikiextractor --json, C4). "
+      "parquet: one document per row (Hugging Face datasets shards, C4, "
+      "FineWeb), read a row group at a time. In jsonl and parquet a blank "
+      "line inside a document is a paragraph break.", choices=INPUT_FORMATS)
+  text_field: str = setting(
+      "text", "jsonl/parquet: the record's text field; a dotted path "
+      "(meta.text) reaches a nested one.")
+  sentence_splitter: Optional[str] = setting(
+      None, "jsonl/parquet: how each line of a document is cut into "
+      "sentences. Default: blingfire (Microsoft's Bling Fire sentence "
+      "breaker: keeps abbreviations, decimals, versions, URLs and e-mail "
+      "addresses whole; splits at Chinese/Japanese full stops, closing "
+      "quotes kept with their sentence). none: each line of a document is "
+      "one sentence. The text format is never split.",
+      choices=SENTENCE_SPLITTERS)
+  min_document_sentences: int = setting(
+      0, "Drop documents with fewer sentences (SOP needs 2); 0 keeps all. "
+      "The stats JSON counts them (short_documents).")
+  dedup_documents: bool = setting(
+      False, "Drop a document whose normalised text (NFKC, whitespace "
+      "collapsed) hashes like an earlier one of the same input piece "
+      "(~--piece_bytes of text or a Parquet row group); the stats JSON "
+      "counts them (duplicate_documents).")
+  skip_bad_records: bool = setting(
+      False, "jsonl/parquet: skip (and count, bad_records) records that do "
+      "not parse, lack --text_field or hold a non-string, and the rest of a "
+      "compressed file cut short, instead of failing.")
 
   def validate(self) -> None:
     """Raises UserInputError naming the flag that is out of range."""

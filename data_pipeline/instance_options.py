@@ -10,33 +10,37 @@ import dataclasses
 import numpy as np
 
 from albert_common.errors import UserInputError
+from albert_common.settings_fields import FlatConstructible
+from albert_common.settings_fields import setting
 
 
 @dataclasses.dataclass(frozen=True)
-class InstanceOptions:
-  """How instances are made; fields mirror the official flags.
+class InstanceOptions(FlatConstructible):
+  """How instances are made; each field is the official flag of its name
+  (tools.create_pretraining_data generates the flags from them)."""
 
-  Attributes:
-    max_seq_length: tokens per instance, [CLS] and two [SEP] included.
-    max_predictions_per_seq: masked positions stored per instance.
-    masked_lm_prob: fraction of tokens to mask.
-    short_seq_prob: probability of a shorter target length for a document.
-    ngram: longest masked n-gram, in words.
-    favor_shorter_ngram: P(n) proportional to 1/n if True, else reversed.
-    do_whole_word_mask: mask whole words (SentencePiece start pieces).
-    random_next_sentence: NSP instead of SOP (official meaning).
-    single_segment_random_document: the official single-sentence rule (an
-      NSP negative in SOP data); see the module docstring.
-  """
-  max_seq_length: int = 512
-  max_predictions_per_seq: int = 20
-  masked_lm_prob: float = 0.15
-  short_seq_prob: float = 0.1
-  ngram: int = 3
-  favor_shorter_ngram: bool = True
-  do_whole_word_mask: bool = True
-  random_next_sentence: bool = False
-  single_segment_random_document: bool = False
+  max_seq_length: int = setting(
+      512, "Maximum sequence length: tokens per instance, [CLS] and two "
+      "[SEP] included.")
+  max_predictions_per_seq: int = setting(
+      20, "Maximum masked LM predictions per sequence.")
+  masked_lm_prob: float = setting(0.15, "Masked LM probability.")
+  short_seq_prob: float = setting(
+      0.1, "Probability of a shorter target length for a document.")
+  ngram: int = setting(3, "Longest masked n-gram, in words.")
+  favor_shorter_ngram: bool = setting(
+      True, "P(n) proportional to 1/n; if False, the reverse.")
+  do_whole_word_mask: bool = setting(
+      True, "Mask whole words (SentencePiece start pieces; WordPiece: a "
+      "piece and its ## continuations), not pieces.")
+  random_next_sentence: bool = setting(
+      False, "Official meaning: NSP instead of SOP, B from a random "
+      "document with probability 0.5.")
+  single_segment_random_document: bool = setting(
+      False, "Official behaviour for a one-sentence chunk: B from a random "
+      "document, labelled 1 (an NSP negative in SOP data, "
+      "google-research/albert #234). Default: split the sentence at a "
+      "random word start instead.")
 
   def validate(self) -> None:
     """Raises UserInputError naming the flag that is out of range."""

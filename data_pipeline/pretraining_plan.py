@@ -21,13 +21,12 @@ from data_pipeline import document_pieces
 from data_pipeline import shard_files
 from data_pipeline import word_segmentation
 from data_pipeline.corpus_options import CorpusOptions
+from data_pipeline.data_creation_params import DEFAULT_PIECE_BYTES
 from data_pipeline.instance_options import InstanceOptions
 from data_pipeline.instance_options import VocabInfo
 from data_pipeline.pretraining_stats import PretrainingStats
 from data_pipeline.wordpiece_tokenization import WordPieceTokenizer
 from data_pipeline.wordpiece_tokenization import make_tokenizer
-
-DEFAULT_PIECE_BYTES = 256 * 1024
 
 
 @dataclasses.dataclass

@@ -130,12 +130,14 @@ def _calls(path, names):
         yield node.lineno, name
 
 
-def test_training_tools_define_no_flag_by_hand():
-  """run_pretraining / run_classifier / run_squad / run_race: every flag
-  comes from a settings field; no DEFINE_* typed in the tool."""
+def test_pipeline_tools_define_no_flag_by_hand():
+  """create_pretraining_data, split_sentences, run_pretraining,
+  run_classifier, run_squad, run_race: every flag comes from a settings
+  field; no DEFINE_* typed in the tool."""
   definers = {"DEFINE_string", "DEFINE_integer", "DEFINE_float",
               "DEFINE_bool", "DEFINE_enum", "DEFINE_list"}
-  for tool in ("run_pretraining", "run_classifier", "run_squad", "run_race"):
+  for tool in ("create_pretraining_data", "split_sentences",
+               "run_pretraining", "run_classifier", "run_squad", "run_race"):
     assert not list(_calls(ROOT / "tools" / f"{tool}.py", definers)), tool
 
 

@@ -119,7 +119,7 @@ def flag_table(*settings_classes) -> str:
 
 
 def readme_flag_tables() -> str:
-  """The README's section "Flags of the training tools", generated here:
+  """The README's section "Flags of the pipeline tools", generated here:
   `python -c "from tools import settings_flags as s;
   print(s.readme_flag_tables())"` (tests/test_settings_flags.py keeps the
   README equal to it)."""
@@ -127,7 +127,11 @@ def readme_flag_tables() -> str:
   from albert_tf.training import pretraining_params
   from albert_tf.training import runtime_params
   from albert_tf.training import task_settings
+  from data_pipeline import data_creation_params
   sections = [
+      ("create_pretraining_data (`DataCreationParams`, with its "
+       "`InstanceOptions` and `CorpusOptions`)",
+       (data_creation_params.DataCreationParams,)),
       ("Every training tool (`RuntimeParams`)",
        (runtime_params.RuntimeParams,)),
       ("run_pretraining (`PretrainingParams`)",
@@ -142,7 +146,8 @@ def readme_flag_tables() -> str:
   parts = []
   for title, classes in sections:
     table = flag_table(*classes)
-    if classes[0] is not runtime_params.RuntimeParams:
+    if classes[0] not in (runtime_params.RuntimeParams,
+                          data_creation_params.DataCreationParams):
       table = "\n".join(row for row in table.splitlines()
                         if not any(f"`--{n}`" in row for n in shared))
     parts.append(f"#### {title}\n\n{table}")

@@ -17,39 +17,25 @@ One output file per input file when --output_file is a folder (ends in "/"):
     --output_file=c4_text/
 """
 
-from absl import flags
+from data_pipeline.data_creation_params import SentenceSplitParams
 
 from . import cli
-from . import corpus_flags
+from . import settings_flags
 
-FLAGS = flags.FLAGS
-# --help lists the corpus flags with this tool's own.
-flags.adopt_module_key_flags(corpus_flags)
-
-flags.DEFINE_string("input_file", None,
-                    "Input file(s): comma-separated paths or globs.")
-flags.DEFINE_string(
-    "output_file", None,
-    "Output text file, or a folder (ending in /) for one <input name>.txt "
-    "per input file.")
-flags.DEFINE_integer(
-    "piece_bytes", 256 * 1024,
-    "Input bytes per piece, as create_pretraining_data's (the scope of "
-    "--dedup_documents).")
+# Every flag is a field of SentenceSplitParams (with its CorpusOptions).
+settings_flags.define_flags(SentenceSplitParams, __name__)
 
 
 def main(argv):
   del argv
-  from albert_common.errors import UserInputError
-  for name in ("input_file", "output_file"):
-    if not getattr(FLAGS, name):
-      raise UserInputError(f"--{name} is required")
-  corpus = corpus_flags.corpus_options_from_flags()
+  params, _ = settings_flags.read_settings(SentenceSplitParams)
+  params.corpus.validate()
   from data_pipeline import sentence_corpus
-  stats = sentence_corpus.write_sentences(FLAGS.input_file, FLAGS.output_file,
-                                          corpus, FLAGS.piece_bytes)
+  stats = sentence_corpus.write_sentences(params.input_file,
+                                          params.output_file, params.corpus,
+                                          params.piece_bytes)
   print(f"wrote {stats.documents:,} documents, {stats.sentences:,} "
-        f"sentences to {FLAGS.output_file} (skipped bad records "
+        f"sentences to {params.output_file} (skipped bad records "
         f"{stats.bad_records:,}, dropped short documents "
         f"{stats.short_documents:,}, duplicates "
         f"{stats.duplicate_documents:,})")
