@@ -25,8 +25,8 @@ from data_pipeline.data_creation_params import DEFAULT_PIECE_BYTES
 from data_pipeline.instance_options import InstanceOptions
 from data_pipeline.instance_options import VocabInfo
 from data_pipeline.pretraining_stats import PretrainingStats
+from data_pipeline.tokenizer_factory import make_tokenizer
 from data_pipeline.wordpiece_tokenization import WordPieceTokenizer
-from data_pipeline.wordpiece_tokenization import make_tokenizer
 
 
 @dataclasses.dataclass

@@ -18,7 +18,7 @@ from data_pipeline import tfrecord_io
 from data_pipeline import tfrecord_schema
 from data_pipeline import word_segmentation
 from data_pipeline.pretraining_stats import PretrainingStats
-from data_pipeline.wordpiece_tokenization import make_tokenizer
+from data_pipeline.tokenizer_factory import make_tokenizer
 
 # Instances masked and encoded together (bounds the [n, seq] temporaries).
 _BATCH = 2048

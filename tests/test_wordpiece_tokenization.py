@@ -8,6 +8,7 @@ import pytest
 
 from albert_common.errors import UserInputError
 from data_pipeline import tokenization
+from data_pipeline import tokenizer_factory
 from data_pipeline import wordpiece_tokenization as wp
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -137,18 +138,20 @@ def test_bad_vocab_files(tmp_path):
 
 def test_make_tokenizer_precedence(tmp_path, spm_model, caplog):
   vocab_file = _write(tmp_path / "vocab.txt", "\n".join(SPECIALS) + "\n")
-  assert isinstance(wp.make_tokenizer(vocab_file=vocab_file),
+  assert isinstance(tokenizer_factory.make_tokenizer(vocab_file=vocab_file),
                     wp.WordPieceTokenizer)
   with caplog.at_level(logging.INFO, logger="absl"):
-    both = wp.make_tokenizer(spm_model_file=spm_model, vocab_file=vocab_file)
+    both = tokenizer_factory.make_tokenizer(spm_model_file=spm_model,
+                                            vocab_file=vocab_file)
   assert isinstance(both, tokenization.SentencePieceTokenizer)
   ignored = [r for r in caplog.records if "is ignored" in r.getMessage()]
   assert len(ignored) == 1 and vocab_file in ignored[0].getMessage()
   with pytest.raises(UserInputError, match="--spm_model_file.*--vocab_file"):
-    wp.make_tokenizer(None, None)
+    tokenizer_factory.make_tokenizer(None, None)
   # A bad vocab file is ignored when SentencePiece is used, as officially.
-  assert isinstance(wp.make_tokenizer(spm_model, str(tmp_path / "nope")),
-                    tokenization.SentencePieceTokenizer)
+  assert isinstance(
+      tokenizer_factory.make_tokenizer(spm_model, str(tmp_path / "nope")),
+      tokenization.SentencePieceTokenizer)
 
 
 def test_start_piece_table_of_learned_vocab(wordpiece_kit):

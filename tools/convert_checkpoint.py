@@ -106,7 +106,7 @@ def main(argv):
           "or a keras-hub preset, with a config.json, provides its own)")
     config_file = candidate
   config = configs.load_albert_config(config_file)
-  from data_pipeline.wordpiece_tokenization import resolve_vocabulary
+  from data_pipeline.tokenizer_factory import resolve_vocabulary
   spm_model_file, vocab_file = resolve_vocabulary(FLAGS.spm_model_file,
                                                   FLAGS.vocab_file)
   if vocab_file:

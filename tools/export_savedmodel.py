@@ -90,7 +90,7 @@ def main(argv):
   del argv
   # Imported here so that --help answers without loading TensorFlow.
   from albert_tf.checkpoints import configs
-  from data_pipeline.wordpiece_tokenization import resolve_vocabulary
+  from data_pipeline.tokenizer_factory import resolve_vocabulary
   FLAGS.spm_model_file, FLAGS.vocab_file = resolve_vocabulary(
       FLAGS.spm_model_file, FLAGS.vocab_file)
   config = configs.load_albert_config(FLAGS.albert_config_file)

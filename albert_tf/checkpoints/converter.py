@@ -133,7 +133,7 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   ...                pretrainer.encoder.get_embedding_table())
   True
   """
-  from data_pipeline.wordpiece_tokenization import resolve_vocabulary
+  from data_pipeline.tokenizer_factory import resolve_vocabulary
   spm_model_file, vocab_file = resolve_vocabulary(spm_model_file, vocab_file)
   tokens = None
   if vocab_file:

@@ -151,7 +151,7 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
   from albert_tf.checkpoints import converter
   from albert_tf.models.albert_pretrainer import AlbertPretrainer
   from albert_tf.networks.albert_encoder import AlbertEncoder
-  from data_pipeline.wordpiece_tokenization import resolve_vocabulary
+  from data_pipeline.tokenizer_factory import resolve_vocabulary
   spm_model_file, vocab_file = resolve_vocabulary(spm_model_file, vocab_file)
   vocab_size = options.check_encoder_export(config, spm_model_file, export_dir,
                                             do_lower_case, seq_length,

@@ -11,7 +11,7 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from data_pipeline import length_buckets as length_buckets_lib
-from data_pipeline import wordpiece_tokenization
+from data_pipeline import tokenizer_factory
 
 
 def check_export_dir_free(export_dir: str) -> None:
@@ -41,7 +41,7 @@ def check_encoder_export(config: AlbertConfig, spm_model_file: str,
     raise UserInputError(
         f"--seq_length={seq_length} must be in [3, max_position_embeddings="
         f"{config.max_position_embeddings}]")
-  vocab_size = wordpiece_tokenization.make_tokenizer(
+  vocab_size = tokenizer_factory.make_tokenizer(
       spm_model_file, vocab_file, do_lower_case=do_lower_case).vocab_size
   if vocab_size > config.vocab_size:
     what = (f"SentencePiece model {spm_model_file} has {vocab_size} pieces"

@@ -40,8 +40,8 @@ def build_preprocessor(spm_model_file: str, do_lower_case: bool = True,
   from official.nlp.modeling import layers as garden_layers
   from official.nlp.tools import export_tfhub_lib
 
-  from data_pipeline import wordpiece_tokenization
-  python_tokenizer = wordpiece_tokenization.make_tokenizer(
+  from data_pipeline import tokenizer_factory
+  python_tokenizer = tokenizer_factory.make_tokenizer(
       spm_model_file, vocab_file, do_lower_case=do_lower_case)
   special = dict(start_of_sequence_id=python_tokenizer.cls_id,
                  end_of_segment_id=python_tokenizer.sep_id,

@@ -31,7 +31,7 @@ from data_pipeline import race_features
 from data_pipeline import squad_examples
 from data_pipeline import squad_features
 from data_pipeline import squad_postprocess
-from data_pipeline.wordpiece_tokenization import make_tokenizer
+from data_pipeline.tokenizer_factory import make_tokenizer
 
 
 @dataclasses.dataclass(frozen=True)

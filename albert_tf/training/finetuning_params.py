@@ -218,8 +218,8 @@ def check_vocab_size(config: AlbertConfig, tokenizer,
 def make_tokenizer(params: FinetuningParams):
   """The tokenizer of --spm_model_file, else of the WordPiece --vocab_file
   (the official precedence)."""
-  from data_pipeline import wordpiece_tokenization
-  return wordpiece_tokenization.make_tokenizer(
+  from data_pipeline import tokenizer_factory
+  return tokenizer_factory.make_tokenizer(
       params.spm_model_file or None, params.vocab_file or None,
       params.do_lower_case)
 
@@ -269,7 +269,7 @@ class PreparedFinetuning:
     config: the encoder config (--albert_config_file, else the exported
       encoder's asset).
     tokenizer: the one tokenizer of the run (SentencePieceTokenizer or
-      WordPieceTokenizer, from data_pipeline.wordpiece_tokenization's
+      WordPieceTokenizer, from data_pipeline.tokenizer_factory's
       factory); every consumer (features, exports) uses it. None when the
       settings name no vocabulary.
   """
@@ -320,7 +320,7 @@ def _resolve_vocabulary(params: FinetuningParams) -> FinetuningParams:
   if not (params.spm_model_file or params.vocab_file):
     raise UserInputError("give --spm_model_file (SentencePiece) or "
                          "--vocab_file (WordPiece vocab.txt)")
-  from data_pipeline.wordpiece_tokenization import resolve_vocabulary
+  from data_pipeline.tokenizer_factory import resolve_vocabulary
   spm_model_file, vocab_file = resolve_vocabulary(
       params.spm_model_file or None, params.vocab_file or None)
   return settings_fields.replace(params, spm_model_file=spm_model_file or "",
