@@ -132,13 +132,32 @@ def _calls(path, names):
 
 def test_pipeline_tools_define_no_flag_by_hand():
   """create_pretraining_data, split_sentences, run_pretraining,
-  run_classifier, run_squad, run_race: every flag comes from a settings
-  field; no DEFINE_* typed in the tool."""
+  run_classifier, run_squad, run_race, export_savedmodel: every flag comes
+  from a settings field; no DEFINE_* typed in the tool."""
   definers = {"DEFINE_string", "DEFINE_integer", "DEFINE_float",
               "DEFINE_bool", "DEFINE_enum", "DEFINE_list"}
   for tool in ("create_pretraining_data", "split_sentences",
-               "run_pretraining", "run_classifier", "run_squad", "run_race"):
+               "run_pretraining", "run_classifier", "run_squad", "run_race",
+               "export_savedmodel"):
     assert not list(_calls(ROOT / "tools" / f"{tool}.py", definers)), tool
+
+
+def test_no_tool_writes_flags():
+  """A tool reads its settings once (settings_flags.read_settings) and
+  never assigns FLAGS.<name> = ... (derived values live in the settings)."""
+  offenders = []
+  for path in sorted((ROOT / "tools").glob("*.py")):
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+      if isinstance(node, (ast.Assign, ast.AugAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [
+            node.target]
+        for target in targets:
+          for leaf in ast.walk(target):
+            if (isinstance(leaf, ast.Attribute) and
+                isinstance(leaf.value, ast.Name) and
+                leaf.value.id == "FLAGS"):
+              offenders.append(f"{path.name}:{node.lineno}")
+  assert not offenders, offenders
 
 
 def test_the_library_never_reads_or_writes_flags():

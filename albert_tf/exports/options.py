@@ -5,13 +5,89 @@ tools/export_savedmodel.py runs these checks in its first second, before
 TensorFlow's ~5 s import; the exports run the same ones for library callers.
 """
 
-from typing import Tuple
+import dataclasses
+from typing import Collection, Tuple
+
+from absl import logging
 
 from albert_common import file_io
+from albert_common import settings_fields
 from albert_common.errors import UserInputError
+from albert_common.settings_fields import FlatConstructible
+from albert_common.settings_fields import setting
+from albert_tf.checkpoints import configs
 from albert_tf.config import AlbertConfig
 from data_pipeline import length_buckets as length_buckets_lib
 from data_pipeline import tokenizer_factory
+
+# --input_format values of an encoder export (checkpoint layouts).
+EXPORT_INPUT_FORMATS = ("auto", "ours", "official", "huggingface", "garden")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class EncoderExportParams(FlatConstructible):
+  """Settings of tools.export_savedmodel (each field is its flag)."""
+
+  albert_config_file: str = setting(
+      help="albert_config.json (or Hugging Face config.json) of the model.")
+  init_checkpoint: str = setting(
+      help="Checkpoint prefix, .safetensors file or directory.")
+  spm_model_file: str = setting(
+      "", "SentencePiece model of the checkpoint (or give --vocab_file).")
+  vocab_file: str = setting(
+      "", "WordPiece vocab.txt of the checkpoint (the Chinese ALBERTs' "
+      "vocab_chinese.txt), used when --spm_model_file is not given "
+      "(official precedence); the preprocessor runs WordPiece in-graph.")
+  export_dir: str = setting(help="Output directory; must not exist yet.")
+  do_lower_case: bool = setting(
+      True, "Lowercase in the preprocessor (released ALBERT: true).")
+  with_mlm: bool = setting(
+      False, "Also export the masked-LM head as the encoder's `mlm` "
+      "sub-object and signature.")
+  seq_length: int = setting(
+      128, "Default sequence length of the preprocessor (if unset: at most "
+      "the config's max_position_embeddings).")
+  length_buckets: str = setting(
+      "auto", "The preprocessor's raw-text signatures and endpoints "
+      "(serving_default, two_segments, serve) give a request at the "
+      "smallest of these lengths that holds it. auto: powers of two from "
+      "32, then --seq_length; none: always --seq_length; or increasing "
+      "lengths <= --seq_length, e.g. 32,64. Calling the preprocessor "
+      "(hub.KerasLayer) and bert_pack_inputs keep TF Hub's fixed length.")
+  input_format: str = setting(
+      "auto", "Layout of --init_checkpoint; auto detects it.",
+      choices=EXPORT_INPUT_FORMATS)
+
+
+def prepare_encoder_export(params: EncoderExportParams,
+                           user_set: Collection[str] = ()
+                           ) -> Tuple[EncoderExportParams, AlbertConfig]:
+  """The settings checked and completed, and the config read (once), before
+  TensorFlow is imported: one vocabulary by the official precedence; an
+  unset --seq_length longer than the config allows becomes
+  max_position_embeddings (logged); then check_encoder_export and the
+  buckets.
+
+  Raises:
+    UserInputError: naming the flag or file at fault.
+  """
+  spm_model_file, vocab_file = tokenizer_factory.resolve_vocabulary(
+      params.spm_model_file, params.vocab_file)
+  params = settings_fields.replace(params,
+                                   spm_model_file=spm_model_file or "",
+                                   vocab_file=vocab_file or "")
+  config = configs.load_albert_config(params.albert_config_file)
+  if ("seq_length" not in user_set and
+      params.seq_length > config.max_position_embeddings):
+    params = settings_fields.replace(
+        params, seq_length=config.max_position_embeddings)
+    logging.info("using --seq_length=%d (max_position_embeddings of %s)",
+                 params.seq_length, params.albert_config_file)
+  check_encoder_export(config, params.spm_model_file, params.export_dir,
+                       params.do_lower_case, params.seq_length,
+                       params.vocab_file)
+  export_length_buckets(params.length_buckets, params.seq_length)
+  return params, config
 
 
 def check_export_dir_free(export_dir: str) -> None:
