@@ -46,7 +46,7 @@ class SquadServing(squad_serving_context.SentencePieceContext, tf.Module):
       (beam outputs and cls_logits; `beam=True`).
     model_proto: the SentencePiece model bytes.
     seq_length, doc_stride, max_query_length, n_best_size,
-      max_answer_length: as in fine-tuning (task_options.SquadOptions).
+      max_answer_length: as in fine-tuning (task_settings.SquadOptions).
     beam: the model is AlbertSquadV2.
     version_2: SQuAD v2.0 (null odds, "" above `threshold`).
     threshold: null_score_diff_threshold of predictions.json.
