@@ -33,13 +33,14 @@ def classifier_batch(config: AlbertConfig, batch: int, seq: int, seed=0):
   return features, labels
 
 
-def training_step(model, logits_of, features, labels):
-  """A compiled AdamW step of `model`; `logits_of(outputs)` picks logits."""
+def training_step(model, logits_of):
+  """A compiled AdamW step of `model`, called on a (features, labels)
+  batch; `logits_of(outputs)` picks the logits."""
   optimizer = optimization.create_optimizer("adamw", 2e-5,
                                             num_train_steps=10**6)
 
   @tf.function
-  def step():
+  def step(features, labels):
     with tf.GradientTape() as tape:
       logits = logits_of(model(features, training=True))
       loss = tf.reduce_mean(
@@ -53,32 +54,34 @@ def training_step(model, logits_of, features, labels):
   return step
 
 
-def ours(config: AlbertConfig, features, labels):
+def ours_step(config: AlbertConfig, num_classes: int = NUM_CLASSES):
+  """training_step of our AlbertClassifier."""
   from albert_tf.models.albert_classifier import AlbertClassifier
   from albert_tf.networks.albert_encoder import AlbertEncoder
-  model = AlbertClassifier(AlbertEncoder(config), NUM_CLASSES)
-  return training_step(model, lambda outputs: outputs["logits"], features,
-                       labels)
+  model = AlbertClassifier(AlbertEncoder(config), num_classes)
+  return training_step(model, lambda outputs: outputs["logits"])
 
 
-def garden(config: AlbertConfig, features, labels):
+def garden_step(config: AlbertConfig, num_classes: int = NUM_CLASSES):
+  """training_step of Model Garden's AlbertEncoder + BertClassifier."""
   from official.nlp.modeling import models
 
   from albert_tf.checkpoints.converter import build_garden_encoder
   init = tf_keras.initializers.TruncatedNormal(stddev=config.initializer_range)
   encoder = build_garden_encoder(config, dropout_rate=0.0,
                                  attention_dropout_rate=0.0, initializer=init)
-  model = models.BertClassifier(encoder, num_classes=NUM_CLASSES,
+  model = models.BertClassifier(encoder, num_classes=num_classes,
                                 initializer=init, dropout_rate=0.1)
-  return training_step(model, lambda logits: logits, features, labels)
+  return training_step(model, lambda logits: logits)
 
 
 def run(size: str, batch: int, seq: int, repeats: int) -> str:
   config = common.load_config(size)
   features, labels = classifier_batch(config, batch, seq)
+  steps = {"ours": ours_step(config), "garden": garden_step(config)}
   times = common.time_alternating(
-      {"ours": ours(config, features, labels),
-       "garden": garden(config, features, labels)}, repeats)
+      {name: (lambda step=step: step(features, labels))
+       for name, step in steps.items()}, repeats)
   ours_s, garden_s = (common.median(times[k]) for k in ("ours", "garden"))
   header = ["model", "ours s/step", "Garden s/step", "speed-up (Garden/ours)",
             "ours seq/s", "Garden seq/s"]

@@ -10,10 +10,14 @@ gamma(6, 3.7) tokens, mean about 22, clipped to 3..45; packed
 `[CLS] a [SEP] b [SEP]` mean about 47, mostly under 64). Each is trained
 through the FinetuningRunner's `fit` step (AdamW, clipping) with
 `--length_buckets=auto` and with `none`, each after 6 warm-up steps
-(which trace every bucket shape this stream uses). The two runs alternate,
+(which trace every bucket shape this stream uses). The third contender is
+Model Garden's pipeline: its AlbertEncoder + BertClassifier
+(`bench_classifier_step.garden_step`, the same AdamW step with clipping)
+on the same stream padded to `--seq_length`, as Model Garden's own
+fine-tuning input is, one compiled step a batch. The three runs alternate,
 `ROUND` steps at a time, so that machine noise (other processes) spreads
-over both; examples per second of the timed steps, the ratio is the
-speed-up.
+over all; examples per second of the timed steps (total time, since
+bucketed rounds differ in shape), the ratios are the speed-ups.
 """
 
 import argparse
@@ -96,29 +100,57 @@ def _runner(config_file: str, features, batch: int, seq: int,
   return runner, dataset
 
 
+def _garden(config_file: str, features, batch: int, seq: int):
+  """A function running Model Garden's classifier step on `count` batches
+  of the unbucketed stream from batch `start`, after WARMUP steps."""
+  from benchmarks import bench_classifier_step
+  from data_pipeline import glue
+  step = bench_classifier_step.garden_step(common.load_config(config_file),
+                                           num_classes=2)
+  dataset = glue.make_dataset(features, seq, batch, is_training=True, seed=0)
+
+  def train(start: int, count: int):
+    for features_batch, labels in dataset.skip(start).take(count):
+      iterations = step(features_batch, labels)
+    iterations.numpy()
+
+  train(0, WARMUP)
+  return train
+
+
 def examples_per_second(config_file: str, features, batch: int, seq: int,
-                        steps: int, buckets_flags):
+                        steps: int, buckets_flags, garden: bool = True):
   """{flag: (examples/s of `steps` timed steps, train-step traces, batch
-  shapes)}, the runs alternating ROUND steps at a time."""
+  shapes)}, and "garden": (examples/s, None, None) if `garden`; the runs
+  alternating ROUND steps at a time."""
   runs = {flag: _runner(config_file, features, batch, seq, flag)
           for flag in buckets_flags}
-  seconds = dict.fromkeys(buckets_flags, 0.0)
+  contenders = {
+      flag: (lambda start, count, runner=runner, dataset=dataset:
+             runner.trainer.fit(dataset.skip(start), steps_per_epoch=count,
+                                epochs=1, verbose=0))
+      for flag, (runner, dataset) in runs.items()}
+  if garden:
+    contenders["garden"] = _garden(config_file, features, batch, seq)
+  seconds = dict.fromkeys(contenders, 0.0)
   for done in range(0, steps, ROUND):
     count = min(ROUND, steps - done)
-    for flag, (runner, dataset) in runs.items():
+    for name, train in contenders.items():
       start = time.perf_counter()
-      runner.trainer.fit(dataset.skip(WARMUP + done), steps_per_epoch=count,
-                         epochs=1, verbose=0)
-      seconds[flag] += time.perf_counter() - start
-  return {flag: (steps * batch / seconds[flag], runner.trainer.train_traces,
-                 sorted(shape[0] for shape in runner.trainer.train_shapes))
-          for flag, (runner, _) in runs.items()}
+      train(WARMUP + done, count)
+      seconds[name] += time.perf_counter() - start
+  results = {flag: (steps * batch / seconds[flag], runner.trainer.train_traces,
+                    sorted(shape[0] for shape in runner.trainer.train_shapes))
+             for flag, (runner, _) in runs.items()}
+  if garden:
+    results["garden"] = (steps * batch / seconds["garden"], None, None)
+  return results
 
 
 def run(size: str, batch: int, seq: int, steps: int,
         buckets_flag: str = "auto", tasks=("sst2",)) -> str:
-  """The markdown table: examples/s without and with buckets, a row per
-  task (TASKS)."""
+  """The markdown table: examples/s without and with buckets and of Model
+  Garden's pipeline, a row per task (TASKS)."""
   config = common.load_config(size)
   config_file = size if size.endswith(".json") else (
       f"{common.REPO_ROOT}/configs/albert_{size}.json")
@@ -130,14 +162,18 @@ def run(size: str, batch: int, seq: int, steps: int,
                                   ("none", buckets_flag))
     padded = results["none"][0]
     bucketed, traces, shapes = results[buckets_flag]
+    garden = results["garden"][0]
     lengths = features.lengths
     rows.append([
         common.size_label(size), label, f"{lengths.mean():.1f}",
         f"{np.mean(lengths > 32):.0%} / {np.mean(lengths > 64):.0%}",
-        f"{padded:.1f}", f"{bucketed:.1f}", f"{bucketed / padded:.2f}x",
+        f"{padded:.1f}", f"{bucketed:.1f}", f"{garden:.1f}",
+        f"{bucketed / padded:.2f}x", f"{bucketed / garden:.2f}x",
+        f"{padded / garden:.2f}x",
         f"{traces} ({', '.join('x'.join(map(str, s)) for s in shapes)})"])
   header = ["model", "task", "mean tokens", "share > 32 / > 64",
-            "none ex/s", f"{buckets_flag} ex/s", "speed-up",
+            "none ex/s", f"{buckets_flag} ex/s", "Garden ex/s",
+            f"{buckets_flag}/none", f"{buckets_flag}/Garden", "none/Garden",
             "traces (shapes)"]
   table = common.markdown_table(header, rows)
   print(table)
@@ -172,9 +208,11 @@ def main():
         f"--steps={args.steps} --length_buckets={args.length_buckets} "
         f"--tasks={','.join(tasks)}`; {machine}. Generated tasks with "
         "SST-2's length distribution (single sentences) and MRPC's "
-        "(sentence pairs), trained through the fine-tuning runner, the two "
-        "runs alternating. Not yet measured: Model Garden's pipeline. "
-        "Serving latency: see \"Serving latency with length buckets\"."
+        "(sentence pairs), trained through the fine-tuning runner with and "
+        "without buckets, alternating with Model Garden's pipeline "
+        "(AlbertEncoder + BertClassifier, every batch padded to "
+        "--seq_length). Serving latency: see \"Serving latency with length "
+        "buckets\"."
         "\n\n" + table)
 
 

@@ -106,9 +106,10 @@ a segment early, and short_seq_prob draws a shorter target for 10% of them.
 With documents of Wikipedia's length that leaves about a fifth of the
 positions as padding at 128 and two fifths at 512, above the 15% that issue
 24 sets as the bar for length buckets or packing in the pretraining reader.
-The reader does not bucket yet: the step gain (the other half of that bar)
-is not measured. Until it does, pretraining most steps at 128 and the last
-10% at 512 (BERT's recipe) avoids most of the 512 padding.
+The step gain, the other half of that bar, is measured in "Pretraining
+steps on length buckets": above 10% at 512, so bucketing or packing the
+reader is the next step. Until it is built, pretraining most steps at 128
+and the last 10% at 512 (BERT's recipe) avoids most of the 512 padding.
 """
 
 

@@ -32,7 +32,8 @@ from benchmarks import common
 PREDICTIONS = 20
 
 
-def synthetic_batch(config: AlbertConfig, batch: int, seq: int, seed=0):
+def synthetic_batch(config: AlbertConfig, batch: int, seq: int, seed=0,
+                    predictions: int = PREDICTIONS):
   rng = np.random.default_rng(seed)
   return dict(
       input_word_ids=tf.constant(rng.integers(5, config.vocab_size,
@@ -42,11 +43,11 @@ def synthetic_batch(config: AlbertConfig, batch: int, seq: int, seed=0):
                                             [1] * (seq - seq // 2)], batch,
                                            0), tf.int32),
       masked_lm_positions=tf.constant(
-          np.sort(rng.choice(np.arange(1, seq), (batch, PREDICTIONS)), -1),
+          np.sort(rng.choice(np.arange(1, seq), (batch, predictions)), -1),
           tf.int32),
       masked_lm_ids=tf.constant(rng.integers(5, config.vocab_size,
-                                             (batch, PREDICTIONS)), tf.int32),
-      masked_lm_weights=tf.ones([batch, PREDICTIONS], tf.float32),
+                                             (batch, predictions)), tf.int32),
+      masked_lm_weights=tf.ones([batch, predictions], tf.float32),
       next_sentence_labels=tf.constant(rng.integers(0, 2, (batch,)),
                                        tf.int32))
 

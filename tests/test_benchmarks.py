@@ -135,8 +135,37 @@ def test_length_buckets_benchmark(tiny_config_file):
                                    ["tiny", "MRPC-like pairs"]]
   for row in rows:
     assert 2 < float(row[2]) <= 32
-    assert float(row[4]) > 0 and float(row[5]) > 0
-    _ratio(row[6])
-  assert rows[0][7] == "2 (4x16, 4x32)"
-  traces, shapes = rows[1][7].split(" ", 1)
+    none, bucketed, garden = map(float, row[4:7])
+    assert none > 0 and bucketed > 0 and garden > 0
+    # The ratios are those of the printed examples/s (to rounding).
+    for cell, ratio in zip(row[7:10], (bucketed / none, bucketed / garden,
+                                       none / garden)):
+      assert _ratio(cell) == pytest.approx(ratio, rel=0.1, abs=0.06)
+  assert rows[0][10] == "2 (4x16, 4x32)"
+  traces, shapes = rows[1][10].split(" ", 1)
   assert int(traces) == len(shapes.split(",")) and "4x32" in shapes
+
+
+def test_pretraining_buckets_benchmark(tiny_config_file):
+  import numpy as np
+
+  from benchmarks import bench_pretraining_buckets
+  lengths = np.array([3, 8, 8, 9, 16, 17, 32, 32])
+  np.testing.assert_allclose(
+      bench_pretraining_buckets.bucket_shares(lengths, (8, 16, 32)),
+      [3 / 8, 2 / 8, 3 / 8])
+  buckets, summary, gain = bench_pretraining_buckets.run(
+      tiny_config_file, 2, 32, (8, 16, 32), 1, lengths)
+  rows = _rows(buckets)
+  assert [r[1:4] for r in rows] == [["2x8", "1-8", "37.5%"],
+                                    ["2x16", "9-16", "25.0%"],
+                                    ["2x32", "17-32", "37.5%"]]
+  assert all(float(r[5]) > 0 for r in rows)
+  padded, bucketed = _rows(summary)
+  assert padded[1] == "padded to 32" and padded[5] == "1.00x"
+  assert bucketed[1] == "buckets 8,16,32"
+  assert _ratio(bucketed[5]) == pytest.approx(gain, abs=0.006)
+  # Same instances: the examples/s and tokens/s ratios are the speed-up.
+  for column in (3, 4):
+    assert float(bucketed[column]) / float(padded[column]) == pytest.approx(
+        gain, rel=0.05)

@@ -124,7 +124,8 @@ def _kill_sequence(command, folder):
   killed with SIGKILL right after ckpt-10, then (rerun with the same
   command) at a random moment after ckpt-20, then, when it had not finished,
   a save of the next checkpoint cut short; the last rerun ends the run.
-  Returns (reference dir, killed dir, a line naming the kill points)."""
+  Returns (reference dir, killed dir, a line naming the kill points, the
+  uninterrupted run's stderr)."""
   reference = os.path.join(folder, "reference")
   killed = os.path.join(folder, "killed")
   uninterrupted = _start(*command(reference))
@@ -146,9 +147,11 @@ def _kill_sequence(command, folder):
     # a rerun resumes from, and the rerun overwrites the broken files.
     _cut_short_save(killed, second_kill + 10)
   _finish(_start(*command(killed)))
-  _finish(uninterrupted)
+  _, reference_log = uninterrupted.communicate(timeout=300)
+  assert uninterrupted.returncode == 0, reference_log[-3000:]
   return (reference, killed,
-          f"killed after ckpt-{first_kill} and ckpt-{second_kill}")
+          f"killed after ckpt-{first_kill} and ckpt-{second_kill}",
+          reference_log)
 
 
 def _pretraining_command(records, config_file):
@@ -162,14 +165,18 @@ def _pretraining_command(records, config_file):
       "--shuffle_buffer_size=100")
 
 
-def _finetuning_command(sst2_dir, spm_model, config_file):
+def _finetuning_command(sst2_dir, spm_model, config_file,
+                        length_buckets="auto"):
+  """run_classifier to step 60. `--length_buckets=auto` at SEQ 32 is a
+  single bucket (auto starts at 32): every batch is [16, 32]."""
   return lambda output_dir: (
       "tools.run_classifier", "--task_name=SST-2", f"--data_dir={sst2_dir}",
       f"--albert_config_file={config_file}", f"--spm_model_file={spm_model}",
       f"--output_dir={output_dir}", "--do_train", f"--max_seq_length={SEQ}",
       "--train_batch_size=16", "--learning_rate=1e-3", "--train_step=60",
       "--warmup_step=4", "--save_checkpoints_steps=10",
-      "--iterations_per_loop=5", "--seed=5")
+      "--iterations_per_loop=5", "--seed=5",
+      f"--length_buckets={length_buckets}")
 
 
 def _write_sst2(data_dir, corpus, num_train=400, num_dev=64):
@@ -202,11 +209,16 @@ def sst2_dir(tmp_path_factory, english_corpus):
 @pytest.fixture(scope="module")
 def kill_sequences(tmp_path_factory, pretraining_records, config_file,
                    sst2_dir, spm_model):
-  """{"pretraining" | "finetuning": future of `_kill_sequence`'s result}."""
+  """{"pretraining" | "finetuning" | "finetuning_bucketed": future of
+  `_kill_sequence`'s result}; two sequences at a time."""
   commands = {
       "pretraining": _pretraining_command(pretraining_records["path"],
                                           config_file),
-      "finetuning": _finetuning_command(sst2_dir, spm_model, config_file)}
+      "finetuning": _finetuning_command(sst2_dir, spm_model, config_file),
+      # The SST-2 rows (4 to 13 words) straddle 16 pieces: both buckets
+      # train (the test checks the reference run's log).
+      "finetuning_bucketed": _finetuning_command(
+          sst2_dir, spm_model, config_file, length_buckets=f"16,{SEQ}")}
   with concurrent.futures.ThreadPoolExecutor(2) as pool:
     yield {name: pool.submit(_kill_sequence, command,
                              str(tmp_path_factory.mktemp(name)))
@@ -216,7 +228,7 @@ def kill_sequences(tmp_path_factory, pretraining_records, config_file,
 @pytest.mark.slow
 def test_pretraining_killed_twice_and_cut_short_save_resumes_exactly(
     kill_sequences):
-  reference, killed, kills = kill_sequences["pretraining"].result()
+  reference, killed, kills, _ = kill_sequences["pretraining"].result()
   print(f"pretraining {kills}")
   assert _latest_step(killed) == _latest_step(reference) == 60
   _assert_same_weights(reference, killed)
@@ -224,8 +236,22 @@ def test_pretraining_killed_twice_and_cut_short_save_resumes_exactly(
 
 @pytest.mark.slow
 def test_finetuning_killed_and_rerun_resumes_exactly(kill_sequences):
-  reference, killed, kills = kill_sequences["finetuning"].result()
+  reference, killed, kills, _ = kill_sequences["finetuning"].result()
   print(f"fine-tuning {kills}")
+  assert _latest_step(killed) == _latest_step(reference) == 60
+  _assert_same_weights(reference, killed)
+
+
+@pytest.mark.slow
+def test_bucketed_finetuning_killed_and_rerun_resumes_exactly(
+    kill_sequences):
+  """As above with --length_buckets=16,32: batches of two shapes, so the
+  resumed data position must land on the same bucketed batch."""
+  reference, killed, kills, log = kill_sequences[
+      "finetuning_bucketed"].result()
+  print(f"bucketed fine-tuning {kills}")
+  assert (f"train step traced 2 times for 2 batch shapes (length buckets "
+          f"16,{SEQ})") in log, log[-3000:]
   assert _latest_step(killed) == _latest_step(reference) == 60
   _assert_same_weights(reference, killed)
 
