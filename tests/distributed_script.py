@@ -17,14 +17,14 @@ import json
 import os
 import sys
 
-from albert_common import settings_fields
-
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 os.pardir))
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+from albert_common import settings_fields  # noqa: E402
 
 
 def _weights(output_dir):

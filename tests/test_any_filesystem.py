@@ -268,8 +268,8 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
       squad_finetuning.SquadOptions(
           train_file=join(squad_dir, "train.json"),
           predict_file=join(squad_dir, "dev.json"), doc_stride=16,
-          max_query_length=12, n_best_size=3, max_answer_length=4),
-      export_dir=squad_export)
+          max_query_length=12, n_best_size=3, max_answer_length=4,
+          export_dir=squad_export))
   assert json.loads(file_io.read_text(join(top("squad_run"),
                                            "eval_results.json"))) == squad
   assert squad["step"] in (2, 4) and "f1" in squad
@@ -292,8 +292,8 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
       _finetuning_params(top("race_run"), spm_model_file=spm,
                          albert_config_file=config_file, do_predict=True,
                          max_seq_length=48),
-      race_finetuning.RaceOptions(data_dir=race_dir, max_qa_length=16),
-      export_dir=race_export)
+      race_finetuning.RaceOptions(data_dir=race_dir, max_qa_length=16,
+                                  export_dir=race_export))
   assert race_results["num_examples"] == 4
   examples = race_examples.read_race_examples(race_dir, "dev")
   served = exports.load_saved_model(race_export).signatures[

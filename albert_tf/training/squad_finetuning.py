@@ -242,7 +242,7 @@ def _predict(runner: finetuning_runner.FinetuningRunner, data: SquadData,
 def _export(runner, params, options: SquadOptions, export_dir: str) -> None:
   """The best checkpoint as a raw-text SavedModel
   (albert_tf.exports.squad_export)."""
-  from albert_tf.exports import squad as squad_export
+  from albert_tf.exports import squad_export
   runner.restore_best()
   threshold = _threshold(runner, options)  # the one predictions.json used
   squad_export.export_squad(
