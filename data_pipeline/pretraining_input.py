@@ -36,6 +36,7 @@ import tensorflow as tf
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from data_pipeline import pretraining_buckets
 from data_pipeline import record_stream
 from data_pipeline import tfrecord_schema
 
@@ -143,7 +144,8 @@ def pretraining_dataset(
     include_token_boundary: bool = False,
     vocab_size: Optional[int] = None,
     start_step: int = 0,
-    record_count_cache: Optional[str] = None) -> tf.data.Dataset:
+    record_count_cache: Optional[str] = None,
+    length_buckets: Sequence[int] = ()) -> tf.data.Dataset:
   """Batches of model inputs from pretraining TFRecords.
 
   Args:
@@ -170,9 +172,15 @@ def pretraining_dataset(
       ids are below it.
     include_token_boundary: also yield `token_boundary` (int32 [batch, seq],
       1 at word starts and [CLS]/[SEP]), e.g. for masking on the fly.
+    length_buckets: training only: increasing lengths ending with
+      max_seq_length; with more than one, each batch is trimmed to the
+      bucket of its longest record, batches sorted by length within
+      windows (data_pipeline.pretraining_buckets; the same records, the
+      same resume).
 
   Returns:
-    A tf.data.Dataset of dicts (see the table above), batch dimension static.
+    A tf.data.Dataset of dicts (see the table above), batch dimension static
+    (the sequence dimension too, unless bucketed).
   """
   files = resolve_files(file_pattern)
   if validate:
@@ -181,12 +189,24 @@ def pretraining_dataset(
                              vocab_size=vocab_size)
   share = _PipelineShare.of(batch_size, input_context)
   cycle = cycle_length or min(len(files), 8)
+  bucketed = is_training and len(length_buckets) > 1
+  # This pipeline's batches before the start, and those of a bucketed
+  # stream's first window to skip.
+  batches_done = start_step * share.records_per_step // share.batch_size
+  skip = 0
+  if bucketed:
+    batches_done, skip = pretraining_buckets.window_start(batches_done)
   if is_training:
+    if seed is None:
+      if start_step:
+        raise ValueError("resuming the data stream at a step needs a seed")
+      seed = random.randrange(2**31)
     dataset = _training_records(
         files, share.num_pipelines, share.pipeline_id,
-        records_per_step=share.records_per_step, seed=seed,
-        cycle_length=cycle, shuffle_buffer_size=shuffle_buffer_size,
-        start_step=start_step, record_count_cache=record_count_cache)
+        start_records=batches_done * share.batch_size, start_step=start_step,
+        seed=seed, cycle_length=cycle,
+        shuffle_buffer_size=shuffle_buffer_size,
+        record_count_cache=record_count_cache)
   else:
     dataset = _evaluation_records(files, share.num_pipelines,
                                   share.pipeline_id, cycle)
@@ -196,6 +216,11 @@ def pretraining_dataset(
           records, max_seq_length, max_predictions_per_seq,
           include_token_boundary),
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+  if bucketed:
+    dataset = pretraining_buckets.bucket_batches(
+        dataset, length_buckets, seed,
+        first_window=batches_done // pretraining_buckets.DEFAULT_WINDOW)
+    dataset = dataset.skip(skip)
   return dataset.prefetch(tf.data.AUTOTUNE)
 
 
@@ -227,21 +252,18 @@ class _PipelineShare(NamedTuple):
                per_replica * replicas_per_pipeline)
 
 
-def _training_records(files, num_pipelines, pipeline_id, records_per_step,
-                      seed, cycle_length, shuffle_buffer_size, start_step,
+def _training_records(files, num_pipelines, pipeline_id, start_records,
+                      start_step, seed, cycle_length, shuffle_buffer_size,
                       record_count_cache) -> tf.data.Dataset:
-  """This pipeline's endless record stream, from step `start_step` on."""
+  """This pipeline's endless record stream, from its `start_records`-th
+  record on (the start of step `start_step`, or of its bucket window)."""
   own_files, stride = record_stream.pipeline_files(files, num_pipelines,
                                                    pipeline_id)
-  if seed is None:
-    if start_step:
-      raise ValueError("resuming the data stream at a step needs a seed")
-    seed = random.randrange(2**31)
   start = None
-  if start_step:
+  if start_records:
     counts = record_stream.record_counts(own_files, record_count_cache)
     start = record_stream.locate(own_files, counts, seed, cycle_length,
-                                 start_step * records_per_step * stride)
+                                 start_records * stride)
     logging.info("input pipeline %d/%d resumes the data stream at step %d: "
                  "%s", pipeline_id + 1, num_pipelines, start_step,
                  start.describe())

@@ -68,8 +68,28 @@ def _group_records(files: tf.Tensor, group, seed: int, cycle_length: int,
       tf.data.TFRecordDataset, cycle_length=cycle_length, block_length=1,
       num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
   group_seed = tf.cast(seed, tf.int64) * _SEED_MIX + tf.cast(group, tf.int64)
+  _avoid_zero_graph_seed()
   return records.shuffle(shuffle_buffer_size, seed=group_seed,
                          reshuffle_each_iteration=False)
+
+
+# TensorFlow reduces a global seed modulo 2**31 - 1 and then compares the
+# (global, op) pair with (0, 0) in Python, which a tensor op seed (ours,
+# per group) cannot take inside a graph. A global seed of that class (0,
+# 2**31 - 1, ... e.g. after tf.random.set_seed(0)) is read as this one, as
+# albert_tf.training.seeds.set_global_seeds maps it; other seeds are left
+# alone, so their streams do not change.
+_TF_SEED_MODULUS = 2**31 - 1
+_SEED_FOR_ZERO_CLASS = _TF_SEED_MODULUS - 1
+
+
+def _avoid_zero_graph_seed() -> None:
+  """In the tf.data function building a group (record_stream builds every
+  group in one), a zero-class graph seed is read as _SEED_FOR_ZERO_CLASS."""
+  graph = tf.compat.v1.get_default_graph()
+  if (not tf.executing_eagerly() and graph.seed is not None and
+      graph.seed % _TF_SEED_MODULUS == 0):
+    graph.seed = _SEED_FOR_ZERO_CLASS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +143,10 @@ def record_stream(files: Sequence[str], seed: int, cycle_length: int,
     return _group_records(files_t, g, seed, cycle_length, shuffle_buffer_size)
 
   first_group, offset = (start.group, start.offset) if start else (0, 0)
-  head = group(first_group).skip(offset)
+  # Every group is built inside a tf.data function (a graph), the first one
+  # too, so that all get their shuffle seeds the same way.
+  head = tf.data.Dataset.from_tensors(tf.constant(first_group, tf.int64))
+  head = head.flat_map(group).skip(offset)
   rest = tf.data.Dataset.counter(first_group + 1).flat_map(group)
   return head.concatenate(rest)
 

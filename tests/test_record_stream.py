@@ -118,3 +118,21 @@ def test_any_seed_works_under_its_global_seeds(files, global_seeds, seed):
   start = record_stream.locate(files, counts, seed, 2, 40)
   resumed = _take(record_stream.record_stream(files, seed, 2, 4, start), 20)
   assert resumed == stream[40:60]
+
+
+@pytest.mark.parametrize("global_seed", [0, 2**31 - 1])
+def test_a_zero_class_global_seed_set_directly_works(files, global_seeds,
+                                                     global_seed):
+  """tf.random.set_seed(0) by the user (not through set_global_seeds) used
+  to make the per-group shuffle fail inside a graph; the stream now reads,
+  the same twice, every record once per epoch, and resumes exactly."""
+  tf.random.set_seed(global_seed)
+  stream = _take(record_stream.record_stream(files, 7, 2, 4), 2 * 34)
+  assert stream == _take(record_stream.record_stream(files, 7, 2, 4), 2 * 34)
+  everything = sorted(f"{i}-{j}" for i, n in enumerate(SIZES)
+                      for j in range(n))
+  assert sorted(stream[:34]) == sorted(stream[34:]) == everything
+  counts = record_stream.record_counts(files)
+  start = record_stream.locate(files, counts, 7, 2, 40)
+  resumed = _take(record_stream.record_stream(files, 7, 2, 4, start), 20)
+  assert resumed == stream[40:60]

@@ -42,6 +42,7 @@ from albert_tf.training.pretraining_params import prepared
 from albert_tf.training.pretraining_runner import PretrainingRunner
 from albert_tf.training.strategy import create_strategy
 from albert_tf.training.warm_start import warm_start
+from data_pipeline import length_buckets
 from data_pipeline import pretraining_input
 
 DATA_STREAM_FILE = "data_stream.json"
@@ -50,7 +51,8 @@ RECORD_COUNTS_FILE = "input_record_counts.json"
 
 def _distributed_dataset(strategy, params: PretrainingParams, file_pattern,
                          batch_size, is_training, vocab_size=None,
-                         seed=None, start_step=0, record_count_cache=None):
+                         seed=None, start_step=0, record_count_cache=None,
+                         buckets=()):
   def dataset_fn(input_context):
     return pretraining_input.pretraining_dataset(
         file_pattern, batch_size=batch_size,
@@ -59,7 +61,7 @@ def _distributed_dataset(strategy, params: PretrainingParams, file_pattern,
         is_training=is_training, input_context=input_context,
         seed=seed, shuffle_buffer_size=params.shuffle_buffer_size,
         vocab_size=vocab_size, start_step=start_step,
-        record_count_cache=record_count_cache)
+        record_count_cache=record_count_cache, length_buckets=buckets)
 
   if batch_size % strategy.num_replicas_in_sync:
     raise UserInputError(
@@ -213,7 +215,9 @@ def _datasets(params: PretrainingParams, strategy, config: AlbertConfig,
       strategy, params, params.input_file, params.train_batch_size, True,
       config.vocab_size, seed=_data_seed(params, chief),
       start_step=start_step,
-      record_count_cache=file_io.join(write_dir, RECORD_COUNTS_FILE))
+      record_count_cache=file_io.join(write_dir, RECORD_COUNTS_FILE),
+      buckets=length_buckets.parse_length_buckets(params.length_buckets,
+                                                  params.max_seq_length))
   eval_dataset = None
   if params.eval_file:
     eval_dataset = _distributed_dataset(strategy, params, params.eval_file,

@@ -24,6 +24,7 @@ from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
 from albert_tf.config import AlbertConfig
 from albert_tf.training.runtime_params import RuntimeParams
+from data_pipeline import length_buckets
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -63,6 +64,13 @@ class PretrainingParams(FlatConstructible):
       100, "Evaluation batches per evaluation; -1 for the whole eval_file.")
   shuffle_buffer_size: int = setting(
       10000, "Records in the training shuffle buffer.")
+  length_buckets: str = setting(
+      "none", "Trim each training batch to a length bucket: batches sorted "
+      "by length within windows of 16 (data_pipeline.pretraining_buckets; "
+      "the same records and loss, exact resume). none: every batch at "
+      "--max_seq_length (the official recipe); auto: powers of two from 32, "
+      "then --max_seq_length; or increasing lengths, e.g. 128,256,512. "
+      "Not with --strategy=tpu (a TPU loop needs one static shape).")
   resume_data_stream: bool = setting(
       True, "Resume the data stream where the restored step left it "
       "(data_pipeline.record_stream); false restarts it from its "
@@ -92,6 +100,13 @@ def validate_params(params: PretrainingParams, config: AlbertConfig) -> None:
     if getattr(params, name) <= 0:
       raise UserInputError(f"--{name} must be positive, got "
                            f"{getattr(params, name)}")
+  buckets = length_buckets.parse_length_buckets(params.length_buckets,
+                                               params.max_seq_length)
+  if len(buckets) > 1 and params.runtime.strategy == "tpu":
+    raise UserInputError(
+        f"--length_buckets={params.length_buckets} needs shapes that vary "
+        "between steps, which a TPU loop cannot take; use "
+        "--length_buckets=none with --strategy=tpu")
   if params.save_checkpoints_steps % params.iterations_per_loop:
     raise UserInputError(
         f"--save_checkpoints_steps ({params.save_checkpoints_steps}) must be "
