@@ -25,7 +25,8 @@ from albert_common.errors import UserInputError
 FLAGS = flags.FLAGS
 
 _DEFINERS = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer,
-             float: flags.DEFINE_float, str: flags.DEFINE_string}
+             float: flags.DEFINE_float, str: flags.DEFINE_string,
+             tuple: flags.DEFINE_list}
 _RECIPE_NOTE = " Unset: the task's recipe."
 
 
@@ -48,6 +49,8 @@ def define_flags(settings_class, module: str, flag_values=FLAGS) -> None:
 def _flag_default(field: settings_fields.LeafField) -> Any:
   if field.required or field.recipe:
     return None
+  if field.type is tuple and field.default is not None:
+    return list(field.default)  # absl's list flags hold lists
   return field.default
 
 
@@ -98,6 +101,8 @@ def read_settings(settings_class, recipe: Optional[Mapping] = None,
       value = recipe.get(field.name)
     if value is None and field.required:
       raise UserInputError(f"--{field.name} is required")
+    if isinstance(value, list):
+      value = tuple(value)  # frozen settings hold tuples
     if value is not None or field.default is None:
       values[field.name] = value
   return (settings_fields.from_flat(settings_class, values),
