@@ -128,11 +128,16 @@ def readme_flag_tables() -> str:
   `python -c "from tools import settings_flags as s;
   print(s.readme_flag_tables())"` (tests/test_settings_flags.py keeps the
   README equal to it)."""
+  from albert_tf import parameters_and_flops
+  from albert_tf.checkpoints import conversion_params
+  from albert_tf.exports import options
   from albert_tf.training import finetuning_params
   from albert_tf.training import pretraining_params
   from albert_tf.training import runtime_params
   from albert_tf.training import task_settings
   from data_pipeline import data_creation_params
+  from data_pipeline import sentencepiece_trainer
+  from data_pipeline import wordpiece_trainer
   sections = [
       ("create_pretraining_data (`DataCreationParams`, with its "
        "`InstanceOptions` and `CorpusOptions`)",
@@ -146,6 +151,16 @@ def readme_flag_tables() -> str:
       ("run_classifier (`GlueOptions`)", (task_settings.GlueOptions,)),
       ("run_squad (`SquadOptions`)", (task_settings.SquadOptions,)),
       ("run_race (`RaceOptions`)", (task_settings.RaceOptions,)),
+      ("train_sentencepiece (`SentencePieceTrainingParams`)",
+       (sentencepiece_trainer.SentencePieceTrainingParams,)),
+      ("train_wordpiece (`WordPieceTrainingParams`)",
+       (wordpiece_trainer.WordPieceTrainingParams,)),
+      ("convert_checkpoint (`ConversionParams`)",
+       (conversion_params.ConversionParams,)),
+      ("export_tflite (`TfliteExportParams`)",
+       (options.TfliteExportParams,)),
+      ("model_summary (`ModelSummaryParams`)",
+       (parameters_and_flops.ModelSummaryParams,)),
   ]
   shared = set(settings_fields.leaf_names(runtime_params.RuntimeParams))
   parts = []
