@@ -35,11 +35,12 @@ class ConversionParams(FlatConstructible):
   input_format: str = setting(
       "auto", "Layout to read; auto detects it from the contents.",
       choices=INPUT_FORMATS)
-  spm_model_file: Optional[str] = setting(
-      None, "SentencePiece model of the checkpoint; needed for "
+  # "" (not None) for unset, as every tool that reads a vocabulary has it.
+  spm_model_file: str = setting(
+      "", "SentencePiece model of the checkpoint; needed for "
       "--output_format=keras_hub (the preset's tokenizer).")
-  vocab_file: Optional[str] = setting(
-      None, "WordPiece vocab.txt of the checkpoint (the Chinese ALBERTs' "
+  vocab_file: str = setting(
+      "", "WordPiece vocab.txt of the checkpoint (the Chinese ALBERTs' "
       "vocab_chinese.txt), used when --spm_model_file is not given: written "
       "beside an ours / official output and as a BertTokenizer (vocab.txt, "
       "tokenizer_config.json) in a Hugging Face folder.")
