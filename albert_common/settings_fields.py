@@ -21,6 +21,7 @@ the settings from the parsed values; the library never sees `FLAGS`.
 """
 
 import dataclasses
+import types
 import typing
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
@@ -52,7 +53,8 @@ class LeafField:
   Attributes:
     name: the field's (and flag's) name.
     path: the names of the nested fields that lead to it.
-    type: its Python type, Optional unwrapped (bool, int, float or str).
+    type: its Python type, Optional unwrapped (bool, int, float or str; tuple
+      for Tuple[str, ...], a comma-separated list).
     default: its default (dataclasses.MISSING when required).
     help, choices, recipe: see `setting`.
   """
@@ -75,9 +77,13 @@ def _is_settings_class(kind) -> bool:
 
 
 def _scalar_type(kind) -> type:
-  """bool, int, float or str, Optional[...] unwrapped."""
-  args = [a for a in typing.get_args(kind) if a is not type(None)]
-  return args[0] if args else kind
+  """bool, int, float or str, Optional[...] unwrapped; tuple for a
+  Tuple[str, ...] (a comma-separated list flag)."""
+  if typing.get_origin(kind) in (typing.Union, types.UnionType):
+    kind = next(a for a in typing.get_args(kind) if a is not type(None))
+  if typing.get_origin(kind) is tuple:
+    return tuple
+  return kind
 
 
 def leaf_fields(cls, path: Tuple[str, ...] = ()) -> Iterator[LeafField]:

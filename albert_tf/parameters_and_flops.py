@@ -1,9 +1,29 @@
-"""Parameter counts and training FLOPs of an ALBERT configuration."""
+"""Parameter counts and training FLOPs of an ALBERT configuration.
+
+Imports no TensorFlow at load (tools.model_summary defines its flags from
+`ModelSummaryParams` before TensorFlow is imported).
+"""
 
 import collections
-from typing import Dict, List, Tuple
+import dataclasses
+from typing import Dict, List, Optional, Tuple
 
+from albert_common.settings_fields import FlatConstructible
+from albert_common.settings_fields import setting
+from albert_tf.config import SHARE_PARAMETERS
 from albert_tf.config import AlbertConfig
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ModelSummaryParams(FlatConstructible):
+  """Settings of tools.model_summary (each field is its flag)."""
+
+  albert_config_file: str = setting(help="albert_config.json of the model.")
+  max_seq_length: int = setting(512,
+                                "Sequence length for the attention FLOPs.")
+  share_parameters: Optional[str] = setting(
+      None, "Override the config's share_parameters.",
+      choices=SHARE_PARAMETERS)
 
 
 def parameter_breakdown(encoder) -> List[Tuple[str, int]]:

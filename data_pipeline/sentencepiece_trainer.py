@@ -23,21 +23,51 @@ local temporary directory (removed afterwards); the model and vocabulary are
 then published at `model_prefix` under temporary names and renamed.
 """
 
+import dataclasses
 import os
 import random
 import tempfile
-from typing import Dict, Iterator, List, Sequence, Union
+from typing import Dict, Iterator, List, Sequence, Tuple, Union
 
 from absl import logging
 import sentencepiece as spm
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_common.settings_fields import FlatConstructible
+from albert_common.settings_fields import setting
 from data_pipeline import tokenization
 
 ALBERT_CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 ALBERT_USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "\u2013", "\u00a3",
                                "\u20ac")
+MODEL_TYPES = ("unigram", "bpe", "char", "word")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SentencePieceTrainingParams(FlatConstructible):
+  """Settings of tools.train_sentencepiece (each field is its flag)."""
+
+  input: Tuple[str, ...] = setting(
+      help="Text files, one sentence per line: globs and/or a "
+      "comma-separated list.")
+  model_prefix: str = setting(help="Output path without extension.")
+  vocab_size: int = setting(30000, "Number of pieces.")
+  model_type: str = setting("unigram", "SentencePiece model type.",
+                            choices=MODEL_TYPES)
+  character_coverage: float = setting(
+      0.99995, "Fraction of characters the vocabulary covers.")
+  do_lower_case: bool = setting(True, "Lowercase the text.")
+  keep_accents: bool = setting(False,
+                               "Keep accents instead of stripping.")
+  input_sentence_size: int = setting(
+      10_000_000, "Train on at most this many lines, reservoir-sampled in "
+      "one pass (<= 0: all lines).")
+  random_seed: int = setting(12345, "Seed of the sampling.")
+  num_threads: int = setting(16, "Training threads.")
+  user_defined_symbols: Tuple[str, ...] = setting(
+      ALBERT_USER_DEFINED_SYMBOLS,
+      "Pieces always split out of the text (official ALBERT set).")
 
 
 def resolve_inputs(input_patterns: Union[str, Sequence[str]]) -> List[str]:

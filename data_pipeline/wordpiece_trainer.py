@@ -19,7 +19,8 @@ than memory work; every path may be on any TensorFlow filesystem.
 """
 
 import collections
-from typing import Dict, List, Sequence, Union
+import dataclasses
+from typing import Dict, List, Sequence, Tuple, Union
 
 from absl import logging
 import tokenizers
@@ -29,9 +30,32 @@ from tokenizers import pre_tokenizers
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_common.settings_fields import FlatConstructible
+from albert_common.settings_fields import setting
 from data_pipeline import sentencepiece_trainer
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WordPieceTrainingParams(FlatConstructible):
+  """Settings of tools.train_wordpiece (each field is its flag)."""
+
+  input: Tuple[str, ...] = setting(
+      help="Text files: globs and/or a comma-separated list (blank lines are "
+      "ignored).")
+  vocab_file: str = setting(help="The vocab.txt to write.")
+  vocab_size: int = setting(
+      30000, "At most this many pieces, the special tokens included.")
+  do_lower_case: bool = setting(
+      True, "Lowercase and strip accents before counting words.")
+  input_sentence_size: int = setting(
+      10_000_000, "Learn from at most this many lines, reservoir-sampled in "
+      "one pass (<= 0: all lines).")
+  random_seed: int = setting(12345, "Seed of the sampling.")
+  max_unique_chars: int = setting(
+      1000, "Keep at most this many distinct characters (the most "
+      "frequent); rarer ones tokenize as [UNK].")
 
 
 def bert_pre_tokenizer(do_lower_case: bool) -> tokenizers.Tokenizer:

@@ -4,6 +4,7 @@ the settings read back once, the library never touching FLAGS."""
 import ast
 import dataclasses
 import pathlib
+from typing import Tuple
 
 from absl import flags
 import pytest
@@ -100,6 +101,20 @@ def test_a_shared_flag_name_must_share_its_default():
     settings_flags.define_flags(Clash, "test_module", values)
 
 
+
+def test_a_tuple_field_is_a_list_flag_read_back_as_a_tuple():
+  @dataclasses.dataclass(frozen=True, kw_only=True)
+  class Lists:
+    input: Tuple[str, ...] = settings_fields.setting(help="Files.")
+    symbols: Tuple[str, ...] = settings_fields.setting(("(", ")"), "Pieces.")
+
+  values = _flag_values(Lists)
+  assert values["symbols"].default == ["(", ")"]
+  values(["prog", "--input=a.txt,b*.txt"])
+  params, _ = settings_flags.read_settings(Lists, flag_values=values)
+  assert params == Lists(input=("a.txt", "b*.txt"), symbols=("(", ")"))
+  settings_flags.define_flags(Lists, "test_module", values)  # same default
+
 def test_the_flag_table_lists_every_flag():
   table = settings_flags.flag_table(FinetuningParams,
                                     task_settings.SquadOptions)
@@ -132,13 +147,16 @@ def _calls(path, names):
 
 def test_pipeline_tools_define_no_flag_by_hand():
   """create_pretraining_data, split_sentences, run_pretraining,
-  run_classifier, run_squad, run_race, export_savedmodel: every flag comes
-  from a settings field; no DEFINE_* typed in the tool."""
+  run_classifier, run_squad, run_race, export_savedmodel, export_tflite,
+  model_summary, convert_checkpoint, train_sentencepiece, train_wordpiece:
+  every flag comes from a settings field; no DEFINE_* typed in the tool."""
   definers = {"DEFINE_string", "DEFINE_integer", "DEFINE_float",
               "DEFINE_bool", "DEFINE_enum", "DEFINE_list"}
   for tool in ("create_pretraining_data", "split_sentences",
                "run_pretraining", "run_classifier", "run_squad", "run_race",
-               "export_savedmodel"):
+               "export_savedmodel", "export_tflite", "model_summary",
+               "convert_checkpoint", "train_sentencepiece",
+               "train_wordpiece"):
     assert not list(_calls(ROOT / "tools" / f"{tool}.py", definers)), tool
 
 

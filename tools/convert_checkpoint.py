@@ -45,48 +45,13 @@ that does not map, is missing or has the wrong shape stops the conversion with
 a list of all of them.
 """
 
-from absl import flags
-
-from albert_common.run_constants import INPUT_FORMATS
-from albert_common.run_constants import OUTPUT_FORMATS
+from albert_tf.checkpoints.conversion_params import ConversionParams
 
 from . import cli
+from . import settings_flags
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string("albert_config_file", None,
-                    "albert_config.json or Hugging Face config.json of the "
-                    "model (default: config.json of a Hugging Face input "
-                    "folder).")
-flags.DEFINE_string("input_checkpoint", None,
-                    "Checkpoint prefix, .safetensors file or a directory.",
-                    required=True)
-flags.DEFINE_string("output_checkpoint", None,
-                    "Checkpoint prefix (ours, official) or directory / "
-                    ".safetensors file (huggingface).", required=True)
-flags.DEFINE_enum("output_format", "ours", list(OUTPUT_FORMATS),
-                  "Layout to write (keras_hub: a preset directory).")
-flags.DEFINE_enum("input_format", "auto", list(INPUT_FORMATS),
-                  "Layout to read; auto detects it from the contents.")
-flags.DEFINE_string("spm_model_file", None,
-                    "SentencePiece model of the checkpoint; needed for "
-                    "--output_format=keras_hub (the preset's tokenizer).")
-flags.DEFINE_string("vocab_file", None,
-                    "WordPiece vocab.txt of the checkpoint (the Chinese "
-                    "ALBERTs' vocab_chinese.txt), used when --spm_model_file "
-                    "is not given: written beside an ours / official output "
-                    "and as a BertTokenizer (vocab.txt, tokenizer_config."
-                    "json) in a Hugging Face folder.")
-flags.DEFINE_enum("keras_hub_tokenizer", "stock", ["stock", "official"],
-                  "With --output_format=keras_hub: the preset's tokenizer. "
-                  "stock: keras-hub's AlbertTokenizer, the preset loads and "
-                  "fine-tunes with keras-hub alone (its ids differ from the "
-                  "official tokenization where a digit precedes a comma); "
-                  "official: albert_tf.keras3.OfficialAlbertTokenizer, the "
-                  "official ids on every path, loading needs "
-                  "`import albert_tf.keras3`.")
-flags.DEFINE_bool("do_lower_case", True,
-                  "With --output_format=keras_hub: whether the model's text "
-                  "is lowercased (as in training).")
+# Every flag is a field of ConversionParams (name, default and help).
+settings_flags.define_flags(ConversionParams, __name__)
 
 
 def main(argv):
@@ -96,10 +61,11 @@ def main(argv):
   from albert_common.errors import UserInputError
   from albert_tf.checkpoints import configs
 
-  config_file = FLAGS.albert_config_file
+  params, _ = settings_flags.read_settings(ConversionParams)
+  config_file = params.albert_config_file
   if config_file is None:
     from albert_common import file_io
-    candidate = file_io.join(FLAGS.input_checkpoint, "config.json")
+    candidate = file_io.join(params.input_checkpoint, "config.json")
     if not file_io.isfile(candidate):
       raise UserInputError(
           "--albert_config_file is required (only a Hugging Face input folder "
@@ -107,22 +73,22 @@ def main(argv):
     config_file = candidate
   config = configs.load_albert_config(config_file)
   from data_pipeline.tokenizer_factory import resolve_vocabulary
-  spm_model_file, vocab_file = resolve_vocabulary(FLAGS.spm_model_file,
-                                                  FLAGS.vocab_file)
+  spm_model_file, vocab_file = resolve_vocabulary(params.spm_model_file,
+                                                  params.vocab_file)
   if vocab_file:
     from albert_tf.checkpoints import wordpiece_files
     wordpiece_files.check_vocab_file(config, vocab_file)
-  if FLAGS.output_format == "keras_hub":  # what the flags alone show
+  if params.output_format == "keras_hub":  # what the flags alone show
     from albert_tf.checkpoints import keras_hub_preset_writer
     keras_hub_preset_writer.check_output(
-        config, FLAGS.output_checkpoint, spm_model_file,
-        "wordpiece" if vocab_file else FLAGS.keras_hub_tokenizer)
+        config, params.output_checkpoint, spm_model_file,
+        "wordpiece" if vocab_file else params.keras_hub_tokenizer)
   from albert_tf.checkpoints import converter
   print(converter.convert_checkpoint(
-      config, FLAGS.input_checkpoint, FLAGS.output_checkpoint,
-      FLAGS.output_format, input_format=FLAGS.input_format,
-      spm_model_file=spm_model_file, do_lower_case=FLAGS.do_lower_case,
-      keras_hub_tokenizer=FLAGS.keras_hub_tokenizer, vocab_file=vocab_file))
+      config, params.input_checkpoint, params.output_checkpoint,
+      params.output_format, input_format=params.input_format,
+      spm_model_file=spm_model_file, do_lower_case=params.do_lower_case,
+      keras_hub_tokenizer=params.keras_hub_tokenizer, vocab_file=vocab_file))
 
 
 def run():

@@ -17,53 +17,32 @@ the SavedModel, a quantized model's top-class agreement with the float
 model, and with --eval_data each variant's dev metric.
 """
 
-from absl import flags
+from albert_tf.exports.options import TfliteExportParams
 
 from . import cli
+from . import settings_flags
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string("saved_model", None,
-                    "An export: <export_dir>/encoder, or run_classifier / "
-                    "run_squad / run_race's --export_dir.", required=True)
-flags.DEFINE_string("output_file", None,
-                    "The .tflite file to write (any filesystem).",
-                    required=True)
-flags.DEFINE_integer("seq_length", 128,
-                     "Fixed sequence length (at most the model's "
-                     "max_position_embeddings).")
-flags.DEFINE_integer("batch_size", 1, "Fixed batch size.")
-flags.DEFINE_enum("quantize", "none", ["none", "float16", "dynamic_int8"],
-                  "Weights: float32, float16, or int8 with activations "
-                  "quantized at run time.")
-flags.DEFINE_bool("do_lower_case", True,
-                  "The tokenizer's (as at fine-tuning), for the runner.")
-flags.DEFINE_string("eval_data", None,
-                    "Dev data to score each variant on: the GLUE task folder "
-                    "(with --task_name), the SQuAD dev JSON or the RACE "
-                    "folder.")
-flags.DEFINE_string("task_name", None, "GLUE task of --eval_data.")
-flags.DEFINE_integer("doc_stride", 128, "SQuAD, as at fine-tuning.")
-flags.DEFINE_integer("max_query_length", 64, "SQuAD, as at fine-tuning.")
-flags.DEFINE_integer("n_best_size", 20, "SQuAD, as at fine-tuning.")
-flags.DEFINE_integer("max_answer_length", 30, "SQuAD, as at fine-tuning.")
-flags.DEFINE_integer("num_threads", 2, "LiteRT interpreter threads.")
+# Every flag is a field of TfliteExportParams (name, default and help).
+settings_flags.define_flags(TfliteExportParams, __name__)
 
 
 def main(argv):
   del argv
+  # Checked before TensorFlow is imported; --help answers without it.
   from albert_tf.exports import options
-  options.check_tflite_request(FLAGS.saved_model, FLAGS.output_file,
-                               FLAGS.seq_length, FLAGS.batch_size,
-                               FLAGS.quantize)
+  params, _ = settings_flags.read_settings(TfliteExportParams)
+  options.check_tflite_request(params.saved_model, params.output_file,
+                               params.seq_length, params.batch_size,
+                               params.quantize)
   from albert_tf.exports.tflite_report import export_and_report
   from albert_tf.exports.tflite_runner import SquadSettings
   result = export_and_report(
-      FLAGS.saved_model, FLAGS.output_file, FLAGS.seq_length,
-      FLAGS.batch_size, FLAGS.quantize, FLAGS.do_lower_case,
-      FLAGS.eval_data, FLAGS.task_name,
-      SquadSettings(FLAGS.doc_stride, FLAGS.max_query_length,
-                    FLAGS.n_best_size, FLAGS.max_answer_length),
-      FLAGS.num_threads)
+      params.saved_model, params.output_file, params.seq_length,
+      params.batch_size, params.quantize, params.do_lower_case,
+      params.eval_data, params.task_name,
+      SquadSettings(params.doc_stride, params.max_query_length,
+                    params.n_best_size, params.max_answer_length),
+      params.num_threads)
   print("\n".join(result["lines"]))
 
 

@@ -7,17 +7,13 @@ r"""Print the parameter count and training FLOPs per token of an ALBERT config.
 import dataclasses
 import logging
 
-from absl import flags
+from albert_tf.parameters_and_flops import ModelSummaryParams
 
 from . import cli
+from . import settings_flags
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string("albert_config_file", None,
-                    "albert_config.json of the model.", required=True)
-flags.DEFINE_integer("max_seq_length", 512,
-                     "Sequence length for the attention FLOPs.")
-flags.DEFINE_enum("share_parameters", None, ["all", "attention", "ffn", "none"],
-                  "Override the config's share_parameters.")
+# Every flag is a field of ModelSummaryParams (name, default and help).
+settings_flags.define_flags(ModelSummaryParams, __name__)
 
 
 def main(argv):
@@ -27,21 +23,22 @@ def main(argv):
   from albert_common.errors import UserInputError
   from albert_tf.config import AlbertConfig
 
-  config = AlbertConfig.from_json_file(FLAGS.albert_config_file)
-  if FLAGS.share_parameters:
+  params, _ = settings_flags.read_settings(ModelSummaryParams)
+  config = AlbertConfig.from_json_file(params.albert_config_file)
+  if params.share_parameters:
     config = dataclasses.replace(config,
-                                 share_parameters=FLAGS.share_parameters)
-  if FLAGS.max_seq_length <= 0:
+                                 share_parameters=params.share_parameters)
+  if params.max_seq_length <= 0:
     raise UserInputError(f"--max_seq_length must be positive, got "
-                         f"{FLAGS.max_seq_length}")
+                         f"{params.max_seq_length}")
   from albert_tf import parameters_and_flops
   from albert_tf.networks.albert_encoder import AlbertEncoder
   logging.getLogger("tensorflow").setLevel(logging.ERROR)
   encoder = AlbertEncoder(config)
-  print(f"{FLAGS.albert_config_file} "
+  print(f"{params.albert_config_file} "
         f"(share_parameters={config.share_parameters})")
   print(parameters_and_flops.format_summary(config, encoder,
-                                            FLAGS.max_seq_length))
+                                            params.max_seq_length))
 
 
 def run():

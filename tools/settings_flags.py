@@ -25,7 +25,8 @@ from albert_common.errors import UserInputError
 FLAGS = flags.FLAGS
 
 _DEFINERS = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer,
-             float: flags.DEFINE_float, str: flags.DEFINE_string}
+             float: flags.DEFINE_float, str: flags.DEFINE_string,
+             tuple: flags.DEFINE_list}
 _RECIPE_NOTE = " Unset: the task's recipe."
 
 
@@ -48,6 +49,8 @@ def define_flags(settings_class, module: str, flag_values=FLAGS) -> None:
 def _flag_default(field: settings_fields.LeafField) -> Any:
   if field.required or field.recipe:
     return None
+  if field.type is tuple and field.default is not None:
+    return list(field.default)  # absl's list flags hold lists
   return field.default
 
 
@@ -98,6 +101,8 @@ def read_settings(settings_class, recipe: Optional[Mapping] = None,
       value = recipe.get(field.name)
     if value is None and field.required:
       raise UserInputError(f"--{field.name} is required")
+    if isinstance(value, list):
+      value = tuple(value)  # frozen settings hold tuples
     if value is not None or field.default is None:
       values[field.name] = value
   return (settings_fields.from_flat(settings_class, values),
@@ -123,11 +128,16 @@ def readme_flag_tables() -> str:
   `python -c "from tools import settings_flags as s;
   print(s.readme_flag_tables())"` (tests/test_settings_flags.py keeps the
   README equal to it)."""
+  from albert_tf import parameters_and_flops
+  from albert_tf.checkpoints import conversion_params
+  from albert_tf.exports import options
   from albert_tf.training import finetuning_params
   from albert_tf.training import pretraining_params
   from albert_tf.training import runtime_params
   from albert_tf.training import task_settings
   from data_pipeline import data_creation_params
+  from data_pipeline import sentencepiece_trainer
+  from data_pipeline import wordpiece_trainer
   sections = [
       ("create_pretraining_data (`DataCreationParams`, with its "
        "`InstanceOptions` and `CorpusOptions`)",
@@ -141,6 +151,16 @@ def readme_flag_tables() -> str:
       ("run_classifier (`GlueOptions`)", (task_settings.GlueOptions,)),
       ("run_squad (`SquadOptions`)", (task_settings.SquadOptions,)),
       ("run_race (`RaceOptions`)", (task_settings.RaceOptions,)),
+      ("train_sentencepiece (`SentencePieceTrainingParams`)",
+       (sentencepiece_trainer.SentencePieceTrainingParams,)),
+      ("train_wordpiece (`WordPieceTrainingParams`)",
+       (wordpiece_trainer.WordPieceTrainingParams,)),
+      ("convert_checkpoint (`ConversionParams`)",
+       (conversion_params.ConversionParams,)),
+      ("export_tflite (`TfliteExportParams`)",
+       (options.TfliteExportParams,)),
+      ("model_summary (`ModelSummaryParams`)",
+       (parameters_and_flops.ModelSummaryParams,)),
   ]
   shared = set(settings_fields.leaf_names(runtime_params.RuntimeParams))
   parts = []

@@ -11,41 +11,27 @@ and accents stripped unless --nodo_lower_case); use the same
 and --random_seed give the same file.
 """
 
-from absl import flags
-
 from data_pipeline import wordpiece_trainer
+from data_pipeline.wordpiece_trainer import WordPieceTrainingParams
 
 from . import cli
+from . import settings_flags
 
-FLAGS = flags.FLAGS
-
-flags.DEFINE_list("input", None, "Text files: globs and/or a comma-separated "
-                  "list (blank lines are ignored).")
-flags.DEFINE_string("vocab_file", None, "The vocab.txt to write.")
-flags.DEFINE_integer("vocab_size", 30000,
-                     "At most this many pieces, the special tokens included.")
-flags.DEFINE_bool("do_lower_case", True,
-                  "Lowercase and strip accents before counting words.")
-flags.DEFINE_integer("input_sentence_size", 10_000_000,
-                     "Learn from at most this many lines, reservoir-sampled "
-                     "in one pass (<= 0: all lines).")
-flags.DEFINE_integer("random_seed", 12345, "Seed of the sampling.")
-flags.DEFINE_integer("max_unique_chars", 1000,
-                     "Keep at most this many distinct characters (the most "
-                     "frequent); rarer ones tokenize as [UNK].")
-flags.mark_flags_as_required(["input", "vocab_file"])
+# Every flag is a field of WordPieceTrainingParams (name, default and help).
+settings_flags.define_flags(WordPieceTrainingParams, __name__)
 
 
 def main(argv):
   del argv
+  params, _ = settings_flags.read_settings(WordPieceTrainingParams)
   stats = wordpiece_trainer.train_wordpiece(
-      FLAGS.input, FLAGS.vocab_file,
-      vocab_size=FLAGS.vocab_size,
-      do_lower_case=FLAGS.do_lower_case,
-      input_sentence_size=FLAGS.input_sentence_size,
-      random_seed=FLAGS.random_seed,
-      max_unique_chars=FLAGS.max_unique_chars)
-  print(f"wrote {FLAGS.vocab_file}: {stats['vocab_size']} pieces from "
+      params.input, params.vocab_file,
+      vocab_size=params.vocab_size,
+      do_lower_case=params.do_lower_case,
+      input_sentence_size=params.input_sentence_size,
+      random_seed=params.random_seed,
+      max_unique_chars=params.max_unique_chars)
+  print(f"wrote {params.vocab_file}: {stats['vocab_size']} pieces from "
         f"{stats['sampled']} of {stats['lines']} lines "
         f"({stats['skipped_non_utf8']} non-UTF-8 lines skipped)")
 

@@ -6,7 +6,7 @@ TensorFlow's ~5 s import; the exports run the same ones for library callers.
 """
 
 import dataclasses
-from typing import Collection, Tuple
+from typing import Collection, Optional, Tuple
 
 from absl import logging
 
@@ -22,6 +22,9 @@ from data_pipeline import tokenizer_factory
 
 # --input_format values of an encoder export (checkpoint layouts).
 EXPORT_INPUT_FORMATS = ("auto", "ours", "official", "huggingface", "garden")
+
+# --quantize values of a LiteRT export.
+QUANTIZE_CHOICES = ("none", "float16", "dynamic_int8")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -57,6 +60,35 @@ class EncoderExportParams(FlatConstructible):
   input_format: str = setting(
       "auto", "Layout of --init_checkpoint; auto detects it.",
       choices=EXPORT_INPUT_FORMATS)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TfliteExportParams(FlatConstructible):
+  """Settings of tools.export_tflite (each field is its flag)."""
+
+  saved_model: str = setting(
+      help="An export: <export_dir>/encoder, or run_classifier / run_squad "
+      "/ run_race's --export_dir.")
+  output_file: str = setting(
+      help="The .tflite file to write (any filesystem).")
+  seq_length: int = setting(
+      128, "Fixed sequence length (at most the model's "
+      "max_position_embeddings).")
+  batch_size: int = setting(1, "Fixed batch size.")
+  quantize: str = setting(
+      "none", "Weights: float32, float16, or int8 with activations "
+      "quantized at run time.", choices=QUANTIZE_CHOICES)
+  do_lower_case: bool = setting(
+      True, "The tokenizer's (as at fine-tuning), for the runner.")
+  eval_data: Optional[str] = setting(
+      None, "Dev data to score each variant on: the GLUE task folder (with "
+      "--task_name), the SQuAD dev JSON or the RACE folder.")
+  task_name: Optional[str] = setting(None, "GLUE task of --eval_data.")
+  doc_stride: int = setting(128, "SQuAD, as at fine-tuning.")
+  max_query_length: int = setting(64, "SQuAD, as at fine-tuning.")
+  n_best_size: int = setting(20, "SQuAD, as at fine-tuning.")
+  max_answer_length: int = setting(30, "SQuAD, as at fine-tuning.")
+  num_threads: int = setting(2, "LiteRT interpreter threads.")
 
 
 def prepare_encoder_export(params: EncoderExportParams,
@@ -147,8 +179,6 @@ def export_length_buckets(length_buckets, seq_length: int
       length_buckets or length_buckets_lib.NONE,
       seq_length, flag="--length_buckets", max_flag="--seq_length")
 
-
-QUANTIZE_CHOICES = ("none", "float16", "dynamic_int8")
 
 
 def check_tflite_request(saved_model: str, output_file: str, seq_length: int,

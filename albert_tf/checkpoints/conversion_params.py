@@ -1,0 +1,57 @@
+"""Settings of a checkpoint conversion (tools.convert_checkpoint), read once.
+
+Imports no TensorFlow and nothing of the package: the tool defines its
+flags from `ConversionParams` before TensorFlow is imported.
+"""
+
+import dataclasses
+from typing import Optional
+
+from albert_common.run_constants import INPUT_FORMATS
+from albert_common.run_constants import OUTPUT_FORMATS
+from albert_common.settings_fields import FlatConstructible
+from albert_common.settings_fields import setting
+
+# --keras_hub_tokenizer values: the tokenizer of a keras-hub preset written
+# from a SentencePiece model.
+KERAS_HUB_TOKENIZERS = ("stock", "official")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ConversionParams(FlatConstructible):
+  """Settings of tools.convert_checkpoint (each field is its flag)."""
+
+  albert_config_file: Optional[str] = setting(
+      None, "albert_config.json or Hugging Face config.json of the model "
+      "(default: config.json of a Hugging Face input folder).")
+  input_checkpoint: str = setting(
+      help="Checkpoint prefix, .safetensors file or a directory.")
+  output_checkpoint: str = setting(
+      help="Checkpoint prefix (ours, official) or directory / .safetensors "
+      "file (huggingface).")
+  output_format: str = setting(
+      "ours", "Layout to write (keras_hub: a preset directory).",
+      choices=OUTPUT_FORMATS)
+  input_format: str = setting(
+      "auto", "Layout to read; auto detects it from the contents.",
+      choices=INPUT_FORMATS)
+  # "" (not None) for unset, as every tool that reads a vocabulary has it.
+  spm_model_file: str = setting(
+      "", "SentencePiece model of the checkpoint; needed for "
+      "--output_format=keras_hub (the preset's tokenizer).")
+  vocab_file: str = setting(
+      "", "WordPiece vocab.txt of the checkpoint (the Chinese ALBERTs' "
+      "vocab_chinese.txt), used when --spm_model_file is not given: written "
+      "beside an ours / official output and as a BertTokenizer (vocab.txt, "
+      "tokenizer_config.json) in a Hugging Face folder.")
+  keras_hub_tokenizer: str = setting(
+      "stock", "With --output_format=keras_hub: the preset's tokenizer. "
+      "stock: keras-hub's AlbertTokenizer, the preset loads and fine-tunes "
+      "with keras-hub alone (its ids differ from the official tokenization "
+      "where a digit precedes a comma); official: "
+      "albert_tf.keras3.OfficialAlbertTokenizer, the official ids on every "
+      "path, loading needs `import albert_tf.keras3`.",
+      choices=KERAS_HUB_TOKENIZERS)
+  do_lower_case: bool = setting(
+      True, "With --output_format=keras_hub: whether the model's text is "
+      "lowercased (as in training).")
