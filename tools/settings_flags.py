@@ -131,6 +131,7 @@ def readme_flag_tables() -> str:
   from albert_tf import parameters_and_flops
   from albert_tf.checkpoints import conversion_params
   from albert_tf.exports import options
+  from albert_tf.exports import options as export_options
   from albert_tf.training import finetuning_params
   from albert_tf.training import pretraining_params
   from albert_tf.training import runtime_params
@@ -151,6 +152,8 @@ def readme_flag_tables() -> str:
       ("run_classifier (`GlueOptions`)", (task_settings.GlueOptions,)),
       ("run_squad (`SquadOptions`)", (task_settings.SquadOptions,)),
       ("run_race (`RaceOptions`)", (task_settings.RaceOptions,)),
+      ("export_savedmodel (`EncoderExportParams`)",
+       (export_options.EncoderExportParams,)),
       ("train_sentencepiece (`SentencePieceTrainingParams`)",
        (sentencepiece_trainer.SentencePieceTrainingParams,)),
       ("train_wordpiece (`WordPieceTrainingParams`)",
