@@ -107,10 +107,11 @@ def _garden(config_file: str, features, batch: int, seq: int):
   """A function running Model Garden's classifier step on `count` batches
   of the unbucketed stream from batch `start`, after WARMUP steps."""
   from benchmarks import bench_classifier_step
-  from data_pipeline import glue
+  from data_pipeline import glue_features
   step = bench_classifier_step.garden_step(common.load_config(config_file),
                                            num_classes=2)
-  dataset = glue.make_dataset(features, seq, batch, is_training=True, seed=0)
+  dataset = glue_features.make_dataset(features, seq, batch,
+                                       is_training=True, seed=0)
 
   def train(start: int, count: int):
     for features_batch, labels in dataset.skip(start).take(count):

@@ -41,7 +41,7 @@ def wikipedia_like_lengths(seq: int, work_dir: str,
   """Token counts of the pretraining instances (max_seq_length `seq`) made
   from bench_padding's Wikipedia-like corpus."""
   from benchmarks import bench_padding
-  from data_pipeline import pretraining_data
+  from data_pipeline import instance_options
   from data_pipeline import pretraining_writer
   from data_pipeline import sentencepiece_trainer
   os.makedirs(work_dir, exist_ok=True)
@@ -50,7 +50,7 @@ def wikipedia_like_lengths(seq: int, work_dir: str,
   sentencepiece_trainer.train_sentencepiece(corpora["demo"][0], prefix,
                                             vocab_size=5000)
   out = os.path.join(work_dir, f"wikipedia-like-{seq}.tfrecord")
-  options = pretraining_data.InstanceOptions(
+  options = instance_options.InstanceOptions(
       max_seq_length=seq, max_predictions_per_seq=max(1, seq * 20 // 128))
   stats = pretraining_writer.create_pretraining_data(
       corpora["wikipedia-like"][0], out, prefix + ".model", options,
