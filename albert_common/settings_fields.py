@@ -25,6 +25,8 @@ import types
 import typing
 from typing import Any, Dict, Iterator, Mapping, Optional, Sequence, Tuple
 
+from albert_common.errors import UserInputError
+
 _REQUIRED = dataclasses.MISSING
 
 
@@ -149,6 +151,15 @@ def to_flat(settings) -> Dict[str, Any]:
 def replace(settings, **changes):
   """`dataclasses.replace` by leaf name, reaching into nested settings."""
   return from_flat(type(settings), {**to_flat(settings), **changes})
+
+
+def check_positive(settings, names: Sequence[str]) -> None:
+  """UserInputError naming the first of `names` (fields of `settings`, each
+  the flag of its name) whose value is not positive."""
+  for name in names:
+    value = getattr(settings, name)
+    if value <= 0:
+      raise UserInputError(f"--{name} must be positive, got {value}")
 
 
 class FlatConstructible:

@@ -187,3 +187,15 @@ def test_the_library_never_reads_or_writes_flags():
       if "flags.FLAGS" in source or "from absl import flags" in source:
         offenders.append(str(path.relative_to(ROOT)))
   assert not offenders, offenders
+
+
+def test_check_positive_names_the_first_bad_setting():
+  params = PretrainingParams.from_flat(input_file="a", output_dir="b",
+                                       albert_config_file="c",
+                                       eval_batch_size=0, num_train_steps=-1)
+  settings_fields.check_positive(params, ("train_batch_size",))
+  with pytest.raises(UserInputError,
+                     match=r"^--eval_batch_size must be positive, got 0$"):
+    settings_fields.check_positive(params, ("train_batch_size",
+                                            "eval_batch_size",
+                                            "num_train_steps"))

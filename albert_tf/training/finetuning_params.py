@@ -146,12 +146,10 @@ def _check_actions_and_sources(params: FinetuningParams) -> None:
 
 def _check_numbers(params: FinetuningParams) -> None:
   """Counts and sizes positive; a learning rate to train with."""
-  for name in ("max_seq_length", "train_batch_size", "eval_batch_size",
+  settings_fields.check_positive(
+      params, ("max_seq_length", "train_batch_size", "eval_batch_size",
                "train_step", "save_checkpoints_steps", "keep_checkpoint_max",
-               "iterations_per_loop", "log_steps"):
-    if getattr(params, name) <= 0:
-      raise UserInputError(f"--{name} must be positive, got "
-                           f"{getattr(params, name)}")
+               "iterations_per_loop", "log_steps"))
   length_buckets.parse_length_buckets(params.length_buckets,
                                       params.max_seq_length)
   if params.do_train and not params.learning_rate > 0:

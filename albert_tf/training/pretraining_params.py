@@ -93,13 +93,11 @@ def validate_params(params: PretrainingParams, config: AlbertConfig) -> None:
   if params.runtime.dtype not in DTYPES:
     raise UserInputError(f"--dtype must be one of {sorted(DTYPES)}, "
                          f"got {params.runtime.dtype!r}")
-  for name in ("train_batch_size", "eval_batch_size", "num_train_steps",
+  settings_fields.check_positive(
+      params, ("train_batch_size", "eval_batch_size", "num_train_steps",
                "save_checkpoints_steps", "keep_checkpoint_max",
                "iterations_per_loop", "max_seq_length",
-               "max_predictions_per_seq"):
-    if getattr(params, name) <= 0:
-      raise UserInputError(f"--{name} must be positive, got "
-                           f"{getattr(params, name)}")
+               "max_predictions_per_seq"))
   buckets = length_buckets.parse_length_buckets(params.length_buckets,
                                                params.max_seq_length)
   if len(buckets) > 1 and params.runtime.strategy == "tpu":

@@ -16,6 +16,7 @@ from typing import Collection, Dict, Optional
 from absl import logging
 
 from albert_common import file_io
+from albert_common import settings_fields
 from albert_common.errors import UserInputError
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
@@ -158,11 +159,9 @@ def check_squad(params, options: SquadOptions) -> None:
     raise UserInputError("--do_train needs --train_file")
   if (params.do_eval or params.do_predict) and not options.predict_file:
     raise UserInputError("--do_eval / --do_predict need --predict_file")
-  for name in ("n_best_size", "max_answer_length", "start_n_top",
-               "end_n_top", "max_query_length", "doc_stride"):
-    if getattr(options, name) <= 0:
-      raise UserInputError(f"--{name} must be positive, got "
-                           f"{getattr(options, name)}")
+  settings_fields.check_positive(
+      options, ("n_best_size", "max_answer_length", "start_n_top",
+               "end_n_top", "max_query_length", "doc_stride"))
   if options.max_query_length + 3 >= params.max_seq_length:
     raise UserInputError(
         f"--max_seq_length ({params.max_seq_length}) must exceed "
