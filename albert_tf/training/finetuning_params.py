@@ -26,6 +26,7 @@ from albert_common.settings_fields import setting
 from albert_tf.config import AlbertConfig
 from albert_tf.exports import inspection
 from albert_tf.training.runtime_params import RuntimeParams
+from albert_tf.training.warmup import scaled_warmup
 from data_pipeline import length_buckets
 
 # The warmup share of train_step when no recipe gives one.
@@ -252,9 +253,9 @@ def derive_defaults(params: FinetuningParams, user_set: Collection[str],
     fraction = DEFAULT_WARMUP_FRACTION
     if recipe.get("train_step") and recipe.get("warmup_step") is not None:
       fraction = recipe["warmup_step"] / recipe["train_step"]
-    changes["warmup_step"] = int(params.train_step * fraction)
-    logging.info("using --warmup_step=%d (%.3g%% of --train_step, as the "
-                 "default recipe)", changes["warmup_step"], 100 * fraction)
+    changes["warmup_step"] = scaled_warmup(
+        params.train_step, fraction, "warmup_step", "train_step",
+        "default recipe")
   return settings_fields.replace(params, **changes) if changes else params
 
 

@@ -12,8 +12,6 @@ This module must not import TensorFlow.
 import dataclasses
 from typing import Collection, Union
 
-from absl import logging
-
 from albert_common import file_io
 from albert_common import settings_fields
 from albert_common.errors import UserInputError
@@ -24,6 +22,7 @@ from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
 from albert_tf.config import AlbertConfig
 from albert_tf.training.runtime_params import RuntimeParams
+from albert_tf.training.warmup import scaled_warmup
 from data_pipeline import length_buckets
 
 
@@ -119,9 +118,9 @@ def derive_warmup(params: PretrainingParams, user_set: Collection[str]
   if ("num_warmup_steps" in user_set or
       params.num_warmup_steps < params.num_train_steps):
     return params
-  warmup = int(params.num_train_steps * WARMUP_FRACTION)
-  logging.info("using --num_warmup_steps=%d (%.3g%% of --num_train_steps, "
-               "as the default schedule)", warmup, 100 * WARMUP_FRACTION)
+  warmup = scaled_warmup(params.num_train_steps, WARMUP_FRACTION,
+                         "num_warmup_steps", "num_train_steps",
+                         "default schedule")
   return dataclasses.replace(params, num_warmup_steps=warmup)
 
 
