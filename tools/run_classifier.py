@@ -36,10 +36,10 @@ def main(argv):
   recipe = task_settings.check_glue(options)
   params, user_set = settings_flags.read_settings(
       finetuning_params.FinetuningParams, recipe)
-  run = finetuning_params.prepare(params, user_set, recipe,
-                                  require_vocabulary=True)
+  prepared = finetuning_params.prepare(params, user_set, recipe,
+                                       require_vocabulary=True)
   from albert_tf.training import classifier_finetuning  # TensorFlow
-  result = classifier_finetuning.run_classifier(run, options)
+  result = classifier_finetuning.run_classifier(prepared, options)
   settings_flags.print_results(result["eval"])
 
 

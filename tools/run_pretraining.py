@@ -29,9 +29,9 @@ def main(argv):
   # before TensorFlow is imported (about 5 s): a mistake is reported at once.
   params, user_set = settings_flags.read_settings(
       pretraining_params.PretrainingParams)
-  run = pretraining_params.prepare(params, user_set)
+  prepared = pretraining_params.prepare(params, user_set)
   from albert_tf.training import pretraining_driver  # TensorFlow
-  pretraining_driver.run_pretraining(run)
+  pretraining_driver.run_pretraining(prepared)
 
 
 def run():

@@ -35,13 +35,13 @@ def main(argv):
   options, _ = settings_flags.read_settings(task_settings.RaceOptions)
   params, user_set = settings_flags.read_settings(
       finetuning_params.FinetuningParams, task_settings.RACE_DEFAULTS)
-  run = finetuning_params.prepare(params, user_set,
-                                  task_settings.RACE_DEFAULTS,
-                                  require_vocabulary=True)
-  options = task_settings.derive_race(run.params, options, user_set)
-  task_settings.check_race(run.params, options)
+  prepared = finetuning_params.prepare(params, user_set,
+                                       task_settings.RACE_DEFAULTS,
+                                       require_vocabulary=True)
+  options = task_settings.derive_race(prepared.params, options, user_set)
+  task_settings.check_race(prepared.params, options)
   from albert_tf.training import race_finetuning  # TensorFlow
-  results = race_finetuning.run_race(run, options)
+  results = race_finetuning.run_race(prepared, options)
   settings_flags.print_results(results)
 
 

@@ -40,12 +40,12 @@ def main(argv):
             else task_settings.DEFAULTS_V1)
   params, user_set = settings_flags.read_settings(
       finetuning_params.FinetuningParams, recipe)
-  run = finetuning_params.prepare(params, user_set, recipe,
-                                  require_vocabulary=True)
-  options = task_settings.derive_squad(run.params, options, user_set)
-  task_settings.check_squad(run.params, options)
+  prepared = finetuning_params.prepare(params, user_set, recipe,
+                                       require_vocabulary=True)
+  options = task_settings.derive_squad(prepared.params, options, user_set)
+  task_settings.check_squad(prepared.params, options)
   from albert_tf.training import squad_finetuning  # TensorFlow
-  results = squad_finetuning.run_squad(run, options)
+  results = squad_finetuning.run_squad(prepared, options)
   settings_flags.print_results(results)
 
 
