@@ -15,7 +15,6 @@ from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
 from data_pipeline.corpus_options import CorpusOptions
 from data_pipeline.instance_options import InstanceOptions
-from data_pipeline.word_segmentation import WORD_SEGMENTERS
 
 # Input bytes per unit of work, seeding and shuffling (part of the output's
 # identity; pretraining_plan re-exports it).
@@ -42,7 +41,7 @@ class DataCreationParams(FlatConstructible):
       "its own. jieba: Chinese words segmented with jieba (as albert_zh and "
       "HFL's Chinese BERT-wwm), so whole-word and n-gram masking mask a "
       "multi-character word whole or not at all; ids stay one per "
-      "character. Needs --vocab_file (WordPiece).", choices=WORD_SEGMENTERS)
+      "character. Needs --vocab_file (WordPiece).")
   do_lower_case: bool = setting(True, "Lowercase the input text.")
   instance: InstanceOptions = dataclasses.field(
       default_factory=InstanceOptions)
