@@ -11,11 +11,15 @@ STAMP := $(VENV)/.installed
 venv: $(STAMP)
 
 # requirements.txt pins our direct dependencies; constraints.txt pins every
-# transitive one, so a fresh machine gets the stack these tests ran on.
-$(STAMP): requirements.txt constraints.txt
+# transitive one, so a fresh machine gets the stack these tests ran on. The
+# project itself is installed editable, so the tools, the tests and a user's
+# own script anywhere (`.venv/bin/python ~/work/finetune.py`) import this
+# one copy of albert_tf, data_pipeline and albert_common.
+$(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt -c constraints.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 # A newcomer's check of an install (about 5 minutes on 2 cores): every tool

@@ -5,6 +5,7 @@ read from every module's import statements, not from a list kept by hand.
 """
 
 import ast
+import os
 import pathlib
 import shutil
 import subprocess
@@ -136,3 +137,32 @@ def test_installed_console_script_answers_help(wheel, tmp_path):
        "import albert_tf.cli.cli as m; print(m.__file__)"],
       cwd=tmp_path, env={"PYTHONPATH": str(target)}, capture_output=True,
       text=True, check=True).stdout
+
+
+def test_user_script_outside_the_checkout_imports_the_project(tmp_path):
+  """`make venv` installs the project editable: a user's own script in any
+  folder, run with .venv/bin/python, imports this checkout's packages (the
+  README's Keras 3 example included), with no PYTHONPATH."""
+  venv_python = ROOT / ".venv" / "bin" / "python"
+  assert venv_python.exists(), "run `make venv` (make test does)"
+  script = tmp_path / "work" / "finetune.py"
+  script.parent.mkdir()
+  script.write_text(
+      "import albert_common, albert_tf, data_pipeline\n"
+      "from albert_tf.keras3.saved_model_layers import encoder_layer\n"
+      "from albert_tf.cli import run_classifier\n"
+      "for m in (albert_common, albert_tf, data_pipeline, run_classifier):\n"
+      "  print(m.__file__)\n"
+      "print(callable(encoder_layer))\n")
+  env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+  result = subprocess.run([str(venv_python), str(script)],
+                          cwd=script.parent, env=env, capture_output=True,
+                          text=True, timeout=300)
+  assert result.returncode == 0, result.stderr[-2000:]
+  lines = result.stdout.split()
+  assert lines[:4] == [
+      str(ROOT / "albert_common" / "__init__.py"),
+      str(ROOT / "albert_tf" / "__init__.py"),
+      str(ROOT / "data_pipeline" / "__init__.py"),
+      str(ROOT / "tools" / "run_classifier.py")]
+  assert lines[4] == "True"

@@ -54,18 +54,18 @@ def test_huggingface_folder_tokenizer_gives_our_ids(released,
   line = converter.convert_checkpoint(
       released["config"], released["official"], out, "huggingface",
       vocab_file=released["vocab_file"])
-  assert "vocab.txt + tokenizer.json (BertTokenizer)" in line
+  assert "vocab.txt + tokenizer.json (PreTrainedTokenizerFast)" in line
   assert sorted(os.listdir(out)) == [
       "config.json", "model.safetensors", "special_tokens_map.json",
       "tokenizer.json", "tokenizer_config.json", "vocab.txt"]
   with open(os.path.join(out, "tokenizer_config.json")) as f:
     config = json.load(f)
-  assert config["tokenizer_class"] == "BertTokenizer"
+  assert config["tokenizer_class"] == "PreTrainedTokenizerFast"
   assert config["do_lower_case"] is True
   # Hugging Face numbers vocab.txt's lines: the repeat is gone.
   with open(os.path.join(out, "vocab.txt"), encoding="utf-8") as f:
     assert f.read().split("\n")[:-1] == released["tokens"]
-  # What transformers' BertTokenizerFast runs: the folder's tokenizer.json.
+  # What transformers' AutoTokenizer runs: the folder's tokenizer.json.
   theirs = Tokenizer.from_file(os.path.join(out, "tokenizer.json"))
   ours = wp.WordPieceTokenizer(released["vocab_file"])
   assert ours.cls_id == 101
@@ -82,6 +82,38 @@ def test_huggingface_folder_tokenizer_gives_our_ids(released,
   assert literal_specials == 1
   pair = theirs.encode("中国", "Korean 한국")
   assert pair.type_ids.count(1) == len(ours.encode("Korean 한국")) + 1
+
+
+def test_transformers_autotokenizer_gives_official_ids(released,
+                                                      multilingual_lines):
+  """The folder as users load it: transformers' AutoTokenizer (4 and 5 read
+  tokenizer_config.json's class; 5 rebuilds a named BertTokenizer from
+  vocab.txt with a 100-character word limit) gives the official
+  FullTokenizer's ids, words of 150 and 200 characters included."""
+  from transformers import AutoTokenizer
+  out = str(released["root"] / "hf_auto")
+  converter.convert_checkpoint(
+      released["config"], released["official"], out, "huggingface",
+      vocab_file=released["vocab_file"])
+  theirs = AutoTokenizer.from_pretrained(out)
+  ours = wp.WordPieceTokenizer(released["vocab_file"])
+  # Words of 101-200 characters, which the official tokenizer splits into
+  # pieces and a 100-character limit turns into [UNK].
+  long_words = ["y" * 200, "a" * 150, "runner" * 20, "ok" * 55 + "x",
+                "Çafé" * 30, "naïve" * 25]
+  lines = [t for t in multilingual_lines if "[CLS]" not in t] + [
+      f"Héllo {long_words[1]} 中文 {long_words[2]}！",
+      " ".join(long_words[2:]), long_words[0]]
+  for word in long_words:
+    assert 100 < len(word) <= 200 and ours.encode(word) != [ours.unk_id]
+  for text in lines:
+    got = theirs(text)["input_ids"]
+    assert got == [ours.cls_id] + ours.encode(text) + [ours.sep_id], (
+        repr(text))
+  pair = theirs("中国", "Korean 한국")
+  assert pair["token_type_ids"].count(1) == len(ours.encode("Korean 한국")) + 1
+  assert theirs.mask_token_id == ours.mask_id
+  assert theirs.pad_token_id == 0
 
 
 def test_ours_and_official_outputs_carry_the_vocab_file(released):

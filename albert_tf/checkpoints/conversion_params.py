@@ -42,8 +42,8 @@ class ConversionParams(FlatConstructible):
   vocab_file: str = setting(
       "", "WordPiece vocab.txt of the checkpoint (the Chinese ALBERTs' "
       "vocab_chinese.txt), used when --spm_model_file is not given: written "
-      "beside an ours / official output and as a BertTokenizer (vocab.txt, "
-      "tokenizer_config.json) in a Hugging Face folder.")
+      "beside an ours / official output and as vocab.txt + tokenizer.json "
+      "(AutoTokenizer gives the official ids) in a Hugging Face folder.")
   keras_hub_tokenizer: str = setting(
       "stock", "With --output_format=keras_hub: the preset's tokenizer. "
       "stock: keras-hub's AlbertTokenizer, the preset loads and fine-tunes "

@@ -5,16 +5,20 @@ vocabulary with every output: beside an ours / official checkpoint under its
 own name (as the released folders hold it), and in a Hugging Face folder as
 `vocab.txt` + `tokenizer.json` + `tokenizer_config.json` +
 `special_tokens_map.json`, which `transformers.AutoTokenizer` loads as a
-`BertTokenizerFast` (the Chinese ALBERTs on the hub pair `AlbertModel` with
-`BertTokenizer`).
+`PreTrainedTokenizerFast` running `tokenizer.json` itself.
 
 `tokenizer.json` (the `tokenizers` file format, written here as JSON, no
 dependency) holds BERT's normalizer and pre-tokenizer and WordPiece with the
-official limit of 200 characters a word; transformers' slow `BertTokenizer`
-(`use_fast=False`, vocab.txt only) has a limit of 100, so it gives [UNK] for
-words of 101-200 characters where the official code does not. Both keep a
-literal "[CLS]" (any special token) in the text whole, where the official
-basic tokenizer splits it into "[", "cls", "]": transformers' rule.
+official limit of 200 characters a word. The config names
+`PreTrainedTokenizerFast`, not `BertTokenizer` (the Chinese ALBERTs on the
+hub): transformers 5 rebuilds a named `BertTokenizer` from vocab.txt with its
+own limit of 100 characters (whatever the config says), as transformers 4's
+slow `BertTokenizer` does, and gives [UNK] for words of 101-200 characters
+where the official code splits them into pieces. Both keep a literal "[CLS]"
+(any special token) in the text whole, where the official basic tokenizer
+splits it into "[", "cls", "]": transformers' rule. A user who wants the Bert
+class anyway (`BertTokenizer.from_pretrained(folder)`) gets it from the same
+files, with that limit.
 
 The vocabulary is written as the official `load_vocab` reads it (one token a
 line, repeats dropped), so a reader that numbers lines (Hugging Face's
@@ -102,15 +106,19 @@ def write_huggingface_tokenizer(tokens: Sequence[str], folder: str,
                                 do_lower_case: bool,
                                 max_length: Optional[int] = None) -> str:
   """vocab.txt, tokenizer.json, tokenizer_config.json and
-  special_tokens_map.json of a BertTokenizer in `folder`; returns a short
-  description."""
+  special_tokens_map.json of a WordPiece tokenizer in `folder`; returns a
+  short description."""
   special = {"unk_token": "[UNK]", "sep_token": "[SEP]",
              "pad_token": "[PAD]", "cls_token": "[CLS]",
              "mask_token": "[MASK]"}
-  config = dict(special, tokenizer_class="BertTokenizer",
+  # do_lower_case and the Bert options are what BertTokenizer reads when a
+  # user asks for it by name; AutoTokenizer runs tokenizer.json.
+  config = dict(special, tokenizer_class="PreTrainedTokenizerFast",
                 do_lower_case=do_lower_case, do_basic_tokenize=True,
                 tokenize_chinese_chars=True, strip_accents=None,
-                clean_up_tokenization_spaces=True)
+                clean_up_tokenization_spaces=True,
+                model_input_names=["input_ids", "token_type_ids",
+                                   "attention_mask"])
   if max_length:
     config["model_max_length"] = max_length
   file_io.write_atomic(file_io.join(folder, "vocab.txt"), _vocab_text(tokens))
@@ -120,4 +128,4 @@ def write_huggingface_tokenizer(tokens: Sequence[str], folder: str,
                        ("special_tokens_map.json", special)):
     file_io.write_atomic(file_io.join(folder, name),
                          json.dumps(values, indent=2, sort_keys=True) + "\n")
-  return "vocab.txt + tokenizer.json (BertTokenizer)"
+  return "vocab.txt + tokenizer.json (PreTrainedTokenizerFast)"
