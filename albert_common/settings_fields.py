@@ -4,8 +4,8 @@ A run's settings are nested frozen dataclasses (as Model Garden's
 `ExperimentConfig`): a shared `RuntimeParams` plus each tool's task params.
 Every leaf field is declared once with `setting(...)`: its name is the flag's
 name, its default the flag's default, its help the flag's help.
-`tools.settings_flags` defines the absl flags from these fields and builds
-the settings from the parsed values; the library never sees `FLAGS`.
+`tools.support.settings_flags` defines the absl flags from these fields and
+builds the settings from the parsed values; the library never sees `FLAGS`.
 
   @dataclasses.dataclass(frozen=True)
   class RuntimeParams:

@@ -6,6 +6,10 @@ used without paying TensorFlow's import time.
 
 import importlib
 
+from albert_common import moved_modules
+
+moved_modules.install()
+
 _LAZY = {
     "AlbertConfig": "albert_tf.config",
     "AlbertEncoder": "albert_tf.networks.albert_encoder",

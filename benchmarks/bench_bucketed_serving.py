@@ -56,7 +56,7 @@ def sentence_of(tokenizer, words, tokens: int, seed: int = 0) -> str:
 
 
 def _buckets_of(flag: str, seq_length: int):
-  from data_pipeline import length_buckets
+  from data_pipeline.tasks import length_buckets
   return length_buckets.parse_length_buckets(flag, seq_length)
 
 
@@ -66,9 +66,11 @@ def run(size: str, seq_length: int, repeats: int,
   from albert_tf import exports
   from albert_tf.models.albert_classifier import AlbertClassifier
   from albert_tf.networks.albert_encoder import AlbertEncoder
-  from data_pipeline import sentencepiece_trainer
-  from data_pipeline import stdlib_corpus
-  from data_pipeline.tokenization import SentencePieceTokenizer
+  from data_pipeline.corpora import stdlib_corpus
+  from data_pipeline.tokenization import sentencepiece_trainer
+  from data_pipeline.tokenization.sentencepiece_tokenizer import (
+    SentencePieceTokenizer,
+  )
   config = common.load_config(size)
   if config.vocab_size < VOCAB_SIZE:
     raise SystemExit(f"error: --size {size}: vocab_size {config.vocab_size} "

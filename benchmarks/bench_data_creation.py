@@ -1,11 +1,12 @@
 r"""Throughput and memory of create_pretraining_data: local path and Beam.
 
-Builds the stdlib-docstring English corpus (`data_pipeline.stdlib_corpus`),
-optionally repeated to make it larger, trains a small SentencePiece model
-unless one is given, and runs data creation once per worker count, each in a
-fresh process so peak RSS is per run; then the same job on Apache Beam's
-DirectRunner (multi_processing, --beam_workers processes), whose output is
-checked to be the local path's bytes. Prints a table.
+Builds the stdlib-docstring English corpus
+(`data_pipeline.corpora.stdlib_corpus`), optionally repeated to make it larger,
+trains a small SentencePiece model unless one is given, and runs data creation
+once per worker count, each in a fresh process so peak RSS is per run; then the
+same job on Apache Beam's DirectRunner (multi_processing, --beam_workers
+processes), whose output is checked to be the local path's bytes. Prints a
+table.
 
   python -m benchmarks.bench_data_creation --workers=1,2 --beam_workers=2 \
     --max_seq_length=128 --dupe_factor=5
@@ -62,7 +63,7 @@ def main():
         corpus, out, model, options, dupe_factor=int(dupe),
         num_workers=int(workers), show_progress=False)
   else:
-    from data_pipeline import beam_pipeline
+    from data_pipeline.pretraining.beam import pipeline as beam_pipeline
     stats = beam_pipeline.create_pretraining_data_beam(
         corpus, out, model, options, dupe_factor=int(dupe), runner=runner,
         pipeline_args=[f"--direct_num_workers={workers}",
@@ -83,8 +84,8 @@ if __name__ == "__main__":
 
 
 def _prepare(work_dir):
-  from data_pipeline import sentencepiece_trainer
-  from data_pipeline import stdlib_corpus
+  from data_pipeline.corpora import stdlib_corpus
+  from data_pipeline.tokenization import sentencepiece_trainer
   one = os.path.join(work_dir, "stdlib_docs.txt")
   info = stdlib_corpus.write_stdlib_corpus(one)
   corpus = one

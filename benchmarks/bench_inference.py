@@ -27,8 +27,8 @@ def export_random_encoder(config: AlbertConfig, work_dir: str) -> str:
   from albert_tf import exports
   from albert_tf.models.albert_pretrainer import AlbertPretrainer
   from albert_tf.networks.albert_encoder import AlbertEncoder
-  from data_pipeline import sentencepiece_trainer
-  from data_pipeline import stdlib_corpus
+  from data_pipeline.corpora import stdlib_corpus
+  from data_pipeline.tokenization import sentencepiece_trainer
   corpus = os.path.join(work_dir, "corpus.txt")
   stdlib_corpus.write_stdlib_corpus(corpus, max_bytes=300_000)
   spm = os.path.join(work_dir, "spm")

@@ -3,7 +3,7 @@
   python -m benchmarks.bench_input_pipeline --batch_size=8 --seq_length=128
 
 Writes pretraining TFRecords from the stdlib-docstring corpus, then reads
-them with `data_pipeline.pretraining_input.pretraining_dataset` (training
+them with `data_pipeline.pretraining.reader.pretraining_dataset` (training
 mode: interleave, shuffle, repeat, parse, prefetch) and reports records/s.
 In the same run it times our ALBERT-base training step at the same batch and
 sequence length, and reports the ratio reader speed / training consumption.
@@ -18,10 +18,10 @@ from benchmarks import common
 
 
 def build_records(work_dir: str, seq_length: int, predictions: int) -> str:
-  from data_pipeline import instance_options
-  from data_pipeline import pretraining_writer
-  from data_pipeline import sentencepiece_trainer
-  from data_pipeline import stdlib_corpus
+  from data_pipeline.corpora import stdlib_corpus
+  from data_pipeline.pretraining import instance_options
+  from data_pipeline.pretraining import writer as pretraining_writer
+  from data_pipeline.tokenization import sentencepiece_trainer
   corpus = os.path.join(work_dir, "corpus.txt")
   stdlib_corpus.write_stdlib_corpus(corpus)
   prefix = os.path.join(work_dir, "spm")
@@ -37,7 +37,7 @@ def build_records(work_dir: str, seq_length: int, predictions: int) -> str:
 
 def reader_records_per_second(pattern: str, batch: int, seq: int,
                               predictions: int, batches: int) -> float:
-  from data_pipeline import pretraining_input
+  from data_pipeline.pretraining import reader as pretraining_input
   dataset = pretraining_input.pretraining_dataset(
       pattern, batch_size=batch, max_seq_length=seq,
       max_predictions_per_seq=predictions, is_training=True, seed=1)

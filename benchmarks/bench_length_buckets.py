@@ -38,7 +38,7 @@ ROUND = 3
 
 def sst2_like_features(n: int, seq: int, vocab_size: int, seed: int = 0):
   """glue_features.Features of `n` generated sentences (lengths as SST-2's)."""
-  from data_pipeline import glue_features
+  from data_pipeline.tasks.glue import features as glue_features
   rng = np.random.default_rng(seed)
   lengths = np.clip(np.round(rng.gamma(4.0, 6.3, n)), 4,
                     min(66, seq)).astype(np.int32)
@@ -52,7 +52,7 @@ def sst2_like_features(n: int, seq: int, vocab_size: int, seed: int = 0):
 def mrpc_like_features(n: int, seq: int, vocab_size: int, seed: int = 0):
   """glue_features.Features of `n` generated sentence pairs (lengths as
   MRPC's)."""
-  from data_pipeline import glue_features
+  from data_pipeline.tasks.glue import features as glue_features
   rng = np.random.default_rng(seed)
   longest = min(45, (seq - 3) // 2)
   a, b = (np.clip(np.round(rng.gamma(6.0, 3.7, n)), 3, longest).astype(
@@ -74,11 +74,11 @@ def _runner(config_file: str, features, batch: int, seq: int,
             buckets_flag: str):
   """(FinetuningRunner, its training stream) after WARMUP steps."""
   from albert_tf.models.albert_classifier import AlbertClassifier
-  from albert_tf.training import finetuning_params
-  from albert_tf.training import finetuning_runner
-  from albert_tf.training import finetuning_task
-  from data_pipeline import glue_features
-  from data_pipeline import length_buckets
+  from albert_tf.training.finetuning import params as finetuning_params
+  from albert_tf.training.finetuning import runner as finetuning_runner
+  from albert_tf.training.finetuning import task as finetuning_task
+  from data_pipeline.tasks import length_buckets
+  from data_pipeline.tasks.glue import features as glue_features
   buckets = length_buckets.parse_length_buckets(buckets_flag, seq)
 
   def loss(labels, outputs):
@@ -107,7 +107,7 @@ def _garden(config_file: str, features, batch: int, seq: int):
   """A function running Model Garden's classifier step on `count` batches
   of the unbucketed stream from batch `start`, after WARMUP steps."""
   from benchmarks import bench_classifier_step
-  from data_pipeline import glue_features
+  from data_pipeline.tasks.glue import features as glue_features
   step = bench_classifier_step.garden_step(common.load_config(config_file),
                                            num_classes=2)
   dataset = glue_features.make_dataset(features, seq, batch,

@@ -35,7 +35,7 @@ SECTION = "Padding in pretraining data"
 
 def _write_corpora(work_dir):
   """{name: (path, documents, mean sentences a document)}."""
-  from data_pipeline import stdlib_corpus
+  from data_pipeline.corpora import stdlib_corpus
   corpora = {}
   for name, per_module in (("demo", False), ("wikipedia-like", True)):
     documents = list(stdlib_corpus.iter_documents(per_module=per_module))
@@ -48,8 +48,8 @@ def _write_corpora(work_dir):
 
 
 def _padding_share(corpus, model, seq, out):
-  from data_pipeline import instance_options
-  from data_pipeline import pretraining_writer
+  from data_pipeline.pretraining import instance_options
+  from data_pipeline.pretraining import writer as pretraining_writer
   options = instance_options.InstanceOptions(
       max_seq_length=seq, max_predictions_per_seq=max(1, seq * 20 // 128))
   stats = pretraining_writer.create_pretraining_data(
@@ -63,7 +63,7 @@ def _padding_share(corpus, model, seq, out):
 def main(argv):
   del argv
   from benchmarks import common
-  from data_pipeline import sentencepiece_trainer
+  from data_pipeline.tokenization import sentencepiece_trainer
   work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="bench_padding_")
   os.makedirs(work_dir, exist_ok=True)
   corpora = _write_corpora(work_dir)

@@ -41,9 +41,9 @@ def wikipedia_like_lengths(seq: int, work_dir: str,
   """Token counts of the pretraining instances (max_seq_length `seq`) made
   from bench_padding's Wikipedia-like corpus."""
   from benchmarks import bench_padding
-  from data_pipeline import instance_options
-  from data_pipeline import pretraining_writer
-  from data_pipeline import sentencepiece_trainer
+  from data_pipeline.pretraining import instance_options
+  from data_pipeline.pretraining import writer as pretraining_writer
+  from data_pipeline.tokenization import sentencepiece_trainer
   os.makedirs(work_dir, exist_ok=True)
   corpora = bench_padding._write_corpora(work_dir)
   prefix = os.path.join(work_dir, "spm5k")
@@ -149,7 +149,7 @@ WARRANTED = """
 The gain, {gain:.2f}x, is above the 10% that issue 24 sets, and the padding
 share ({padding:.1%}) above its 15%: bucketing or packing the pretraining
 reader is warranted: `run_pretraining --length_buckets` does it
-(data_pipeline.pretraining_buckets): each window of 16 batches is sorted by
+(data_pipeline.pretraining.buckets): each window of 16 batches is sorted by
 length bucket and every batch cut to the bucket of its longest record, the
 same records and loss as the padded run, exact resume; off by default (the
 official recipe's batches), and not on TPU, whose loop takes one static

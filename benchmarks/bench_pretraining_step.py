@@ -69,7 +69,7 @@ def ours_step(config: AlbertConfig, batch, jit_compile: bool,
   """Our training path: PretrainingRunner.train_step on the default strategy."""
   from albert_tf.models.albert_pretrainer import AlbertPretrainer
   from albert_tf.networks.albert_encoder import AlbertEncoder
-  from albert_tf.training.pretraining_runner import PretrainingRunner
+  from albert_tf.training.pretraining.runner import PretrainingRunner
   strategy = tf.distribute.get_strategy()
   model = AlbertPretrainer(AlbertEncoder(config, dtype=policy))
   dataset = tf.data.Dataset.from_tensors(batch).repeat()

@@ -25,7 +25,7 @@ from benchmarks.bench_input_pipeline import build_records
 
 def _params(work_dir, pattern, steps, batch_size, seq_length, predictions):
   from albert_tf.config import AlbertConfig
-  from albert_tf.training import pretraining_driver as lib
+  from albert_tf.training.pretraining import driver as lib
   config = os.path.join(work_dir, "albert_config.json")
   AlbertConfig(vocab_size=5000, embedding_size=16, hidden_size=32,
                num_hidden_layers=2, num_attention_heads=2,
@@ -44,7 +44,7 @@ def _resume_seconds(params, step):
   import tensorflow as tf
   import tf_keras
 
-  from albert_tf.training import pretraining_driver as lib
+  from albert_tf.training.pretraining import driver as lib
   run_dir = params.runtime.output_dir + f"_at_{step}"
   shutil.rmtree(run_dir, ignore_errors=True)
   os.makedirs(run_dir)
@@ -69,7 +69,7 @@ def _resume_seconds(params, step):
 def _skip_by_reading_seconds(pattern, records):
   import tensorflow as tf
 
-  from data_pipeline import pretraining_input
+  from data_pipeline.pretraining import reader as pretraining_input
   files = pretraining_input.resolve_files(pattern)
   dataset = tf.data.TFRecordDataset(files).repeat().skip(records).take(1)
   start = time.perf_counter()
@@ -87,7 +87,7 @@ def main():
   parser.add_argument("--write", action="store_true")
   args = parser.parse_args()
   steps = [int(s) for s in args.steps.split(",")]
-  from albert_tf.training import pretraining_driver as lib
+  from albert_tf.training.pretraining import driver as lib
   rows = []
   with tempfile.TemporaryDirectory() as work_dir:
     pattern = build_records(work_dir, args.seq_length, args.predictions)
@@ -116,10 +116,10 @@ def main():
         f"{common.machine_line()}. A tiny model (H=32, 2 layers) on 4 "
         "shards of the stdlib corpus; the restarted job locates the data "
         "stream from the step and the files' record counts "
-        "(`data_pipeline/record_stream.py`; counted here, as on a run's "
-        "first resume, then cached in output_dir) and reads at most one file "
-        "group into it, so the time does not grow with the step. The last "
-        "column reads every record before the position instead, which "
+        "(`data_pipeline/pretraining/record_stream.py`; counted here, as on "
+        "a run's first resume, then cached in output_dir) and reads at most "
+        "one file group into it, so the time does not grow with the step. "
+        "The last column reads every record before the position instead, which "
         "grows with the step: at its rate here "
         f"({rate:,.0f} records/s from local disk), reaching the end of an "
         f"ALBERT-base run (4096 x 125,000 sequences) would take "

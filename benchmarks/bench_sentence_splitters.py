@@ -10,9 +10,10 @@ compared with the gold ones: score = |predicted & gold| / |predicted | gold|
 over all cases (missed and false boundaries both count against it).
 
 Speed: MB/s of text split, one process, on the stdlib-docstring English
-corpus (`data_pipeline.stdlib_corpus`) joined into paragraphs of 8 lines.
-Compare with data creation's own input rate (BENCHMARKS.md "Data creation":
-~2.7 MB of text in ~1 s per process at max_seq_length 128, dupe_factor 5).
+corpus (`data_pipeline.corpora.stdlib_corpus`) joined into paragraphs of 8
+lines. Compare with data creation's own input rate (BENCHMARKS.md "Data
+creation": ~2.7 MB of text in ~1 s per process at max_seq_length 128,
+dupe_factor 5).
 
 Candidates other than blingfire (the pinned dependency) are installed only
 for this measurement: `pip install pysbd==0.3.4 syntok==1.4.4
@@ -85,7 +86,7 @@ def candidates():
   """{name: split(text, lang) -> sentences}; None for those not installed."""
   out = {}
   try:
-    from data_pipeline import sentence_splitter
+    from data_pipeline.corpora import sentence_splitter
     out["ours (blingfire + closing marks)"] = (
         lambda t, lang: sentence_splitter.split_line(t))
   except ImportError:
@@ -127,7 +128,7 @@ def candidates():
 
 def speed_text(max_bytes=2_000_000):
   """English paragraphs (8 corpus lines each), about `max_bytes`."""
-  from data_pipeline import stdlib_corpus
+  from data_pipeline.corpora import stdlib_corpus
   with tempfile.TemporaryDirectory() as tmp:
     path = os.path.join(tmp, "c.txt")
     stdlib_corpus.write_stdlib_corpus(path, max_bytes=max_bytes)

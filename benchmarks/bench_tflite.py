@@ -56,12 +56,12 @@ def run(size: str, seq_length: int, threads: int, repeats: int,
         train_steps: int, learning_rate: float = 1e-4) -> str:
   """The markdown table (see the module docstring)."""
   from albert_tf import exports
-  from albert_tf.exports import tflite
-  from albert_tf.exports.tflite_runner import TextRunner
+  from albert_tf.exports.litert import converter as tflite
+  from albert_tf.exports.litert.runner import TextRunner
   from albert_tf.models.albert_classifier import AlbertClassifier
   from albert_tf.networks.albert_encoder import AlbertEncoder
-  from data_pipeline import sentencepiece_trainer
-  from data_pipeline import stdlib_corpus
+  from data_pipeline.corpora import stdlib_corpus
+  from data_pipeline.tokenization import sentencepiece_trainer
   try:
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -80,7 +80,9 @@ def run(size: str, seq_length: int, threads: int, repeats: int,
     model = AlbertClassifier(AlbertEncoder(config), len(KEYWORDS),
                              dropout_rate=0.0)
     packer = TextRunner.__new__(TextRunner)  # its packing, no model yet
-    from data_pipeline.tokenization import SentencePieceTokenizer
+    from data_pipeline.tokenization.sentencepiece_tokenizer import (
+      SentencePieceTokenizer,
+    )
     packer.tokenizer = SentencePieceTokenizer(spm + ".model")
     packer.seq_length, packer.labels = TRAIN_SEQ, labels
     texts, train_labels = keyword_task(words, 2000, seed=0)

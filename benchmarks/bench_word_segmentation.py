@@ -71,9 +71,9 @@ def main(argv):
 
 
 def _run(folder: str) -> None:
-  from data_pipeline import instance_options
-  from data_pipeline import pretraining_writer
-  from data_pipeline import word_segmentation
+  from data_pipeline.pretraining import instance_options
+  from data_pipeline.pretraining import writer as pretraining_writer
+  from data_pipeline.tokenization import word_segmentation
   corpus = _write_corpus(folder, FLAGS.megabytes)
   vocab = _write_vocab(folder, corpus)
   options = instance_options.InstanceOptions(

@@ -6,7 +6,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import pytest  # noqa: E402
 
-from data_pipeline import stdlib_corpus  # noqa: E402
+from data_pipeline.corpora import stdlib_corpus  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -55,7 +55,7 @@ def encoder_inputs():
 @pytest.fixture(scope="session")
 def spm_model(tmp_path_factory, english_corpus):
   """A lowercased 2000-piece ALBERT SentencePiece model of `english_corpus`."""
-  from data_pipeline import sentencepiece_trainer
+  from data_pipeline.tokenization import sentencepiece_trainer
   prefix = str(tmp_path_factory.mktemp("spm") / "albert_2k")
   sentencepiece_trainer.train_sentencepiece(
       english_corpus, prefix, vocab_size=2000, do_lower_case=True,
@@ -66,8 +66,8 @@ def spm_model(tmp_path_factory, english_corpus):
 @pytest.fixture(scope="session")
 def pretraining_records(tmp_path_factory, english_corpus, spm_model):
   """Pretraining TFRecords (seq 32, 5 predictions) of the English corpus."""
-  from data_pipeline import instance_options
-  from data_pipeline import pretraining_writer
+  from data_pipeline.pretraining import instance_options
+  from data_pipeline.pretraining import writer as pretraining_writer
   path = str(tmp_path_factory.mktemp("records") / "train.tfrecord")
   pretraining_writer.create_pretraining_data(
       english_corpus, path, spm_model,
@@ -303,7 +303,7 @@ def _chinese_vocab_tokens(corpus_path):
   """BERT's Chinese layout: [PAD], [unused1..99], [UNK] 100, [CLS] 101,
   [SEP] 102, [MASK] 103, then the corpus's characters and ## forms, and
   pieces that split the Latin and digit words ("iphone" = "ip" "##hone")."""
-  from data_pipeline import wordpiece_tokenization as wp
+  from data_pipeline.tokenization import wordpiece_tokenizer as wp
   with open(corpus_path, encoding="utf-8") as f:
     words = set(wp.basic_tokenize(f.read(), do_lower_case=True))
   chars = sorted({c for w in words for c in w} - {RARE_CHAR})

@@ -47,8 +47,8 @@ a list of all of them.
 
 from albert_tf.checkpoints.conversion_params import ConversionParams
 
-from . import cli
-from . import settings_flags
+from .support import cli
+from .support import settings_flags
 
 # Every flag is a field of ConversionParams (name, default and help).
 settings_flags.define_flags(ConversionParams, __name__)
@@ -72,14 +72,16 @@ def main(argv):
           "or a keras-hub preset, with a config.json, provides its own)")
     config_file = candidate
   config = configs.load_albert_config(config_file)
-  from data_pipeline.tokenizer_factory import resolve_vocabulary
+  from data_pipeline.tokenization.factory import resolve_vocabulary
   spm_model_file, vocab_file = resolve_vocabulary(params.spm_model_file,
                                                   params.vocab_file)
   if vocab_file:
     from albert_tf.checkpoints import wordpiece_files
     wordpiece_files.check_vocab_file(config, vocab_file)
   if params.output_format == "keras_hub":  # what the flags alone show
-    from albert_tf.checkpoints import keras_hub_preset_writer
+    from albert_tf.checkpoints.keras_hub_presets import (
+      writer as keras_hub_preset_writer,
+    )
     keras_hub_preset_writer.check_output(
         config, params.output_checkpoint, spm_model_file,
         "wordpiece" if vocab_file else params.keras_hub_tokenizer)

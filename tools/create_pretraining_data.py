@@ -7,14 +7,14 @@ sentences (--sentence_splitter). The official google-research/albert flags
 keep their meaning; added: --num_workers, --num_output_shards,
 --single_segment_random_document, --skip_non_utf8_lines, --piece_bytes,
 --albert_config_file, --runner, --word_segmenter, and the corpus flags
-(data_pipeline.corpus_options: --input_format, --text_field,
+(data_pipeline.corpora.corpus_options: --input_format, --text_field,
 --sentence_splitter, --min_document_sentences, --dedup_documents,
 --skip_bad_records); every flag is a field of
-data_pipeline.data_creation_params.DataCreationParams. See
-data_pipeline/pretraining_writer.py for sharding, shuffling and determinism
+data_pipeline.pretraining.data_creation_params.DataCreationParams. See
+data_pipeline/pretraining/writer.py for sharding, shuffling and determinism
 (shard_files.py for output names and resume),
-data_pipeline/sop_instances.py and mlm_masking.py for the algorithm,
-data_pipeline/beam_pipeline.py for the Beam pipeline.
+data_pipeline/pretraining/sop_instances.py and mlm_masking.py for the algorithm,
+data_pipeline/pretraining/beam/pipeline.py for the Beam pipeline.
 
   python -m tools.create_pretraining_data \
     --input_file=corpus/*.txt \
@@ -60,10 +60,10 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from data_pipeline.data_creation_params import DataCreationParams
+from data_pipeline.pretraining.data_creation_params import DataCreationParams
 
-from . import cli
-from . import settings_flags
+from .support import cli
+from .support import settings_flags
 
 FLAGS = flags.FLAGS
 # Every flag is a field of DataCreationParams (with its InstanceOptions and
@@ -87,12 +87,12 @@ def main(argv):
   params, _ = settings_flags.read_settings(DataCreationParams)
   params.check()
   # Imported here so that `--help` stays fast.
-  from data_pipeline import pretraining_stats
-  from data_pipeline import pretraining_writer
-  from data_pipeline import shard_files
+  from data_pipeline.pretraining import shard_files
+  from data_pipeline.pretraining import stats as pretraining_stats
+  from data_pipeline.pretraining import writer as pretraining_writer
   logging.set_verbosity(logging.INFO)
   if params.runner:
-    from data_pipeline import beam_pipeline
+    from data_pipeline.pretraining.beam import pipeline as beam_pipeline
     stats = beam_pipeline.create_pretraining_data_beam(
         runner=params.runner, pipeline_args=argv[1:],
         **params.writer_kwargs())

@@ -12,7 +12,7 @@ baselines, and exports a SavedModel. Rerunning resumes where it stopped.
 from absl import flags
 from absl import logging
 
-from . import cli
+from .support import cli
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("output_dir", "demo_output", "Where everything goes.")
@@ -29,7 +29,7 @@ def main(argv):
   # Orbit prints its progress lines and also logs them; keep one copy.
   logging.set_verbosity(logging.WARNING)
   # Imported here so that --help answers without loading TensorFlow.
-  from . import pipeline_demo
+  from .support import pipeline_demo
 
   pipeline_demo.run_demo(pipeline_demo.DemoSettings(
       output_dir=FLAGS.output_dir, num_train_steps=FLAGS.num_train_steps,

@@ -27,8 +27,8 @@ its contents. Use them from Keras:
 
 from albert_tf.exports.options import EncoderExportParams
 
-from . import cli
-from . import settings_flags
+from .support import cli
+from .support import settings_flags
 
 # Every flag is a field of EncoderExportParams (name, default and help).
 settings_flags.define_flags(EncoderExportParams, __name__)

@@ -11,7 +11,7 @@ ops only (no Flex ops: stock Android, iOS and web runtimes run it). Inputs:
 int32 input_word_ids, input_mask, input_type_ids; outputs keep the
 SavedModel's names. Beside the file: the vocabulary (SentencePiece model),
 labels.txt, albert_config.json and <file>.json for the reference runner
-(albert_tf/exports/tflite_runner.py). It then runs the file with
+(albert_tf/exports/litert/runner.py). It then runs the file with
 ai_edge_litert's interpreter and prints the float model's difference from
 the SavedModel, a quantized model's top-class agreement with the float
 model, and with --eval_data each variant's dev metric.
@@ -19,8 +19,8 @@ model, and with --eval_data each variant's dev metric.
 
 from albert_tf.exports.options import TfliteExportParams
 
-from . import cli
-from . import settings_flags
+from .support import cli
+from .support import settings_flags
 
 # Every flag is a field of TfliteExportParams (name, default and help).
 settings_flags.define_flags(TfliteExportParams, __name__)
@@ -34,8 +34,8 @@ def main(argv):
   options.check_tflite_request(params.saved_model, params.output_file,
                                params.seq_length, params.batch_size,
                                params.quantize)
-  from albert_tf.exports.tflite_report import export_and_report
-  from albert_tf.exports.tflite_runner import SquadSettings
+  from albert_tf.exports.litert.report import export_and_report
+  from albert_tf.exports.litert.runner import SquadSettings
   result = export_and_report(
       params.saved_model, params.output_file, params.seq_length,
       params.batch_size, params.quantize, params.do_lower_case,

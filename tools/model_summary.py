@@ -9,8 +9,8 @@ import logging
 
 from albert_tf.parameters_and_flops import ModelSummaryParams
 
-from . import cli
-from . import settings_flags
+from .support import cli
+from .support import settings_flags
 
 # Every flag is a field of ModelSummaryParams (name, default and help).
 settings_flags.define_flags(ModelSummaryParams, __name__)

@@ -7,7 +7,7 @@ r"""Fine-tune ALBERT on a GLUE task; evaluate; write GLUE submission files.
       --output_dir=runs/mnli --do_train --do_eval --do_predict
 
 Hyperparameters left unset take the task's official run_glue.sh values
-(albert_tf.training.task_settings.TASK_DEFAULTS), e.g. MNLI: lr 3e-5,
+(albert_tf.training.finetuning.task_settings.TASK_DEFAULTS), e.g. MNLI: lr 3e-5,
 10000 steps, 1000 warmup, batch 128, max_seq_length 512, AdamW.
 `--init_checkpoint` may be ours, a released TF1 checkpoint, Hugging Face
 model.safetensors or Model Garden; `--init_savedmodel` an exported encoder.
@@ -16,11 +16,11 @@ Results: <output_dir>/eval_results.json (best dev checkpoint), best/,
 summaries. `--export_dir` writes a SavedModel serving raw strings.
 """
 
-from albert_tf.training import finetuning_params
-from albert_tf.training import task_settings
+from albert_tf.training.finetuning import params as finetuning_params
+from albert_tf.training.finetuning import task_settings
 
-from . import cli
-from . import settings_flags
+from .support import cli
+from .support import settings_flags
 
 # Every flag is a field of the settings classes (name, default and help).
 settings_flags.define_flags(finetuning_params.FinetuningParams, __name__)
@@ -38,7 +38,9 @@ def main(argv):
       finetuning_params.FinetuningParams, recipe)
   prepared = finetuning_params.prepare(params, user_set, recipe,
                                        require_vocabulary=True)
-  from albert_tf.training import classifier_finetuning  # TensorFlow
+  from albert_tf.training.finetuning import (
+    classifier as classifier_finetuning,  # TensorFlow
+  )
   result = classifier_finetuning.run_classifier(prepared, options)
   settings_flags.print_results(result["eval"])
 

@@ -14,10 +14,10 @@ Rerunning the same command resumes from the last checkpoint in --output_dir.
 TensorBoard: tensorboard --logdir=<output_dir>
 """
 
-from albert_tf.training import pretraining_params
+from albert_tf.training.pretraining import params as pretraining_params
 
-from . import cli
-from . import settings_flags
+from .support import cli
+from .support import settings_flags
 
 # Every flag is a field of PretrainingParams (its name, default and help).
 settings_flags.define_flags(pretraining_params.PretrainingParams, __name__)
@@ -30,7 +30,9 @@ def main(argv):
   params, user_set = settings_flags.read_settings(
       pretraining_params.PretrainingParams)
   prepared = pretraining_params.prepare(params, user_set)
-  from albert_tf.training import pretraining_driver  # TensorFlow
+  from albert_tf.training.pretraining import (
+    driver as pretraining_driver,  # TensorFlow
+  )
   pretraining_driver.run_pretraining(prepared)
 
 

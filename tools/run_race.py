@@ -16,11 +16,11 @@ accuracy) and TensorBoard summaries. --export_dir writes a SavedModel that
 answers raw article / question / options strings.
 """
 
-from albert_tf.training import finetuning_params
-from albert_tf.training import task_settings
+from albert_tf.training.finetuning import params as finetuning_params
+from albert_tf.training.finetuning import task_settings
 
-from . import cli
-from . import settings_flags
+from .support import cli
+from .support import settings_flags
 
 # Every flag is a field of the settings classes (name, default and help).
 settings_flags.define_flags(finetuning_params.FinetuningParams, __name__)
@@ -40,7 +40,9 @@ def main(argv):
                                        require_vocabulary=True)
   options = task_settings.derive_race(prepared.params, options, user_set)
   task_settings.check_race(prepared.params, options)
-  from albert_tf.training import race_finetuning  # TensorFlow
+  from albert_tf.training.finetuning import (
+    race as race_finetuning,  # TensorFlow
+  )
   results = race_finetuning.run_race(prepared, options)
   settings_flags.print_results(results)
 

@@ -19,11 +19,11 @@ raw question / context strings (predictions.json's answer, its character
 offsets, score and, for v2.0, the no-answer probability).
 """
 
-from albert_tf.training import finetuning_params
-from albert_tf.training import task_settings
+from albert_tf.training.finetuning import params as finetuning_params
+from albert_tf.training.finetuning import task_settings
 
-from . import cli
-from . import settings_flags
+from .support import cli
+from .support import settings_flags
 
 # Every flag is a field of the settings classes (name, default and help).
 settings_flags.define_flags(finetuning_params.FinetuningParams, __name__)
@@ -44,7 +44,9 @@ def main(argv):
                                        require_vocabulary=True)
   options = task_settings.derive_squad(prepared.params, options, user_set)
   task_settings.check_squad(prepared.params, options)
-  from albert_tf.training import squad_finetuning  # TensorFlow
+  from albert_tf.training.finetuning import (
+    squad as squad_finetuning,  # TensorFlow
+  )
   results = squad_finetuning.run_squad(prepared, options)
   settings_flags.print_results(results)
 

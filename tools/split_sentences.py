@@ -17,10 +17,10 @@ One output file per input file when --output_file is a folder (ends in "/"):
     --output_file=c4_text/
 """
 
-from data_pipeline.data_creation_params import SentenceSplitParams
+from data_pipeline.pretraining.data_creation_params import SentenceSplitParams
 
-from . import cli
-from . import settings_flags
+from .support import cli
+from .support import settings_flags
 
 # Every flag is a field of SentenceSplitParams (with its CorpusOptions).
 settings_flags.define_flags(SentenceSplitParams, __name__)
@@ -30,7 +30,7 @@ def main(argv):
   del argv
   params, _ = settings_flags.read_settings(SentenceSplitParams)
   params.corpus.validate()
-  from data_pipeline import sentence_corpus
+  from data_pipeline.pretraining import sentence_corpus
   stats = sentence_corpus.write_sentences(params.input_file,
                                           params.output_file, params.corpus,
                                           params.piece_bytes)

@@ -5,17 +5,21 @@ r"""Trains an ALBERT SentencePiece model (the official recipe by default).
 
 Writes `<model_prefix>.model` and `<model_prefix>.vocab`: <pad>=0, <unk>=1,
 [CLS]=2, [SEP]=3, [MASK]=4, as the released ALBERT models. The text is
-normalised as `data_pipeline.tokenization.preprocess_text` does (lowercased
-unless --nodo_lower_case, accents stripped unless --keep_accents) and the model
-uses SentencePiece's identity normalization; use the same --do_lower_case /
+normalised as
+`data_pipeline.tokenization.sentencepiece_tokenizer.preprocess_text` does
+(lowercased unless --nodo_lower_case, accents stripped unless --keep_accents)
+and the model uses SentencePiece's identity normalization; use the same
+--do_lower_case /
 --keep_accents when tokenizing with it.
 """
 
-from data_pipeline import sentencepiece_trainer
-from data_pipeline.sentencepiece_trainer import SentencePieceTrainingParams
+from data_pipeline.tokenization import sentencepiece_trainer
+from data_pipeline.tokenization.sentencepiece_trainer import (
+  SentencePieceTrainingParams,
+)
 
-from . import cli
-from . import settings_flags
+from .support import cli
+from .support import settings_flags
 
 # Every flag is a field of SentencePieceTrainingParams (name, default, help).
 settings_flags.define_flags(SentencePieceTrainingParams, __name__)

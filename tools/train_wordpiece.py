@@ -11,11 +11,11 @@ and accents stripped unless --nodo_lower_case); use the same
 and --random_seed give the same file.
 """
 
-from data_pipeline import wordpiece_trainer
-from data_pipeline.wordpiece_trainer import WordPieceTrainingParams
+from data_pipeline.tokenization import wordpiece_trainer
+from data_pipeline.tokenization.wordpiece_trainer import WordPieceTrainingParams
 
-from . import cli
-from . import settings_flags
+from .support import cli
+from .support import settings_flags
 
 # Every flag is a field of WordPieceTrainingParams (name, default and help).
 settings_flags.define_flags(WordPieceTrainingParams, __name__)

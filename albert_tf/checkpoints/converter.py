@@ -47,11 +47,15 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_common.run_constants import INPUT_FORMATS
 from albert_common.run_constants import OUTPUT_FORMATS
-from albert_tf.checkpoints import keras_hub_preset
-from albert_tf.checkpoints import keras_hub_preset_writer
-from albert_tf.checkpoints import keras_hub_wordpiece
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints import wordpiece_files
+from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
+from albert_tf.checkpoints.keras_hub_presets import (
+  wordpiece as keras_hub_wordpiece,
+)
+from albert_tf.checkpoints.keras_hub_presets import (
+  writer as keras_hub_preset_writer,
+)
 from albert_tf.checkpoints.locate import detect_format
 from albert_tf.checkpoints.locate import resolve_path
 from albert_tf.checkpoints.mapping import map_from_ours
@@ -100,8 +104,8 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
       keras_hub output (keras_hub_preset_writer.write_preset).
     vocab_file: a WordPiece vocab.txt (used when spm_model_file is not
       given, as officially), written with the output (wordpiece_files):
-      beside an ours / official checkpoint, as a BertTokenizer in a Hugging
-      Face folder, as keras-hub's BertTokenizer in a preset.
+      beside an ours / official checkpoint, as vocab.txt + tokenizer.json in
+      a Hugging Face folder, as keras-hub's BertTokenizer in a preset.
 
   Example: one of our pretraining checkpoints to a Hugging Face folder and
   back into an encoder.
@@ -133,7 +137,30 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   ...                pretrainer.encoder.get_embedding_table())
   True
   """
-  from data_pipeline.tokenizer_factory import resolve_vocabulary
+  spm_model_file, vocab_file, tokens = _check_request(
+      config, output_checkpoint, output_format, spm_model_file, vocab_file,
+      keras_hub_tokenizer)
+  weights = read_weights(input_checkpoint, config, input_format)
+  weights.check_config(config)
+  where = _write_weights(weights, config, output_checkpoint, output_format,
+                         spm_model_file, do_lower_case, keras_hub_tokenizer,
+                         tokens)
+  if tokens is not None and output_format != "keras_hub":  # else in the preset
+    where += "; " + _write_vocabulary(tokens, output_format,
+                                      output_checkpoint, vocab_file,
+                                      do_lower_case, config)
+  heads = sorted(name_tables.heads_in(weights.arrays))
+  return (f"converted {len(weights.arrays)} variables "
+          f"(heads: {', '.join(heads) or 'none'}) from {weights.path} "
+          f"({weights.format}) to {where} ({output_format})")
+
+
+def _check_request(config: AlbertConfig, output_checkpoint: str,
+                   output_format: str, spm_model_file: Optional[str],
+                   vocab_file: Optional[str], keras_hub_tokenizer: str):
+  """(spm_model_file, vocab_file, the vocab file's tokens or None), after
+  every check that can fail before a checkpoint is read."""
+  from data_pipeline.tokenization.factory import resolve_vocabulary
   spm_model_file, vocab_file = resolve_vocabulary(spm_model_file, vocab_file)
   tokens = None
   if vocab_file:
@@ -148,37 +175,32 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     keras_hub_preset_writer.check_output(
         config, output_checkpoint, spm_model_file,
         "wordpiece" if tokens is not None else keras_hub_tokenizer)
+  return spm_model_file, vocab_file, tokens
 
-  weights = read_weights(input_checkpoint, config, input_format)
-  weights.check_config(config)
 
+def _write_weights(weights, config: AlbertConfig, output_checkpoint: str,
+                   output_format: str, spm_model_file: Optional[str],
+                   do_lower_case: bool, keras_hub_tokenizer: str,
+                   tokens) -> str:
+  """Writes the weights read in `output_format`; returns where, in words."""
   if output_format == "official":
     write_official(weights.arrays, config, output_checkpoint)
-    where = output_checkpoint
-  elif output_format == "huggingface":
-    where = write_huggingface(weights.arrays, config, output_checkpoint)
-  elif output_format == "keras_hub" and tokens is not None:
-    where = keras_hub_wordpiece.write_wordpiece_preset(
+    return output_checkpoint
+  if output_format == "huggingface":
+    return write_huggingface(weights.arrays, config, output_checkpoint)
+  if output_format == "keras_hub" and tokens is not None:
+    return keras_hub_wordpiece.write_wordpiece_preset(
         weights.arrays, config, output_checkpoint, tokens, do_lower_case)
-    tokens = None  # In the preset.
-  elif output_format == "keras_hub":
-    where = keras_hub_preset_writer.write_preset(
+  if output_format == "keras_hub":
+    return keras_hub_preset_writer.write_preset(
         weights.arrays, config, output_checkpoint, spm_model_file,
         do_lower_case=do_lower_case, keras_hub_tokenizer=keras_hub_tokenizer)
-  else:
-    root = write_ours(weights.arrays, config, output_checkpoint)
-    where = f"{output_checkpoint} (tf.train.Checkpoint({root}=...))"
-    if weights.preset is not None:
-      where += "; " + keras_hub_preset.write_companions(weights.preset,
-                                                        output_checkpoint)
-  if tokens is not None:
-    where += "; " + _write_vocabulary(tokens, output_format,
-                                      output_checkpoint, vocab_file,
-                                      do_lower_case, config)
-  heads = sorted(name_tables.heads_in(weights.arrays))
-  return (f"converted {len(weights.arrays)} variables "
-          f"(heads: {', '.join(heads) or 'none'}) from {weights.path} "
-          f"({weights.format}) to {where} ({output_format})")
+  root = write_ours(weights.arrays, config, output_checkpoint)
+  where = f"{output_checkpoint} (tf.train.Checkpoint({root}=...))"
+  if weights.preset is not None:
+    where += "; " + keras_hub_preset.write_companions(weights.preset,
+                                                      output_checkpoint)
+  return where
 
 
 def _write_vocabulary(tokens, output_format: str, output_checkpoint: str,

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
-from albert_tf.exports import inspection
+from albert_tf import saved_model_inspection as inspection
 
 
 def resolve_path(path: str) -> Tuple[str, str]:

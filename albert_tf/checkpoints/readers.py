@@ -18,10 +18,10 @@ from albert_common.errors import UserInputError
 from albert_common.run_constants import INPUT_FORMATS
 from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import huggingface_reader
-from albert_tf.checkpoints import keras_hub_preset
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import object_readers
 from albert_tf.checkpoints import official_reader
+from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
 from albert_tf.config import AlbertConfig
 
 _READERS = {"official": official_reader.read_official,

@@ -32,7 +32,7 @@ from typing import List, Optional, Sequence
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
-from data_pipeline import wordpiece_tokenization as wp
+from data_pipeline.tokenization import wordpiece_tokenizer as wp
 
 
 def check_vocab_file(config: AlbertConfig, vocab_file: str) -> List[str]:

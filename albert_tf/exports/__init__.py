@@ -30,10 +30,10 @@ import importlib
 
 _LAZY = {
     "export_savedmodel": "albert_tf.exports.encoder",
-    "export_classifier": "albert_tf.exports.classifier",
-    "export_squad": "albert_tf.exports.squad_export",
-    "export_race": "albert_tf.exports.race_serving",
-    "export_tflite": "albert_tf.exports.tflite",
+    "export_classifier": "albert_tf.exports.serving.classifier",
+    "export_squad": "albert_tf.exports.serving.squad_export",
+    "export_race": "albert_tf.exports.serving.race",
+    "export_tflite": "albert_tf.exports.litert.converter",
     "load_saved_model": "albert_tf.exports.saved_model_loading",
     "hub_layer": "albert_tf.exports.saved_model_loading",
 }

@@ -24,8 +24,8 @@ def cut_to_bucket(inputs: Dict[str, tf.Tensor], buckets: Sequence[int]
   Args:
     inputs: encoder inputs, int32 [batch, seq_length] (or [batch, choices,
       seq_length]); seq_length = buckets[-1].
-    buckets: increasing lengths (data_pipeline.length_buckets); one or none:
-      `inputs` unchanged.
+    buckets: increasing lengths (data_pipeline.tasks.length_buckets); one or
+      none: `inputs` unchanged.
 
   Returns:
     The same dict, each tensor [..., bucket].

@@ -148,10 +148,7 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
       vocabulary larger than the model's, seq_length out of range, or an
       existing export_dir.
   """
-  from albert_tf.checkpoints import converter
-  from albert_tf.models.albert_pretrainer import AlbertPretrainer
-  from albert_tf.networks.albert_encoder import AlbertEncoder
-  from data_pipeline.tokenizer_factory import resolve_vocabulary
+  from data_pipeline.tokenization.factory import resolve_vocabulary
   spm_model_file, vocab_file = resolve_vocabulary(spm_model_file, vocab_file)
   vocab_size = options.check_encoder_export(config, spm_model_file, export_dir,
                                             do_lower_case, seq_length,
@@ -161,43 +158,22 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
   if vocab_size < config.vocab_size:
     logging.warning("vocabulary %s has %d entries, the model %d",
                     vocabulary, vocab_size, config.vocab_size)
-
-  encoder = AlbertEncoder(config)
-  pretrainer = AlbertPretrainer(encoder) if with_mlm else None
-  report = converter.load_weights_into(pretrainer or encoder, init_checkpoint,
-                                       input_format=input_format)
-  if with_mlm and any(n.startswith("masked_lm/")
-                      for n in report.not_in_checkpoint):
-    raise UserInputError(f"--with_mlm: {init_checkpoint} has no masked-LM "
-                         "head (cls/predictions)")
+  encoder, pretrainer, report = _restored_encoder(
+      config, init_checkpoint, with_mlm, input_format)
 
   with atomic_export.staging_dir(export_dir) as (tmp_dir, assets):
     # Asset files are copied into the SavedModels' assets/ directories.
     vocab_copy = file_io.join(assets, file_io.basename(vocabulary))
     file_io.copy(vocabulary, vocab_copy)
-    # The attribute TF Hub's ALBERT (SentencePiece) or BERT models use.
-    vocab_attribute = "sp_model_file" if spm_model_file else "vocab_file"
     config_copy = file_io.join(assets, "albert_config.json")
     config.to_json_file(config_copy)
-
-    core = build_encoder_export_model(encoder, pretrainer)
-    setattr(core, vocab_attribute, tf.saved_model.Asset(vocab_copy))
-    core.albert_config_file = tf.saved_model.Asset(config_copy)
-    core.do_lower_case = tf.Variable(do_lower_case, trainable=False)
-    endpoints.add_encoder_endpoints(core)
-    core.save(file_io.join(tmp_dir, "encoder"), include_optimizer=False,
-              save_format="tf", signatures=_encoder_signatures(core, with_mlm))
-
-    preprocessor = build_preprocessor(
-        vocab_copy if spm_model_file else None, do_lower_case, seq_length,
-        vocab_file=None if spm_model_file else vocab_copy)
-    setattr(preprocessor, vocab_attribute, tf.saved_model.Asset(vocab_copy))
-    preprocessor.albert_config_file = tf.saved_model.Asset(config_copy)
-    endpoints.add_preprocessor_endpoints(preprocessor, buckets)
-    preprocessor.save(file_io.join(tmp_dir, "preprocessor"),
-                      include_optimizer=False, save_format="tf",
-                      signatures=preprocessor_signatures(preprocessor,
-                                                         buckets))
+    # The attribute TF Hub's ALBERT (SentencePiece) or BERT models use.
+    vocab_asset = ("sp_model_file" if spm_model_file else "vocab_file",
+                   vocab_copy)
+    _save_encoder(file_io.join(tmp_dir, "encoder"), encoder, pretrainer,
+                  vocab_asset, config_copy, do_lower_case)
+    _save_preprocessor(file_io.join(tmp_dir, "preprocessor"), vocab_asset,
+                       config_copy, do_lower_case, seq_length, buckets)
     file_io.rmtree(assets)
     file_io.rename_tree(tmp_dir, export_dir,
                         last=atomic_export.SAVED_MODEL_LAST)
@@ -207,3 +183,54 @@ def export_savedmodel(config: AlbertConfig, init_checkpoint: str,
           f"{export_dir}/encoder{' (+ mlm)' if with_mlm else ''} and "
           f"{export_dir}/preprocessor (seq_length {seq_length}"
           f"{buckets_text})")
+
+
+def _restored_encoder(config: AlbertConfig, init_checkpoint: str,
+                      with_mlm: bool, input_format: str):
+  """(AlbertEncoder, its AlbertPretrainer or None, the load report) with the
+  checkpoint's weights; with_mlm needs the checkpoint's masked-LM head."""
+  from albert_tf.checkpoints import converter
+  from albert_tf.models.albert_pretrainer import AlbertPretrainer
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  encoder = AlbertEncoder(config)
+  pretrainer = AlbertPretrainer(encoder) if with_mlm else None
+  report = converter.load_weights_into(pretrainer or encoder, init_checkpoint,
+                                       input_format=input_format)
+  if with_mlm and any(n.startswith("masked_lm/")
+                      for n in report.not_in_checkpoint):
+    raise UserInputError(f"--with_mlm: {init_checkpoint} has no masked-LM "
+                         "head (cls/predictions)")
+  return encoder, pretrainer, report
+
+
+def _save_encoder(path: str, encoder, pretrainer, vocab_asset, config_copy,
+                  do_lower_case: bool) -> None:
+  """The encoder SavedModel (with the MLM head when `pretrainer` is given),
+  carrying the vocabulary and config as assets.
+
+  vocab_asset: (attribute name, path of the copy in the assets folder).
+  """
+  core = build_encoder_export_model(encoder, pretrainer)
+  setattr(core, vocab_asset[0], tf.saved_model.Asset(vocab_asset[1]))
+  core.albert_config_file = tf.saved_model.Asset(config_copy)
+  core.do_lower_case = tf.Variable(do_lower_case, trainable=False)
+  endpoints.add_encoder_endpoints(core)
+  core.save(path, include_optimizer=False, save_format="tf",
+            signatures=_encoder_signatures(core, pretrainer is not None))
+
+
+def _save_preprocessor(path: str, vocab_asset, config_copy,
+                       do_lower_case: bool, seq_length: int,
+                       buckets) -> None:
+  """The preprocessor SavedModel over the vocabulary copy (SentencePiece or
+  WordPiece, as vocab_asset's attribute says)."""
+  attribute, vocab_copy = vocab_asset
+  sentencepiece = attribute == "sp_model_file"
+  preprocessor = build_preprocessor(
+      vocab_copy if sentencepiece else None, do_lower_case, seq_length,
+      vocab_file=None if sentencepiece else vocab_copy)
+  setattr(preprocessor, attribute, tf.saved_model.Asset(vocab_copy))
+  preprocessor.albert_config_file = tf.saved_model.Asset(config_copy)
+  endpoints.add_preprocessor_endpoints(preprocessor, buckets)
+  preprocessor.save(path, include_optimizer=False, save_format="tf",
+                    signatures=preprocessor_signatures(preprocessor, buckets))

@@ -17,8 +17,8 @@ from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
 from albert_tf.checkpoints import configs
 from albert_tf.config import AlbertConfig
-from data_pipeline import length_buckets as length_buckets_lib
-from data_pipeline import tokenizer_factory
+from data_pipeline.tasks import length_buckets as length_buckets_lib
+from data_pipeline.tokenization import factory as tokenizer_factory
 
 # --input_format values of an encoder export (checkpoint layouts).
 EXPORT_INPUT_FORMATS = ("auto", "ours", "official", "huggingface", "garden")

@@ -5,7 +5,8 @@ common_saved_model_apis/text): calling it on a tf.string [batch] gives the
 encoder inputs for one segment, `[CLS] a [SEP]`, padded / truncated to
 `seq_length`. `.tokenize(strings)` -> int32 RaggedTensor [batch, (tokens)]
 (ALBERT normalisation + SentencePiece + digit-comma rule, in-graph, ids
-equal to data_pipeline.tokenization.SentencePieceTokenizer.encode);
+equal to those of `SentencePieceTokenizer.encode` in
+data_pipeline.tokenization.sentencepiece_tokenizer);
 `.bert_pack_inputs([tokens_a, tokens_b], seq_length=...)` packs one or two
 segments as `[CLS] a [SEP] b [SEP]` (type ids 0 for a, 1 for b), trimming
 the longer segment first (round robin) as the official `_truncate_seq_pair`.
@@ -35,12 +36,12 @@ def build_preprocessor(spm_model_file: str, do_lower_case: bool = True,
 
   With `spm_model_file` None, WordPiece from `vocab_file` (BERT's basic
   tokenizer + WordPiece in-graph, ids equal to
-  data_pipeline.wordpiece_tokenization.WordPieceTokenizer.encode).
+  data_pipeline.tokenization.wordpiece_tokenizer.WordPieceTokenizer.encode).
   """
   from official.nlp.modeling import layers as garden_layers
   from official.nlp.tools import export_tfhub_lib
 
-  from data_pipeline import tokenizer_factory
+  from data_pipeline.tokenization import factory as tokenizer_factory
   python_tokenizer = tokenizer_factory.make_tokenizer(
       spm_model_file, vocab_file, do_lower_case=do_lower_case)
   special = dict(start_of_sequence_id=python_tokenizer.cls_id,
@@ -49,11 +50,13 @@ def build_preprocessor(spm_model_file: str, do_lower_case: bool = True,
                  mask_id=python_tokenizer.mask_id,
                  vocab_size=python_tokenizer.vocab_size)
   if spm_model_file:
-    from data_pipeline.tf_tokenization import TFSentencePieceTokenizer
+    from data_pipeline.tokenization.tf_sentencepiece import (
+      TFSentencePieceTokenizer,
+    )
     tokenizer = TFSentencePieceTokenizer.from_file(
         spm_model_file, do_lower_case=do_lower_case, name="tokenize")
   else:
-    from data_pipeline.tf_wordpiece_tokenization import TFWordPieceTokenizer
+    from data_pipeline.tokenization.tf_wordpiece import TFWordPieceTokenizer
     tokenizer = TFWordPieceTokenizer(python_tokenizer.tokens,
                                      do_lower_case=do_lower_case,
                                      name="tokenize")

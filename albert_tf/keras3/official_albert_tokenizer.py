@@ -2,8 +2,9 @@
 
 The tokenizer our keras-hub presets name in tokenizer.json (and inside
 preprocessor.json and task.json). It gives the ids of
-`data_pipeline.tokenization.SentencePieceTokenizer` (google-research/albert's
-`preprocess_text` + SentencePiece + `encode_pieces`) on both of keras-hub's
+`data_pipeline.tokenization.sentencepiece_tokenizer.SentencePieceTokenizer`
+(google-research/albert's `preprocess_text` + SentencePiece + `encode_pieces`)
+on both of keras-hub's
 paths: eager Python calls (the `sentencepiece` package) and `tf.data`,
 `fit`, `tf.function` or a SavedModel (TensorFlow ops). keras-hub's own
 AlbertTokenizer differs from it in two ways, both closed here:
@@ -20,7 +21,7 @@ AlbertTokenizer differs from it in two ways, both closed here:
   "w" "ww" vs "ww" "w"; about 1 line in 600 of the test corpus) differently
   from the `sentencepiece` package; this class runs
   `tensorflow_text.FastSentencepieceTokenizer`, which agrees with it (as
-  `data_pipeline.tf_tokenization` does).
+  `data_pipeline.tokenization.tf_sentencepiece` does).
 
 ALBERT's text normalisation needs no code: the preset's SentencePiece model
 carries it as its character map (`keras_hub_vocabulary.preset_vocabulary`),
@@ -48,7 +49,7 @@ import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from albert_tf.checkpoints import keras_hub_vocabulary
+from data_pipeline.tokenization import keras_hub_vocabulary
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,7 +140,7 @@ class OfficialAlbertTokenizer(keras_hub.models.AlbertTokenizer):
   int32 ids [batch, (tokens)] (ragged; dense [batch, sequence_length] when
   that is set), equal to `tokenization.SentencePieceTokenizer.encode` of
   each text when `proto` is a preset vocabulary written by
-  `albert_tf.checkpoints.keras_hub_preset`. With dtype="string", pieces;
+  `albert_tf.checkpoints.keras_hub_presets.preset`. With dtype="string", pieces;
   an unknown character is the piece "<unk>" (on both paths; the
   sentencepiece package would give its surface text), with the same id.
   """

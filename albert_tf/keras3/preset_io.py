@@ -1,6 +1,6 @@
 """keras-hub ALBERT preset directories, written and read with keras-hub.
 
-The Keras 3 half of `albert_tf.checkpoints.keras_hub_preset` (which maps
+The Keras 3 half of `albert_tf.checkpoints.keras_hub_presets.preset` (which maps
 names and configs and handles user paths). Everything here works on a local
 directory and plain numpy arrays keyed by keras-hub variable paths
 ("token_embedding/embeddings", "group_0_inner_layer_0/...",

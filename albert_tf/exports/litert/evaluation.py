@@ -1,0 +1,133 @@
+"""Checks of a converted model: parity, top-class agreement, task metrics.
+
+`tools.export_tflite` prints them: the float model against the SavedModel
+(max |difference|), each quantized model's top-class agreement with the
+float model, and with task dev data (`--eval_data`) each variant's metric:
+accuracy for GLUE and RACE, EM / F1 for SQuAD (through tflite_runner, raw
+text to answers as a device would).
+
+Top class: the argmax of `logits` (GLUE, RACE); the argmax start and end
+position (SQuAD; both must agree), the beam's best start and end (SQuAD
+v2.0); the sign pattern of `pooled_output` (encoder: no classes, so the
+fraction of its values with the float model's sign).
+"""
+
+from typing import Callable, Dict, Optional, Tuple
+
+import numpy as np
+
+from albert_common.errors import UserInputError
+from albert_tf.exports.litert.runner import TextRunner
+from data_pipeline.tasks.glue import examples as glue_examples
+from data_pipeline.tasks.race import examples as race_examples
+from data_pipeline.tasks.race import features as race_features
+from data_pipeline.tasks.squad import examples as squad_examples
+from data_pipeline.tasks.squad import metrics as squad_metrics
+
+
+def top_class(kind: str, outputs: Dict[str, np.ndarray]) -> np.ndarray:
+  """Per example, the int (or bool) values whose equality is agreement."""
+  if kind in ("classifier", "race"):
+    return np.argmax(outputs["logits"], -1)[:, None]
+  if kind == "squad":
+    return np.stack([np.argmax(outputs["start_logits"], -1),
+                     np.argmax(outputs["end_logits"], -1)], -1)
+  if kind == "squad_beam":
+    return np.stack([outputs["start_top_index"][:, 0],
+                     outputs["end_top_index"][:, 0]], -1)
+  if kind == "encoder":
+    return outputs["pooled_output"] > 0
+  return np.round(outputs["predictions"], 1)[:, None]  # regression
+
+
+def agreement(kind: str, a: Dict[str, np.ndarray],
+              b: Dict[str, np.ndarray]) -> float:
+  """Fraction of examples whose top class is the same in a and b (encoder:
+  of pooled values with the same sign)."""
+  ta, tb = top_class(kind, a), top_class(kind, b)
+  if kind == "encoder":
+    return float(np.mean(ta == tb))
+  return float(np.mean(np.all(ta == tb, axis=-1)))
+
+
+def max_difference(a: Dict[str, np.ndarray],
+                   b: Dict[str, np.ndarray]) -> float:
+  """max |a - b| over the float outputs both have."""
+  return max(float(np.max(np.abs(a[k].astype(np.float64) - b[k])))
+             for k in a if a[k].dtype.kind == "f")
+
+
+def sample_inputs(input_names, input_shape, vocab_size: int, n: int = 16,
+                  seed: int = 0) -> Dict[str, np.ndarray]:
+  """Random-token inputs [n, ...]: varied lengths, two segments."""
+  rng = np.random.default_rng(seed)
+  shape = (n,) + tuple(input_shape[1:])
+  seq = shape[-1]
+  lengths = rng.integers(seq // 4, seq + 1, size=shape[:-1])[..., None]
+  position = np.arange(seq)
+  mask = (position < lengths).astype(np.int32)
+  ids = rng.integers(5, vocab_size, size=shape).astype(np.int32) * mask
+  types = ((position >= lengths // 2) & (mask > 0)).astype(np.int32)
+  inputs = dict(input_word_ids=ids, input_mask=mask, input_type_ids=types)
+  if "p_mask" in input_names:
+    inputs["p_mask"] = (1 - types) | (1 - mask)
+  return inputs
+
+
+def task_evaluation(runner: TextRunner, eval_data: str,
+                    task_name: Optional[str] = None
+                   ) -> Tuple[Dict[str, np.ndarray],
+                              Callable[[TextRunner], Dict[str, float]]]:
+  """(the dev set's model inputs, runner -> its metric) for --eval_data.
+
+  eval_data: the GLUE task folder (with --task_name; its dev split), the
+    SQuAD dev JSON, or the RACE folder (its dev split).
+
+  Raises:
+    UserInputError: the data does not fit the model.
+  """
+  kind = runner.kind
+  if kind == "classifier":
+    if not task_name:
+      raise UserInputError("--eval_data of a GLUE model needs --task_name")
+    task = glue_examples.get_task(task_name)
+    if list(task.labels or ()) != list(runner.labels or ()):
+      raise UserInputError(f"--task_name={task_name} has labels "
+                           f"{task.labels}, the model {runner.labels}")
+    examples = glue_examples.read_examples(task, eval_data, task.dev_splits[0])
+    labels = np.array([task.labels.index(e.label) for e in examples])
+    texts = ([e.text_a for e in examples],
+             [e.text_b for e in examples] if task.num_segments == 2
+             else None)
+
+    def glue_accuracy(r):
+      predicted = r.classify(*texts)
+      return {"accuracy": float(np.mean(
+          np.array([task.labels.index(p) for p in predicted]) == labels))}
+    return runner.classify_inputs(*texts), glue_accuracy
+  if kind in ("squad", "squad_beam"):
+    dataset = squad_examples.load_squad_json(eval_data)
+    examples = squad_examples.read_squad_examples(
+        eval_data, is_training=False,
+        version_2_with_negative=kind == "squad_beam")
+
+    def squad_metric(r):
+      predictions = r.squad_predictions(examples)
+      if kind == "squad_beam":
+        result = squad_metrics.evaluate_v2(dataset, predictions)
+      else:
+        result = squad_metrics.evaluate_v1(dataset, predictions)
+      return {"exact_match": result.get("exact_match", result.get("exact")),
+              "f1": result["f1"]}
+    return runner.squad_features(examples)[1], squad_metric
+  if kind == "race":
+    examples = race_examples.read_race_examples(eval_data, "dev")
+    inputs = runner.race_inputs(examples)
+
+    def race_accuracy(r):
+      predicted = np.argmax(r.model(inputs)["logits"], -1)
+      return {"accuracy":
+              race_features.accuracy(examples, predicted)["accuracy"]}
+    return inputs, race_accuracy
+  raise UserInputError(f"--eval_data is for fine-tuned models; this is a "
+                       f"{kind} export")

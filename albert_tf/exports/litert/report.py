@@ -1,0 +1,100 @@
+"""tools.export_tflite's whole run: convert, write, verify, report.
+
+Writes the asked variant (tflite.Conversion.write), then runs it and the
+float model with LiteRT's interpreter on the dev set of `eval_data` (else on
+random-token inputs) and reports, one line each: the file; the float model's
+max |difference| from the SavedModel; the quantized model's top-class
+agreement with the float model; each variant's task metric (tflite_eval).
+"""
+
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from albert_common import file_io
+from albert_tf.exports import options
+from albert_tf.exports.litert import evaluation as tflite_eval
+from albert_tf.exports.litert.converter import Conversion
+from albert_tf.exports.litert.interpreter import LiteRTModel
+from albert_tf.exports.litert.runner import SquadSettings
+from albert_tf.exports.litert.runner import TextRunner
+
+# Parity the float model must keep with the SavedModel.
+FLOAT_TOLERANCE = 1e-4
+
+
+def export_and_report(saved_model: str, output_file: str,
+                      seq_length: int = 128, batch_size: int = 1,
+                      quantize: str = "none", do_lower_case: bool = True,
+                      eval_data: Optional[str] = None,
+                      task_name: Optional[str] = None,
+                      squad_settings: SquadSettings = SquadSettings(),
+                      num_threads: int = 2) -> Dict:
+  """Writes `output_file` as tflite.export_tflite and checks it.
+
+  Args:
+    saved_model ... do_lower_case: as tflite.export_tflite.
+    eval_data, task_name: the task's dev data (tflite_eval.task_evaluation).
+    squad_settings: the fine-tuning run's SQuAD values.
+    num_threads: the interpreter's.
+
+  Returns:
+    dict: `lines` (the report), `description`, `max_difference`,
+    `agreement` (quantized only), `metrics` ({variant: {metric: value}},
+    with eval_data).
+  """
+  options.check_tflite_request(saved_model, output_file, seq_length,
+                               batch_size, quantize)
+  conversion = Conversion(saved_model, seq_length, batch_size)
+  description = conversion.write(output_file, quantize, do_lower_case)
+  spec = conversion.spec
+  lines = [f"wrote {output_file}: {spec.kind}, quantize={quantize}, "
+           f"{description['size_bytes'] / 1e6:.2f} MB, int32 inputs "
+           f"{list(spec.input_shape)}, outputs {', '.join(spec.output_names)}"]
+  variants = ["none"] + ([quantize] if quantize != "none" else [])
+  models = {v: LiteRTModel(conversion.flatbuffer(v), num_threads)
+            for v in variants}
+  asset_dir = file_io.dirname(output_file)
+  metric = None
+  if eval_data:
+    runner = TextRunner(models["none"], description, asset_dir,
+                        squad_settings)
+    inputs, metric = tflite_eval.task_evaluation(runner, eval_data,
+                                                 task_name)
+    where = f"the {len(next(iter(inputs.values())))} inputs of {eval_data}"
+  else:
+    vocab_size = conversion.loaded_vocab_size()
+    inputs = tflite_eval.sample_inputs(spec.input_names, spec.input_shape,
+                                       vocab_size)
+    where = f"{len(inputs['input_mask'])} random-token inputs"
+  outputs = {v: models[v](inputs) for v in variants}
+  difference = tflite_eval.max_difference(
+      outputs["none"], _batched(conversion.saved_model_outputs, inputs))
+  verdict = "ok" if difference <= FLOAT_TOLERANCE else "ABOVE"
+  lines.append(f"float vs SavedModel: max |difference| {difference:.2e} on "
+               f"{where} ({verdict} {FLOAT_TOLERANCE:g})")
+  result = dict(description=description, max_difference=difference,
+                lines=lines)
+  if quantize != "none":
+    result["agreement"] = tflite_eval.agreement(spec.kind, outputs["none"],
+                                                outputs[quantize])
+    lines.append(f"{quantize} vs float: top-class agreement "
+                 f"{result['agreement']:.4f} on {where}")
+  if metric is not None:
+    result["metrics"] = {}
+    for v in variants:
+      runner = TextRunner(models[v], description, asset_dir, squad_settings)
+      result["metrics"][v] = metric(runner)
+      values = ", ".join(f"{k}={x:.4f}" for k, x in
+                         sorted(result["metrics"][v].items()))
+      lines.append(f"{'float' if v == 'none' else v} on {eval_data}: "
+                   f"{values}")
+  return result
+
+
+def _batched(function, inputs, size: int = 64) -> Dict[str, np.ndarray]:
+  """function over inputs in batches of `size`, concatenated."""
+  n = len(next(iter(inputs.values())))
+  parts: List[Dict] = [function({k: v[i:i + size] for k, v in inputs.items()})
+                       for i in range(0, n, size)]
+  return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

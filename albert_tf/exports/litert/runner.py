@@ -1,0 +1,183 @@
+"""Reference runner: raw text -> labels or answers with a LiteRT file.
+
+What an app does around the `.tflite` of `tflite.export_tflite`, in plain
+Python for tests and for people porting it: our tokenizer
+(data_pipeline.tokenization.sentencepiece_tokenizer, the SentencePiece model
+written beside the file), the packing of fine-tuning (glue / squad / race
+featurisation), the LiteRT interpreter (litert.LiteRTModel), and the
+post-processing (argmax and labels.txt; SQuAD's n-best spans mapped back to the
+context). Imports no TensorFlow.
+
+  runner = TextRunner.from_file("sst2.tflite")
+  runner.classify(["a fine film"])             # -> ["1"]
+  runner.answer(["who?"], ["... context ..."])  # SQuAD -> ["answer text"]
+  runner.choose(articles, questions, options)   # RACE -> ["B", ...]
+"""
+
+import dataclasses
+import json
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from albert_common import file_io
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+from albert_common.errors import UserInputError
+from albert_tf.exports.litert.interpreter import LiteRTModel
+from data_pipeline.tasks.glue import examples as glue_examples
+from data_pipeline.tasks.glue import features as glue_features
+from data_pipeline.tasks.race import examples as race_examples
+from data_pipeline.tasks.race import features as race_features
+from data_pipeline.tasks.squad import examples as squad_examples
+from data_pipeline.tasks.squad import features as squad_features
+from data_pipeline.tasks.squad import postprocess as squad_postprocess
+from data_pipeline.tokenization.factory import make_tokenizer
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadSettings:
+  """SQuAD featurisation and post-processing (official defaults); use the
+  fine-tuning run's values."""
+  doc_stride: int = 128
+  max_query_length: int = 64
+  n_best_size: int = 20
+  max_answer_length: int = 30
+  null_score_diff_threshold: Optional[float] = None
+
+
+def description_path(tflite_file: str) -> str:
+  """`model.tflite` -> `model.json` (written by tflite.export_tflite)."""
+  stem = (tflite_file[:-len(".tflite")] if tflite_file.endswith(".tflite")
+          else tflite_file)
+  return stem + ".json"
+
+
+class TextRunner:
+  """A converted model with its tokenizer and labels.
+
+  Args:
+    model: the LiteRT model.
+    description: the JSON export_tflite wrote beside it.
+    asset_dir: the folder holding its vocabulary (and labels.txt).
+    squad_settings: for SQuAD models.
+  """
+
+  def __init__(self, model: LiteRTModel, description: Dict, asset_dir: str,
+               squad_settings: SquadSettings = SquadSettings()):
+    self.model = model
+    self.kind = description["kind"]
+    self.seq_length = description["input_shape"][-1]
+    vocab = description.get("vocab_file")
+    if not vocab:
+      raise UserInputError("the reference runner needs the vocabulary (a "
+                           "SentencePiece model or a WordPiece vocab.txt) "
+                           "beside the file, got none")
+    self.tokenizer = make_tokenizer(
+        *((file_io.join(asset_dir, vocab), None) if vocab.endswith(".model")
+          else (None, file_io.join(asset_dir, vocab))),
+        do_lower_case=description.get("do_lower_case", True))
+    self.labels = None
+    if description.get("labels_file"):
+      self.labels = file_io.read_text(file_io.join(
+          asset_dir, description["labels_file"])).splitlines()
+    self.squad_settings = squad_settings
+
+  @classmethod
+  def from_file(cls, tflite_file: str, num_threads: int = 2,
+                squad_settings: SquadSettings = SquadSettings()):
+    description = json.loads(file_io.read_text(description_path(
+        tflite_file)))
+    model = LiteRTModel(file_io.read_bytes(tflite_file), num_threads)
+    return cls(model, description, file_io.dirname(tflite_file),
+               squad_settings)
+
+  # --- GLUE ------------------------------------------------------------------
+
+  def classify_inputs(self, text_a: Sequence[str],
+                      text_b: Optional[Sequence[str]] = None
+                     ) -> Dict[str, np.ndarray]:
+    """`[CLS] a [SEP] (b [SEP])` as fine-tuning packs them, int32 [n, seq]."""
+    pair = text_b is not None
+    task = glue_examples.GlueTask("export", tuple(self.labels or ()), "a",
+                         "b" if pair else None, "label", "accuracy")
+    examples = [glue_examples.Example(guid=str(i), text_a=a,
+                             text_b=text_b[i] if pair else None, label=None)
+                for i, a in enumerate(text_a)]
+    features = glue_features.featurize(task, examples, self.tokenizer,
+                              self.seq_length)
+    return features.padded(self.seq_length, self.tokenizer.pad_id)
+
+  def classify(self, text_a: Sequence[str],
+               text_b: Optional[Sequence[str]] = None) -> List[str]:
+    """Label names (regression: the predicted values as strings)."""
+    outputs = self.model(self.classify_inputs(text_a, text_b))
+    if "predictions" in outputs:
+      return [str(v) for v in outputs["predictions"]]
+    return [self.labels[i] for i in np.argmax(outputs["logits"], -1)]
+
+  # --- SQuAD -----------------------------------------------------------------
+
+  def squad_features(self, examples: Sequence[squad_examples.SquadExample]):
+    """(features, int32 inputs [windows, seq]) of SQuAD examples."""
+    s = self.squad_settings
+    features = squad_features.convert_examples_to_features(
+        examples, self.tokenizer, self.seq_length, s.doc_stride,
+        s.max_query_length)
+    inputs = {name: np.array([getattr(f, attr) for f in features], np.int32)
+              for name, attr in zip(ENCODER_INPUT_NAMES + ("p_mask",),
+                                    ("input_ids", "input_mask",
+                                     "segment_ids", "p_mask"))}
+    if self.kind != "squad_beam":
+      del inputs["p_mask"]
+    return features, inputs
+
+  def squad_predictions(self, examples: Sequence[squad_examples.SquadExample]
+                       ) -> Dict[str, str]:
+    """qas_id -> answer text (predictions.json's)."""
+    features, inputs = self.squad_features(examples)
+    outputs = self.model(inputs)
+    results = {f.unique_id: {k: v[i] for k, v in outputs.items()}
+               for i, f in enumerate(features)}
+    s = self.squad_settings
+    if self.kind == "squad_beam":
+      out = squad_postprocess.postprocess_v2(
+          examples, features, results, s.n_best_size, s.max_answer_length,
+          null_score_diff_threshold=(0.0 if s.null_score_diff_threshold
+                                     is None
+                                     else s.null_score_diff_threshold))
+    else:
+      threshold = s.null_score_diff_threshold
+      out = squad_postprocess.postprocess_v1(
+          examples, features, results, s.n_best_size, s.max_answer_length,
+          cls_null_score=threshold is not None,
+          null_score_diff_threshold=threshold or 0.0)
+    return out.predictions
+
+  def answer(self, questions: Sequence[str],
+             contexts: Sequence[str]) -> List[str]:
+    """The answer text of each question in its context."""
+    examples = [squad_examples.SquadExample(qas_id=str(i), question_text=q,
+                                   paragraph_text=c)
+                for i, (q, c) in enumerate(zip(questions, contexts))]
+    predictions = self.squad_predictions(examples)
+    return [predictions[str(i)] for i in range(len(examples))]
+
+  # --- RACE ------------------------------------------------------------------
+
+  def race_inputs(self, examples: Sequence[race_examples.RaceExample],
+                  max_qa_length: int = 128) -> Dict[str, np.ndarray]:
+    """int32 [n, 4, seq] inputs of RACE examples (fine-tuning's packing)."""
+    arrays = race_features.convert_examples_to_arrays(
+        examples, self.tokenizer, self.seq_length,
+        min(max_qa_length, self.seq_length - 3))
+    return {name: arrays[name] for name in ENCODER_INPUT_NAMES}
+
+  def choose(self, articles: Sequence[str], questions: Sequence[str],
+             options: Sequence[Sequence[str]],
+             max_qa_length: int = 128) -> List[str]:
+    """The letter ("A".."D") of the chosen option of each question."""
+    examples = [race_examples.RaceExample(str(i), "high", a, q, list(o), 0)
+                for i, (a, q, o) in enumerate(zip(articles, questions,
+                                                  options))]
+    logits = self.model(self.race_inputs(examples, max_qa_length))["logits"]
+    return [race_examples.LABELS[i] for i in np.argmax(logits, -1)]

@@ -1,0 +1,11 @@
+"""Raw-text SavedModels of fine-tuned models: each takes strings and returns
+the task's answer (labels, spans, choices), beside a token-ids signature.
+
+  classifier       export_classifier (GLUE)
+  squad_export     export_squad, on squad_serving (the in-graph pipeline),
+                   squad_serving_context and squad_serving_wordpiece
+  race             export_race
+
+May import: albert_tf.exports' encoder-side modules, albert_tf,
+data_pipeline, albert_common.
+"""

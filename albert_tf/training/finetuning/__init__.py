@@ -1,0 +1,13 @@
+"""Fine-tuning: one generic runner, one module per task on it.
+
+  runner, model, task   FinetuningRunner (resume, best/, TensorBoard), the
+                        Keras model fit trains, what a task hands the runner
+  params, task_settings the settings and per-task recipes and options
+  bucketed_steps        steps for length-bucketed batches
+  multi_worker          --strategy=multi_worker: only the chief writes
+  classifier, squad, race  the tasks (tools.run_classifier, run_squad,
+                        run_race)
+
+May import: albert_tf.training's runtime modules, albert_tf.exports (a run's
+--export_dir), albert_tf, data_pipeline, albert_common.
+"""

@@ -1,0 +1,196 @@
+"""GLUE fine-tuning end to end: what `python -m tools.run_classifier` calls.
+
+`run_classifier(run, options)` reads the task's TSV files
+(data_pipeline.tasks.glue.examples, glue_features), fine-tunes an
+AlbertClassifier with the generic FinetuningRunner (best dev checkpoint,
+eval_results.json, summaries), writes GLUE submission files for the test splits
+with the best checkpoint, and can export the fine-tuned model as a raw-text
+serving SavedModel.
+
+Per-task defaults (`TASK_DEFAULTS`, in
+albert_tf.training.finetuning.task_settings) are the official
+google-research/albert `run_glue.sh` recipe.
+"""
+
+import dataclasses
+from typing import Dict, Optional, Tuple
+
+from absl import logging
+import tensorflow as tf
+
+from albert_common import file_io
+from albert_common.errors import UserInputError
+from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.training.finetuning import multi_worker
+from albert_tf.training.finetuning import params as finetuning_params
+from albert_tf.training.finetuning import runner as finetuning_runner
+from albert_tf.training.finetuning import task as finetuning_task
+from albert_tf.training.finetuning import task_settings
+from data_pipeline.tasks import length_buckets
+from data_pipeline.tasks.glue import examples as glue_examples
+from data_pipeline.tasks.glue import features as glue_features
+from data_pipeline.tasks.glue import metrics as glue_metrics
+
+
+def _loss_fn(task: glue_examples.GlueTask):
+  if task.is_regression:
+    def mse(labels, outputs):
+      return tf.square(outputs["logits"][:, 0] - tf.cast(labels, tf.float32))
+    return mse
+
+  def cross_entropy(labels, outputs):
+    return tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.cast(labels, tf.int32), logits=outputs["logits"])
+  return cross_entropy
+
+
+@dataclasses.dataclass
+class GlueData:
+  """A task's tokenizer and lazily featurised splits."""
+
+  task: glue_examples.GlueTask
+  data_dir: str
+  tokenizer: object  # SentencePieceTokenizer or WordPieceTokenizer.
+  max_seq_length: int
+  skip_malformed: bool = False
+  # Length buckets (data_pipeline.tasks.length_buckets); () or one: unbucketed.
+  buckets: Tuple[int, ...] = ()
+
+  def __post_init__(self):
+    self._cache = {}
+
+  def features(self, split: str) -> glue_features.Features:
+    if split not in self._cache:
+      examples = glue_examples.read_examples(self.task, self.data_dir, split,
+                                             self.skip_malformed)
+      self._cache[split] = glue_features.featurize(
+          self.task, examples, self.tokenizer, self.max_seq_length)
+      logging.info("%s %s: %d examples", self.task.name, split,
+                   len(examples))
+    return self._cache[split]
+
+  def dataset(self, split: str, batch_size: int, is_training: bool = False,
+              seed: Optional[int] = None) -> tf.data.Dataset:
+    return glue_features.make_dataset(self.features(split), self.max_seq_length,
+                             batch_size, is_training=is_training, seed=seed,
+                             pad_id=self.tokenizer.pad_id,
+                             buckets=self.buckets)
+
+
+def build_glue_task(data: GlueData, eval_batch_size: int
+                   ) -> finetuning_task.FinetuningTask:
+  """The FinetuningTask of a GLUE task: AlbertClassifier, its loss, train
+  data and dev metrics (MNLI: `accuracy` on matched, `mismatched_*` on
+  mismatched)."""
+  task = data.task
+
+  def evaluate(predict):
+    results = {}
+    for i, split in enumerate(task.dev_splits):
+      features = data.features(split)
+      outputs = predict(data.dataset(split, eval_batch_size))["logits"]
+      metrics = glue_metrics.compute_metrics(task, features.labels, outputs)
+      prefix = "" if i == 0 else split.replace("dev_", "") + "_"
+      results.update({prefix + k: v for k, v in metrics.items()})
+    return results
+
+  return finetuning_task.FinetuningTask(
+      name=task.name,
+      build_model=lambda encoder, config: AlbertClassifier(
+          encoder, task.num_classes,
+          initializer_range=config.initializer_range),
+      loss_fn=_loss_fn(task),
+      train_dataset=lambda batch_size, seed: data.dataset(
+          "train", batch_size, is_training=True, seed=seed),
+      evaluate=evaluate, main_metric=task.main_metric,
+      length_buckets=data.buckets)
+
+
+def predict_test(runner: finetuning_runner.FinetuningRunner, data: GlueData,
+                 eval_batch_size: int, output_dir: str) -> Dict[str, str]:
+  """Writes GLUE submission files for every available test split with the
+  runner's current weights; returns split -> path."""
+  paths = {}
+  for split in glue_examples.available_test_splits(data.task, data.data_dir):
+    features = data.features(split)
+    outputs = runner.predict(data.dataset(split, eval_batch_size))["logits"]
+    paths[split] = glue_metrics.write_submission(
+        data.task, split, features.guids, outputs, output_dir)
+    logging.info("wrote %s", paths[split])
+  return paths
+
+
+@multi_worker.per_worker_output_dir
+def run_classifier(run: finetuning_params.PreparedOrParams,
+                   options: task_settings.GlueOptions) -> Dict[str, object]:
+  """Fine-tunes / evaluates / predicts one GLUE task.
+
+  Args:
+    run: the prepared settings (finetuning_params.prepare; plain
+      FinetuningParams are prepared here), task defaults already filled.
+    options: the task, its data folder, and optionally an export folder
+      (the best checkpoint as a raw-text serving SavedModel,
+      albert_tf.exports.serving.classifier; under --strategy=multi_worker, by
+      the chief only) and whether malformed rows are skipped (with a warning)
+      instead of failing.
+
+  Returns:
+    {"eval": eval results or None, "predictions": split -> file,
+     "export_dir": path or ""}.
+  """
+  run = finetuning_params.prepared(run)
+  params = run.params
+  task = glue_examples.get_task(options.task_name)
+  task_settings.check_glue(options)
+  if run.tokenizer is None:
+    raise UserInputError("give --spm_model_file (SentencePiece) or "
+                         "--vocab_file (WordPiece vocab.txt)")
+  data = GlueData(task, options.data_dir, run.tokenizer,
+                  params.max_seq_length, options.skip_malformed_rows,
+                  length_buckets.parse_length_buckets(
+                      params.length_buckets, params.max_seq_length))
+  _read_needed_splits(data, params)
+  runner = finetuning_runner.FinetuningRunner(
+      run, build_glue_task(data, params.eval_batch_size))
+  results = finetuning_runner.run_finetuning(params, runner.task, runner)
+  if params.do_predict or options.export_dir:
+    runner.restore_best()
+  predictions = {}
+  if params.do_predict:
+    predictions = predict_test(runner, data, params.eval_batch_size,
+                               params.runtime.output_dir)
+  if options.export_dir and multi_worker.writes_shared_outputs(params):
+    _export(runner, params, task, options.export_dir, data.buckets)
+  return {"eval": results, "predictions": predictions,
+          "export_dir": options.export_dir}
+
+
+def _read_needed_splits(data: GlueData,
+                        params: finetuning_params.FinetuningParams) -> None:
+  """Reads and featurises the splits the run will use, first: a bad file
+  fails before any model is built."""
+  if params.do_train:
+    data.features("train")
+  if params.do_eval:
+    for split in data.task.dev_splits:
+      data.features(split)
+  if params.do_predict:
+    for split in glue_examples.available_test_splits(data.task, data.data_dir):
+      data.features(split)
+
+
+def _export(runner: finetuning_runner.FinetuningRunner,
+            params: finetuning_params.FinetuningParams,
+            task: glue_examples.GlueTask,
+            export_dir: str, buckets=()) -> None:
+  """The restored (best) weights as a raw-text SavedModel
+  (albert_tf.exports.serving.classifier); requests run at the smallest of
+  `buckets` that holds them."""
+  from albert_tf.exports.serving import classifier as classifier_export
+  config_file = file_io.join(params.runtime.output_dir, "albert_config.json")
+  classifier_export.export_classifier(
+      runner.model, export_dir, params.spm_model_file, task.labels,
+      task.num_segments, params.max_seq_length, params.do_lower_case,
+      config_file, vocab_file=params.vocab_file, length_buckets=buckets)
+  logging.info("exported %s", export_dir)
+

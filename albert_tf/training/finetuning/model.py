@@ -1,0 +1,72 @@
+"""The Keras model `fit` trains in fine-tuning: our train step, the task's loss.
+
+The step is the pretraining runner's (albert_tf.training.gradient_update): the
+loss averaged over the global batch, all-reduced gradients clipped to a
+global norm, loss scaling under float16. With length buckets its train
+function is traced once per batch shape
+(albert_tf.training.finetuning.bucketed_steps).
+"""
+
+import tensorflow as tf
+import tf_keras
+
+from albert_tf.training import gradient_update
+from albert_tf.training import mixed_precision
+from albert_tf.training.finetuning import bucketed_steps
+from albert_tf.training.finetuning.task import LossFn
+
+
+class FinetuningTrainer(tf_keras.Model):
+  """Wraps a task model for `fit`: our train step, the task's loss."""
+
+  def __init__(self, model: tf_keras.Model, loss_fn: LossFn,
+               clip_norm: float = 1.0, per_shape_steps: bool = False):
+    super().__init__(name="finetuning")
+    self.model = model
+    self.loss_fn = loss_fn
+    self.clip_norm = clip_norm
+    self.loss_tracker = tf_keras.metrics.Mean("loss")
+    # Length buckets: one trace of the train step per batch shape.
+    self.per_shape_steps = per_shape_steps
+    self.train_traces = 0
+    self.train_shapes = set()
+    self.optimizer_weights_built = False
+
+  def make_train_function(self, force=False):
+    if not self.per_shape_steps:
+      return super().make_train_function(force)
+    if self.train_function is None or force:
+      self.train_function = bucketed_steps.per_shape_train_function(self)
+    return self.train_function
+
+  def call(self, inputs, training=None):
+    return self.model(inputs, training=training)
+
+  @property
+  def metrics(self):
+    return [self.loss_tracker]
+
+  def train_step(self, data):
+    features, labels = data
+    context = tf.distribute.get_replica_context()
+    with tf.GradientTape() as tape:
+      outputs = self.model(features, training=True)
+      loss = tf.reduce_mean(tf.cast(self.loss_fn(labels, outputs),
+                                    tf.float32))
+      # Each replica's share of the mean over the global batch.
+      replica_loss = loss / context.num_replicas_in_sync
+      scaled = mixed_precision.scaled_loss(self.optimizer, replica_loss)
+    variables = self.model.trainable_variables
+    grads = tape.gradient(scaled, variables)
+    norm = gradient_update.apply_clipped_gradients(self.optimizer, grads,
+                                               variables, self.clip_norm)
+    self.loss_tracker.update_state(loss)
+    return {"loss": self.loss_tracker.result(), "step_loss": loss,
+            "gradient_norm": norm,
+            "learning_rate": gradient_update.current_learning_rate(
+                self.optimizer)}
+
+  def predict_step(self, data):
+    if isinstance(data, tuple):
+      data = data[0]
+    return self.model(data, training=False)

@@ -1,0 +1,11 @@
+"""Fine-tuning data, one folder per task: examples -> features -> metrics.
+
+  glue/            GLUE's TSVs
+  squad/           SQuAD v1.1 / v2.0 JSON, windows, post-processing
+  race/            RACE's folders
+  length_buckets   batches padded to the smallest bucket that holds them,
+                   shared by every task
+
+May import: data_pipeline.pretraining, data_pipeline.corpora,
+data_pipeline.tokenization, albert_common.
+"""

@@ -1,0 +1,1 @@
+"""GLUE: examples (the task table and TSV readers), features, metrics."""

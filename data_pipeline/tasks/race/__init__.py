@@ -1,0 +1,1 @@
+"""RACE: examples (the released folder layout) and features (packing)."""

@@ -1,0 +1,171 @@
+"""The step benchmarks run end to end on a tiny config and report sane tables.
+
+Speed itself is never asserted (BENCHMARKS.md reports it); these tests keep
+the benchmark commands working as the library changes.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from albert_tf.config import AlbertConfig
+
+# Minutes of multi-process or whole-pipeline runs: `make test-all` only.
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def tiny_config_file(tmp_path_factory):
+  path = str(tmp_path_factory.mktemp("bench") / "tiny.json")
+  AlbertConfig(vocab_size=300, embedding_size=16, hidden_size=32,
+               num_hidden_layers=2, num_attention_heads=4,
+               intermediate_size=64, max_position_embeddings=32,
+               ).to_json_file(path)
+  return path
+
+
+_ROOT = os.path.abspath(os.path.join(__file__, "../../.."))
+_ABLATIONS = ("import sys; from benchmarks import bench_ablations; "
+              "bench_ablations.run(sys.argv[1], 2, 16, 1)")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def side_runs(tiny_config_file):
+  """Two processes started before the in-process benchmarks and read by the
+  tests that need them, so that they run beside them on the other core:
+  "unknown_size", `--size=huge` on the command line (mostly its TensorFlow
+  import), and "ablations", bench_ablations.run on the tiny config (its
+  markdown table on stdout)."""
+  commands = {"unknown_size": ["-m", "benchmarks.bench_classifier_step",
+                               "--size=huge"],
+              "ablations": ["-c", _ABLATIONS, tiny_config_file]}
+  processes = {name: subprocess.Popen(
+      [sys.executable, *args], cwd=_ROOT, stdout=subprocess.PIPE,
+      stderr=subprocess.PIPE, text=True,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+               for name, args in commands.items()}
+  yield processes
+  for process in processes.values():
+    if process.poll() is None:
+      process.kill()
+    process.communicate()
+
+
+def _rows(table):
+  """Markdown table -> list of rows (lists of cell strings), header dropped."""
+  lines = [line for line in table.strip().splitlines() if line.startswith("|")]
+  return [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+
+
+def _ratio(cell):
+  assert cell.endswith("x"), cell
+  value = float(cell[:-1])
+  assert 0 < value < 100, cell
+  return value
+
+
+def test_pretraining_step_benchmark(tiny_config_file):
+  from benchmarks import bench_pretraining_step
+  table, peak, plot = bench_pretraining_step.run(
+      [tiny_config_file], batch=2, seq=16, repeats=1,
+      modes=["float32", "bfloat16"], memory=False)
+  rows = _rows(table)
+  assert [r[:2] for r in rows] == [["tiny", "float32"], ["tiny", "bfloat16"]]
+  _ratio(rows[0][4])  # ours vs Model Garden, same run
+  assert float(rows[0][5]) > 0 and float(rows[0][6]) > 0  # sequences/s
+  assert rows[0][7].endswith("%") and rows[0][8].endswith("%")  # MFU
+  # Model Garden's MaskedLM cannot run under mixed_bfloat16 (documented).
+  assert rows[1][3].startswith("fails") and rows[1][6] == "-"
+  assert peak > 1e8
+  assert [p[0] for p in plot] == ["tiny\nfloat32", "tiny\nbfloat16"]
+
+
+def test_classifier_step_benchmark(tiny_config_file):
+  from benchmarks import bench_classifier_step
+  rows = _rows(bench_classifier_step.run(tiny_config_file, 2, 16, 1))
+  assert len(rows) == 1 and rows[0][0] == "tiny"
+  _ratio(rows[0][3])
+
+
+def test_ablation_benchmark_builds_every_variant(side_runs):
+  from benchmarks import bench_ablations
+  process = side_runs["ablations"]
+  stdout, stderr = process.communicate(timeout=600)
+  assert process.returncode == 0, stderr[-3000:]
+  rows = _rows(stdout)
+  assert [r[0] for r in rows] == list(bench_ablations.VARIANTS)
+  assert rows[0][2] == "1.00x"
+  for row in rows:
+    _ratio(row[2])
+
+
+def test_unknown_size_is_one_line_exit_1(side_runs):
+  process = side_runs["unknown_size"]
+  _, stderr = process.communicate(timeout=120)
+  assert process.returncode == 1
+  lines = [line for line in stderr.splitlines() if line.startswith("error:")]
+  assert len(lines) == 1 and "albert_huge.json" in lines[0], stderr
+  assert "Traceback" not in stderr
+
+
+@pytest.mark.slow
+def test_tflite_benchmark(tmp_path):
+  from benchmarks import bench_tflite
+  path = str(tmp_path / "tiny2k.json")
+  AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+               num_hidden_layers=2, num_attention_heads=4,
+               intermediate_size=64, max_position_embeddings=32
+               ).to_json_file(path)
+  rows = _rows(bench_tflite.run(path, 32, 2, 1, 5))
+  assert [r[0] for r in rows] == ["SavedModel (TF)", "LiteRT float32",
+                                  "LiteRT float16", "LiteRT dynamic int8"]
+  sizes = [float(r[2]) for r in rows[1:]]
+  assert sizes[2] < sizes[1] < sizes[0]
+  # The float model's accuracy equals the SavedModel's.
+  assert rows[1][4] == "+0.0 pt"
+
+
+def test_length_buckets_benchmark(tiny_config_file):
+  from benchmarks import bench_length_buckets
+  rows = _rows(bench_length_buckets.run(tiny_config_file, 4, 32, 3,
+                                        "16,32", ("sst2", "mrpc")))
+  assert [r[:2] for r in rows] == [["tiny", "SST-2-like"],
+                                   ["tiny", "MRPC-like pairs"]]
+  for row in rows:
+    assert 2 < float(row[2]) <= 32
+    none, bucketed, garden = map(float, row[4:7])
+    assert none > 0 and bucketed > 0 and garden > 0
+    # The ratios are those of the printed examples/s (to rounding).
+    for cell, ratio in zip(row[7:10], (bucketed / none, bucketed / garden,
+                                       none / garden)):
+      assert _ratio(cell) == pytest.approx(ratio, rel=0.1, abs=0.06)
+  assert rows[0][10] == "2 (4x16, 4x32)"
+  traces, shapes = rows[1][10].split(" ", 1)
+  assert int(traces) == len(shapes.split(",")) and "4x32" in shapes
+
+
+def test_pretraining_buckets_benchmark(tiny_config_file):
+  import numpy as np
+
+  from benchmarks import bench_pretraining_buckets
+  lengths = np.array([3, 8, 8, 9, 16, 17, 32, 32])
+  np.testing.assert_allclose(
+      bench_pretraining_buckets.bucket_shares(lengths, (8, 16, 32)),
+      [3 / 8, 2 / 8, 3 / 8])
+  buckets, summary, gain = bench_pretraining_buckets.run(
+      tiny_config_file, 2, 32, (8, 16, 32), 1, lengths)
+  rows = _rows(buckets)
+  assert [r[1:4] for r in rows] == [["2x8", "1-8", "37.5%"],
+                                    ["2x16", "9-16", "25.0%"],
+                                    ["2x32", "17-32", "37.5%"]]
+  assert all(float(r[5]) > 0 for r in rows)
+  padded, bucketed = _rows(summary)
+  assert padded[1] == "padded to 32" and padded[5] == "1.00x"
+  assert bucketed[1] == "buckets 8,16,32"
+  assert _ratio(bucketed[5]) == pytest.approx(gain, abs=0.006)
+  # Same instances: the examples/s and tokens/s ratios are the speed-up.
+  for column in (3, 4):
+    assert float(bucketed[column]) / float(padded[column]) == pytest.approx(
+        gain, rel=0.05)

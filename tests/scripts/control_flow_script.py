@@ -1,0 +1,86 @@
+"""Runs one tool in this process and records how control flows through ours.
+
+  python tests/scripts/control_flow_script.py OUT.json TRAIN_FUNCTION tools.NAME
+  \
+      --flag=value ...
+
+A profile hook sees every Python call. It records:
+  - `edges`: [caller file, callee file] of every call from one of our files
+    into another of our files (albert_common, albert_tf, data_pipeline,
+    tools), once each;
+  - `spine`: our files on the stack from the tool's `main` down, when
+    TRAIN_FUNCTION (a function name, e.g. "train") is first entered in the
+    runner;
+  - `reads`: path -> how many times albert_common.file_io.read_bytes read it.
+Used by tests/project/test_control_flow.py.
+"""
+
+import collections
+import json
+import os
+import runpy
+import sys
+
+ROOT = os.path.abspath(os.path.join(__file__, "../../.."))
+PACKAGES = ("albert_common", "albert_tf", "data_pipeline", "tools")
+
+
+def _ours(filename):
+  """Our file's path relative to the checkout, or None."""
+  if not filename.startswith(ROOT + os.sep):
+    return None
+  relative = os.path.relpath(filename, ROOT)
+  return relative if relative.split(os.sep)[0] in PACKAGES else None
+
+
+def main():
+  out, train_function, tool = sys.argv[1:4]
+  edges, reads, spine = set(), collections.Counter(), []
+
+  def profile(frame, event, arg):
+    del arg
+    if event != "call":
+      return
+    callee = _ours(frame.f_code.co_filename)
+    if callee is None:
+      return
+    caller = frame.f_back and _ours(frame.f_back.f_code.co_filename)
+    if caller and caller != callee:
+      edges.add((caller, callee))
+    name = frame.f_code.co_name
+    if name == "read_bytes" and callee.endswith("file_io.py"):
+      reads[frame.f_locals.get("path")] += 1
+    if name == train_function and callee.endswith("runner.py") and (
+        not spine):
+      stack, f = [], frame
+      while f is not None:
+        ours = _ours(f.f_code.co_filename)
+        if ours and (not stack or stack[-1] != ours):
+          stack.append(ours)
+        if ours == tool_file and f.f_code.co_name == "main":
+          break
+        f = f.f_back
+      spine.extend(reversed(stack))
+
+  tool_file = os.path.join(*tool.split(".")) + ".py"
+  sys.argv = [tool] + sys.argv[4:]
+  # Third-party imports first: the hook then only pays for their calls, not
+  # for importing them.
+  import orbit  # noqa: F401
+  import tensorflow  # noqa: F401
+  import tf_keras  # noqa: F401
+  sys.setprofile(profile)
+  try:
+    runpy.run_module(tool, run_name="__main__")
+  except SystemExit as e:
+    if e.code:
+      raise
+  finally:
+    sys.setprofile(None)
+    with open(out, "w") as f:
+      json.dump(dict(edges=sorted(edges), spine=spine, reads=reads), f)
+
+
+if __name__ == "__main__":
+  sys.path.insert(0, ROOT)
+  main()

@@ -1,0 +1,89 @@
+"""Run by tests/albert_tf/training/pretraining/test_distributed.py in a fresh
+process (devices must be set before TensorFlow initialises).
+
+  python tests/scripts/distributed_script.py mirrored_runs PARAMS_JSON OUT_JSON
+      Splits the CPU into 2 logical devices, then in one process (one
+      TensorFlow start-up for both checks):
+      - trains the same run under one_device and mirrored (2 replicas, same
+        global batch, the mirrored run warm-started from the one-device
+        run's initial checkpoint): their largest weight difference;
+      - a mirrored run from the same start stopped after one loop and
+        resumed (a new model, the same output_dir): its largest weight
+        difference from the uninterrupted mirrored run above.
+      Writes both, with sanity numbers, to OUT_JSON.
+"""
+
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                os.pardir, os.pardir))
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from albert_common import settings_fields  # noqa: E402
+
+
+def _weights(output_dir):
+  reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(output_dir))
+  return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
+          if k.startswith("model/") and "OPTIMIZER_SLOT" not in k}
+
+
+def _two_logical_cpus():
+  cpu = tf.config.list_physical_devices("CPU")[0]
+  tf.config.set_logical_device_configuration(
+      cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+
+def _largest_difference(a, b):
+  assert a.keys() == b.keys()
+  return max(float(np.abs(a[k] - b[k]).max()) for k in a)
+
+
+def mirrored_runs(params_json, out_json):
+  _two_logical_cpus()
+  from absl import logging
+  import tf_keras
+
+  from albert_tf.training.pretraining import driver as lib
+  logging.set_verbosity(logging.INFO)  # the resume line is an INFO line
+  params = lib.PretrainingParams.from_flat(**json.loads(params_json))
+  one_device = settings_fields.replace(
+      params, strategy="one_device",
+      output_dir=os.path.join(params.runtime.output_dir, "one_device"))
+  start = os.path.join(one_device.runtime.output_dir, "ckpt-0")
+  mirrored = settings_fields.replace(  # start from the very same weights
+      params, strategy="mirrored", init_checkpoint=start,
+      output_dir=os.path.join(params.runtime.output_dir, "mirrored"))
+  resumed = settings_fields.replace(
+      mirrored, output_dir=os.path.join(params.runtime.output_dir, "resumed"))
+  lib.run_pretraining(one_device)
+  lib.run_pretraining(mirrored)
+  # Stopped after one loop, then a new model resumes from output_dir.
+  lib.build_pretraining(resumed).controller.train(
+      steps=params.iterations_per_loop)
+  tf_keras.backend.clear_session()
+  lib.run_pretraining(resumed)
+  weights = {name: _weights(run.runtime.output_dir) for name, run in (
+      ("one_device", one_device), ("mirrored", mirrored),
+      ("resumed", resumed))}
+  with open(out_json, "w") as f:
+    json.dump(dict(
+        mirrored_vs_one_device=_largest_difference(weights["one_device"],
+                                                   weights["mirrored"]),
+        resumed_vs_straight=_largest_difference(weights["mirrored"],
+                                                weights["resumed"]),
+        largest_weight=max(float(np.abs(v).max())
+                           for v in weights["one_device"].values()),
+        largest_mirrored_weight=max(float(np.abs(v).max())
+                                    for v in weights["mirrored"].values()),
+        num_weights=len(weights["mirrored"]),
+        logical_cpus=len(tf.config.list_logical_devices("CPU"))), f)
+
+
+if __name__ == "__main__":
+  globals()[sys.argv[1]](*sys.argv[2:])

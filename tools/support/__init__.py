@@ -1,0 +1,6 @@
+"""What the command-line tools share, which is not a command itself.
+
+  cli             run(): absl's app, one-line errors, exit status 1
+  settings_flags  absl flags generated from the settings dataclasses
+  pipeline_demo   the stages `make demo` runs (tools.demo)
+"""

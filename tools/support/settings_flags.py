@@ -1,0 +1,185 @@
+"""absl flags generated from settings dataclasses, and settings read back.
+
+Every tool declares its flags by naming its settings classes; the flag's
+name, default, help and choices come from the field (see
+albert_common.settings_fields), so none is typed twice:
+
+  settings_flags.define_flags(PretrainingParams, __name__)
+  ...
+  def main(argv):
+    params, user_set = settings_flags.read_settings(PretrainingParams)
+
+`read_settings` is the only place that reads `FLAGS`; the library receives
+the settings object and never sees a flag. `flag_table` renders a class's
+flags as the Markdown table the README shows.
+"""
+
+import sys
+from typing import Any, FrozenSet, Mapping, Optional, Tuple
+
+from absl import flags
+
+from albert_common import settings_fields
+from albert_common.errors import UserInputError
+
+FLAGS = flags.FLAGS
+
+_DEFINERS = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer,
+             float: flags.DEFINE_float, str: flags.DEFINE_string,
+             tuple: flags.DEFINE_list}
+_RECIPE_NOTE = " Unset: the task's recipe."
+
+
+def define_flags(settings_class, module: str, flag_values=FLAGS) -> None:
+  """Defines one flag per leaf field of `settings_class`, as key flags of
+  the tool module named `module` (so that its --help lists them). A flag
+  already defined by another settings class with the same default is
+  shared."""
+  if module == "__main__":  # absl names the main module after its file
+    module = sys.argv[0]
+  for field in settings_fields.leaf_fields(settings_class):
+    if field.name in flag_values:
+      _check_same_default(field, flag_values[field.name])
+    else:
+      _define(field, flag_values, module)
+    flag_values.register_key_flag_for_module(module,
+                                             flag_values[field.name])
+
+
+def _flag_default(field: settings_fields.LeafField) -> Any:
+  if field.required or field.recipe:
+    return None
+  if field.type is tuple and field.default is not None:
+    return list(field.default)  # absl's list flags hold lists
+  return field.default
+
+
+def _help(field: settings_fields.LeafField) -> str:
+  return field.help + (_RECIPE_NOTE if field.recipe else "")
+
+
+def _define(field, flag_values, module) -> None:
+  if field.choices:
+    flags.DEFINE_enum(field.name, _flag_default(field), field.choices,
+                      _help(field), flag_values=flag_values,
+                      module_name=module)
+    return
+  _DEFINERS[field.type](field.name, _flag_default(field), _help(field),
+                        flag_values=flag_values, module_name=module)
+
+
+def _check_same_default(field, flag) -> None:
+  if flag.default != _flag_default(field):
+    raise TypeError(f"flag --{field.name} is defined twice with different "
+                    f"defaults: {flag.default!r} and {_flag_default(field)!r}")
+
+
+def user_set(flag_values=FLAGS) -> FrozenSet[str]:
+  """Names of the flags given on the command line."""
+  return frozenset(name for name in flag_values if flag_values[name].present)
+
+
+def read_settings(settings_class, recipe: Optional[Mapping] = None,
+                  flag_values=FLAGS) -> Tuple[Any, FrozenSet[str]]:
+  """The settings object of `settings_class` from the parsed flags, and the
+  names the user gave.
+
+  Args:
+    settings_class: a settings dataclass whose flags define_flags defined.
+    recipe: values for the `recipe` fields the user left unset (the task's
+      recipe); fields it does not name keep the class default.
+    flag_values: absl FlagValues (FLAGS).
+
+  Raises:
+    UserInputError: a required flag is missing.
+  """
+  recipe = dict(recipe or {})
+  values = {}
+  for field in settings_fields.leaf_fields(settings_class):
+    value = flag_values[field.name].value
+    if value is None and field.recipe:
+      value = recipe.get(field.name)
+    if value is None and field.required:
+      raise UserInputError(f"--{field.name} is required")
+    if isinstance(value, list):
+      value = tuple(value)  # frozen settings hold tuples
+    if value is not None or field.default is None:
+      values[field.name] = value
+  return (settings_fields.from_flat(settings_class, values),
+          user_set(flag_values))
+
+
+def flag_table(*settings_classes) -> str:
+  """A Markdown table of the flags of `settings_classes` (name, default,
+  help), as the README lists them."""
+  rows = ["| flag | default | what it sets |", "| --- | --- | --- |"]
+  for settings_class in settings_classes:
+    for field in settings_fields.leaf_fields(settings_class):
+      default = ("required" if field.required else
+                 "task recipe" if field.recipe else repr(field.default))
+      choices = (f" One of: {', '.join(field.choices)}." if field.choices
+                 else "")
+      rows.append(f"| `--{field.name}` | {default} | {field.help}{choices} |")
+  return "\n".join(rows)
+
+
+def readme_flag_tables() -> str:
+  """The README's section "Flags of the pipeline tools", generated here:
+  `python -c "from tools import settings_flags as s;
+  print(s.readme_flag_tables())"` (tests/project/test_settings_flags.py keeps
+  the README equal to it)."""
+  from albert_tf import parameters_and_flops
+  from albert_tf.checkpoints import conversion_params
+  from albert_tf.exports import options
+  from albert_tf.exports import options as export_options
+  from albert_tf.training import runtime_params
+  from albert_tf.training.finetuning import params as finetuning_params
+  from albert_tf.training.finetuning import task_settings
+  from albert_tf.training.pretraining import params as pretraining_params
+  from data_pipeline.pretraining import data_creation_params
+  from data_pipeline.tokenization import sentencepiece_trainer
+  from data_pipeline.tokenization import wordpiece_trainer
+  sections = [
+      ("create_pretraining_data (`DataCreationParams`, with its "
+       "`InstanceOptions` and `CorpusOptions`)",
+       (data_creation_params.DataCreationParams,)),
+      ("Every training tool (`RuntimeParams`)",
+       (runtime_params.RuntimeParams,)),
+      ("run_pretraining (`PretrainingParams`)",
+       (pretraining_params.PretrainingParams,)),
+      ("run_classifier, run_squad, run_race (`FinetuningParams`)",
+       (finetuning_params.FinetuningParams,)),
+      ("run_classifier (`GlueOptions`)", (task_settings.GlueOptions,)),
+      ("run_squad (`SquadOptions`)", (task_settings.SquadOptions,)),
+      ("run_race (`RaceOptions`)", (task_settings.RaceOptions,)),
+      ("export_savedmodel (`EncoderExportParams`)",
+       (export_options.EncoderExportParams,)),
+      ("train_sentencepiece (`SentencePieceTrainingParams`)",
+       (sentencepiece_trainer.SentencePieceTrainingParams,)),
+      ("train_wordpiece (`WordPieceTrainingParams`)",
+       (wordpiece_trainer.WordPieceTrainingParams,)),
+      ("convert_checkpoint (`ConversionParams`)",
+       (conversion_params.ConversionParams,)),
+      ("export_tflite (`TfliteExportParams`)",
+       (options.TfliteExportParams,)),
+      ("model_summary (`ModelSummaryParams`)",
+       (parameters_and_flops.ModelSummaryParams,)),
+  ]
+  shared = set(settings_fields.leaf_names(runtime_params.RuntimeParams))
+  parts = []
+  for title, classes in sections:
+    table = flag_table(*classes)
+    if classes[0] not in (runtime_params.RuntimeParams,
+                          data_creation_params.DataCreationParams):
+      table = "\n".join(row for row in table.splitlines()
+                        if not any(f"`--{n}`" in row for n in shared))
+    parts.append(f"#### {title}\n\n{table}")
+  return "\n\n".join(parts) + "\n"
+
+
+def print_results(results: Optional[Mapping]) -> None:
+  """The dev results on one line, `key=value` sorted by key (floats to 4
+  decimals); nothing when there were none (e.g. --do_eval=false)."""
+  if results:
+    print(" ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
+                   for k, v in sorted(results.items())))
