@@ -52,7 +52,8 @@ flags.DEFINE_bool("write", False, "Update BENCHMARKS.md with the table.")
 
 _CHILD = r"""
 import json, resource, sys, time
-from data_pipeline import instance_options, pretraining_writer
+from data_pipeline.pretraining import instance_options
+from data_pipeline.pretraining import writer as pretraining_writer
 def main():
   corpus, model, out, workers, seq, pred, dupe, runner = sys.argv[1:9]
   options = instance_options.InstanceOptions(

@@ -314,7 +314,7 @@ def test_pretraining_warmup_derived_from_a_short_num_train_steps(files):
           "logging.use_absl_handler()\n"
           "logging.set_verbosity(logging.INFO)\n"
           "from tools.support import settings_flags\n"
-          "from albert_tf.training import pretraining_params as p\n"
+          "from albert_tf.training.pretraining import params as p\n"
           "params, user_set = settings_flags.read_settings("
           "p.PretrainingParams)\n"
           "run = p.prepare(params, user_set)\n"

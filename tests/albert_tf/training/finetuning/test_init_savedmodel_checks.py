@@ -23,7 +23,8 @@ def test_the_signatures_are_read_without_tensorflow(fake_exports):
       "two_segments": (["text_a", "text_b"], sorted(
           ["input_word_ids", "input_mask", "input_type_ids"]))}
   # In a fresh interpreter, the check imports no TensorFlow.
-  script = ("import sys; from albert_tf.exports import inspection; "
+  script = ("import sys\n"
+            "from albert_tf import saved_model_inspection as inspection\n"
             f"inspection.check_encoder_savedmodel({fake_exports['export/encoder']!r}); "  # noqa: E501
             "print('tensorflow' in sys.modules)")
   result = subprocess.run([sys.executable, "-c", script], cwd=ROOT,
