@@ -5,6 +5,8 @@
   race/            RACE's folders
   length_buckets   batches padded to the smallest bucket that holds them,
                    shared by every task
+  label_list       a fine-tuned model's label names (labels.json), kept
+                   with its run and export
 
 May import: data_pipeline.pretraining, data_pipeline.corpora,
 data_pipeline.tokenization, albert_common.
