@@ -50,9 +50,10 @@ class LabelList:
 
   @classmethod
   def from_training(cls, task_type: str, names: Iterable[str],
-                    scheme: str = "") -> "LabelList":
+                    scheme: str = "",
+                    threshold: Optional[float] = None) -> "LabelList":
     """The sorted distinct names seen in a training file."""
-    return cls(task_type, tuple(sorted(set(names))), scheme)
+    return cls(task_type, tuple(sorted(set(names))), scheme, threshold)
 
   @property
   def num_labels(self) -> int:

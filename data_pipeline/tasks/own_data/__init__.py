@@ -1,0 +1,7 @@
+"""One's own classification, regression and multi-label files (CSV, TSV,
+JSON lines, Parquet; read by data_pipeline.corpora.record_files).
+
+  examples   columns, typed labels, bad records; the label list
+  features   packing (text_pair_inputs) and the targets of each task type
+  metrics    scikit-learn / SciPy metrics; the predictions file
+"""
