@@ -29,7 +29,9 @@ def export_and_report(saved_model: str, output_file: str,
                       eval_data: Optional[str] = None,
                       task_name: Optional[str] = None,
                       squad_settings: SquadSettings = SquadSettings(),
-                      num_threads: int = 2) -> Dict:
+                      num_threads: int = 2,
+                      eval_columns: tflite_eval.EvalColumns = (
+                          tflite_eval.EvalColumns())) -> Dict:
   """Writes `output_file` as tflite.export_tflite and checks it.
 
   Args:
@@ -37,6 +39,7 @@ def export_and_report(saved_model: str, output_file: str,
     eval_data, task_name: the task's dev data (tflite_eval.task_evaluation).
     squad_settings: the fine-tuning run's SQuAD values.
     num_threads: the interpreter's.
+    eval_columns: how an own-data eval_data file is read.
 
   Returns:
     dict: `lines` (the report), `description`, `max_difference`,
@@ -60,7 +63,7 @@ def export_and_report(saved_model: str, output_file: str,
     runner = TextRunner(models["none"], description, asset_dir,
                         squad_settings)
     inputs, metric = tflite_eval.task_evaluation(runner, eval_data,
-                                                 task_name)
+                                                 task_name, eval_columns)
     where = f"the {len(next(iter(inputs.values())))} inputs of {eval_data}"
   else:
     vocab_size = conversion.loaded_vocab_size()

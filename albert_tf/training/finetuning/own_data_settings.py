@@ -213,3 +213,49 @@ def derive_multiple_choice(params, options: MultipleChoiceOptions,
       params, task_settings.RaceOptions(max_qa_length=options.max_qa_length),
       user_set)
   return dataclasses.replace(options, max_qa_length=race.max_qa_length)
+
+
+def _batch_size_in_use(params, user_set) -> Optional[int]:
+  return params.train_batch_size if "train_batch_size" in user_set else None
+
+
+def read_own_training(params, options: OwnDataOptions, user_set
+                     ) -> Tuple[Optional[object], Dict]:
+  """(the training file read, the recipe for it) when training, else
+  (None, {}): read before TensorFlow, so a bad record is reported at once.
+  Logs the recipe chosen and its train_step."""
+  check_own_data(params, options)
+  if not params.do_train:
+    return None, {}
+  from absl import logging
+
+  from data_pipeline.tasks.own_data import examples as own_examples
+  train = own_examples.read_text_file(
+      options.train_file, options.files, options.columns, options.task_type,
+      "required", options.skip_labels)
+  recipe, line = own_data_recipe(train.task_type, "text_b" in train.columns,
+                                 len(train.examples),
+                                 _batch_size_in_use(params, user_set))
+  logging.info("%s: %d %s records; defaults: %s", options.train_file,
+               len(train.examples), train.task_type, line)
+  return train, recipe
+
+
+def read_choice_training(params, options: MultipleChoiceOptions, user_set
+                        ) -> Tuple[Optional[object], Dict]:
+  """As read_own_training, for multiple choice (RACE's recipe)."""
+  if not params.do_train:
+    return None, {}
+  if not options.train_file:
+    raise UserInputError("--do_train needs --train_file (multiple choice)")
+  from absl import logging
+
+  from data_pipeline.tasks.multiple_choice import examples as choice_examples
+  train = choice_examples.read_choice_file(options.train_file, options.files,
+                                           options.columns)
+  recipe, line = multiple_choice_recipe(len(train.examples),
+                                        _batch_size_in_use(params, user_set))
+  logging.info("%s: %d questions, %d choices; defaults: %s",
+               options.train_file, len(train.examples), train.num_choices,
+               line)
+  return train, recipe
