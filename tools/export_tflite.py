@@ -6,16 +6,16 @@ r"""Convert an exported ALBERT SavedModel to a LiteRT (.tflite) file.
 
 converts the export's token-ids signature (the encoder of
 tools.export_savedmodel, or the --export_dir of run_classifier, run_squad,
-run_race or run_multiple_choice) at a fixed --batch_size x --seq_length, with LiteRT built-in
-ops only (no Flex ops: stock Android, iOS and web runtimes run it). Inputs:
-int32 input_word_ids, input_mask, input_type_ids; outputs keep the
-SavedModel's names. Beside the file: the vocabulary (SentencePiece model),
-labels.txt, albert_config.json and <file>.json for the reference runner
-(albert_tf/exports/litert/runner.py). It then runs the file with
-ai_edge_litert's interpreter and prints the float model's difference from
-the SavedModel, a quantized model's top-class agreement with the float
-model, and with --eval_data each variant's dev metric (a model of your
-own data: its dev file, read with the column flags of fine-tuning).
+run_race or run_multiple_choice) at a fixed --batch_size x --seq_length,
+with LiteRT built-in ops only (no Flex ops: stock Android, iOS and web
+runtimes run it). Inputs: int32 input_word_ids, input_mask, input_type_ids;
+outputs keep the SavedModel's names. Beside the file: the vocabulary
+(SentencePiece model), labels.txt, albert_config.json and <file>.json for
+the reference runner (albert_tf/exports/litert/runner.py). It then runs the
+file with ai_edge_litert's interpreter and prints the float model's
+difference from the SavedModel, a quantized model's top-class agreement with
+the float model, and with --eval_data each variant's dev metric (a model of
+your own data: its dev file, read with the column flags of fine-tuning).
 """
 
 from albert_tf.exports.options import TfliteExportParams
