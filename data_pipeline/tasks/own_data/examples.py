@@ -12,7 +12,8 @@ Task types (`--task_type`):
   regression      a label is a number (float).
   multi_label     a label is a set of names: a JSON / Parquet list, or a
                   CSV/TSV field split on `--label_separator` ("a|b"); an
-                  explicit empty list means no label applies.
+                  explicit empty list (`[]`, also in a CSV field) means no
+                  label applies, while an empty field is an empty label.
   auto            (the default) multi_label when the training labels are
                   lists, regression when they are all numbers and some is
                   not a whole number (as run_glue.py's float columns),
@@ -57,7 +58,8 @@ class TextColumns(FlatConstructible):
       "", "The second text of sentence-pair tasks (empty: one text).")
   label_separator: str = setting(
       "|", "--task_type=multi_label: separates the labels in a CSV or TSV "
-      "field (JSON and Parquet lists need none).")
+      "field (JSON and Parquet lists need none; `[]` is a record with no "
+      "label, an empty field an error).")
 
 
 @dataclasses.dataclass(frozen=True)
