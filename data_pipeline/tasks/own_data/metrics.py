@@ -23,6 +23,7 @@ file has an id column) and
 
 import json
 from typing import Dict, List, Optional, Sequence
+import warnings
 
 import numpy as np
 
@@ -115,11 +116,14 @@ def compute_metrics(label_list: LabelList, targets: np.ndarray,
   predicted = logits.argmax(-1)
   precision, recall, f1, support = metrics.precision_recall_fscore_support(
       targets, predicted, labels=classes, zero_division=0)
+  with warnings.catch_warnings():  # one class in a tiny dev set: MCC 0
+    warnings.simplefilter("ignore", UserWarning)
+    mcc = float(metrics.matthews_corrcoef(targets, predicted))
   return dict(
       accuracy=float(metrics.accuracy_score(targets, predicted)),
       macro_f1=float(metrics.f1_score(targets, predicted, labels=classes,
                                       average="macro", zero_division=0)),
-      mcc=float(metrics.matthews_corrcoef(targets, predicted)),
+      mcc=mcc,
       loss=float(metrics.log_loss(targets, softmax(logits), labels=classes)),
       **_per_class(label_list.labels, precision, recall, f1, support))
 

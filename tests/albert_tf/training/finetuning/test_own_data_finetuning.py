@@ -141,6 +141,29 @@ def test_predictions_file_and_export_agree(data, classes_run):
 
 
 @pytest.mark.slow
+def test_litert_file_scores_the_dev_file(data, classes_run, tmp_path):
+  """tools.export_tflite of the own-data export, --eval_data = the dev CSV:
+  the accuracy the reference runner's label names give, counted here."""
+  from albert_tf.exports.litert import report as tflite_report
+  from albert_tf.exports.litert.runner import TextRunner
+  out = str(tmp_path / "tickets.tflite")
+  result = tflite_report.export_and_report(
+      classes_run["export_dir"], out, seq_length=kit.SEQ,
+      eval_data=data["classes_dev"])
+  description = result["description"]
+  assert (description["kind"], description["label_list_file"]) == (
+      "classifier", "labels.json")
+  assert result["max_difference"] <= 1e-4
+  rows = data["classes"]["dev"]
+  predicted = TextRunner.from_file(out).predict_labels(
+      [r["text"] for r in rows])
+  accuracy = np.mean([p == r["label"] for p, r in zip(predicted, rows)])
+  assert result["metrics"]["none"]["accuracy"] == pytest.approx(accuracy)
+  assert accuracy == pytest.approx(classes_run["eval"]["accuracy"],
+                                   abs=0.02)
+
+
+@pytest.mark.slow
 def test_same_dev_records_in_every_format_score_the_same(data, classes_run,
                                                         tmp_path):
   """Evaluation-only runs (labels.json read back) of one checkpoint on the
