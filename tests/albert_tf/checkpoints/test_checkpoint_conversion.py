@@ -563,10 +563,10 @@ def test_spm_model_file_goes_with_every_output(tmp_path, spm_model,
   the folder had no tokenizer and AutoTokenizer gave <unk> for every word)."""
   from transformers import AutoTokenizer
 
-  from data_pipeline.tokenization.sentencepiece_tokenizer import (
-      SentencePieceTokenizer,
-  )
   from albert_tf.config import AlbertConfig
+  from data_pipeline.tokenization.sentencepiece_tokenizer import (
+    SentencePieceTokenizer,
+  )
   config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
                         num_hidden_layers=2, num_attention_heads=4,
                         intermediate_size=64, max_position_embeddings=64)
