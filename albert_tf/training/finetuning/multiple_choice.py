@@ -21,6 +21,7 @@ import tensorflow as tf
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
+from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import multi_worker
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
@@ -161,8 +162,9 @@ def run_multiple_choice(run: finetuning_params.PreparedOrParams,
   task = build_multiple_choice_task(options, data, params.eval_batch_size)
   runner = finetuning_runner.FinetuningRunner(run, task)
   results = finetuning_runner.run_finetuning(params, task, runner)
+  restored = ""
   if params.do_predict or options.export_dir:
-    runner.restore_best()
+    restored = runner.restore_best()
   predictions = ""
   if params.do_predict:
     test = data["test"]
@@ -175,13 +177,17 @@ def run_multiple_choice(run: finetuning_params.PreparedOrParams,
   num_choices = next(iter(data.values())).file.num_choices
   if options.export_dir and multi_worker.writes_shared_outputs(params):
     from albert_tf.exports.serving import race as race_export
-    race_export.export_multiple_choice(
-        runner.model, options.export_dir, params.spm_model_file,
-        params.max_seq_length, options.max_qa_length, num_choices,
-        params.do_lower_case,
-        file_io.join(params.runtime.output_dir, "albert_config.json"),
-        vocab_file=params.vocab_file,
-        length_buckets=next(iter(data.values())).buckets)
-    logging.info("exported %s", options.export_dir)
+
+    def export(folder):
+      race_export.export_multiple_choice(
+          runner.model, folder, params.spm_model_file,
+          params.max_seq_length, options.max_qa_length, num_choices,
+          params.do_lower_case,
+          file_io.join(params.runtime.output_dir, "albert_config.json"),
+          vocab_file=params.vocab_file,
+          length_buckets=next(iter(data.values())).buckets)
+      logging.info("exported %s", folder)
+    export_once.export_restored(options.export_dir,
+                                params.runtime.output_dir, restored, export)
   return {"eval": results, "predictions": predictions,
           "export_dir": options.export_dir, "num_choices": num_choices}

@@ -25,6 +25,7 @@ import tensorflow as tf
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import multi_worker
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
@@ -228,8 +229,9 @@ def run_own_data(run: finetuning_params.PreparedOrParams,
   if params.do_train:
     label_list_lib.write(params.runtime.output_dir, data.label_list)
   results = finetuning_runner.run_finetuning(params, runner.task, runner)
+  restored = ""
   if params.do_predict or options.export_dir:
-    runner.restore_best()
+    restored = runner.restore_best()
   predictions = ""
   if params.do_predict:
     logits = runner.predict(data.dataset("test", params.eval_batch_size))[
@@ -240,7 +242,9 @@ def run_own_data(run: finetuning_params.PreparedOrParams,
                                        data.record_ids("test")))
     logging.info("wrote %s", predictions)
   if options.export_dir and multi_worker.writes_shared_outputs(params):
-    _export(runner, params, data, options.export_dir)
+    export_once.export_restored(
+        options.export_dir, params.runtime.output_dir, restored,
+        lambda folder: _export(runner, params, data, folder))
   return {"eval": results, "predictions": predictions,
           "export_dir": options.export_dir, "labels": data.label_list}
 

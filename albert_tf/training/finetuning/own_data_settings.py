@@ -31,6 +31,7 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
+from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import task_settings
 from data_pipeline.corpora.record_files import RecordFileOptions
 from data_pipeline.tasks.multiple_choice.examples import ChoiceColumns
@@ -120,9 +121,8 @@ def _check_files(params, options, what: str) -> None:
       raise UserInputError(f"--{action} needs --{name} ({what})")
     if path and not file_io.isfile(path):
       raise UserInputError(f"--{name}={path} does not exist")
-  if options.export_dir and file_io.exists(options.export_dir):
-    raise UserInputError(f"--export_dir {options.export_dir} already "
-                         "exists; remove it or choose another")
+  export_once.check_export_dir(options.export_dir,
+                               params.runtime.output_dir)
 
 
 def check_own_data(params, options: OwnDataOptions) -> None:
