@@ -5,6 +5,7 @@ vocabulary in the released Chinese models' layout (--vocab_file)."""
 
 import json
 import os
+import pathlib
 
 import pytest
 
@@ -255,3 +256,9 @@ def test_c3_recipe_runs_on_the_converted_files(clue, tmp_path, capsys):
   assert [p["id"] for p in predictions] == ["t1-0"]
   assert len(predictions[0]["probabilities"]) == 4
   assert os.path.exists(out / "eval_results.json")
+
+
+def test_the_docs_hold_the_c3_conversion():
+  docs = pathlib.Path(__file__).resolve().parents[4] / "docs"
+  text = (docs / "finetuning-own-data.md").read_text(encoding="utf-8")
+  assert C3_CONVERSION in text
