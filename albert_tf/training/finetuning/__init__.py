@@ -7,6 +7,10 @@
   multi_worker          --strategy=multi_worker: only the chief writes
   classifier, squad, race  the tasks (tools.run_classifier, run_squad,
                         run_race)
+  own_data, multiple_choice  one's own files (run_classifier --train_file,
+                        run_multiple_choice); own_data_settings their
+                        options and recipes
+  export_once           a run's --export_dir, written once
 
 May import: albert_tf.training's runtime modules, albert_tf.exports (a run's
 --export_dir), albert_tf, data_pipeline, albert_common.
