@@ -351,3 +351,29 @@ def test_command_line_bad_input_is_one_line_and_writes_nothing(
     assert status == 1 and len(errors) == 1, (name, err[-2000:])
     assert re.search(pattern, errors[0]), (name, errors[0])
     assert not out.exists(), name
+
+
+def test_recipe_of_the_closest_glue_task_keeps_its_epochs():
+  from albert_tf.training.finetuning import own_data_settings as settings
+  cases = {("regression", False, 500): "STS-B",
+           ("classification", False, 19_999): "CoLA",
+           ("multi_label", False, 20_000): "SST-2",
+           ("classification", True, 5_000): "MRPC",
+           ("classification", True, 20_000): "QNLI",
+           ("classification", True, 100_000): "MNLI"}
+  for (task_type, pair, n), name in cases.items():
+    assert settings.closest_glue_task(task_type, pair, n) == name
+  # CoLA: 5336 steps x 16 / 8551 records = 9.98 epochs; warmup 320 / 5336.
+  recipe, line = settings.own_data_recipe("classification", False, 2696)
+  assert recipe["train_step"] == int(np.ceil(5336 * 16 / 8551 * 2696 / 16))
+  assert recipe["train_step"] == 1683
+  assert recipe["warmup_step"] == int(320 / 5336 * 1683)
+  assert (recipe["learning_rate"], recipe["train_batch_size"]) == (1e-5, 16)
+  assert "recipe of CoLA" in line and "10.0 epochs x 2696 records / batch " \
+      "16" in line
+  # A batch size the user set: the same epochs in fewer, larger steps.
+  recipe, _ = settings.own_data_recipe("classification", False, 2696, 64)
+  assert recipe["train_step"] == int(np.ceil(5336 * 16 / 8551 * 2696 / 64))
+  recipe, line = settings.multiple_choice_recipe(1000)
+  assert recipe["train_step"] == int(np.ceil(12000 * 32 / 87866 * 1000 / 32))
+  assert "recipe of RACE" in line
