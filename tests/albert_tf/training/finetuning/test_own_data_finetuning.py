@@ -188,7 +188,8 @@ def test_regression_task_learns(data, tmp_path):
   out = tmp_path / "scores"
   result = own_data.run_own_data(
       kit.run_settings(out, data["config"], data["spm"]),
-      _options(train_file=data["scores_train"], dev_file=data["scores_dev"]))
+      _options(train_file=data["scores_train"], dev_file=data["scores_dev"],
+               export_dir=str(tmp_path / "scores_export")))
   assert result["labels"].task_type == "regression"
   results = result["eval"]
   assert results["pearson"] > 0.9  # chance: 0
@@ -199,6 +200,12 @@ def test_regression_task_learns(data, tmp_path):
                                              abs=1e-6)
   assert results["mse"] == pytest.approx(np.mean((scores - truth) ** 2),
                                          abs=1e-6)
+  serving = exports.load_saved_model(str(tmp_path / "scores_export")
+                                     ).signatures["serving_default"]
+  texts = [r["text"] for r in _read_jsonl(data["scores_dev"])[:8]]
+  np.testing.assert_allclose(
+      serving(sentences=tf.constant(texts))["score"].numpy(), scores[:8],
+      atol=1e-5)
 
 
 @pytest.mark.slow
