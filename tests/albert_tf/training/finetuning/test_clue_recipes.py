@@ -186,8 +186,8 @@ def _common(clue, out):
   return (f"--albert_config_file={clue['config']}",
           f"--vocab_file={clue['vocab']}", f"--output_dir={out}",
           "--do_train", "--do_eval", "--do_predict", "--max_seq_length=32",
-          "--train_batch_size=2", "--train_step=4", "--warmup_step=1",
-          "--iterations_per_loop=2", "--seed=0")
+          "--train_batch_size=2", "--train_step=2", "--warmup_step=1",
+          "--iterations_per_loop=2", "--eval_batch_size=8", "--seed=0")
 
 
 def _read_jsonl(path):

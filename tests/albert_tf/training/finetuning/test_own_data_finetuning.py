@@ -80,7 +80,8 @@ def classes_run(data):
   exported."""
   out = data["root"] / "classes_run"
   result = own_data.run_own_data(
-      kit.run_settings(out, data["config"], data["spm"], do_predict=True),
+      kit.run_settings(out, data["config"], data["spm"], do_predict=True,
+                       save_checkpoints_steps=150),
       _options(train_file=data["classes_train"], dev_file=data["classes_dev"],
                test_file=data["classes_test"],
                export_dir=str(data["root"] / "classes_export")))
@@ -225,7 +226,7 @@ def test_multi_label_task_learns_through_the_command_line(data, tmp_path,
             "--threshold=0.4", "--do_train", "--do_eval",
             "--max_seq_length=32", "--learning_rate=2e-3",
             "--train_step=400", "--warmup_step=40",
-            "--save_checkpoints_steps=100", "--iterations_per_loop=50",
+            "--save_checkpoints_steps=200", "--iterations_per_loop=50",
             "--seed=0")
   assert "recipe of CoLA" in caplog.text
   assert "micro_f1=" in capsys.readouterr().out
@@ -275,11 +276,11 @@ def _run_tool(tool, *args):
 @pytest.mark.slow
 def test_stopped_after_a_checkpoint_and_rerun_equals_uninterrupted(
     data, tmp_path, monkeypatch):
-  """A run stopped right after ckpt-20 (as a kill would), then rerun with
+  """A run stopped right after ckpt-10 (as a kill would), then rerun with
   the same settings, ends with an uninterrupted run's weights."""
   def settings(out):
-    return kit.run_settings(out, data["config"], data["spm"], train_step=40,
-                            warmup_step=4, save_checkpoints_steps=10,
+    return kit.run_settings(out, data["config"], data["spm"], train_step=20,
+                            warmup_step=2, save_checkpoints_steps=10,
                             iterations_per_loop=5, train_batch_size=16,
                             do_eval=False)
   options = _options(train_file=data["classes_train"])
@@ -292,7 +293,7 @@ def test_stopped_after_a_checkpoint_and_rerun_equals_uninterrupted(
 
   def save_then_die(runner):
     result = save(runner)
-    if runner.step == 20:
+    if runner.step == 10:
       raise Killed()
     return result
 
@@ -301,7 +302,7 @@ def test_stopped_after_a_checkpoint_and_rerun_equals_uninterrupted(
   with pytest.raises(Killed):
     own_data.run_own_data(settings(tmp_path / "killed"), options)
   assert tf.train.latest_checkpoint(str(tmp_path / "killed")).endswith(
-      "ckpt-20")
+      "ckpt-10")
   assert os.path.exists(tmp_path / "killed" / "labels.json")
   monkeypatch.undo()
   own_data.run_own_data(settings(tmp_path / "killed"), options)
