@@ -231,8 +231,11 @@ def test_multi_label_task_learns_through_the_command_line(data, tmp_path,
   assert "recipe of CoLA" in caplog.text
   assert "micro_f1=" in capsys.readouterr().out
   results = _read_json(out / "eval_results.json")
-  # Chance: every label on gives micro F1 2p / (1 + p), p = 1/2: 2/3.
-  assert results["micro_f1"] > 0.85
+  # Chance: every label on gives micro F1 2p / (1 + p), p = 1/2: 2/3; a
+  # record's three labels all right by guessing: 1/8. Measured: 0.875 and
+  # 0.545.
+  assert results["micro_f1"] > 0.8
+  assert results["subset_accuracy"] > 0.4
   records = _read_jsonl(out / "dev_predictions.jsonl")
   names = ("fruit", "music", "volcano")
   chosen = np.array([[n in r["labels"] for n in names] for r in records])
