@@ -25,6 +25,7 @@ import tensorflow as tf
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.training import output_dir
 from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import multi_worker
 from albert_tf.training.finetuning import params as finetuning_params
@@ -123,6 +124,12 @@ def read_own_data(options: OwnDataOptions,
 
   saved_path = label_list_lib.path_in(params.runtime.output_dir)
   saved = label_list_lib.read(params.runtime.output_dir)
+  chief_dir = file_io.dirname(file_io.normpath(params.runtime.output_dir))
+  if saved is None and file_io.basename(file_io.normpath(
+      params.runtime.output_dir)).startswith(output_dir.WORKER_SCRATCH_PREFIX):
+    # A multi-worker worker's scratch folder: the chief's list.
+    saved_path = label_list_lib.path_in(chief_dir)
+    saved = label_list_lib.read(chief_dir)
   files = {}
   if params.do_train:
     files["train"] = train or read(options.train_file, options.task_type,
