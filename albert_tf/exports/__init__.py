@@ -10,6 +10,9 @@
                    squad_serving_context (the context's pieces and their
                    characters) and squad_serving_wordpiece (WordPiece)
   race_serving.py  `export_race`: a fine-tuned RACE model, raw strings in
+  ner_export.py    `export_ner`: a fine-tuned NER model, raw text in,
+                   entities with character offsets out (on ner_serving and
+                   ner_decoding); `load_ner` calls one from Python
   token_ids.py     the `token_ids` signature each of those carries too
   tflite.py        `export_tflite`: a token-ids signature as a LiteRT file
   litert.py        running one with ai_edge_litert's interpreter
@@ -33,6 +36,8 @@ _LAZY = {
     "export_classifier": "albert_tf.exports.serving.classifier",
     "export_squad": "albert_tf.exports.serving.squad_export",
     "export_race": "albert_tf.exports.serving.race",
+    "export_ner": "albert_tf.exports.serving.ner_export",
+    "load_ner": "albert_tf.exports.serving.ner_export",
     "export_tflite": "albert_tf.exports.litert.converter",
     "load_saved_model": "albert_tf.exports.saved_model_loading",
     "hub_layer": "albert_tf.exports.saved_model_loading",

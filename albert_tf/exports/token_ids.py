@@ -16,6 +16,7 @@ Outputs:
               `start_top_log_probs`, `start_top_index`, `end_top_log_probs`,
               `end_top_index` and `cls_logits`.
   RACE        `logits`, `probabilities` float32 [batch, 4].
+  NER         `tag_logits`, `tag_probabilities` float32 [batch, seq, tags].
 The encoder's `serving_default` already is a token-ids signature.
 """
 

@@ -8,8 +8,9 @@ text to answers as a device would).
 
 Top class: the argmax of `logits` (GLUE, RACE); the argmax start and end
 position (SQuAD; both must agree), the beam's best start and end (SQuAD
-v2.0); the sign pattern of `pooled_output` (encoder: no classes, so the
-fraction of its values with the float model's sign).
+v2.0); every position's tag (NER: all must agree); the sign pattern of
+`pooled_output` (encoder: no classes, so the fraction of its values with
+the float model's sign).
 """
 
 from typing import Callable, Dict, Optional, Tuple
@@ -37,6 +38,8 @@ def top_class(kind: str, outputs: Dict[str, np.ndarray]) -> np.ndarray:
                      outputs["end_top_index"][:, 0]], -1)
   if kind == "encoder":
     return outputs["pooled_output"] > 0
+  if kind == "token_classification":  # every position's tag
+    return np.argmax(outputs["tag_logits"], -1)
   return np.round(outputs["predictions"], 1)[:, None]  # regression
 
 
@@ -129,5 +132,8 @@ def task_evaluation(runner: TextRunner, eval_data: str,
       return {"accuracy":
               race_features.accuracy(examples, predicted)["accuracy"]}
     return inputs, race_accuracy
+  if kind == "token_classification":
+    raise UserInputError("--eval_data scores GLUE, SQuAD and RACE exports; "
+                         "score a NER model with run_ner --do_eval")
   raise UserInputError(f"--eval_data is for fine-tuned models; this is a "
                        f"{kind} export")

@@ -84,8 +84,8 @@ def detect_scheme(sequences: Iterable[Sequence[str]]) -> str:
         return IOBES
       new_entity = parts[0] != OUTSIDE and (
           previous[0] == OUTSIDE or previous[1] != parts[1])
-      starts_with_b |= new_entity and parts[0] == "B"
-      starts_with_i |= new_entity and parts[0] == "I"
+      starts_with_b += new_entity and parts[0] == "B"
+      starts_with_i += new_entity and parts[0] == "I"
       previous = parts
   if starts_with_i > starts_with_b:
     return IOB1
