@@ -105,9 +105,12 @@ def _records(text, input_format, labeled, scheme, names):
   if input_format == CONLL:
     return conll_format.parse(text, labeled)
   if input_format == JSONL:
-    return jsonl_format.parse(text, labeled, names) + ([],)
-  cluener_scheme = tag_schemes.IOB2 if scheme == tag_schemes.AUTO else scheme
-  return cluener_format.parse(text, labeled, cluener_scheme) + ([],)
+    records, labeled = jsonl_format.parse(text, labeled, names)
+  else:
+    records, labeled = cluener_format.parse(
+        text, labeled,
+        tag_schemes.IOB2 if scheme == tag_schemes.AUTO else scheme)
+  return records, [], labeled
 
 
 def _check(sentence: Sentence, scheme: str,
