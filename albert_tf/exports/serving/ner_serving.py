@@ -46,6 +46,31 @@ def word_patterns():
   return f"{char_class(word_splitting.is_space)}+|{own}", own
 
 
+def split_words(texts):
+  """word_splitting.split_words in-graph: tf.string [batch] -> (words
+  tf.string, start, end int32 Unicode character offsets), ragged [batch,
+  (words)] each."""
+  delimiters, kept = word_patterns()
+  words, begin, end = tf_text.regex_split_with_offsets(
+      texts, delimiters, kept)  # byte offsets
+  _, char_bytes = tf.strings.unicode_decode_with_offsets(
+      texts, "UTF-8", errors="replace")  # [b, (chars)]
+  text_bytes = tf.strings.length(texts)
+  row_byte = tf.cumsum(tf.cast(text_bytes, tf.int64), exclusive=True)
+  flat_chars = char_bytes.flat_values + tf.gather(row_byte,
+                                                  char_bytes.value_rowids())
+  row_char = char_bytes.row_starts()  # first character of each text
+  rows = words.value_rowids()
+
+  def to_chars(byte_offsets):
+    position = byte_offsets.flat_values + tf.gather(row_byte, rows)
+    index = tf.searchsorted(flat_chars, position, side="left",
+                            out_type=tf.int64)
+    return words.with_flat_values(tf.cast(
+        index - tf.gather(row_char, rows), tf.int32))
+  return words, to_chars(begin), to_chars(end)
+
+
 class NerServing(tf.Module):
   """The pipeline of the module docstring around a token classifier.
 
@@ -79,33 +104,8 @@ class NerServing(tf.Module):
                                                               scheme))
     self.type_names = tf.constant(entity_spans.entity_types(labels),
                                   tf.string)
-    self.delimiters, self.kept = word_patterns()
 
-  # --- 1. words -------------------------------------------------------------
-
-  def words(self, texts):
-    """(words tf.string, start, end int32 character offsets), ragged
-    [batch, (words)] each."""
-    words, begin, end = tf_text.regex_split_with_offsets(
-        texts, self.delimiters, self.kept)  # byte offsets
-    _, char_bytes = tf.strings.unicode_decode_with_offsets(
-        texts, "UTF-8", errors="replace")  # [b, (chars)]
-    text_bytes = tf.strings.length(texts)
-    row_byte = tf.cumsum(tf.cast(text_bytes, tf.int64), exclusive=True)
-    flat_chars = char_bytes.flat_values + tf.gather(row_byte,
-                                                    char_bytes.value_rowids())
-    row_char = char_bytes.row_starts()  # first character of each text
-    rows = words.value_rowids()
-
-    def to_chars(byte_offsets):
-      position = byte_offsets.flat_values + tf.gather(row_byte, rows)
-      index = tf.searchsorted(flat_chars, position, side="left",
-                              out_type=tf.int64)
-      return words.with_flat_values(tf.cast(
-          index - tf.gather(row_char, rows), tf.int32))
-    return words, to_chars(begin), to_chars(end)
-
-  # --- 2. pieces ---------------------------------------------------------
+  # --- 2. pieces (1. words: split_words) ----------------------------------
 
   def word_pieces(self, words):
     """Ragged int32 [n, (pieces)] of words tf.string [n]; [UNK] for a word
@@ -183,7 +183,7 @@ class NerServing(tf.Module):
 
   def tag(self, texts):
     """tf.string [batch] -> the outputs of ner_export's serving_default."""
-    words, word_start, word_end = self.words(texts)
+    words, word_start, word_end = split_words(texts)
     pieces = self.word_pieces(words.flat_values)  # [n, (p)]
     piece_splits = tf.gather(pieces.row_splits, words.row_splits)
     sentence_pieces = tf.RaggedTensor.from_row_splits(pieces.flat_values,

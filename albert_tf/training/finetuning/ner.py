@@ -242,15 +242,22 @@ def _predict_test(runner: finetuning_runner.FinetuningRunner, test: NerData,
     logging.info("NER test: %s", results)
 
 
-def predict_entities(runner: finetuning_runner.FinetuningRunner,
-                     texts: Sequence[str], tokenizer,
+def predict_entities(predict, texts: Sequence[str], tokenizer,
                      labels: label_list.LabelList, max_seq_length: int,
                      doc_stride: int, batch_size: int = 32,
                      buckets: Sequence[int] = ()) -> List[List[Dict]]:
-  """Entities of raw texts with the runner's current weights, in Python:
-  the words of data_pipeline.tasks.ner.word_splitting, the windows of
-  fine-tuning, the spans of entity_spans. The raw-text export returns the
-  same (albert_tf.exports.load_ner).
+  """Entities of raw texts, in Python: the words of
+  data_pipeline.tasks.ner.word_splitting, the windows of fine-tuning, the
+  spans of entity_spans. The raw-text export returns the same
+  (albert_tf.exports.load_ner).
+
+  Args:
+    predict: a FinetuningRunner's `predict` (its current weights), or any
+      function of a dataset of encoder-input batches -> {"logits": [windows,
+      seq, labels]} in order.
+    texts: the texts.
+    tokenizer, labels, max_seq_length, doc_stride: the run's.
+    batch_size, buckets: how the windows are batched.
 
   Returns:
     Per text, [{"label", "start", "end", "text", "score"}].
@@ -260,7 +267,7 @@ def predict_entities(runner: finetuning_runner.FinetuningRunner,
                                     None, tokenizer, max_seq_length,
                                     doc_stride)
   probabilities = predict_word_probabilities(
-      runner.predict, features, batch_size, buckets, len(labels.labels))
+      predict, features, batch_size, buckets, len(labels.labels))
   tags = features.by_sentence([labels.labels[i]
                                for i in probabilities.argmax(-1)])
   scores = features.by_sentence(probabilities.max(-1).tolist())
