@@ -348,11 +348,3 @@ def check_init_checkpoint(path: str) -> None:
     raise UserInputError(f"--init_checkpoint={path} does not exist (no such "
                          "file or folder, nor a checkpoint prefix with an "
                          ".index file)")
-
-
-def check_new_export_dir(export_dir: str) -> None:
-  """An --export_dir (if given) must not exist yet: checked before
-  training, not after it."""
-  if export_dir and file_io.exists(export_dir):
-    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
-                         "it or choose another")
