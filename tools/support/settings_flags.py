@@ -133,6 +133,7 @@ def readme_flag_tables() -> str:
   from albert_tf.exports import options
   from albert_tf.exports import options as export_options
   from albert_tf.training import runtime_params
+  from albert_tf.training.finetuning import ner_settings
   from albert_tf.training.finetuning import params as finetuning_params
   from albert_tf.training.finetuning import task_settings
   from albert_tf.training.pretraining import params as pretraining_params
@@ -147,11 +148,12 @@ def readme_flag_tables() -> str:
        (runtime_params.RuntimeParams,)),
       ("run_pretraining (`PretrainingParams`)",
        (pretraining_params.PretrainingParams,)),
-      ("run_classifier, run_squad, run_race (`FinetuningParams`)",
+      ("run_classifier, run_squad, run_race, run_ner (`FinetuningParams`)",
        (finetuning_params.FinetuningParams,)),
       ("run_classifier (`GlueOptions`)", (task_settings.GlueOptions,)),
       ("run_squad (`SquadOptions`)", (task_settings.SquadOptions,)),
       ("run_race (`RaceOptions`)", (task_settings.RaceOptions,)),
+      ("run_ner (`NerOptions`)", (ner_settings.NerOptions,)),
       ("export_savedmodel (`EncoderExportParams`)",
        (export_options.EncoderExportParams,)),
       ("train_sentencepiece (`SentencePieceTrainingParams`)",

@@ -29,6 +29,7 @@ from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_common.errors import UserInputError
 from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
 from albert_tf.training import output_dir
+from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import multi_worker
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
@@ -196,7 +197,7 @@ def run_ner(run: finetuning_params.PreparedOrParams, options: NerOptions,
   run = finetuning_params.prepared(run)
   params, tokenizer = run.params, run.tokenizer
   check_ner(params, options)
-  finetuning_params.check_new_export_dir(options.export_dir)
+  export_once.check_export_dir(options.export_dir, params.runtime.output_dir)
   if tokenizer is None:
     raise UserInputError("give --spm_model_file (SentencePiece) or "
                          "--vocab_file (WordPiece vocab.txt)")
@@ -281,12 +282,14 @@ def _export(runner: finetuning_runner.FinetuningRunner,
   """The best checkpoint as a raw-text SavedModel
   (albert_tf.exports.serving.ner_export)."""
   from albert_tf.exports.serving import ner_export
-  runner.restore_best()
-  ner_export.export_ner(
-      runner.model, options.export_dir, labels, params.max_seq_length,
-      options.doc_stride, spm_model_file=params.spm_model_file,
-      vocab_file=params.vocab_file, do_lower_case=params.do_lower_case,
-      albert_config_file=file_io.join(params.runtime.output_dir,
-                                      "albert_config.json"),
-      length_buckets=_buckets(params))
+  restored = runner.restore_best()
+  export_once.export_restored(
+      options.export_dir, params.runtime.output_dir, restored,
+      lambda folder: ner_export.export_ner(
+          runner.model, folder, labels, params.max_seq_length,
+          options.doc_stride, spm_model_file=params.spm_model_file,
+          vocab_file=params.vocab_file, do_lower_case=params.do_lower_case,
+          albert_config_file=file_io.join(params.runtime.output_dir,
+                                          "albert_config.json"),
+          length_buckets=_buckets(params)))
   logging.info("exported %s", options.export_dir)
