@@ -39,10 +39,11 @@ CHINESE_TRICKY = ["张伟  在腾讯公司😀工作。",
                   "Ｆｕｌｌ王芳昨天去了南京市，café。"]
 
 
-def _config(path, vocab_size):
-  AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32,
-               num_hidden_layers=2, num_attention_heads=4,
-               intermediate_size=64, max_position_embeddings=64,
+def _config(path, vocab_size, hidden_size=32):
+  AlbertConfig(vocab_size=vocab_size, embedding_size=16,
+               hidden_size=hidden_size, num_hidden_layers=2,
+               num_attention_heads=4, intermediate_size=2 * hidden_size,
+               max_position_embeddings=64,
                hidden_dropout_prob=0.0,
                attention_probs_dropout_prob=0.0).to_json_file(str(path))
   return str(path)
@@ -51,8 +52,8 @@ def _config(path, vocab_size):
 def _params(output_dir, **kwargs):
   values = dict(output_dir=output_dir, do_train=True, do_eval=True,
                 do_predict=True, max_seq_length=SEQ, train_batch_size=32,
-                eval_batch_size=64, learning_rate=2e-3, train_step=300,
-                warmup_step=30, save_checkpoints_steps=100,
+                eval_batch_size=64, learning_rate=2e-3, train_step=200,
+                warmup_step=20, save_checkpoints_steps=100,
                 iterations_per_loop=50, length_buckets="16,32", seed=1)
   values.update(kwargs)
   return FinetuningParams.from_flat(**values)
@@ -62,7 +63,7 @@ def _params(output_dir, **kwargs):
 def english(tmp_path_factory, spm_model):
   root = tmp_path_factory.mktemp("ner_english")
   train = ner_data.write_conll(root / "train.txt",
-                               ner_data.english_sentences(600, 0), iob1=True)
+                               ner_data.english_sentences(500, 0), iob1=True)
   dev = ner_data.write_conll(root / "dev.txt",
                              ner_data.english_sentences(100, 1), iob1=True)
   # Unlabeled: one column, the words.
@@ -83,7 +84,7 @@ def test_english_conll_learns(english):
   results, out = english["results"], english["params"].runtime.output_dir
   print({k: round(v, 4) for k, v in results.items() if "_" not in k})
   assert results["f1"] >= 0.9 and results["accuracy"] >= 0.95
-  assert results["step"] in (100, 200, 300)
+  assert results["step"] in (100, 200)
   assert {"precision", "recall", "f1", "accuracy", "PER_f1", "LOC_f1",
           "ORG_f1", "PER_number"} <= set(results)
   with open(os.path.join(out, "eval_results.json")) as f:
@@ -210,8 +211,9 @@ def chinese(tmp_path_factory, chinese_kit):
   file_io.write_atomic(vocab, "\n".join(tokens) + "\n")
   config = f"{root}/albert_config.json"
   file_io.write_atomic(config, file_io.read_bytes(_config(
-      local / "config.json", len(tokens))))
-  params = _params(f"{root}/out", vocab_file=vocab, albert_config_file=config)
+      local / "config.json", len(tokens), hidden_size=64)))
+  params = _params(f"{root}/out", vocab_file=vocab, albert_config_file=config,
+                   train_step=300, warmup_step=30)
   options = NerOptions(train_file=paths["train"], dev_file=paths["dev"],
                        test_file=paths["test"], tag_scheme="IOBES",
                        doc_stride=16, export_dir=f"{root}/export")
@@ -220,10 +222,11 @@ def chinese(tmp_path_factory, chinese_kit):
               records=records)
 
 
+@pytest.mark.slow
 def test_chinese_cluener_learns_with_strict_iobes(chinese):
   results, out = chinese["results"], chinese["params"].runtime.output_dir
   print({k: round(v, 4) for k, v in results.items() if "_" not in k})
-  assert results["f1"] >= 0.9
+  assert results["f1"] >= 0.9 and results["step"] in (100, 200, 300)
   assert {"name_f1", "company_f1", "address_f1"} <= set(results)
   assert label_list.read(out).scheme == "IOBES"
   # dev_predictions.json: CLUENER records whose spans are IOBES entities,
@@ -245,6 +248,7 @@ def test_chinese_cluener_learns_with_strict_iobes(chinese):
         assert all(record["text"][a:b + 1] == mention for a, b in places)
 
 
+@pytest.mark.slow
 def test_chinese_export_spans_are_the_python_predictions(chinese):
   texts = [r["text"] for r in chinese["records"]["dev"][:20]] + (
       CHINESE_TRICKY)

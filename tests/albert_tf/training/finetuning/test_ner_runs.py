@@ -72,6 +72,7 @@ def _assert_same_weights(a_dir, b_dir):
   assert max(float(np.max(np.abs(a[k] - b[k]))) for k in a) <= 1e-5
 
 
+@pytest.mark.slow
 def test_resumed_run_ends_with_the_uninterrupted_weights(setup, spm_model):
   """What a run killed after ckpt-10 leaves, rerun: the same weights at
   step 30 as the run that went through (dropout on, two length buckets:
