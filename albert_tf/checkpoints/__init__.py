@@ -14,6 +14,10 @@ imports it.
 
 The converter's names are imported lazily, so that `configs` (what the
 tools read before anything else) loads without TensorFlow.
+
+May import: albert_tf's models, networks, layers and root modules,
+data_pipeline.tokenization, albert_common (and albert_tf.keras3, inside
+the keras-hub preset functions).
 """
 
 import importlib

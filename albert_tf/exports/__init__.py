@@ -19,6 +19,9 @@
 The public functions are importable from here (`from albert_tf.exports
 import load_saved_model`); they load lazily, so `exports.options` stays
 TensorFlow-free.
+
+May import: albert_tf.checkpoints, models, networks, layers, the root
+modules, data_pipeline, albert_common.
 """
 
 import importlib
