@@ -26,7 +26,7 @@ seq_length are dropped) plus the op graph.
 Beside the file the export's assets are copied (the vocabulary: the
 SentencePiece model or a WordPiece vocab; `labels.txt`; `albert_config.json`)
 and `<output_file minus .tflite>.json` describes the model for
-tflite_runner.py (the raw-text reference runner).
+litert/runner.py (the raw-text reference runner).
 """
 
 import dataclasses

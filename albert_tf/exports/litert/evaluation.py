@@ -3,7 +3,7 @@
 `tools.export_tflite` prints them: the float model against the SavedModel
 (max |difference|), each quantized model's top-class agreement with the
 float model, and with task dev data (`--eval_data`) each variant's metric:
-accuracy for GLUE and RACE, EM / F1 for SQuAD (through tflite_runner, raw
+accuracy for GLUE and RACE, EM / F1 for SQuAD (through litert.runner, raw
 text to answers as a device would).
 
 Top class: the argmax of `logits` (GLUE, RACE); the argmax start and end
