@@ -203,8 +203,7 @@ def chinese(tmp_path_factory, chinese_kit):
   root = "ram://ner_chinese"
   paths = {}
   for split, values in records.items():
-    local_path = ner_data.write_cluener(local / f"{split}.json", values,
-                                        with_labels=split != "test")
+    local_path = ner_data.write_cluener(local / f"{split}.json", values)
     paths[split] = f"{root}/{split}.json"
     file_io.write_atomic(paths[split], file_io.read_bytes(local_path))
   vocab = f"{root}/vocab_chinese.txt"
@@ -246,6 +245,17 @@ def test_chinese_cluener_learns_with_strict_iobes(chinese):
     for kind, mentions in record["label"].items():
       for mention, places in mentions.items():
         assert all(record["text"][a:b + 1] == mention for a, b in places)
+  # A tagged test file is scored too: test_results.json, as seqeval says.
+  results = json.loads(file_io.read_text(file_io.join(out,
+                                                      "test_results.json")))
+  gold_test = ner_files.read_ner_file(chinese["options"].test_file,
+                                      scheme="IOBES")
+  written_test = ner_files.read_ner_file(
+      file_io.join(out, "test_predictions.json"), scheme="IOBES")
+  assert results["f1"] == pytest.approx(f1_score(
+      [s.tags for s in gold_test.sentences],
+      [s.tags for s in written_test.sentences], mode="strict",
+      scheme=IOBES), abs=1e-12) and results["f1"] >= 0.8
 
 
 @pytest.mark.slow

@@ -68,6 +68,39 @@ def test_unlabeled_conll_gets_a_tag_column(tmp_path):
       "test_predictions.txt")
 
 
+def test_unlabeled_jsonl_and_cluener_get_their_predictions(tmp_path):
+  sentences = ner_data.english_sentences(3, seed=1)
+  path = tmp_path / "test.jsonl"
+  path.write_text("\n".join(json.dumps({"id": i, "tokens": words})
+                            for i, (words, _) in enumerate(sentences)))
+  ner_file = ner_files.read_ner_file(str(path), labeled=None, scheme="IOB2")
+  tags = [t for _, t in sentences]
+  records = [json.loads(line) for line in ner_files.render_predictions(
+      ner_file, tags, "IOB2").splitlines()]
+  assert [(r["id"], r["tokens"], r["tags"]) for r in records] == [
+      (i, w, t) for i, (w, t) in enumerate(sentences)]
+  # With the run's integer names, as integers.
+  names = sorted({t for s in tags for t in s})
+  ner_file = ner_files.read_ner_file(str(path), labeled=None, scheme="IOB2",
+                                     label_names=",".join(names))
+  assert json.loads(ner_files.render_predictions(
+      ner_file, tags, "IOB2").splitlines()[0])["tags"] == [
+          names.index(t) for t in tags[0]]
+  texts = ner_data.chinese_records(3, seed=1)
+  cluener = ner_data.write_cluener(tmp_path / "test.json", texts,
+                                   with_labels=False)
+  ner_file = ner_files.read_ner_file(cluener, labeled=None, scheme="IOBES")
+  assert not ner_file.labeled
+  gold = [tag_schemes.tags_from_spans(
+      len(r["text"]), [(k, a, b) for k, m in r["label"].items()
+                       for places in m.values() for a, b in places],
+      "IOBES") for r in texts]
+  records = [json.loads(line) for line in ner_files.render_predictions(
+      ner_file, gold, "IOBES").splitlines()]
+  assert [(r["id"], r["label"]) for r in records] == [
+      (i, r["label"]) for i, r in enumerate(texts)]
+
+
 def test_jsonl_string_and_integer_tags_equal_conll(tmp_path):
   sentences = ner_data.english_sentences(30, seed=4)
   names = sorted({t for _, tags in sentences for t in tags})
