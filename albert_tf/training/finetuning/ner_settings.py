@@ -89,12 +89,15 @@ def ner_recipe(params, options: NerOptions, train_sentences: int,
   recipe = dict(NER_DEFAULTS)
   if params.do_train and train_sentences:
     steps_per_epoch = math.ceil(train_sentences / params.train_batch_size)
-    train_step = max(1, math.ceil(options.num_train_epochs * steps_per_epoch))
-    recipe.update(train_step=train_step,
-                  warmup_step=int(WARMUP_FRACTION * train_step),
+    recipe["train_step"] = max(
+        1, math.ceil(options.num_train_epochs * steps_per_epoch))
+    # Warmup and checkpoints follow the --train_step in effect.
+    train_step = (params.train_step if "train_step" in user_set
+                  else recipe["train_step"])
+    recipe.update(warmup_step=int(WARMUP_FRACTION * train_step),
                   save_checkpoints_steps=min(steps_per_epoch, train_step))
-  shown = ", ".join(f"{k}={v}" + (" (yours)" if k in user_set else "")
-                    for k, v in recipe.items())
+  shown = ", ".join(f"{k}={getattr(params, k)} (yours)" if k in user_set
+                    else f"{k}={v}" for k, v in recipe.items())
   logging.info("run_ner recipe (Hugging Face run_ner: %g epochs of %d "
                "sentences, %d%% warmup, a checkpoint per epoch): %s",
                options.num_train_epochs, train_sentences,

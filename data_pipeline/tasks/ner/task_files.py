@@ -79,8 +79,7 @@ def read_task_files(output_dir: str, train_file: str = "",
     if dev_file or test_file:
       raise UserInputError(
           f"no labels: {label_list.path_in(output_dir)} does not exist; "
-          "train in this --output_dir first (--do_train --train_file) or "
-          "give --train_file to take them from")
+          "train in this --output_dir first (--do_train --train_file)")
     return files
   scheme = files.labels.scheme
   for name, path, labeled in (("dev", dev_file, True),
