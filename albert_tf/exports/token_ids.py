@@ -18,6 +18,7 @@ Outputs:
               `end_top_index` and `cls_logits`.
   RACE        `logits`, `probabilities` float32 [batch, 4] (one's own
               multiple choice: [batch, choices]).
+  NER         `tag_logits`, `tag_probabilities` float32 [batch, seq, tags].
 The encoder's `serving_default` already is a token-ids signature.
 """
 

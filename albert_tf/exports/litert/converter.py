@@ -2,7 +2,7 @@
 
 `export_tflite(saved_model, output_file, ...)` converts an export's token-ids
 signature (the encoder's `serving_default`; the `token_ids` signature of the
-GLUE, SQuAD and RACE exports, see token_ids.py) at a fixed batch size and
+GLUE, SQuAD, RACE and NER exports, see token_ids.py) at a fixed batch size and
 sequence length:
 
   inputs   int32 `input_word_ids`, `input_mask`, `input_type_ids`
@@ -11,7 +11,8 @@ sequence length:
   outputs  the SavedModel's names: `pooled_output` [batch, H] and
            `sequence_output` [batch, seq, H] (encoder); `logits`,
            `probabilities` (GLUE, RACE; `predictions` for regression);
-           `start_logits`, `end_logits` (SQuAD; the v2.0 beam outputs)
+           `start_logits`, `end_logits` (SQuAD; the v2.0 beam outputs);
+           `tag_logits`, `tag_probabilities` [batch, seq, tags] (NER)
 
 in one signature, `serving_default`. Only LiteRT built-in ops are allowed (no
 Flex / select-TF ops), so the stock runtimes of Android, iOS and the web run
@@ -26,7 +27,7 @@ Beside the file the export's assets are copied (the vocabulary: the
 SentencePiece model or a WordPiece vocab; `labels.txt`; `albert_config.json`;
 an own-data model's `labels.json`)
 and `<output_file minus .tflite>.json` describes the model for
-tflite_runner.py (the raw-text reference runner).
+litert/runner.py (the raw-text reference runner).
 """
 
 import dataclasses
@@ -56,7 +57,8 @@ class ModelSpec:
   Attributes:
     kind: "encoder", "classifier", "multi_label" (a classifier of one's
       own data with sigmoid probabilities: its labels.json says so),
-      "regression", "squad", "squad_beam" or "race" (any multiple choice).
+      "regression", "squad", "squad_beam", "race" (any multiple choice) or
+      "token_classification".
     input_names: the int32 inputs, in order.
     input_shape: of each input, e.g. [1, 128] or [1, 4, 128].
     output_names: the outputs kept, sorted.
@@ -106,6 +108,8 @@ def model_spec(function, batch_size: int, seq_length: int) -> ModelSpec:
     kind = "squad"
   elif "predictions" in outputs:
     kind = "regression"
+  elif "tag_logits" in outputs:
+    kind = "token_classification"
   else:
     kind = "race" if choices else "classifier"
   return ModelSpec(kind, names, (batch_size, *choices, seq_length),

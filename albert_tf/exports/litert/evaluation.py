@@ -3,7 +3,7 @@
 `tools.export_tflite` prints them: the float model against the SavedModel
 (max |difference|), each quantized model's top-class agreement with the
 float model, and with task dev data (`--eval_data`) each variant's metric:
-accuracy for GLUE and RACE, EM / F1 for SQuAD (through tflite_runner, raw
+accuracy for GLUE and RACE, EM / F1 for SQuAD (through litert.runner, raw
 text to answers as a device would); for a model of one's own data, a dev
 file of it (read as fine-tuning reads it) scored with fine-tuning's
 metrics: accuracy and macro F1, Pearson and Spearman, micro and macro F1,
@@ -12,8 +12,9 @@ multiple-choice accuracy.
 Top class: the argmax of `logits` (GLUE, RACE); each label's probability
 above 0.5 (multi-label: all must agree); the argmax start and end
 position (SQuAD; both must agree), the beam's best start and end (SQuAD
-v2.0); the sign pattern of `pooled_output` (encoder: no classes, so the
-fraction of its values with the float model's sign).
+v2.0); every position's tag (NER: all must agree); the sign pattern of
+`pooled_output` (encoder: no classes, so the fraction of its values with
+the float model's sign).
 """
 
 import dataclasses
@@ -53,6 +54,8 @@ def top_class(kind: str, outputs: Dict[str, np.ndarray]) -> np.ndarray:
                      outputs["end_top_index"][:, 0]], -1)
   if kind == "encoder":
     return outputs["pooled_output"] > 0
+  if kind == "token_classification":  # every position's tag
+    return np.argmax(outputs["tag_logits"], -1)
   return np.round(outputs["predictions"], 1)[:, None]  # regression
 
 
@@ -212,5 +215,8 @@ def task_evaluation(runner: TextRunner, eval_data: str,
       return {"accuracy":
               race_features.accuracy(examples, predicted)["accuracy"]}
     return inputs, race_accuracy
+  if kind == "token_classification":
+    raise UserInputError("--eval_data scores GLUE, SQuAD and RACE exports; "
+                         "score a NER model with run_ner --do_eval")
   raise UserInputError(f"--eval_data is for fine-tuned models; this is a "
                        f"{kind} export")
