@@ -260,5 +260,5 @@ def test_c3_recipe_runs_on_the_converted_files(clue, tmp_path, capsys):
 
 def test_the_docs_hold_the_c3_conversion():
   docs = pathlib.Path(__file__).resolve().parents[4] / "docs"
-  text = (docs / "finetuning-own-data.md").read_text(encoding="utf-8")
+  text = (docs / "finetuning.md").read_text(encoding="utf-8")
   assert C3_CONVERSION in text

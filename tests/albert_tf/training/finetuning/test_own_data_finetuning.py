@@ -143,8 +143,9 @@ def test_predictions_file_and_export_agree(data, classes_run):
 
 @pytest.mark.slow
 def test_litert_file_scores_the_dev_file(data, classes_run, tmp_path):
-  """tools.export_tflite of the own-data export, --eval_data = the dev CSV:
-  the accuracy the reference runner's label names give, counted here."""
+  """What tools.export_tflite runs (export_and_report) on the own-data
+  export, --eval_data = the dev CSV: the accuracy the reference runner's
+  label names give, counted here."""
   from albert_tf.exports.litert import report as tflite_report
   from albert_tf.exports.litert.runner import TextRunner
   out = str(tmp_path / "tickets.tflite")
