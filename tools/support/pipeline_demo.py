@@ -105,7 +105,8 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
   started = _stage(6, "SavedModel export (TF Hub encoder + preprocessor)")
   export_dir = _export(settings, paths)
   _done(started, export_dir or "skipped")
-  _print_summary(metrics, paths, export_dir)
+  _print_summary(metrics, paths, export_dir, _vocabulary(settings, paths),
+                 settings.max_seq_length)
   return metrics
 
 
@@ -233,8 +234,20 @@ def _evaluate_heldout(settings: DemoSettings, paths: Dict[str, str],
   return metrics
 
 
+def _shown(path: str) -> str:
+  """A local path relative to the working folder when it is inside it."""
+  if file_io.is_remote(path):
+    return path
+  relative = os.path.relpath(path)
+  return path if relative.startswith("..") else relative
+
+
 def _print_summary(metrics: Dict[str, float], paths: Dict[str, str],
-                   export_dir: Optional[str]) -> None:
+                   export_dir: Optional[str],
+                   vocabulary: Dict[str, Optional[str]],
+                   max_seq_length: int) -> None:
+  paths = {k: _shown(v) for k, v in paths.items()}
+  export_dir = export_dir and _shown(export_dir)
   print("\n" + "=" * 72)
   print(f"held-out MLM accuracy  {metrics['mlm_accuracy']:7.1%}   (most "
         f"frequent token: {metrics['mlm_baseline']:.1%})")
@@ -247,6 +260,14 @@ def _print_summary(metrics: Dict[str, float], paths: Dict[str, str],
           f"{export_dir}/preprocessor")
   print(f"open TensorBoard       .venv/bin/tensorboard --logdir "
         f"{paths['run']}")
+  flag, path = next((f"--{k}", _shown(v)) for k, v in vocabulary.items() if v)
+  print("next: fine-tune it on your own labelled file (CSV, TSV, JSON lines "
+        "or Parquet;\n      docs/finetuning.md, \"Your own data\"):")
+  print(f"  python -m tools.run_classifier --train_file=train.csv "
+        f"--dev_file=dev.csv \\\n      --init_checkpoint={paths['run']} "
+        f"--albert_config_file={paths['config']} \\\n      {flag}={path} "
+        f"--max_seq_length={max_seq_length} --output_dir=runs/mine "
+        "--do_train --do_eval")
   print("=" * 72)
   logging.info("demo metrics: %s", metrics)
 
