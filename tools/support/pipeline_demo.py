@@ -126,7 +126,7 @@ def _demo_paths(output_dir: str) -> Dict[str, str]:
                config=join(out, "albert_config.json"),
                run=join(out, "pretraining"),
                export=join(out, "savedmodel"))
-  for key in ("corpus", "spm", "vocab", "train"):
+  for key in ("corpus", "train"):  # the vocabulary's: by its own stage
     file_io.makedirs(file_io.dirname(paths[key]))
   return paths
 
@@ -158,12 +158,14 @@ def _train_vocabulary(settings: DemoSettings, paths: Dict[str, str]) -> None:
   if settings.tokenizer == "wordpiece":
     from data_pipeline.tokenization import wordpiece_trainer
     started = _stage(2, "WordPiece vocabulary (BERT's vocab.txt layout)")
+    file_io.makedirs(file_io.dirname(paths["vocab"]))
     if not file_io.exists(paths["vocab"]):
       wordpiece_trainer.train_wordpiece(paths["train_text"], paths["vocab"],
                                         vocab_size=settings.vocab_size)
     _done(started, f"at most {settings.vocab_size} pieces: {paths['vocab']}")
     return
   started = _stage(2, "SentencePiece model (ALBERT recipe)")
+  file_io.makedirs(file_io.dirname(paths["spm"]))
   if not file_io.exists(paths["spm"] + ".model"):
     sentencepiece_trainer.train_sentencepiece(
         paths["train_text"], paths["spm"], vocab_size=settings.vocab_size,
