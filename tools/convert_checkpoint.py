@@ -63,7 +63,7 @@ def main(argv):
 
   params, _ = settings_flags.read_settings(ConversionParams)
   config_file = params.albert_config_file
-  if config_file is None:
+  if not config_file:
     from albert_common import file_io
     candidate = file_io.join(params.input_checkpoint, "config.json")
     if not file_io.isfile(candidate):

@@ -5,8 +5,6 @@ flags from `ConversionParams` before TensorFlow is imported.
 """
 
 import dataclasses
-from typing import Optional
-
 from albert_common.run_constants import INPUT_FORMATS
 from albert_common.run_constants import OUTPUT_FORMATS
 from albert_common.settings_fields import FlatConstructible
@@ -21,8 +19,9 @@ KERAS_HUB_TOKENIZERS = ("stock", "official")
 class ConversionParams(FlatConstructible):
   """Settings of tools.convert_checkpoint (each field is its flag)."""
 
-  albert_config_file: Optional[str] = setting(
-      None, "albert_config.json or Hugging Face config.json of the model "
+  # "" (not None) for unset, as in the fine-tuning tools that share the flag.
+  albert_config_file: str = setting(
+      "", "albert_config.json or Hugging Face config.json of the model "
       "(default: config.json of a Hugging Face input folder).")
   input_checkpoint: str = setting(
       help="Checkpoint prefix, .safetensors file or a directory.")
