@@ -6,8 +6,11 @@ r"""Convert an exported ALBERT SavedModel to a LiteRT (.tflite) file.
 
 converts the export's token-ids signature (the encoder of
 tools.export_savedmodel, or the --export_dir of run_classifier, run_squad
-or run_race) at a fixed --batch_size x --seq_length, with LiteRT built-in
-ops only (no Flex ops: stock Android, iOS and web runtimes run it). Inputs:
+or run_race) at a fixed --batch_size x --seq_length (signature
+serving_default) and, by default (--length_buckets=auto), at each shorter
+length bucket (signatures seq_32, seq_64, ...; one file, weights stored
+once), with LiteRT built-in ops only (no Flex ops: stock Android, iOS and
+web runtimes run it). Inputs:
 int32 input_word_ids, input_mask, input_type_ids; outputs keep the
 SavedModel's names. Beside the file: the vocabulary (SentencePiece model),
 labels.txt, albert_config.json and <file>.json for the reference runner
@@ -33,7 +36,7 @@ def main(argv):
   params, _ = settings_flags.read_settings(TfliteExportParams)
   options.check_tflite_request(params.saved_model, params.output_file,
                                params.seq_length, params.batch_size,
-                               params.quantize)
+                               params.quantize, params.length_buckets)
   from albert_tf.exports.litert.report import export_and_report
   from albert_tf.exports.litert.runner import SquadSettings
   result = export_and_report(
@@ -42,7 +45,7 @@ def main(argv):
       params.eval_data, params.task_name,
       SquadSettings(params.doc_stride, params.max_query_length,
                     params.n_best_size, params.max_answer_length),
-      params.num_threads)
+      params.num_threads, params.length_buckets)
   print("\n".join(result["lines"]))
 
 
