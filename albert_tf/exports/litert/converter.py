@@ -37,12 +37,13 @@ tflite_runner.py (the raw-text reference runner).
 
 import json
 import re
-from typing import Dict, List, Sequence
+from typing import Dict, Sequence
 
 import tensorflow as tf
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_tf.exports import atomic_export
 from albert_tf.exports import options
 from albert_tf.exports import token_ids
 from albert_tf.exports.litert.runner import description_path
@@ -104,20 +105,6 @@ def _conversion_error(message: str) -> str:
   lines = [line.strip() for line in message.splitlines() if line.strip()]
   errors = [line for line in lines if "error" in line.lower()]
   return "LiteRT conversion failed: " + (errors or lines or ["?"])[0]
-
-
-def _copy_assets(saved_model: str, output_file: str) -> List[str]:
-  """Copies the export's asset files next to output_file; their paths."""
-  assets = file_io.join(saved_model, "assets")
-  copied = []
-  if file_io.isdir(assets):
-    for name in sorted(file_io.listdir(assets)):
-      source = file_io.join(assets, name)
-      if file_io.isfile(source):
-        target = file_io.join(file_io.dirname(output_file), name)
-        file_io.write_atomic(target, file_io.read_bytes(source))
-        copied.append(target)
-  return copied
 
 
 def export_tflite(saved_model: str, output_file: str, seq_length: int = 128,
@@ -207,7 +194,7 @@ class Conversion:
       raise UserInputError(f"--output_file={output_file} cannot be written: "
                            f"{e.strerror or e}") from None
     names = [file_io.basename(a)
-             for a in _copy_assets(self.saved_model, output_file)]
+             for a in atomic_export.copy_assets(self.saved_model, output_file)]
     # The SentencePiece model, or a WordPiece vocab (e.g. vocab_chinese.txt).
     vocab = [n for n in names if n.endswith(".model") or
              (n.endswith(".txt") and n != "labels.txt")]
