@@ -50,8 +50,9 @@ def applies(encoder, training) -> bool:
 
 
 class _LayerNorm:
-  """tf_keras LayerNormalization's computation (its non-fused path, which
-  an epsilon of 1e-12 selects) over the last axis of any rank."""
+  """tf_keras LayerNormalization over the last axis, in the textbook form
+  (x - mean) / sqrt(variance + epsilon) * gamma + beta, which ONNX
+  converters and runtimes recognise as one LayerNormalization."""
 
   def __init__(self, layer):
     self.gamma = tf.convert_to_tensor(layer.gamma)
@@ -59,9 +60,10 @@ class _LayerNorm:
     self.epsilon = layer.epsilon
 
   def __call__(self, x):
-    mean, variance = tf.nn.moments(x, [-1], keepdims=True)
-    return tf.nn.batch_normalization(x, mean, variance, self.beta,
-                                     self.gamma, self.epsilon)
+    centered = x - tf.reduce_mean(x, axis=-1, keepdims=True)
+    variance = tf.reduce_mean(tf.pow(centered, 2.0), axis=-1, keepdims=True)
+    return centered / tf.sqrt(variance + self.epsilon) * self.gamma + (
+        self.beta)
 
 
 def _dense(x, kernel, bias):
