@@ -2,6 +2,10 @@
 
 Public names are imported lazily so that light modules (config) can be
 used without paying TensorFlow's import time.
+
+May import (the root modules config, optimization, parameters_and_flops,
+saved_model_inspection): albert_common. The subpackages' docstrings give
+theirs; tests/project/test_subpackage_graph.py holds the whole rule.
 """
 
 import importlib

@@ -2,6 +2,8 @@
 
 `layers/` holds blocks, `networks/` the encoder built from them (not trained
 alone), `models/` the trainable models (pretrainer, fine-tuning models).
+
+May import: albert_tf's root modules, albert_common.
 """
 
 from albert_tf.layers.activations import get_activation

@@ -1,4 +1,8 @@
-"""Trainable models built on the AlbertEncoder (each takes an encoder)."""
+"""Trainable models built on the AlbertEncoder (each takes an encoder).
+
+May import: albert_tf.networks, layers, the root modules,
+albert_common.
+"""
 
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice

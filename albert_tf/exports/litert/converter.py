@@ -32,7 +32,7 @@ seq_length are dropped) plus the op graph.
 Beside the file the export's assets are copied (the vocabulary: the
 SentencePiece model or a WordPiece vocab; `labels.txt`; `albert_config.json`)
 and `<output_file minus .tflite>.json` describes the model for
-tflite_runner.py (the raw-text reference runner).
+litert/runner.py (the raw-text reference runner).
 """
 
 import json
@@ -136,7 +136,7 @@ def export_tflite(saved_model: str, output_file: str, seq_length: int = 128,
   """
   buckets = options.check_tflite_request(saved_model, output_file,
                                          seq_length, batch_size, quantize,
-                                         length_buckets)
+                                         length_buckets=length_buckets)
   return Conversion(saved_model, seq_length, batch_size, buckets).write(
       output_file, quantize, do_lower_case)
 
@@ -193,8 +193,9 @@ class Conversion:
     except OSError as e:
       raise UserInputError(f"--output_file={output_file} cannot be written: "
                            f"{e.strerror or e}") from None
-    names = [file_io.basename(a)
-             for a in atomic_export.copy_assets(self.saved_model, output_file)]
+    copied = atomic_export.copy_assets(self.saved_model, output_file)
+    self.written = [output_file, *copied, description_path(output_file)]
+    names = [file_io.basename(a) for a in copied]
     # The SentencePiece model, or a WordPiece vocab (e.g. vocab_chinese.txt).
     vocab = [n for n in names if n.endswith(".model") or
              (n.endswith(".txt") and n != "labels.txt")]
@@ -210,3 +211,9 @@ class Conversion:
     file_io.write_atomic(description_path(output_file),
                          json.dumps(description, indent=2) + "\n")
     return description
+
+  def remove_written(self) -> None:
+    """Removes what `write` wrote (a failed check leaves nothing behind)."""
+    for path in getattr(self, "written", ()):
+      if file_io.exists(path):
+        file_io.remove(path)
