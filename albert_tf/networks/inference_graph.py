@@ -46,7 +46,8 @@ def applies(encoder, training) -> bool:
   `fused_inference` option aside)."""
   inference = training is None or (
       isinstance(training, (bool, int)) and not training)
-  return inference and encoder.compute_dtype == "float32"
+  # A mixed-precision encoder's layers compute in float16 / bfloat16.
+  return inference and encoder.embedding_layer.compute_dtype == "float32"
 
 
 class _LayerNorm:
