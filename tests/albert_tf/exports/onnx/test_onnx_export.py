@@ -213,3 +213,23 @@ def test_cli_error_is_one_line_and_exit_1(encoder_export, tmp_path):
   assert len(lines) == 1 and lines[0].startswith("error: --saved_model="), (
       done.stderr[-2000:])
   assert not os.listdir(tmp_path)
+
+
+@pytest.mark.slow
+def test_cli_writes_and_reports(encoder_export, tmp_path):
+  out = tmp_path / "onnx" / "encoder_int8.onnx"
+  done = subprocess.run(
+      [sys.executable, "-m", "tools.export_onnx",
+       f"--saved_model={os.path.join(encoder_export, 'encoder')}",
+       f"--output_file={out}", "--quantize=dynamic_int8",
+       f"--verify_seq_length={SEQ}"],
+      cwd=ROOT, capture_output=True, text=True, timeout=600,
+      env=dict(os.environ, PYTHONPATH=ROOT))
+  assert done.returncode == 0, done.stderr[-3000:]
+  lines = done.stdout.strip().splitlines()
+  assert len(lines) == 3, done.stdout
+  assert lines[0].startswith(f"wrote {out}: encoder, opset 17, dynamic int8")
+  assert lines[1].endswith("(ok 0.0001)")
+  assert lines[2].startswith("dynamic_int8 vs float32: top-class agreement")
+  assert OnnxModel(str(out)).output_names == ["pooled_output",
+                                              "sequence_output"]
