@@ -34,7 +34,8 @@ def main(argv):
   from albert_tf.exports.onnx import options
   params, _ = settings_flags.read_settings(OnnxExportParams)
   options.check_onnx_request(params.saved_model, params.output_file,
-                             params.opset, params.quantize)
+                             params.opset, params.quantize,
+                             params.verify_seq_length)
   from albert_tf.exports.onnx.report import export_and_report
   result = export_and_report(
       params.saved_model, params.output_file, params.opset, params.quantize,

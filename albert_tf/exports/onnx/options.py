@@ -42,10 +42,10 @@ class OnnxExportParams(FlatConstructible):
 
 
 def check_onnx_request(saved_model: str, output_file: str, opset: int,
-                       quantize: str) -> None:
+                       quantize: str, verify_seq_length: int = 128) -> None:
   """Checks export_onnx's arguments before TensorFlow loads: the folder
-  holds a SavedModel, --opset, --quantize, and the output file can be
-  written.
+  holds a SavedModel (not a preprocessor), --opset, --quantize,
+  --verify_seq_length, and the output file can be written.
 
   Raises:
     UserInputError: naming the flag or path at fault.
@@ -58,4 +58,7 @@ def check_onnx_request(saved_model: str, output_file: str, opset: int,
   if quantize not in QUANTIZE_CHOICES:
     raise UserInputError(f"--quantize={quantize} must be one of "
                          f"{', '.join(QUANTIZE_CHOICES)}")
+  if verify_seq_length < 3:
+    raise UserInputError(
+        f"--verify_seq_length={verify_seq_length} must be at least 3")
   export_options.check_output_file(output_file)

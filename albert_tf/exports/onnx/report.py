@@ -37,7 +37,8 @@ def export_and_report(saved_model: str, output_file: str,
     dict: `lines` (the report), `description`, `max_difference` (float32
     vs SavedModel), `agreement` (quantized only).
   """
-  options.check_onnx_request(saved_model, output_file, opset, quantize)
+  options.check_onnx_request(saved_model, output_file, opset, quantize,
+                             verify_seq_length)
   conversion = OnnxConversion(saved_model, opset)
   description = conversion.write(output_file, quantize)
   spec = conversion.spec
