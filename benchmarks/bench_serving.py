@@ -24,9 +24,12 @@ second onnxruntime session of each file sets
 Workloads (token ids, outputs read back): batch 1 at seq 128; a 20-token
 request, sent unpadded ([1, 20]) and padded to its bucket ([1, 32], as the
 raw-text exports and the LiteRT files run it); batch 32 at seq 128. A round
-calls each contender once on one workload, in turn; it records the CPU
-time other processes used over it (system-wide CPU time minus this
-process's, psutil) and is quiet when that stays under --quiet cores. Only
+calls each contender once on one workload, in turn, with a --pause before
+each call (onnxruntime's idle threads spin for a while after a run: without
+the pause they slowed whichever contender came next, by up to 1.7x at batch
+1); it records the CPU time other processes used over it (system-wide CPU
+time minus this process's, psutil) and is quiet when that stays under
+--quiet cores. Only
 quiet rounds are compared: onnxruntime's spinning pool slows 3-5x when
 another process takes a core, TensorFlow and LiteRT 1.4-2x. Each cell is
 the median over a workload's quiet rounds ("-": none, or not applicable:
@@ -193,8 +196,10 @@ class _CpuMeter:
 
 
 def run_rounds(calls: Dict[str, Callable], vocab_size: int, rounds: int,
-               batch32_rounds: int, warmup: int = 2) -> Dict:
-  """{column: {"times": {name: [ms per round]}, "others": [cores]}}."""
+               batch32_rounds: int, pause: float = 0.05,
+               warmup: int = 2) -> Dict:
+  """{column: {"times": {name: [ms per round]}, "others": [cores]}}; the
+  pauses are not timed, and count in the others' CPU as idle time."""
   meter = _CpuMeter()
   results = {}
   for column, batch, tokens, seq in WORKLOADS:
@@ -208,6 +213,7 @@ def run_rounds(calls: Dict[str, Callable], vocab_size: int, rounds: int,
     for _ in range(batch32_rounds if batch == 32 else rounds):
       meter.start()
       for name, call in active.items():
+        time.sleep(pause)
         start = time.perf_counter()
         call(inputs)
         times[name].append((time.perf_counter() - start) * 1e3)
@@ -271,13 +277,13 @@ def tables(results: Dict, names: List[str], quiet: float) -> str:
 
 
 def run(size: str, rounds: int, threads: int, quiet: float,
-        batch32_rounds: int = None) -> str:
+        batch32_rounds: int = None, pause: float = 0.05) -> str:
   """The report (see the module docstring)."""
   with tempfile.TemporaryDirectory() as work:
     built = build_exports(size, work)
     calls = contenders(built, threads)
     results = run_rounds(calls, built["config"].vocab_size, rounds,
-                         batch32_rounds or rounds)
+                         batch32_rounds or rounds, pause)
   sizes = ", ".join(f"{k} {v / 1e6:.2f} MB"
                     for k, v in built["sizes"].items())
   return tables(results, list(calls), quiet) + f"\n\nSizes: {sizes}."
@@ -296,6 +302,9 @@ def main():
   parser.add_argument("--quiet", type=float, default=0.05,
                       help="a round is quiet when other processes used "
                       "less than this many cores over it")
+  parser.add_argument("--pause", type=float, default=0.05,
+                      help="seconds before each call (not timed): "
+                      "onnxruntime's spinning threads go idle")
   parser.add_argument("--write", action="store_true",
                       help="update BENCHMARKS.md")
   args = parser.parse_args()
@@ -305,12 +314,12 @@ def main():
   tf.config.threading.set_intra_op_parallelism_threads(args.threads)
   machine = common.machine_line()
   report = run(args.size, args.rounds, args.threads, args.quiet,
-               args.batch32_rounds)
+               args.batch32_rounds, args.pause)
   print(report)
   if args.write:
     command = (f"python -m benchmarks.bench_serving --size={args.size} "
                f"--rounds={args.rounds} --threads={args.threads} "
-               f"--quiet={args.quiet:g}" +
+               f"--quiet={args.quiet:g} --pause={args.pause:g}" +
                (f" --batch32_rounds={args.batch32_rounds}"
                 if args.batch32_rounds else ""))
     common.update_benchmarks_md(
