@@ -22,6 +22,7 @@ _LAZY = {
     "AlbertSpanLabeler": "albert_tf.models.albert_span_labeler",
     "AlbertSquadV2": "albert_tf.models.albert_squad_v2",
     "AlbertMultipleChoice": "albert_tf.models.albert_multiple_choice",
+    "AlbertTokenClassifier": "albert_tf.models.albert_token_classifier",
     "UserInputError": "albert_common.errors",
     "load_weights_into": "albert_tf.checkpoints.converter",
 }

@@ -12,7 +12,8 @@
                    them
   serving/         raw-text exports of fine-tuned models: `export_classifier`
                    (GLUE), `export_squad` (with its in-graph pipeline),
-                   `export_race`
+                   `export_race`, `export_ner` (entity spans of raw text;
+                   `load_ner` calls one from Python)
   litert/          `export_tflite`: a token-ids signature as a LiteRT file,
                    its interpreter, the raw-text runner, its checks
 
@@ -31,6 +32,8 @@ _LAZY = {
     "export_classifier": "albert_tf.exports.serving.classifier",
     "export_squad": "albert_tf.exports.serving.squad_export",
     "export_race": "albert_tf.exports.serving.race",
+    "export_ner": "albert_tf.exports.serving.ner_export",
+    "load_ner": "albert_tf.exports.serving.ner_export",
     "export_tflite": "albert_tf.exports.litert.converter",
     "load_saved_model": "albert_tf.exports.saved_model_loading",
     "hub_layer": "albert_tf.exports.saved_model_loading",

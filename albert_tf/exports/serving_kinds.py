@@ -3,10 +3,11 @@ a converted model (LiteRT, ONNX) is checked against it.
 
 A kind is known by its signature's outputs (token_ids.py lists them): the
 first entry of KINDS whose marker output it has (at the marker's rank,
-when one is given; RACE's inputs have a choices axis). A new serving export
-(e.g. NER) adds one entry: its name, marker, the outputs a converted file
-keeps (None: all) and its top class, the per-example values whose equality
-is agreement between a float and a quantized model.
+when one is given; multiple choice's inputs have a choices axis). A new
+serving export adds one entry (NER's is `token_classification`): its name,
+marker, the outputs a converted file keeps (None: all) and its top class,
+the per-example values whose equality is agreement between a float and a
+quantized model.
 
 Imports no TensorFlow.
 """
@@ -37,6 +38,14 @@ def _signs(outputs: Outputs) -> np.ndarray:
   return outputs["pooled_output"] > 0
 
 
+def _labels_above_half(outputs: Outputs) -> np.ndarray:
+  return outputs["probabilities"] > 0.5
+
+
+def _tags(outputs: Outputs) -> np.ndarray:
+  return np.argmax(outputs["tag_logits"], -1)
+
+
 def _rounded(outputs: Outputs) -> np.ndarray:
   return np.round(outputs["predictions"], 1)[:, None]
 
@@ -55,6 +64,8 @@ class ServingKind:
       agreement.
     per_value: agreement counts each value of a row (the encoder has no
       classes: the share of pooled values with the same sign).
+    from_outputs: False: the outputs do not tell it (a multi-label
+      classifier's are a classifier's; its labels.json does, token_ids.py).
   """
   name: str
   marker: str
@@ -63,6 +74,7 @@ class ServingKind:
   choices: bool = False
   kept_outputs: Optional[Tuple[str, ...]] = None
   per_value: bool = False
+  from_outputs: bool = True
 
 
 KINDS = (
@@ -72,8 +84,11 @@ KINDS = (
     ServingKind("squad_beam", "start_top_index", _beam),
     ServingKind("squad", "start_logits", _span),
     ServingKind("regression", "predictions", _rounded),
+    ServingKind("token_classification", "tag_logits", _tags),
     ServingKind("race", "logits", _argmax_logits, choices=True),
     ServingKind("classifier", "logits", _argmax_logits, marker_rank=2),
+    ServingKind("multi_label", "probabilities", _labels_above_half,
+                from_outputs=False),
 )
 BY_NAME = {kind.name: kind for kind in KINDS}
 
@@ -83,7 +98,8 @@ def kind_of(output_ranks: Mapping[str, Optional[int]],
   """The kind of a signature with these outputs ({name: rank}) and inputs
   with (or without) a choices axis; None if no entry fits."""
   for kind in KINDS:
-    if (kind.marker in output_ranks and kind.choices == choices and
+    if (kind.from_outputs and kind.marker in output_ranks and
+        kind.choices == choices and
         kind.marker_rank in (None, output_ranks[kind.marker])):
       return kind
   return None

@@ -9,13 +9,16 @@ themselves can call it too.
 
 Outputs:
   classifier  `logits`, `probabilities` float32 [batch, C] (regression:
-              `predictions` float32 [batch]).
+              `predictions` float32 [batch]; multi-label: `probabilities`
+              are each label's sigmoid).
   SQuAD       `start_logits`, `end_logits` float32 [batch, seq]; the v2.0
               answer-class model also takes `p_mask` (int32 [batch, seq], 1
               where no answer may start or end) and gives its beam:
               `start_top_log_probs`, `start_top_index`, `end_top_log_probs`,
               `end_top_index` and `cls_logits`.
-  RACE        `logits`, `probabilities` float32 [batch, 4].
+  RACE        `logits`, `probabilities` float32 [batch, 4] (one's own
+              multiple choice: [batch, choices]).
+  NER         `tag_logits`, `tag_probabilities` float32 [batch, seq, tags].
 The encoder's `serving_default` already is a token-ids signature.
 
 `token_ids_function` finds the signature in an export and `model_spec` says
@@ -27,6 +30,7 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
+from albert_common import file_io
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_common.errors import UserInputError
 from albert_tf.exports import serving_kinds
@@ -66,11 +70,15 @@ def token_ids_signature(fn: Callable[[Dict[str, tf.Tensor]], Dict],
   return token_ids
 
 
-def classification_outputs(logits: tf.Tensor, regression: bool) -> Dict:
-  """logits float32 [batch, C] -> the classifier's numeric outputs."""
+def classification_outputs(logits: tf.Tensor, regression: bool,
+                           multi_label: bool = False) -> Dict:
+  """logits float32 [batch, C] -> the classifier's numeric outputs
+  (`probabilities`: softmax, or each label's sigmoid for multi_label)."""
   logits = tf.cast(logits, tf.float32)
   if regression:
     return dict(predictions=logits[:, 0])
+  if multi_label:
+    return dict(logits=logits, probabilities=tf.sigmoid(logits))
   return dict(logits=logits, probabilities=tf.nn.softmax(logits, axis=-1))
 
 
@@ -122,9 +130,11 @@ def token_ids_function(saved_model: str):
 
 
 def model_spec(function, batch_size: Optional[int] = None,
-               seq_length: Optional[int] = None) -> ModelSpec:
+               seq_length: Optional[int] = None,
+               saved_model: Optional[str] = None) -> ModelSpec:
   """The ModelSpec of a token-ids signature at an input shape (None:
-  dynamic).
+  dynamic). A classifier of one's own data whose labels.json (in
+  `saved_model`'s assets) says multi-label is "multi_label".
 
   Raises:
     UserInputError: outputs of no known kind.
@@ -141,6 +151,11 @@ def model_spec(function, batch_size: Optional[int] = None,
     raise UserInputError(
         f"a token-ids signature with outputs {sorted(outputs)} is of no "
         "known serving kind (albert_tf/exports/serving_kinds.py)")
+  if kind.name == "classifier" and saved_model is not None:
+    from data_pipeline.tasks import label_list
+    saved = label_list.read(file_io.join(saved_model, "assets"))
+    if saved is not None and saved.task_type == "multi_label":
+      kind = serving_kinds.BY_NAME["multi_label"]
   return ModelSpec(kind.name, names, (batch_size, *choices, seq_length),
                    serving_kinds.kept_outputs(kind, list(outputs)))
 

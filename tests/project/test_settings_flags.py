@@ -148,15 +148,17 @@ def _calls(path, names):
 
 def test_pipeline_tools_define_no_flag_by_hand():
   """create_pretraining_data, split_sentences, run_pretraining,
-  run_classifier, run_squad, run_race, export_savedmodel, export_tflite,
-  model_summary, convert_checkpoint, train_sentencepiece, train_wordpiece:
-  every flag comes from a settings field; no DEFINE_* typed in the tool."""
+  run_classifier, run_squad, run_race, run_multiple_choice, run_ner,
+  export_savedmodel, export_tflite, model_summary, convert_checkpoint,
+  train_sentencepiece, train_wordpiece: every flag comes from a settings
+  field; no DEFINE_* typed in the tool."""
   definers = {"DEFINE_string", "DEFINE_integer", "DEFINE_float",
               "DEFINE_bool", "DEFINE_enum", "DEFINE_list"}
   for tool in ("create_pretraining_data", "split_sentences",
                "run_pretraining", "run_classifier", "run_squad", "run_race",
-               "export_savedmodel", "export_tflite", "model_summary",
-               "convert_checkpoint", "train_sentencepiece",
+               "run_multiple_choice", "run_ner", "export_savedmodel",
+               "export_tflite", "model_summary", "convert_checkpoint",
+               "train_sentencepiece",
                "train_wordpiece"):
     assert not list(_calls(ROOT / "tools" / f"{tool}.py", definers)), tool
 

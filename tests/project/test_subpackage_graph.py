@@ -20,7 +20,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 _DP = "data_pipeline"
 _TF = "albert_tf"
-_TASK_FOLDERS = {f"{_DP}.tasks.{t}" for t in ("glue", "squad", "race")}
+_TASK_FOLDERS = {f"{_DP}.tasks.{t}" for t in ("glue", "squad", "race", "ner",
+                                              "own_data", "multiple_choice")}
 _DATA = {f"{_DP}.tokenization", f"{_DP}.corpora", f"{_DP}.pretraining",
          f"{_DP}.tasks"} | _TASK_FOLDERS
 _MODEL = {_TF, f"{_TF}.layers", f"{_TF}.networks", f"{_TF}.models"}

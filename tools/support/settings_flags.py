@@ -141,6 +141,8 @@ def readme_flag_tables() -> str:
   from albert_tf.exports import options as export_options
   from albert_tf.exports.onnx import options as onnx_options
   from albert_tf.training import runtime_params
+  from albert_tf.training.finetuning import ner_settings
+  from albert_tf.training.finetuning import own_data_settings
   from albert_tf.training.finetuning import params as finetuning_params
   from albert_tf.training.finetuning import task_settings
   from albert_tf.training.pretraining import params as pretraining_params
@@ -155,11 +157,18 @@ def readme_flag_tables() -> str:
        (runtime_params.RuntimeParams,)),
       ("run_pretraining (`PretrainingParams`)",
        (pretraining_params.PretrainingParams,)),
-      ("run_classifier, run_squad, run_race (`FinetuningParams`)",
-       (finetuning_params.FinetuningParams,)),
+      ("run_classifier, run_squad, run_race, run_multiple_choice, run_ner "
+       "(`FinetuningParams`)", (finetuning_params.FinetuningParams,)),
       ("run_classifier (`GlueOptions`)", (task_settings.GlueOptions,)),
+      ("run_classifier on your own files (`OwnDataOptions`, with its "
+       "`RecordFileOptions` and `TextColumns`)",
+       (own_data_settings.OwnDataOptions,)),
       ("run_squad (`SquadOptions`)", (task_settings.SquadOptions,)),
       ("run_race (`RaceOptions`)", (task_settings.RaceOptions,)),
+      ("run_multiple_choice (`MultipleChoiceOptions`, with its "
+       "`RecordFileOptions` and `ChoiceColumns`)",
+       (own_data_settings.MultipleChoiceOptions,)),
+      ("run_ner (`NerOptions`)", (ner_settings.NerOptions,)),
       ("export_savedmodel (`EncoderExportParams`)",
        (export_options.EncoderExportParams,)),
       ("train_sentencepiece (`SentencePieceTrainingParams`)",

@@ -2,7 +2,7 @@
 
 `export_tflite(saved_model, output_file, ...)` converts an export's token-ids
 signature (the encoder's `serving_default`; the `token_ids` signature of the
-GLUE, SQuAD and RACE exports, see token_ids.py) at a fixed batch size and
+GLUE, SQuAD, RACE and NER exports, see token_ids.py) at a fixed batch size and
 sequence length:
 
   inputs   int32 `input_word_ids`, `input_mask`, `input_type_ids`
@@ -11,7 +11,8 @@ sequence length:
   outputs  the SavedModel's names: `pooled_output` [batch, H] and
            `sequence_output` [batch, seq, H] (encoder); `logits`,
            `probabilities` (GLUE, RACE; `predictions` for regression);
-           `start_logits`, `end_logits` (SQuAD; the v2.0 beam outputs)
+           `start_logits`, `end_logits` (SQuAD; the v2.0 beam outputs);
+           `tag_logits`, `tag_probabilities` [batch, seq, tags] (NER)
 
 in the signature `serving_default`. With length buckets (`--length_buckets`;
 "auto": 32, 64, ... below seq_length) the file also holds a signature
@@ -30,7 +31,8 @@ file is about parameters x bytes per weight (position embeddings beyond
 seq_length are dropped) plus the op graph.
 
 Beside the file the export's assets are copied (the vocabulary: the
-SentencePiece model or a WordPiece vocab; `labels.txt`; `albert_config.json`)
+SentencePiece model or a WordPiece vocab; `labels.txt`; `albert_config.json`;
+an own-data model's `labels.json`)
 and `<output_file minus .tflite>.json` describes the model for
 litert/runner.py (the raw-text reference runner).
 """
@@ -48,6 +50,7 @@ from albert_tf.exports import options
 from albert_tf.exports import token_ids
 from albert_tf.exports.litert.runner import description_path
 from albert_tf.exports.token_ids import ModelSpec
+from data_pipeline.tasks import label_list as label_list_lib
 
 # The signature of the full --seq_length; a shorter bucket's is seq_<N>.
 FULL_SIGNATURE = "serving_default"
@@ -159,7 +162,8 @@ class Conversion:
     if positions is not None:
       options.check_tflite_seq_length(seq_length, positions)
     self.buckets = tuple(buckets) or (seq_length,)
-    self.spec = token_ids.model_spec(self.function, batch_size, seq_length)
+    self.spec = token_ids.model_spec(self.function, batch_size, seq_length,
+                                     saved_model)
     self.concrete_functions = [
         fixed_shape_function(
             self.function, token_ids.model_spec(self.function, batch_size,
@@ -207,6 +211,8 @@ class Conversion:
         quantize=quantize,
         do_lower_case=do_lower_case, vocab_file=vocab[0] if vocab else None,
         labels_file="labels.txt" if "labels.txt" in names else None,
+        label_list_file=(label_list_lib.FILE_NAME
+                         if label_list_lib.FILE_NAME in names else None),
         size_bytes=len(flatbuffer))
     file_io.write_atomic(description_path(output_file),
                          json.dumps(description, indent=2) + "\n")

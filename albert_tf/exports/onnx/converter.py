@@ -9,9 +9,10 @@ the GLUE, SQuAD and RACE exports, token_ids.py) with tf2onnx
            sequence] ([batch, 4, sequence] for RACE; SQuAD v2.0's
            answer-class model also `p_mask`), both axes dynamic
   outputs  the SavedModel's names (serving_kinds.py): `pooled_output`,
-           `sequence_output` (encoder); `logits`, `probabilities` (GLUE,
-           RACE; `predictions` for regression); `start_logits`,
-           `end_logits` (SQuAD; the v2.0 beam outputs)
+           `sequence_output` (encoder); `logits`, `probabilities`
+           (classifiers, multiple choice; `predictions` for regression);
+           `start_logits`, `end_logits` (SQuAD; the v2.0 beam outputs);
+           `tag_logits`, `tag_probabilities` [batch, sequence, tags] (NER)
 
 Standard ONNX operators only (no onnxruntime contrib ops), so TensorRT,
 OpenVINO and Triton's backends read it too; onnxruntime applies its own
@@ -41,6 +42,7 @@ from albert_tf.exports import atomic_export
 from albert_tf.exports import token_ids
 from albert_tf.exports.onnx import options
 from albert_tf.exports.token_ids import ModelSpec
+from data_pipeline.tasks import label_list as label_list_lib
 
 # Names of the dynamic axes.
 BATCH, SEQUENCE = "batch", "sequence"
@@ -116,7 +118,7 @@ class OnnxConversion:
     self.saved_model = saved_model
     self.opset = opset
     self.loaded, self.function = token_ids.token_ids_function(saved_model)
-    self.spec = token_ids.model_spec(self.function)
+    self.spec = token_ids.model_spec(self.function, saved_model=saved_model)
     self.max_positions = token_ids.max_positions(self.function)
     self.vocab_size = token_ids.vocab_size(self.function)
     self.weight_bytes = float_weight_bytes(self.function)
@@ -161,6 +163,8 @@ class OnnxConversion:
         max_positions=self.max_positions,
         vocab_file=vocab[0] if vocab else None,
         labels_file="labels.txt" if "labels.txt" in names else None,
+        label_list_file=(label_list_lib.FILE_NAME
+                         if label_list_lib.FILE_NAME in names else None),
         size_bytes=len(data), float_weight_bytes=self.weight_bytes)
     file_io.write_atomic(description_path(output_file),
                          json.dumps(description, indent=2) + "\n")
