@@ -5,16 +5,16 @@ OpenVINO, Triton).
       --output_file=/tmp/sst2_onnx/sst2.onnx --quantize=dynamic_int8
 
 converts the export's token-ids signature (the encoder of
-tools.export_savedmodel, or the --export_dir of run_classifier, run_squad
-or run_race) with tf2onnx: int32 input_word_ids, input_mask,
-input_type_ids [batch, sequence] in (both axes dynamic), the heads'
-outputs under the SavedModel's names out, standard ONNX operators at
---opset. The shared layer is stored once (the file is about the float32
-weights). It then runs the file in onnxruntime against the SavedModel
-(max |difference|, at two batch sizes and two lengths) and, with
---quantize=dynamic_int8 (onnxruntime's quantize_dynamic, int8 weights per
-output channel), writes that variant and prints its top-class agreement
-with float32. Beside the file: the vocabulary, labels.txt,
+tools.export_savedmodel, or the --export_dir of run_classifier, run_squad,
+run_race, run_multiple_choice or run_ner) with tf2onnx: int32
+input_word_ids, input_mask, input_type_ids [batch, sequence] in (both axes
+dynamic), the heads' outputs under the SavedModel's names out, standard
+ONNX operators at --opset. The shared layer is stored once (the file is
+about the float32 weights). It then runs the file in onnxruntime against
+the SavedModel (max |difference|, at two batch sizes and two lengths) and,
+with --quantize=dynamic_int8 (onnxruntime's quantize_dynamic, int8 weights
+per output channel), writes that variant and prints its top-class
+agreement with float32. Beside the file: the vocabulary, labels.txt,
 albert_config.json and <file>.json. Needs the `onnx` extra
 (pip install ".[onnx]").
 """

@@ -23,8 +23,9 @@ class OnnxExportParams(FlatConstructible):
   """Settings of tools.export_onnx (each field is its flag)."""
 
   saved_model: str = setting(
-      help="An export: <export_dir>/encoder of export_savedmodel, or "
-      "run_classifier / run_squad / run_race's --export_dir.")
+      help="An export: <export_dir>/encoder of export_savedmodel, or the "
+      "--export_dir of run_classifier, run_squad, run_race, "
+      "run_multiple_choice or run_ner.")
   output_file: str = setting(
       help="The .onnx file to write (any filesystem); the vocabulary, "
       "labels.txt, albert_config.json and <file>.json go beside it.")

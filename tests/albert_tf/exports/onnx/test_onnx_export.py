@@ -21,7 +21,9 @@ from albert_tf.exports.onnx import report
 from albert_tf.exports.onnx.runtime import OnnxModel
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
+from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
 from albert_tf.networks.albert_encoder import AlbertEncoder
+from data_pipeline.tasks import label_list
 
 ROOT = os.path.abspath(os.path.join(__file__, "../../../../.."))
 SEQ = 32
@@ -144,20 +146,28 @@ def test_fine_tuned_classifier_and_its_int8_variant(keyword_classifier,
 
 
 @pytest.mark.slow
-def test_squad_beam_and_race_exports(spm_model, tmp_path):
-  """The v2.0 answer-class model (p_mask in, its beam out) and RACE
-  ([batch, 4, sequence] inputs) convert and agree too."""
+def test_squad_beam_race_and_ner_exports(spm_model, tmp_path):
+  """The v2.0 answer-class model (p_mask in, its beam out), RACE ([batch,
+  4, sequence] inputs) and NER (a tag per position) convert and agree
+  too."""
   beam = AlbertSquadV2(AlbertEncoder(CONFIG), start_n_top=3, end_n_top=3)
   _randomize(beam, 3)
   race = AlbertMultipleChoice(AlbertEncoder(CONFIG))
   _randomize(race, 4)
+  ner = AlbertTokenClassifier(AlbertEncoder(CONFIG), 5)
+  _randomize(ner, 5)
+  tags = label_list.LabelList("token_classification", (
+      "B-LOC", "B-PER", "I-LOC", "I-PER", "O"), "IOB2")
   saved = {
       "squad_beam": exports.export_squad(
           beam, str(tmp_path / "squad"), spm_model, SEQ, doc_stride=8,
           max_query_length=8, n_best_size=5, max_answer_length=6,
           beam=True, version_2=True),
       "race": exports.export_race(race, str(tmp_path / "race"), spm_model,
-                                  SEQ, max_qa_length=10)}
+                                  SEQ, max_qa_length=10),
+      "token_classification": exports.export_ner(
+          ner, str(tmp_path / "ner"), tags, SEQ, doc_stride=8,
+          spm_model_file=spm_model)}
   for kind, path in saved.items():
     conversion = converter.OnnxConversion(path)
     assert conversion.spec.kind == kind
