@@ -324,6 +324,80 @@ def chinese_kit():
       vocab_tokens=_chinese_vocab_tokens, rare_char=RARE_CHAR)
 
 
+# The crafted classification task: class i holds KEYWORDS[i] among 3-9
+# filler words (learnable, so a fine-tuned model's logits are not ties).
+KEYWORDS = ("module", "function", "object")
+
+
+def _filler_words(english_corpus):
+  with open(english_corpus, encoding="utf-8") as f:
+    words = [w.lower() for w in f.read().split() if w.isalpha()]
+  return sorted({w for w in words[:20000] if w not in KEYWORDS and
+                 w != "marker"})[:400]
+
+
+def _keyword_texts(words, n, seed):
+  import numpy as np
+  rng = np.random.default_rng(seed)
+  texts, labels = [], []
+  for _ in range(n):
+    label = int(rng.integers(len(KEYWORDS)))
+    chosen = list(rng.choice(words, int(rng.integers(3, 10))))
+    chosen.insert(int(rng.integers(len(chosen) + 1)), KEYWORDS[label])
+    texts.append(" ".join(chosen))
+    labels.append(label)
+  return texts, np.array(labels)
+
+
+@pytest.fixture(scope="session")
+def keyword_classifier(tmp_path_factory, spm_model, english_corpus):
+  """A tiny classifier (H=64, 2 layers, seq 32) fine-tuned 250 steps on the
+  keyword task and exported with export_classifier, once per session:
+  dict(export, config, words, seq_length, texts(n, seed) -> (texts,
+  labels))."""
+  import functools
+
+  import tensorflow as tf
+  import tf_keras
+
+  from albert_tf import exports
+  from albert_tf.config import AlbertConfig
+  from albert_tf.exports.litert.runner import TextRunner
+  from albert_tf.models.albert_classifier import AlbertClassifier
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  from data_pipeline.tokenization.sentencepiece_tokenizer import (
+    SentencePieceTokenizer,
+  )
+  seq = 32
+  config = AlbertConfig(vocab_size=2000, embedding_size=32, hidden_size=64,
+                        num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=128, max_position_embeddings=seq,
+                        hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0,
+                        initializer_range=0.05)
+  tf_keras.utils.set_random_seed(0)
+  words = _filler_words(english_corpus)
+  classifier = AlbertClassifier(AlbertEncoder(config), len(KEYWORDS),
+                                dropout_rate=0.0)
+  packer = TextRunner.__new__(TextRunner)  # its packing, no model
+  packer.tokenizer, packer.seq_length = SentencePieceTokenizer(spm_model), seq
+  packer.labels = [str(i) for i in range(len(KEYWORDS))]
+  texts, labels = _keyword_texts(words, 1500, seed=0)
+  classifier.compile(
+      optimizer=tf_keras.optimizers.Adam(2e-3),
+      loss={"logits": tf_keras.losses.SparseCategoricalCrossentropy(
+          from_logits=True)})
+  data = tf.data.Dataset.from_tensor_slices(
+      (packer.classify_inputs(texts), {"logits": labels})).shuffle(
+          1000, seed=0).repeat().batch(32)
+  classifier.fit(data, steps_per_epoch=250, epochs=1, verbose=0)
+  export = exports.export_classifier(
+      classifier, str(tmp_path_factory.mktemp("keywords") / "glue"),
+      spm_model, packer.labels, 1, seq)
+  return dict(export=export, config=config, words=words, seq_length=seq,
+              texts=functools.partial(_keyword_texts, words))
+
+
 @pytest.fixture(autouse=True)
 def _no_global_seed_leak():
   """TensorFlow's global seed, reset after each test: a test that seeds it

@@ -11,7 +11,7 @@ SavedModel written, published.
 """
 
 import contextlib
-from typing import Callable, Dict, Iterator, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -104,3 +104,18 @@ def save_serving_model(
     tf.saved_model.save(serving, out, signatures=signatures)
     file_io.rename_tree(out, export_dir, last=SAVED_MODEL_LAST)
   return export_dir
+
+
+def copy_assets(saved_model: str, output_file: str) -> List[str]:
+  """Copies the export's asset files (vocabulary, labels.txt,
+  albert_config.json) next to a converted file; their paths."""
+  assets = file_io.join(saved_model, "assets")
+  copied = []
+  if file_io.isdir(assets):
+    for name in sorted(file_io.listdir(assets)):
+      source = file_io.join(assets, name)
+      if file_io.isfile(source):
+        target = file_io.join(file_io.dirname(output_file), name)
+        file_io.write_atomic(target, file_io.read_bytes(source))
+        copied.append(target)
+  return copied

@@ -82,6 +82,13 @@ class TfliteExportParams(FlatConstructible):
   quantize: str = setting(
       "none", "Weights: float32, float16, or int8 with activations "
       "quantized at run time.", choices=QUANTIZE_CHOICES)
+  length_buckets: str = setting(
+      length_buckets_lib.AUTO, "One signature per length: serving_default "
+      "at --seq_length and seq_<N> for each shorter bucket, in one file "
+      "with the weights stored once; the runner calls the smallest that "
+      "holds a request. auto: powers of two from 32, then --seq_length (as "
+      "in fine-tuning); none: one signature; or increasing lengths <= "
+      "--seq_length, e.g. 32,64.")
   do_lower_case: bool = setting(
       True, "The tokenizer's (as at fine-tuning), for the runner.")
   eval_data: Optional[str] = setting(
@@ -199,21 +206,9 @@ def export_length_buckets(length_buckets, seq_length: int
 
 
 
-def check_tflite_request(saved_model: str, output_file: str, seq_length: int,
-                         batch_size: int, quantize: str,
-                         eval_data: str = "") -> None:
-  """Checks `tflite.export_tflite`'s arguments before TensorFlow loads.
-
-  In this order: the SavedModel folder exists and holds saved_model.pb
-  (not an export's preprocessor), --eval_data exists, --quantize, --seq_length
-  against the export's albert_config.json asset (when it has one; the position
-  table is checked again after loading),
-  --batch_size, and that the output file can be written (a probe file next
-  to it, removed at once).
-
-  Raises:
-    UserInputError: naming the flag or path at fault.
-  """
+def check_saved_model_dir(saved_model: str) -> None:
+  """Raises UserInputError unless `saved_model` holds a SavedModel that is
+  not an export's preprocessor (an encoder or a fine-tuned model)."""
   if not file_io.isfile(file_io.join(saved_model, "saved_model.pb")):
     if file_io.isfile(file_io.join(saved_model, "encoder", "saved_model.pb")):
       inspection.check_model_savedmodel(saved_model, "--saved_model")
@@ -222,6 +217,42 @@ def check_tflite_request(saved_model: str, output_file: str, seq_length: int,
         "; expected an export of tools.export_savedmodel (<dir>/encoder) or "
         "of run_classifier / run_squad / run_race --export_dir")
   inspection.check_model_savedmodel(saved_model, "--saved_model")
+
+
+def check_output_file(output_file: str) -> None:
+  """Raises UserInputError if `output_file` is a folder or cannot be
+  written (a probe file next to it, removed at once)."""
+  if file_io.isdir(output_file):
+    raise UserInputError(f"--output_file={output_file} is a folder")
+  probe = file_io.temp_name(output_file)
+  try:
+    file_io.write_atomic(probe, b"")
+    file_io.remove(probe)
+  except OSError as e:
+    raise UserInputError(f"--output_file={output_file} cannot be written: "
+                         f"{e.strerror or e}") from None
+
+
+def check_tflite_request(saved_model: str, output_file: str, seq_length: int,
+                         batch_size: int, quantize: str,
+                         eval_data: str = "",
+                         length_buckets="none") -> Tuple[int, ...]:
+  """Checks `tflite.export_tflite`'s arguments before TensorFlow loads.
+
+  In this order: the SavedModel folder exists and holds saved_model.pb
+  (not an export's preprocessor), --eval_data exists, --quantize,
+  --seq_length against the export's albert_config.json asset (when it has
+  one; the position table is checked again after loading), --batch_size,
+  --length_buckets, and that the output file can be written (a probe file
+  next to it, removed at once).
+
+  Returns:
+    The buckets: increasing lengths ending with seq_length.
+
+  Raises:
+    UserInputError: naming the flag or path at fault.
+  """
+  check_saved_model_dir(saved_model)
   if eval_data and not file_io.exists(eval_data):
     raise UserInputError(f"--eval_data={eval_data} does not exist")
   if quantize not in QUANTIZE_CHOICES:
@@ -236,15 +267,9 @@ def check_tflite_request(saved_model: str, output_file: str, seq_length: int,
             config_file).max_position_embeddings)
   if batch_size < 1:
     raise UserInputError(f"--batch_size={batch_size} must be at least 1")
-  if file_io.isdir(output_file):
-    raise UserInputError(f"--output_file={output_file} is a folder")
-  probe = file_io.temp_name(output_file)
-  try:
-    file_io.write_atomic(probe, b"")
-    file_io.remove(probe)
-  except OSError as e:
-    raise UserInputError(f"--output_file={output_file} cannot be written: "
-                         f"{e.strerror or e}") from None
+  buckets = export_length_buckets(length_buckets, seq_length)
+  check_output_file(output_file)
+  return buckets
 
 
 def check_tflite_seq_length(seq_length: int, max_positions: int) -> None:

@@ -20,13 +20,21 @@ Outputs:
               multiple choice: [batch, choices]).
   NER         `tag_logits`, `tag_probabilities` float32 [batch, seq, tags].
 The encoder's `serving_default` already is a token-ids signature.
+
+`token_ids_function` finds the signature in an export and `model_spec` says
+what it is (serving_kinds.py), for the converters (litert/, onnx/).
 """
 
-from typing import Callable, Dict, Optional, Sequence
+import dataclasses
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
+from albert_common import file_io
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+from albert_common.errors import UserInputError
+from albert_tf.exports import serving_kinds
+from albert_tf.exports.saved_model_loading import load_saved_model
 
 TOKEN_IDS = "token_ids"
 
@@ -72,3 +80,97 @@ def classification_outputs(logits: tf.Tensor, regression: bool,
   if multi_label:
     return dict(logits=logits, probabilities=tf.sigmoid(logits))
   return dict(logits=logits, probabilities=tf.nn.softmax(logits, axis=-1))
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+  """What a token-ids signature is, for the converters and the runners.
+
+  Attributes:
+    kind: a serving_kinds.KINDS name: "encoder", "classifier",
+      "regression", "squad", "squad_beam", "race", ...
+    input_names: the int32 inputs, in order.
+    input_shape: of each input, e.g. [1, 128] or [1, 4, 128] (None where
+      the axis is dynamic).
+    output_names: the outputs kept, sorted.
+  """
+  kind: str
+  input_names: Tuple[str, ...]
+  input_shape: Tuple[Optional[int], ...]
+  output_names: Tuple[str, ...]
+
+
+def token_ids_function(saved_model: str):
+  """(loaded SavedModel, its token-ids signature function).
+
+  Raises:
+    UserInputError: no such signature (not our export, a preprocessor, or
+      one written before exports carried it).
+  """
+  loaded = load_saved_model(saved_model)
+  signatures = loaded.signatures
+  if TOKEN_IDS in signatures:
+    return loaded, signatures[TOKEN_IDS]
+  default = signatures.get("serving_default")
+  if default is not None:
+    inputs = default.structured_input_signature[1]
+    if (set(ENCODER_INPUT_NAMES) == set(inputs) and
+        "pooled_output" in default.structured_outputs):
+      return loaded, default
+    if set(ENCODER_INPUT_NAMES) <= set(default.structured_outputs):
+      raise UserInputError(
+          f"--saved_model={saved_model} is a preprocessor (raw strings in, "
+          "token ids out); give the encoder beside it "
+          "(<export_dir>/encoder) or a fine-tuned model's --export_dir")
+  raise UserInputError(
+      f"--saved_model={saved_model} has no token-ids signature ('"
+      f"{TOKEN_IDS}', or an encoder's serving_default): it is not "
+      "an ALBERT export of this project, or predates token-ids signatures; "
+      "re-export it")
+
+
+def model_spec(function, batch_size: Optional[int] = None,
+               seq_length: Optional[int] = None,
+               saved_model: Optional[str] = None) -> ModelSpec:
+  """The ModelSpec of a token-ids signature at an input shape (None:
+  dynamic). A classifier of one's own data whose labels.json (in
+  `saved_model`'s assets) says multi-label is "multi_label".
+
+  Raises:
+    UserInputError: outputs of no known kind.
+  """
+  specs = function.structured_input_signature[1]
+  names = tuple(ENCODER_INPUT_NAMES) + tuple(
+      sorted(set(specs) - set(ENCODER_INPUT_NAMES)))
+  choices = specs[ENCODER_INPUT_NAMES[0]].shape[1:-1].as_list()
+  outputs = function.structured_outputs
+  kind = serving_kinds.kind_of(
+      {name: spec.shape.rank for name, spec in outputs.items()},
+      bool(choices))
+  if kind is None:
+    raise UserInputError(
+        f"a token-ids signature with outputs {sorted(outputs)} is of no "
+        "known serving kind (albert_tf/exports/serving_kinds.py)")
+  if kind.name == "classifier" and saved_model is not None:
+    from data_pipeline.tasks import label_list
+    saved = label_list.read(file_io.join(saved_model, "assets"))
+    if saved is not None and saved.task_type == "multi_label":
+      kind = serving_kinds.BY_NAME["multi_label"]
+  return ModelSpec(kind.name, names, (batch_size, *choices, seq_length),
+                   serving_kinds.kept_outputs(kind, list(outputs)))
+
+
+def max_positions(function) -> Optional[int]:
+  """Rows of the position embedding table the signature function reads."""
+  for v in function.variables:
+    if "position_embedding" in v.name:
+      return int(v.shape[0])
+  return None
+
+
+def vocab_size(function) -> int:
+  """Rows of the word embedding table the signature function reads."""
+  for v in function.variables:
+    if "word_embeddings" in v.name:
+      return int(v.shape[0])
+  return 100

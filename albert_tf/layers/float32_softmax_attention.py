@@ -36,6 +36,12 @@ class Float32SoftmaxAttention(tf_keras.layers.MultiHeadAttention):
       setattr(self, name,
               MatMulEinsumDense.from_config(einsum_dense.get_config()))
 
+  @property
+  def projections(self):
+    """The query, key, value and output MatMulEinsumDense layers (once
+    built): kernels [H, N, D], [H, N, D], [H, N, D], [N, D, H]."""
+    return tuple(getattr(self, name) for name in _PROJECTIONS)
+
   def _build_attention(self, rank):
     super()._build_attention(rank)
     self._softmax = tf_keras.layers.Softmax(axis=self._softmax.axis,

@@ -13,6 +13,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.layers.albert_embeddings import AlbertEmbeddings
 from albert_tf.layers.attention_sublayer import AttentionSublayer
 from albert_tf.layers.feed_forward_sublayer import FeedForwardSublayer
+from albert_tf.networks import inference_graph
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -34,6 +35,8 @@ class AlbertEncoder(tf_keras.Model):
     dtype: optional Keras dtype policy for every layer, e.g. "mixed_bfloat16";
       None uses the global policy. Softmax and LayerNorm always run in
       float32.
+    fused_inference: bool, run the inference graph when not training (see
+      below); False: the layers' ops always.
 
   Inputs (dict, int32 [batch, seq]):
     input_word_ids, input_mask (1 = token, 0 = padding), input_type_ids.
@@ -52,6 +55,12 @@ class AlbertEncoder(tf_keras.Model):
       sequence_output gathered at output_positions.
   This skips most of a layer's work: for ALBERT-base at sequence 128 with
   20 predictions, about 70% of one of the 12 layers.
+
+  Not training (training False or None) in float32, the encoder runs the
+  same computation on the same variables with fewer, larger ops
+  (networks/inference_graph.py): what serving signatures, `predict` and a
+  reloaded SavedModel called with training=False run; `fused_inference=
+  False` keeps the layers' ops there too (the outputs agree to 1e-5).
 
   Example:
 
@@ -90,7 +99,8 @@ class AlbertEncoder(tf_keras.Model):
   """
 
   def __init__(self, config: Union[AlbertConfig, Dict],
-               dtype: Optional[str] = None, **kwargs):
+               dtype: Optional[str] = None, fused_inference: bool = True,
+               **kwargs):
     if not isinstance(config, AlbertConfig):
       config = AlbertConfig.from_dict(config)
     inputs = {
@@ -144,20 +154,29 @@ class AlbertEncoder(tf_keras.Model):
     self.config = config
     self.embedding_layer = embedding_layer
     self._dtype_arg = dtype
+    self.fused_inference = fused_inference
 
   def call(self, inputs, training=None, mask=None, output_positions=None):
+    if self.fused_inference and inference_graph.applies(self, training):
+      _check_length(inputs[INPUT_WORD_IDS], self.config)
+      return inference_graph.outputs(self, self._blocks(), inputs,
+                                     output_positions)
     if output_positions is None:
       return super().call(inputs, training=training, mask=mask)
     return self._call_at_positions(inputs, output_positions, training)
 
-  def _call_at_positions(self, inputs, output_positions, training):
-    """[CLS] + `output_positions` outputs; see the class docstring."""
-    input_mask = inputs[INPUT_MASK]
-    blocks = [
+  def _blocks(self):
+    """Per block in order, its (AttentionSublayer, FeedForwardSublayer)."""
+    return [
         block for attention, ffn in zip(
             _sublayers_by_layer(self.config, "attention", self.get_layer),
             _sublayers_by_layer(self.config, "ffn", self.get_layer))
         for block in zip(attention, ffn)]
+
+  def _call_at_positions(self, inputs, output_positions, training):
+    """[CLS] + `output_positions` outputs; see the class docstring."""
+    input_mask = inputs[INPUT_MASK]
+    blocks = self._blocks()
     x = self.embedding_layer(inputs[INPUT_WORD_IDS], inputs[INPUT_TYPE_IDS],
                              training=training)
     for attention, ffn in blocks[:-1]:
@@ -178,7 +197,7 @@ class AlbertEncoder(tf_keras.Model):
 
   def get_config(self):
     return dict(config=self.config.to_dict(), dtype=self._dtype_arg,
-                name=self.name)
+                fused_inference=self.fused_inference, name=self.name)
 
   @classmethod
   def from_config(cls, config, custom_objects=None):
@@ -198,6 +217,15 @@ def pooled_output(encoder, inputs: Dict[str, tf.Tensor], training=None):
   else:
     outputs = encoder(inputs, training=training)
   return outputs["pooled_output"]
+
+
+def _check_length(word_ids, config: AlbertConfig) -> None:
+  """The embedding layer's check of a static sequence length."""
+  seq_length = word_ids.shape[1]
+  if seq_length is not None and seq_length > config.max_position_embeddings:
+    raise ValueError(
+        f"sequence length {seq_length} exceeds max_position_embeddings "
+        f"({config.max_position_embeddings})")
 
 
 def _sublayers_by_layer(config: AlbertConfig, kind: str,

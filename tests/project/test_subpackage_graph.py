@@ -5,8 +5,9 @@ albert_common). albert_tf: training -> exports -> checkpoints -> models ->
 networks -> layers -> the root modules (config, ...); keras3 stands apart
 (Keras 3), reached only by a function-level import of the keras-hub preset
 code. Inside training, pretraining/ and finetuning/ build on the runtime
-modules and not on each other; inside exports, serving/ and litert/ build on
-the encoder-side modules; the tasks do not import each other.
+modules and not on each other; inside exports, serving/, litert/ and onnx/
+build on the encoder-side modules (and not litert/ and onnx/ on each
+other); the tasks do not import each other.
 
 Every import statement counts, those inside functions included. The table
 below is the whole rule: there is no list of exceptions.
@@ -53,6 +54,8 @@ ALLOWED = {
     f"{_TF}.exports.serving": _MODEL | {f"{_TF}.exports"} | _DATA,
     f"{_TF}.exports.litert": _MODEL | {f"{_TF}.exports",
                                        f"{_TF}.exports.serving"} | _DATA,
+    f"{_TF}.exports.onnx": _MODEL | {f"{_TF}.exports",
+                                     f"{_TF}.exports.serving"} | _DATA,
     f"{_TF}.training": _MODEL | {f"{_TF}.checkpoints"},
     f"{_TF}.training.pretraining": _MODEL | {
         f"{_TF}.training", f"{_TF}.checkpoints", f"{_DP}.pretraining",

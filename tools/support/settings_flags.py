@@ -139,6 +139,7 @@ def readme_flag_tables() -> str:
   from albert_tf.checkpoints import conversion_params
   from albert_tf.exports import options
   from albert_tf.exports import options as export_options
+  from albert_tf.exports.onnx import options as onnx_options
   from albert_tf.training import runtime_params
   from albert_tf.training.finetuning import ner_settings
   from albert_tf.training.finetuning import own_data_settings
@@ -178,6 +179,8 @@ def readme_flag_tables() -> str:
        (conversion_params.ConversionParams,)),
       ("export_tflite (`TfliteExportParams`)",
        (options.TfliteExportParams,)),
+      ("export_onnx (`OnnxExportParams`)",
+       (onnx_options.OnnxExportParams,)),
       ("model_summary (`ModelSummaryParams`)",
        (parameters_and_flops.ModelSummaryParams,)),
   ]

@@ -9,11 +9,13 @@ file of it (read as fine-tuning reads it) scored with fine-tuning's
 metrics: accuracy and macro F1, Pearson and Spearman, micro and macro F1,
 multiple-choice accuracy.
 
-Top class: the argmax of `logits` (GLUE, RACE); each label's probability
-above 0.5 (multi-label: all must agree); the argmax start and end
-position (SQuAD; both must agree), the beam's best start and end (SQuAD
-v2.0); every position's tag (NER: all must agree); the sign pattern of
-`pooled_output` (encoder: no classes, so the fraction of its values with
+Top class, max |difference| and random-token inputs are those of
+albert_tf/exports/serving_kinds.py (shared with the ONNX export): the
+argmax of `logits` (GLUE, RACE); each label's probability above 0.5
+(multi-label: all must agree); the argmax start and end position (SQuAD;
+both must agree), the beam's best start and end (SQuAD v2.0); every
+position's tag (NER: all must agree); the sign pattern of `pooled_output`
+(encoder: no classes, so the fraction of its values with
 the float model's sign).
 """
 
@@ -38,59 +40,6 @@ from data_pipeline.tasks.race import examples as race_examples
 from data_pipeline.tasks.race import features as race_features
 from data_pipeline.tasks.squad import examples as squad_examples
 from data_pipeline.tasks.squad import metrics as squad_metrics
-
-
-def top_class(kind: str, outputs: Dict[str, np.ndarray]) -> np.ndarray:
-  """Per example, the int (or bool) values whose equality is agreement."""
-  if kind in ("classifier", "race"):
-    return np.argmax(outputs["logits"], -1)[:, None]
-  if kind == "multi_label":
-    return outputs["probabilities"] > 0.5
-  if kind == "squad":
-    return np.stack([np.argmax(outputs["start_logits"], -1),
-                     np.argmax(outputs["end_logits"], -1)], -1)
-  if kind == "squad_beam":
-    return np.stack([outputs["start_top_index"][:, 0],
-                     outputs["end_top_index"][:, 0]], -1)
-  if kind == "encoder":
-    return outputs["pooled_output"] > 0
-  if kind == "token_classification":  # every position's tag
-    return np.argmax(outputs["tag_logits"], -1)
-  return np.round(outputs["predictions"], 1)[:, None]  # regression
-
-
-def agreement(kind: str, a: Dict[str, np.ndarray],
-              b: Dict[str, np.ndarray]) -> float:
-  """Fraction of examples whose top class is the same in a and b (encoder:
-  of pooled values with the same sign)."""
-  ta, tb = top_class(kind, a), top_class(kind, b)
-  if kind == "encoder":
-    return float(np.mean(ta == tb))
-  return float(np.mean(np.all(ta == tb, axis=-1)))
-
-
-def max_difference(a: Dict[str, np.ndarray],
-                   b: Dict[str, np.ndarray]) -> float:
-  """max |a - b| over the float outputs both have."""
-  return max(float(np.max(np.abs(a[k].astype(np.float64) - b[k])))
-             for k in a if a[k].dtype.kind == "f")
-
-
-def sample_inputs(input_names, input_shape, vocab_size: int, n: int = 16,
-                  seed: int = 0) -> Dict[str, np.ndarray]:
-  """Random-token inputs [n, ...]: varied lengths, two segments."""
-  rng = np.random.default_rng(seed)
-  shape = (n,) + tuple(input_shape[1:])
-  seq = shape[-1]
-  lengths = rng.integers(seq // 4, seq + 1, size=shape[:-1])[..., None]
-  position = np.arange(seq)
-  mask = (position < lengths).astype(np.int32)
-  ids = rng.integers(5, vocab_size, size=shape).astype(np.int32) * mask
-  types = ((position >= lengths // 2) & (mask > 0)).astype(np.int32)
-  inputs = dict(input_word_ids=ids, input_mask=mask, input_type_ids=types)
-  if "p_mask" in input_names:
-    inputs["p_mask"] = (1 - types) | (1 - mask)
-  return inputs
 
 
 @dataclasses.dataclass(frozen=True)

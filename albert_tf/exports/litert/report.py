@@ -14,6 +14,7 @@ import numpy as np
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.exports import options
+from albert_tf.exports import serving_kinds
 from albert_tf.exports.litert import evaluation as tflite_eval
 from albert_tf.exports.litert.converter import Conversion
 from albert_tf.exports.litert.interpreter import LiteRTModel
@@ -32,11 +33,13 @@ def export_and_report(saved_model: str, output_file: str,
                       squad_settings: SquadSettings = SquadSettings(),
                       num_threads: int = 2,
                       eval_columns: tflite_eval.EvalColumns = (
-                          tflite_eval.EvalColumns())) -> Dict:
+                          tflite_eval.EvalColumns()),
+                      length_buckets="none") -> Dict:
   """Writes `output_file` as tflite.export_tflite and checks it.
 
   Args:
-    saved_model ... do_lower_case: as tflite.export_tflite.
+    saved_model ... do_lower_case, length_buckets: as
+      tflite.export_tflite.
     eval_data, task_name: the task's dev data (tflite_eval.task_evaluation).
     squad_settings: the fine-tuning run's SQuAD values.
     num_threads: the interpreter's.
@@ -47,9 +50,10 @@ def export_and_report(saved_model: str, output_file: str,
     `agreement` (quantized only), `metrics` ({variant: {metric: value}},
     with eval_data).
   """
-  options.check_tflite_request(saved_model, output_file, seq_length,
-                               batch_size, quantize, eval_data)
-  conversion = Conversion(saved_model, seq_length, batch_size)
+  buckets = options.check_tflite_request(saved_model, output_file,
+                                         seq_length, batch_size, quantize,
+                                         eval_data, length_buckets)
+  conversion = Conversion(saved_model, seq_length, batch_size, buckets)
   description = conversion.write(output_file, quantize, do_lower_case)
   try:
     return _verify(conversion, description, output_file, quantize, eval_data,
@@ -65,10 +69,13 @@ def _verify(conversion: Conversion, description: Dict, output_file: str,
             eval_columns: tflite_eval.EvalColumns) -> Dict:
   """Runs the written variant and the float model; export_and_report's
   result."""
-  spec = conversion.spec
+  spec, buckets = conversion.spec, conversion.buckets
   lines = [f"wrote {output_file}: {spec.kind}, quantize={quantize}, "
            f"{description['size_bytes'] / 1e6:.2f} MB, int32 inputs "
            f"{list(spec.input_shape)}, outputs {', '.join(spec.output_names)}"]
+  if len(buckets) > 1:
+    lines[0] += (", a signature per length bucket "
+                 f"{', '.join(map(str, buckets))}")
   variants = ["none"] + ([quantize] if quantize != "none" else [])
   models = {v: LiteRTModel(conversion.flatbuffer(v), num_threads)
             for v in variants}
@@ -82,20 +89,26 @@ def _verify(conversion: Conversion, description: Dict, output_file: str,
     where = f"the {len(next(iter(inputs.values())))} inputs of {eval_data}"
   else:
     vocab_size = conversion.loaded_vocab_size()
-    inputs = tflite_eval.sample_inputs(spec.input_names, spec.input_shape,
-                                       vocab_size)
+    inputs = serving_kinds.sample_inputs(
+        spec.input_names, spec.input_shape, vocab_size,
+        min_length=2 if len(buckets) > 1 else None)
     where = f"{len(inputs['input_mask'])} random-token inputs"
   outputs = {v: models[v](inputs) for v in variants}
-  difference = tflite_eval.max_difference(
-      outputs["none"], _batched(conversion.saved_model_outputs, inputs))
+  difference = serving_kinds.max_difference(
+      outputs["none"], _batched(conversion.saved_model_outputs, inputs),
+      inputs["input_mask"])
+  if len(buckets) > 1:
+    calls = models["none"].bucket_calls
+    where += (" (calls per bucket: " + ", ".join(
+        f"{b}: {calls[b]}" for b in buckets) + ")")
   verdict = "ok" if difference <= FLOAT_TOLERANCE else "ABOVE"
   lines.append(f"float vs SavedModel: max |difference| {difference:.2e} on "
                f"{where} ({verdict} {FLOAT_TOLERANCE:g})")
   result = dict(description=description, max_difference=difference,
                 lines=lines)
   if quantize != "none":
-    result["agreement"] = tflite_eval.agreement(spec.kind, outputs["none"],
-                                                outputs[quantize])
+    result["agreement"] = serving_kinds.agreement(
+        spec.kind, outputs["none"], outputs[quantize])
     lines.append(f"{quantize} vs float: top-class agreement "
                  f"{result['agreement']:.4f} on {where}")
   if metric is not None:

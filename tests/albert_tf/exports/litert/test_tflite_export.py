@@ -11,6 +11,7 @@ import tensorflow as tf
 from albert_common.errors import UserInputError
 from albert_tf import exports
 from albert_tf.config import AlbertConfig
+from albert_tf.exports import token_ids
 from albert_tf.exports.litert import converter as tflite
 from albert_tf.exports.litert.interpreter import LiteRTModel
 from albert_tf.models.albert_classifier import AlbertClassifier
@@ -132,7 +133,7 @@ def _inputs_for(kind, spm_model, english_corpus, n, seq=SEQ):
 
 
 def _saved_model_outputs(saved_model, inputs, names):
-  loaded, function = tflite.token_ids_function(saved_model)
+  loaded, function = token_ids.token_ids_function(saved_model)
   out = function(**{k: tf.constant(v) for k, v in inputs.items()})
   return {k: out[k].numpy() for k in names}
 

@@ -19,7 +19,6 @@ from albert_tf.exports.litert import report as tflite_report
 from albert_tf.exports.litert.interpreter import LiteRTModel
 from albert_tf.exports.litert.runner import SquadSettings
 from albert_tf.exports.litert.runner import TextRunner
-from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from data_pipeline.tasks.squad import examples as squad_examples
@@ -30,7 +29,6 @@ from data_pipeline.tokenization.sentencepiece_tokenizer import (
 
 ROOT = os.path.abspath(os.path.join(__file__, "../../../../.."))
 SEQ = 32
-KEYWORDS = ("module", "function", "object")  # class i: contains KEYWORDS[i]
 SQUAD = SquadSettings(doc_stride=16, max_query_length=8, n_best_size=5,
                       max_answer_length=4)
 
@@ -43,25 +41,6 @@ def _config(**kwargs):
                 initializer_range=0.05)
   values.update(kwargs)
   return AlbertConfig(**values)
-
-
-def _filler(english_corpus):
-  with open(english_corpus, encoding="utf-8") as f:
-    words = [w.lower() for w in f.read().split() if w.isalpha()]
-  return sorted({w for w in words[:20000] if w not in KEYWORDS and
-                 w != "marker"})[:400]
-
-
-def _keyword_texts(words, n, seed):
-  rng = np.random.default_rng(seed)
-  texts, labels = [], []
-  for _ in range(n):
-    label = int(rng.integers(len(KEYWORDS)))
-    chosen = list(rng.choice(words, int(rng.integers(3, 10))))
-    chosen.insert(int(rng.integers(len(chosen) + 1)), KEYWORDS[label])
-    texts.append(" ".join(chosen))
-    labels.append(label)
-  return texts, np.array(labels)
 
 
 def _squad_examples(words, n, seed):
@@ -88,26 +67,16 @@ def _fit(model, inputs, labels, losses, steps, learning_rate=2e-3):
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, spm_model, english_corpus):
-  """A GLUE-style keyword classifier and a SQuAD span model, fine-tuned on
-  crafted tasks and exported once."""
+def trained(tmp_path_factory, spm_model, keyword_classifier):
+  """The GLUE-style keyword classifier (conftest) and a SQuAD span model,
+  fine-tuned on crafted tasks and exported once."""
   tf_keras.utils.set_random_seed(0)
   root = tmp_path_factory.mktemp("tflite_trained")
-  words = _filler(english_corpus)
+  words = keyword_classifier["words"]
   tokenizer = SentencePieceTokenizer(spm_model)
   config = _config()
-
-  classifier = AlbertClassifier(AlbertEncoder(config), len(KEYWORDS),
-                                dropout_rate=0.0)
-  runner_like = TextRunner.__new__(TextRunner)  # its packing, no model
-  runner_like.tokenizer, runner_like.seq_length = tokenizer, SEQ
-  runner_like.labels = [str(i) for i in range(len(KEYWORDS))]
-  texts, labels = _keyword_texts(words, 1500, seed=0)
-  _fit(classifier, runner_like.classify_inputs(texts), {"logits": labels},
-       {"logits": tf_keras.losses.SparseCategoricalCrossentropy(
-           from_logits=True)}, steps=250)
-  glue_dir = exports.export_classifier(
-      classifier, str(root / "glue"), spm_model, runner_like.labels, 1, SEQ)
+  assert keyword_classifier["config"] == config
+  glue_dir = keyword_classifier["export"]
 
   span = AlbertSpanLabeler(AlbertEncoder(config))
   features = squad_features.convert_examples_to_features(
@@ -129,7 +98,8 @@ def trained(tmp_path_factory, spm_model, english_corpus):
       SQUAD.max_query_length, SQUAD.n_best_size, SQUAD.max_answer_length,
       beam=False, version_2=False)
   return dict(root=root, words=words, glue=glue_dir, squad=squad_dir,
-              config=config, tokenizer=tokenizer)
+              config=config, tokenizer=tokenizer,
+              texts=keyword_classifier["texts"])
 
 
 def _size(path):
@@ -161,7 +131,7 @@ def test_sizes_store_shared_weights_once(trained, tmp_path):
 
 @pytest.mark.slow
 def test_dynamic_int8_keeps_classifier_accuracy(trained, tmp_path):
-  texts, labels = _keyword_texts(trained["words"], 200, seed=5)
+  texts, labels = trained["texts"](200, seed=5)
   runners = {}
   for quantize in ("none", "dynamic_int8"):
     out = str(tmp_path / f"glue_{quantize}.tflite")
@@ -201,7 +171,7 @@ def test_dynamic_int8_squad_spans_move_at_most_one_token(trained, tmp_path):
 
 @pytest.mark.slow
 def test_runner_labels_equal_raw_text_saved_model(trained, tmp_path):
-  texts, _ = _keyword_texts(trained["words"], 40, seed=7)
+  texts, _ = trained["texts"](40, seed=7)
   texts[:3] = ["Héllo ``World'' 1,000 naïve", "", "module " * 40]
   out = str(tmp_path / "glue.tflite")
   tflite.export_tflite(trained["glue"], out, seq_length=SEQ)

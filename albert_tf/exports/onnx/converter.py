@@ -1,0 +1,199 @@
+"""ONNX files from our SavedModel exports, through tf2onnx.
+
+`export_onnx(saved_model, output_file, ...)` converts an export's token-ids
+signature (the encoder's `serving_default`; the `token_ids` signature of
+the GLUE, SQuAD and RACE exports, token_ids.py) with tf2onnx
+(`tf2onnx.convert.from_function`, its variables frozen into initializers):
+
+  inputs   int32 `input_word_ids`, `input_mask`, `input_type_ids` [batch,
+           sequence] ([batch, 4, sequence] for RACE; SQuAD v2.0's
+           answer-class model also `p_mask`), both axes dynamic
+  outputs  the SavedModel's names (serving_kinds.py): `pooled_output`,
+           `sequence_output` (encoder); `logits`, `probabilities`
+           (classifiers, multiple choice; `predictions` for regression);
+           `start_logits`, `end_logits` (SQuAD; the v2.0 beam outputs);
+           `tag_logits`, `tag_probabilities` [batch, sequence, tags] (NER)
+
+Standard ONNX operators only (no onnxruntime contrib ops), so TensorRT,
+OpenVINO and Triton's backends read it too; onnxruntime applies its own
+graph optimizations when it loads the file. ALBERT's shared layer is stored
+once: every layer's nodes read the same initializers, so the file is about
+the float32 weights (the encoder's inference graph concatenates the shared
+query, key and value kernels once, and tf2onnx folds that into one [H, 3H]
+initializer in place of the three). `quantize="dynamic_int8"` writes
+onnxruntime's dynamic int8 variant of it (runtime.py).
+
+Beside the file, as for LiteRT: the export's assets (vocabulary,
+labels.txt, albert_config.json) and `<file minus .onnx>.json` describing
+it. Everything is written under a temporary name and renamed.
+"""
+
+import json
+import logging
+import re
+from typing import Dict, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from albert_common import file_io
+from albert_common.errors import UserInputError
+from albert_tf.exports import atomic_export
+from albert_tf.exports import token_ids
+from albert_tf.exports.onnx import options
+from albert_tf.exports.token_ids import ModelSpec
+from data_pipeline.tasks import label_list as label_list_lib
+
+# Names of the dynamic axes.
+BATCH, SEQUENCE = "batch", "sequence"
+
+
+def description_path(onnx_file: str) -> str:
+  """`model.onnx` -> `model.json` (written by export_onnx)."""
+  return re.sub(r"\.onnx$", "", onnx_file) + ".json"
+
+
+def to_onnx(function, spec: ModelSpec, opset: int):
+  """The onnx.ModelProto of a token-ids signature function: spec's inputs
+  (dynamic axes named batch and sequence) and outputs.
+
+  Raises:
+    UserInputError: an op tf2onnx cannot express in standard ONNX (named).
+  """
+  import onnx
+  import tf2onnx
+  from tf2onnx import verbose_logging
+  verbose_logging.set_level(logging.ERROR)
+  tensor_specs = [tf.TensorSpec(spec.input_shape, tf.int32, name=name)
+                  for name in spec.input_names]
+
+  def call(*args):
+    outputs = function(**dict(zip(spec.input_names, args)))
+    return {name: outputs[name] for name in spec.output_names}
+
+  traced = tf.function(call, input_signature=tensor_specs)
+  model, _ = tf2onnx.convert.from_function(traced, tensor_specs,
+                                           opset=opset)
+  unknown = sorted({node.op_type for node in model.graph.node
+                    if not onnx.defs.has(node.op_type, node.domain or "")})
+  if unknown:
+    raise UserInputError(
+        f"op {', '.join(unknown)} has no ONNX equivalent in tf2onnx "
+        f"{tf2onnx.__version__}; this model cannot be converted")
+  _name_dynamic_axes(model, function)
+  onnx.checker.check_model(model)
+  return model
+
+
+def _name_dynamic_axes(model, function) -> None:
+  """Axis 0 of every input and output is `batch`; the other dynamic axes
+  (the sequence of the inputs and of per-position outputs) `sequence`."""
+  outputs = function.structured_outputs
+  for value in list(model.graph.input) + list(model.graph.output):
+    dims = value.type.tensor_type.shape.dim
+    static = (outputs[value.name].shape.as_list() if value.name in outputs
+              else [None] * len(dims))
+    for axis, dim in enumerate(dims):
+      if axis == 0:
+        dim.dim_param = BATCH
+      elif static[axis] is None or dim.dim_param:
+        dim.dim_param = SEQUENCE
+
+
+def float_weight_bytes(function) -> int:
+  """Bytes of the float32 variables the signature function reads."""
+  return sum(4 * v.shape.num_elements() for v in function.variables
+             if v.dtype == tf.float32)
+
+
+class OnnxConversion:
+  """One export's token-ids signature as an ONNX model.
+
+  Args:
+    saved_model: the export (checked with options.check_onnx_request).
+    opset: the ONNX opset.
+  """
+
+  def __init__(self, saved_model: str, opset: int = options.DEFAULT_OPSET):
+    self.saved_model = saved_model
+    self.opset = opset
+    self.loaded, self.function = token_ids.token_ids_function(saved_model)
+    self.spec = token_ids.model_spec(self.function, saved_model=saved_model)
+    self.max_positions = token_ids.max_positions(self.function)
+    self.vocab_size = token_ids.vocab_size(self.function)
+    self.weight_bytes = float_weight_bytes(self.function)
+    self.model = to_onnx(self.function, self.spec, opset)
+    self._serialized = {}
+
+  def serialized(self, quantize: str = "none") -> bytes:
+    """The file's bytes: float32, or its dynamic int8 variant (cached)."""
+    if quantize not in self._serialized:
+      if quantize == "none":
+        self._serialized[quantize] = self.model.SerializeToString()
+      else:
+        from albert_tf.exports.onnx.runtime import quantize_dynamic_int8
+        self._serialized[quantize] = quantize_dynamic_int8(self.model)
+    return self._serialized[quantize]
+
+  def saved_model_outputs(self, inputs: Dict[str, np.ndarray]
+                          ) -> Dict[str, np.ndarray]:
+    """The SavedModel signature's outputs the file keeps, as numpy."""
+    outputs = self.function(**{k: tf.constant(inputs[k])
+                               for k in self.spec.input_names})
+    return {k: outputs[k].numpy() for k in self.spec.output_names}
+
+  def write(self, output_file: str, quantize: str = "none") -> Dict:
+    """Writes the file, the assets and the description (export_onnx)."""
+    data = self.serialized(quantize)
+    try:
+      file_io.write_atomic(output_file, data)
+    except OSError as e:
+      raise UserInputError(f"--output_file={output_file} cannot be written: "
+                           f"{e.strerror or e}") from None
+    names = [file_io.basename(a) for a in
+             atomic_export.copy_assets(self.saved_model, output_file)]
+    vocab = [n for n in names if n.endswith(".model") or
+             (n.endswith(".txt") and n != "labels.txt")]
+    choices = list(self.spec.input_shape[1:-1])
+    description = dict(
+        kind=self.spec.kind, onnx_file=file_io.basename(output_file),
+        opset=self.opset, inputs=list(self.spec.input_names),
+        input_shape=[BATCH, *choices, SEQUENCE],
+        outputs=list(self.spec.output_names), quantize=quantize,
+        max_positions=self.max_positions,
+        vocab_file=vocab[0] if vocab else None,
+        labels_file="labels.txt" if "labels.txt" in names else None,
+        label_list_file=(label_list_lib.FILE_NAME
+                         if label_list_lib.FILE_NAME in names else None),
+        size_bytes=len(data), float_weight_bytes=self.weight_bytes)
+    file_io.write_atomic(description_path(output_file),
+                         json.dumps(description, indent=2) + "\n")
+    return description
+
+
+def export_onnx(saved_model: str, output_file: str,
+                opset: int = options.DEFAULT_OPSET,
+                quantize: str = "none",
+                conversion: Optional[OnnxConversion] = None) -> Dict:
+  """Converts an export's token-ids signature and writes it (module doc).
+
+  Args:
+    saved_model: an export's folder (any filesystem).
+    output_file: the .onnx path (any filesystem), written atomically.
+    opset: one of options.OPSETS.
+    quantize: "none" or "dynamic_int8".
+    conversion: an OnnxConversion of saved_model at opset, to reuse.
+
+  Returns:
+    The description written beside the file: kind, inputs, input_shape,
+    outputs, opset, quantize, vocab_file, labels_file, size_bytes,
+    float_weight_bytes.
+
+  Raises:
+    UserInputError: not a SavedModel, a preprocessor, no token-ids
+      signature, an unsupported opset or quantize value, an unwritable
+      output file, an op tf2onnx cannot convert.
+  """
+  options.check_onnx_request(saved_model, output_file, opset, quantize)
+  conversion = conversion or OnnxConversion(saved_model, opset)
+  return conversion.write(output_file, quantize)
