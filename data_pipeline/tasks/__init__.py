@@ -5,6 +5,8 @@
   race/            RACE's folders
   length_buckets   batches padded to the smallest bucket that holds them,
                    shared by every task
+  bucket_boundaries  --length_buckets=auto: boundaries fitted to the data
+                   (least padding), kept in the run's length_buckets.json
   label_list       a fine-tuned model's label names (labels.json), kept
                    with its run and export
 

@@ -26,7 +26,6 @@ from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning import task as finetuning_task
 from albert_tf.training.finetuning import task_settings
-from data_pipeline.tasks import length_buckets
 from data_pipeline.tasks.glue import examples as glue_examples
 from data_pipeline.tasks.glue import features as glue_features
 from data_pipeline.tasks.glue import metrics as glue_metrics
@@ -146,10 +145,11 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
     raise UserInputError("give --spm_model_file (SentencePiece) or "
                          "--vocab_file (WordPiece vocab.txt)")
   data = GlueData(task, options.data_dir, run.tokenizer,
-                  params.max_seq_length, options.skip_malformed_rows,
-                  length_buckets.parse_length_buckets(
-                      params.length_buckets, params.max_seq_length))
-  _read_needed_splits(data, params)
+                  params.max_seq_length, options.skip_malformed_rows)
+  split = _read_needed_splits(data, params)
+  data.buckets = finetuning_params.run_length_buckets(
+      params, (lambda: data.features(split).lengths) if split else None,
+      split)
   runner = finetuning_runner.FinetuningRunner(
       run, build_glue_task(data, params.eval_batch_size))
   results = finetuning_runner.run_finetuning(params, runner.task, runner)
@@ -166,17 +166,22 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
 
 
 def _read_needed_splits(data: GlueData,
-                        params: finetuning_params.FinetuningParams) -> None:
+                        params: finetuning_params.FinetuningParams) -> str:
   """Reads and featurises the splits the run will use, first: a bad file
-  fails before any model is built."""
+  fails before any model is built. Returns the first of them (the one
+  `--length_buckets=auto` fits its lengths to: train when training), or
+  "" for none."""
+  splits = []
   if params.do_train:
-    data.features("train")
+    splits.append("train")
   if params.do_eval:
-    for split in data.task.dev_splits:
-      data.features(split)
+    splits.extend(data.task.dev_splits)
   if params.do_predict:
-    for split in glue_examples.available_test_splits(data.task, data.data_dir):
-      data.features(split)
+    splits.extend(glue_examples.available_test_splits(data.task,
+                                                      data.data_dir))
+  for split in splits:
+    data.features(split)
+  return splits[0] if splits else ""
 
 
 def _export(runner: finetuning_runner.FinetuningRunner,

@@ -11,7 +11,16 @@ the same way. This module must not import TensorFlow (tested).
 """
 
 import dataclasses
-from typing import Any, Collection, Mapping, Optional, Union
+from typing import (
+  Any,
+  Callable,
+  Collection,
+  Mapping,
+  Optional,
+  Sequence,
+  Tuple,
+  Union,
+)
 
 from absl import logging
 
@@ -27,6 +36,7 @@ from albert_tf import saved_model_inspection as inspection
 from albert_tf.config import AlbertConfig
 from albert_tf.training.runtime_params import RuntimeParams
 from albert_tf.training.warmup import scaled_warmup
+from data_pipeline.tasks import bucket_boundaries
 from data_pipeline.tasks import length_buckets
 
 # The warmup share of train_step when no recipe gives one.
@@ -105,9 +115,16 @@ class FinetuningParams(FlatConstructible):
   length_buckets: str = setting(
       length_buckets.AUTO,
       "Batch by length: each batch is drawn from one bucket and padded to "
-      "its length (static shapes per bucket). auto: powers of two from 32, "
-      "then --max_seq_length; none: pad everything to --max_seq_length; or "
-      "increasing lengths <= --max_seq_length, e.g. 32,64,128.")
+      "its length (static shapes per bucket). auto: at most "
+      "--max_length_buckets lengths (multiples of 8, then --max_seq_length) "
+      "fitted to the training set for the least padding, kept in "
+      "<output_dir>/length_buckets.json for reruns, evaluation and export; "
+      "pow2: powers of two from 32, then --max_seq_length; none: pad "
+      "everything to --max_seq_length; or increasing lengths <= "
+      "--max_seq_length, e.g. 32,64,128.")
+  max_length_buckets: int = setting(
+      4, "--length_buckets=auto chooses at most this many lengths (each a "
+      "compiled step shape; keep it small on TPUs).")
 
 
 def validate_params(params: FinetuningParams,
@@ -150,7 +167,7 @@ def _check_numbers(params: FinetuningParams) -> None:
   settings_fields.check_positive(
       params, ("max_seq_length", "train_batch_size", "eval_batch_size",
                "train_step", "save_checkpoints_steps", "keep_checkpoint_max",
-               "iterations_per_loop", "log_steps"))
+               "iterations_per_loop", "log_steps", "max_length_buckets"))
   length_buckets.parse_length_buckets(params.length_buckets,
                                       params.max_seq_length)
   if params.do_train and not params.learning_rate > 0:
@@ -356,3 +373,22 @@ def check_new_export_dir(export_dir: str) -> None:
   if export_dir and file_io.exists(export_dir):
     raise UserInputError(f"--export_dir {export_dir} already exists; remove "
                          "it or choose another")
+
+
+def run_length_buckets(params: FinetuningParams,
+                       lengths: Optional[Callable[[], Sequence[int]]] = None,
+                       source: str = "train") -> Tuple[int, ...]:
+  """The length buckets of a run: --length_buckets resolved against the
+  examples' token counts and the choice kept in --output_dir
+  (data_pipeline.tasks.bucket_boundaries.resolve: auto fits them to
+  `lengths()`, or reuses the boundaries an earlier run there chose).
+
+  Args:
+    params: the settings.
+    lengths: () -> int token counts of the examples of `source` (for
+      multiple choice, each question's longest choice), or None.
+    source: the split they come from ("train" when training).
+  """
+  return bucket_boundaries.resolve(
+      params.length_buckets, params.max_seq_length,
+      params.max_length_buckets, params.runtime.output_dir, lengths, source)
