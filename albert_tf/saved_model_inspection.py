@@ -135,6 +135,24 @@ def _not_a_saved_model(flag: str, path: str) -> str:
           "<export_dir>/encoder of tools.export_savedmodel")
 
 
+def check_model_savedmodel(path: str, flag: str) -> None:
+  """Raises UserInputError unless `path` is a SavedModel that is not an
+  export's preprocessor (an encoder or a fine-tuned model: what LiteRT and
+  ONNX conversion take), naming the folder to pass instead."""
+  if not is_saved_model(path):
+    raise UserInputError(_not_a_saved_model(flag, path))
+  if not file_io.exists(file_io.join(path, "saved_model.pb")):
+    return
+  signatures = read_signatures(path)
+  if ("serving_default" in signatures and
+      _kind(signatures) == "the preprocessor of an export"):
+    encoder = file_io.join(file_io.dirname(path), "encoder")
+    raise UserInputError(
+        f"{flag}={path} is the preprocessor of an export (raw strings -> "
+        f"token ids), not a model; pass "
+        f"{encoder if is_saved_model(encoder) else '<export_dir>/encoder'}")
+
+
 def check_encoder_savedmodel(path: str,
                              flag: str = "--init_savedmodel") -> None:
   """Raises UserInputError unless `path` is an encoder SavedModel.

@@ -33,7 +33,7 @@ def main(argv):
   params, _ = settings_flags.read_settings(TfliteExportParams)
   options.check_tflite_request(params.saved_model, params.output_file,
                                params.seq_length, params.batch_size,
-                               params.quantize)
+                               params.quantize, params.eval_data)
   from albert_tf.exports.litert.report import export_and_report
   from albert_tf.exports.litert.runner import SquadSettings
   result = export_and_report(

@@ -15,6 +15,7 @@ from albert_common import settings_fields
 from albert_common.errors import UserInputError
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
+from albert_tf import saved_model_inspection as inspection
 from albert_tf.checkpoints import configs
 from albert_tf.config import AlbertConfig
 from data_pipeline.tasks import length_buckets as length_buckets_lib
@@ -84,10 +85,15 @@ class TfliteExportParams(FlatConstructible):
       None, "Dev data to score each variant on: the GLUE task folder (with "
       "--task_name), the SQuAD dev JSON or the RACE folder.")
   task_name: Optional[str] = setting(None, "GLUE task of --eval_data.")
-  doc_stride: int = setting(128, "SQuAD, as at fine-tuning.")
-  max_query_length: int = setting(64, "SQuAD, as at fine-tuning.")
-  n_best_size: int = setting(20, "SQuAD, as at fine-tuning.")
-  max_answer_length: int = setting(30, "SQuAD, as at fine-tuning.")
+  doc_stride: Optional[int] = setting(
+      None, "SQuAD: unset, the fine-tuning run's (recorded in the export), "
+      "else 128.")
+  max_query_length: Optional[int] = setting(
+      None, "SQuAD: unset, the fine-tuning run's, else 64.")
+  n_best_size: Optional[int] = setting(
+      None, "SQuAD: unset, the fine-tuning run's, else 20.")
+  max_answer_length: Optional[int] = setting(
+      None, "SQuAD: unset, the fine-tuning run's, else 30.")
   num_threads: int = setting(2, "LiteRT interpreter threads.")
 
 
@@ -182,12 +188,14 @@ def export_length_buckets(length_buckets, seq_length: int
 
 
 def check_tflite_request(saved_model: str, output_file: str, seq_length: int,
-                         batch_size: int, quantize: str) -> None:
+                         batch_size: int, quantize: str,
+                         eval_data: str = "") -> None:
   """Checks `tflite.export_tflite`'s arguments before TensorFlow loads.
 
-  In this order: the SavedModel folder exists and holds saved_model.pb,
-  --quantize, --seq_length against the export's albert_config.json asset
-  (when it has one; the position table is checked again after loading),
+  In this order: the SavedModel folder exists and holds saved_model.pb
+  (not an export's preprocessor), --eval_data exists, --quantize, --seq_length
+  against the export's albert_config.json asset (when it has one; the position
+  table is checked again after loading),
   --batch_size, and that the output file can be written (a probe file next
   to it, removed at once).
 
@@ -195,10 +203,15 @@ def check_tflite_request(saved_model: str, output_file: str, seq_length: int,
     UserInputError: naming the flag or path at fault.
   """
   if not file_io.isfile(file_io.join(saved_model, "saved_model.pb")):
+    if file_io.isfile(file_io.join(saved_model, "encoder", "saved_model.pb")):
+      inspection.check_model_savedmodel(saved_model, "--saved_model")
     raise UserInputError(
         f"--saved_model={saved_model} is not a SavedModel (no saved_model.pb)"
         "; expected an export of tools.export_savedmodel (<dir>/encoder) or "
         "of run_classifier / run_squad / run_race --export_dir")
+  inspection.check_model_savedmodel(saved_model, "--saved_model")
+  if eval_data and not file_io.exists(eval_data):
+    raise UserInputError(f"--eval_data={eval_data} does not exist")
   if quantize not in QUANTIZE_CHOICES:
     raise UserInputError(f"--quantize={quantize} must be one of "
                          f"{', '.join(QUANTIZE_CHOICES)}")

@@ -100,10 +100,10 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
   _build_corpus(paths)
   _train_vocabulary(settings, paths)
   _write_pretraining_data(settings, paths)
-  setup, results = _pretrain(settings, paths)
+  results = _pretrain(settings, paths)
   metrics = _evaluate_heldout(settings, paths, results)
   started = _stage(6, "SavedModel export (TF Hub encoder + preprocessor)")
-  export_dir = _export(settings, paths, setup)
+  export_dir = _export(settings, paths)
   _done(started, export_dir or "skipped")
   _print_summary(metrics, paths, export_dir)
   return metrics
@@ -193,7 +193,7 @@ def _write_pretraining_data(settings: DemoSettings,
 
 
 def _pretrain(settings: DemoSettings, paths: Dict[str, str]):
-  """Pretrains (or resumes); returns the run's setup and final eval metrics."""
+  """Pretrains (or resumes); returns the final eval metrics."""
   from albert_tf.training.pretraining import driver as pretraining
   started = _stage(4, f"pretraining ALBERT (E={settings.model.embedding_size}"
                    f", H={settings.model.hidden_size}, "
@@ -215,14 +215,10 @@ def _pretrain(settings: DemoSettings, paths: Dict[str, str]):
       save_checkpoints_steps=settings.save_checkpoints_steps,
       iterations_per_loop=50, max_eval_steps=-1, seed=settings.seed,
       keep_checkpoint_max=3)
-  setup = pretraining.build_pretraining(params)
-  results = setup.controller.train_and_evaluate(
-      train_steps=params.num_train_steps, eval_steps=-1,
-      eval_interval=params.save_checkpoints_steps)
-  if results is None:  # already trained: evaluate the final checkpoint
-    results = setup.controller.evaluate(steps=-1)
+  # A rerun of a finished demo reads the results it saved.
+  results = pretraining.run_pretraining(params)
   _done(started, f"checkpoints in {paths['run']}")
-  return setup, results
+  return results
 
 
 def _evaluate_heldout(settings: DemoSettings, paths: Dict[str, str],
@@ -255,14 +251,17 @@ def _print_summary(metrics: Dict[str, float], paths: Dict[str, str],
   logging.info("demo metrics: %s", metrics)
 
 
-def _export(settings, paths, setup):
+def _export(settings, paths):
   """Exports the final checkpoint; returns the export directory."""
+  import tensorflow as tf
+
   from albert_tf import exports
   if file_io.exists(paths["export"]):
     return paths["export"]
   vocabulary = _vocabulary(settings, paths)
   exports.export_savedmodel(
-      setup.config, setup.manager.latest_checkpoint,
+      AlbertConfig.from_json_file(paths["config"]),
+      tf.train.latest_checkpoint(paths["run"]),
       vocabulary["spm_model_file"], paths["export"], do_lower_case=True,
       with_mlm=True, seq_length=settings.max_seq_length,
       vocab_file=vocabulary["vocab_file"])

@@ -249,8 +249,9 @@ class Conversion:
     except OSError as e:
       raise UserInputError(f"--output_file={output_file} cannot be written: "
                            f"{e.strerror or e}") from None
-    names = [file_io.basename(a)
-             for a in _copy_assets(self.saved_model, output_file)]
+    copied = _copy_assets(self.saved_model, output_file)
+    self.written = [output_file, *copied, description_path(output_file)]
+    names = [file_io.basename(a) for a in copied]
     # The SentencePiece model, or a WordPiece vocab (e.g. vocab_chinese.txt).
     vocab = [n for n in names if n.endswith(".model") or
              (n.endswith(".txt") and n != "labels.txt")]
@@ -265,3 +266,9 @@ class Conversion:
     file_io.write_atomic(description_path(output_file),
                          json.dumps(description, indent=2) + "\n")
     return description
+
+  def remove_written(self) -> None:
+    """Removes what `write` wrote (a failed check leaves nothing behind)."""
+    for path in getattr(self, "written", ()):
+      if file_io.exists(path):
+        file_io.remove(path)

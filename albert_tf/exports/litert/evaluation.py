@@ -106,19 +106,24 @@ def task_evaluation(runner: TextRunner, eval_data: str,
           np.array([task.labels.index(p) for p in predicted]) == labels))}
     return runner.classify_inputs(*texts), glue_accuracy
   if kind in ("squad", "squad_beam"):
+    # v2.0: the answer-class model, or a [CLS]-score model whose export
+    # recorded a null-odds threshold.
+    version_2 = (kind == "squad_beam" or
+                 runner.squad_settings.null_score_diff_threshold is not None)
     dataset = squad_examples.load_squad_json(eval_data)
     examples = squad_examples.read_squad_examples(
-        eval_data, is_training=False,
-        version_2_with_negative=kind == "squad_beam")
+        eval_data, is_training=False, version_2_with_negative=version_2)
 
     def squad_metric(r):
       predictions = r.squad_predictions(examples)
-      if kind == "squad_beam":
+      if version_2:
         result = squad_metrics.evaluate_v2(dataset, predictions)
       else:
         result = squad_metrics.evaluate_v1(dataset, predictions)
-      return {"exact_match": result.get("exact_match", result.get("exact")),
-              "f1": result["f1"]}
+      # The official scripts' names, as eval_results.json has them: v1.1
+      # exact_match, v2.0 exact.
+      name = "exact" if version_2 else "exact_match"
+      return {name: result[name], "f1": result["f1"]}
     return runner.squad_features(examples)[1], squad_metric
   if kind == "race":
     examples = race_examples.read_race_examples(eval_data, "dev")

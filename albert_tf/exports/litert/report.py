@@ -12,6 +12,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf.exports import options
 from albert_tf.exports.litert import evaluation as tflite_eval
 from albert_tf.exports.litert.converter import Conversion
@@ -44,9 +45,22 @@ def export_and_report(saved_model: str, output_file: str,
     with eval_data).
   """
   options.check_tflite_request(saved_model, output_file, seq_length,
-                               batch_size, quantize)
+                               batch_size, quantize, eval_data)
   conversion = Conversion(saved_model, seq_length, batch_size)
   description = conversion.write(output_file, quantize, do_lower_case)
+  try:
+    return _verify(conversion, description, output_file, quantize, eval_data,
+                   task_name, squad_settings, num_threads)
+  except UserInputError:  # e.g. --eval_data that does not fit the model
+    conversion.remove_written()
+    raise
+
+
+def _verify(conversion: Conversion, description: Dict, output_file: str,
+            quantize: str, eval_data: Optional[str], task_name: Optional[str],
+            squad_settings: SquadSettings, num_threads: int) -> Dict:
+  """Runs the written variant and the float model; export_and_report's
+  result."""
   spec = conversion.spec
   lines = [f"wrote {output_file}: {spec.kind}, quantize={quantize}, "
            f"{description['size_bytes'] / 1e6:.2f} MB, int32 inputs "

@@ -33,16 +33,33 @@ from data_pipeline.tasks.squad import features as squad_features
 from data_pipeline.tasks.squad import postprocess as squad_postprocess
 from data_pipeline.tokenization.factory import make_tokenizer
 
+# The official run_squad defaults.
+_SQUAD_DEFAULTS = dict(doc_stride=128, max_query_length=64, n_best_size=20,
+                       max_answer_length=30, null_score_diff_threshold=None)
+# Written beside a converted SQuAD model from the export's assets
+# (albert_tf.exports.serving.squad_export).
+SQUAD_SETTINGS_FILE = "squad_settings.json"
+
 
 @dataclasses.dataclass(frozen=True)
 class SquadSettings:
-  """SQuAD featurisation and post-processing (official defaults); use the
-  fine-tuning run's values."""
-  doc_stride: int = 128
-  max_query_length: int = 64
-  n_best_size: int = 20
-  max_answer_length: int = 30
+  """SQuAD featurisation and post-processing. A field left None takes the
+  fine-tuning run's value recorded with the export (squad_settings.json
+  beside the file), else the official default (`resolved`)."""
+  doc_stride: Optional[int] = None
+  max_query_length: Optional[int] = None
+  n_best_size: Optional[int] = None
+  max_answer_length: Optional[int] = None
   null_score_diff_threshold: Optional[float] = None
+
+  def resolved(self, asset_dir: str) -> "SquadSettings":
+    path = file_io.join(asset_dir, SQUAD_SETTINGS_FILE)
+    saved = (json.loads(file_io.read_text(path)) if file_io.exists(path)
+             else {})
+    return SquadSettings(**{
+        name: (value if value is not None
+               else saved.get(name, _SQUAD_DEFAULTS[name]))
+        for name, value in dataclasses.asdict(self).items()})
 
 
 def description_path(tflite_file: str) -> str:
@@ -80,7 +97,7 @@ class TextRunner:
     if description.get("labels_file"):
       self.labels = file_io.read_text(file_io.join(
           asset_dir, description["labels_file"])).splitlines()
-    self.squad_settings = squad_settings
+    self.squad_settings = squad_settings.resolved(asset_dir)
 
   @classmethod
   def from_file(cls, tflite_file: str, num_threads: int = 2,

@@ -32,6 +32,11 @@ its beam out; token_ids.py). For v2.0 another signature,
 `with_threshold`, also takes `null_score_diff_threshold` (float32 scalar)
 to trade answers for abstentions at serving time.
 
+The asset `squad_settings.json` records the fine-tuning values the graph
+was built with (doc_stride, max_query_length, n_best_size,
+max_answer_length, and for v2.0 null_score_diff_threshold), so a LiteRT
+file made from the export (tools.export_tflite) post-processes as it does.
+
 With a WordPiece vocabulary (`vocab_file`), step 1 is BERT's basic
 tokenization and WordPiece with offsets instead
 (squad_serving_wordpiece.WordPieceSquadServing); the rest is the same.
@@ -43,6 +48,7 @@ turns a character into a space next to another space (the Python path then falls
 back to an approximate alignment).
 """
 
+import json
 from typing import Optional, Sequence
 
 import tensorflow as tf
@@ -59,6 +65,9 @@ from albert_tf.exports.serving.squad_serving_wordpiece import (
 from data_pipeline.tokenization import (
   wordpiece_tokenizer as wordpiece_tokenization,
 )
+
+# The fine-tuning values an export answers with (litert.runner reads it).
+SQUAD_SETTINGS_FILE = "squad_settings.json"
 
 
 def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
@@ -106,8 +115,15 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
           model, tokens, *settings, length_buckets=length_buckets)
     return serving, _signatures(serving, version_2)
 
+  recorded = dict(doc_stride=doc_stride, max_query_length=max_query_length,
+                  n_best_size=n_best_size,
+                  max_answer_length=max_answer_length,
+                  null_score_diff_threshold=(settings[7] if version_2
+                                             else None))
   return atomic_export.save_serving_model(
       export_dir, spm_model_file or vocab_file, build, albert_config_file,
+      text_assets=[("squad_settings_file", SQUAD_SETTINGS_FILE,
+                    json.dumps(recorded, indent=2) + "\n")],
       vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
 
 

@@ -21,6 +21,7 @@ import tensorflow as tf
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import multi_worker
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
@@ -141,6 +142,7 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
   params = run.params
   task = glue_examples.get_task(options.task_name)
   task_settings.check_glue(options)
+  export_once.check_export_dir(options.export_dir, params.runtime.output_dir)
   if run.tokenizer is None:
     raise UserInputError("give --spm_model_file (SentencePiece) or "
                          "--vocab_file (WordPiece vocab.txt)")
@@ -153,14 +155,17 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
   runner = finetuning_runner.FinetuningRunner(
       run, build_glue_task(data, params.eval_batch_size))
   results = finetuning_runner.run_finetuning(params, runner.task, runner)
+  restored = ""
   if params.do_predict or options.export_dir:
-    runner.restore_best()
+    restored = runner.restore_best()
   predictions = {}
   if params.do_predict:
     predictions = predict_test(runner, data, params.eval_batch_size,
                                params.runtime.output_dir)
   if options.export_dir and multi_worker.writes_shared_outputs(params):
-    _export(runner, params, task, options.export_dir, data.buckets)
+    export_once.export_restored(
+        options.export_dir, params.runtime.output_dir, restored,
+        lambda folder: _export(runner, params, task, folder, data.buckets))
   return {"eval": results, "predictions": predictions,
           "export_dir": options.export_dir}
 

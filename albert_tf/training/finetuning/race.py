@@ -17,6 +17,7 @@ from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_common.errors import UserInputError
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.training import output_dir
+from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import multi_worker
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
@@ -81,7 +82,7 @@ def run_race(run: finetuning_params.PreparedOrParams,
   run = finetuning_params.prepared(run)
   params, tokenizer, export_dir = run.params, run.tokenizer, options.export_dir
   check_race(params, options)
-  finetuning_params.check_new_export_dir(export_dir)
+  export_once.check_export_dir(export_dir, params.runtime.output_dir)
   if tokenizer is None:
     raise UserInputError("give --spm_model_file (SentencePiece) or "
                          "--vocab_file (WordPiece vocab.txt)")
@@ -169,10 +170,12 @@ def _export(runner: finetuning_runner.FinetuningRunner,
   """The best checkpoint as a raw-text SavedModel
   (albert_tf.exports.serving.race)."""
   from albert_tf.exports.serving import race as race_export
-  runner.restore_best()
-  race_export.export_race(
-      runner.model, export_dir, params.spm_model_file,
-      params.max_seq_length, options.max_qa_length, params.do_lower_case,
-      file_io.join(params.runtime.output_dir, "albert_config.json"),
-      vocab_file=params.vocab_file, length_buckets=buckets)
+  restored = runner.restore_best()
+  export_once.export_restored(
+      export_dir, params.runtime.output_dir, restored,
+      lambda folder: race_export.export_race(
+          runner.model, folder, params.spm_model_file,
+          params.max_seq_length, options.max_qa_length, params.do_lower_case,
+          file_io.join(params.runtime.output_dir, "albert_config.json"),
+          vocab_file=params.vocab_file, length_buckets=buckets))
   logging.info("exported %s", export_dir)

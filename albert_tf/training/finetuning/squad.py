@@ -26,6 +26,7 @@ from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_common.errors import UserInputError
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
+from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import multi_worker
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
@@ -165,7 +166,7 @@ def run_squad(run: finetuning_params.PreparedOrParams,
   run = finetuning_params.prepared(run)
   params, tokenizer, export_dir = run.params, run.tokenizer, options.export_dir
   check_squad(params, options)
-  finetuning_params.check_new_export_dir(export_dir)
+  export_once.check_export_dir(export_dir, params.runtime.output_dir)
   if tokenizer is None:
     raise UserInputError("give --spm_model_file (SentencePiece) or "
                          "--vocab_file (WordPiece vocab.txt)")
@@ -252,16 +253,18 @@ def _export(runner, params, options: SquadOptions, export_dir: str,
   """The best checkpoint as a raw-text SavedModel
   (albert_tf.exports.serving.squad_export)."""
   from albert_tf.exports.serving import squad_export
-  runner.restore_best()
+  restored = runner.restore_best()
   threshold = _threshold(runner, options)  # the one predictions.json used
-  squad_export.export_squad(
-      runner.model, export_dir, params.spm_model_file, params.max_seq_length,
-      options.doc_stride, options.max_query_length, options.n_best_size,
-      options.max_answer_length, beam=options.beam,
-      version_2=options.version_2_with_negative, threshold=threshold,
-      do_lower_case=params.do_lower_case,
-      albert_config_file=file_io.join(params.runtime.output_dir,
-                                      "albert_config.json"),
-      vocab_file=params.vocab_file, length_buckets=buckets)
+  export_once.export_restored(
+      export_dir, params.runtime.output_dir, restored,
+      lambda folder: squad_export.export_squad(
+          runner.model, folder, params.spm_model_file, params.max_seq_length,
+          options.doc_stride, options.max_query_length, options.n_best_size,
+          options.max_answer_length, beam=options.beam,
+          version_2=options.version_2_with_negative, threshold=threshold,
+          do_lower_case=params.do_lower_case,
+          albert_config_file=file_io.join(params.runtime.output_dir,
+                                          "albert_config.json"),
+          vocab_file=params.vocab_file, length_buckets=buckets))
   logging.info("exported %s", export_dir)
 

@@ -277,11 +277,34 @@ def _corrupt_input_error(params: PretrainingParams,
       f"--eval_file={params.eval_file}: {_first_line(error)}")
 
 
+def finished_results(params: PretrainingParams) -> Optional[Dict[str, float]]:
+  """The results of a run in `output_dir` that already reached
+  num_train_steps ({} without an eval_file), or None when there is training
+  (or its final evaluation) left to do."""
+  latest = tf.train.latest_checkpoint(params.runtime.output_dir)
+  if _saved_optimizer_step(latest) < params.num_train_steps:
+    return None
+  path = file_io.join(params.runtime.output_dir, "eval_results.json")
+  if not file_io.exists(path):
+    return None if params.eval_file else {}
+  results = file_io.read_json_object(path, "the run's eval results")
+  return {k: float(v) for k, v in results.items() if k != "step"}
+
+
 def run_pretraining(run: Union[PretrainingParams, PreparedPretraining]
                    ) -> Dict[str, float]:
   """Trains to `num_train_steps` (resuming from `output_dir` if it holds a
   checkpoint), evaluating at each checkpoint; returns the last eval metrics
-  (empty without an eval_file). `run`: as build_pretraining's."""
+  (empty without an eval_file). A run already finished is not rebuilt: its
+  saved results are returned. `run`: as build_pretraining's."""
+  run = prepared(run)
+  done = finished_results(run.params)
+  if done is not None:
+    logging.info("--output_dir=%s holds the finished run (--num_train_steps="
+                 "%d); nothing to train. Its results: %s",
+                 run.params.runtime.output_dir, run.params.num_train_steps,
+                 done)
+    return done
   setup = build_pretraining(run)
   params = setup.params
   results = _train_and_evaluate(setup)

@@ -293,3 +293,57 @@ def test_race_runner_and_eval_data(exported, english_corpus, tmp_path):
   want_accuracy = float(np.mean(chosen == np.array(gold)))
   assert result["metrics"]["none"]["accuracy"] == pytest.approx(
       want_accuracy, abs=1e-9)
+
+
+def test_a_preprocessor_or_export_folder_names_the_encoder(exported):
+  root = exported["root"] / "encoder_export"
+  encoder = str(root / "encoder")
+  for given in (str(root / "preprocessor"), str(root)):
+    with pytest.raises(UserInputError, match=(
+        rf"--saved_model={given} is .*; pass {encoder}$")):
+      tflite.export_tflite(given, str(exported["root"] / "p.tflite"),
+                           seq_length=SEQ)
+  assert not os.path.exists(exported["root"] / "p.tflite")
+
+
+def test_eval_data_that_does_not_fit_leaves_nothing(exported, tmp_path):
+  from albert_tf.exports.litert import report
+  out = tmp_path / "out" / "m.tflite"
+  with pytest.raises(UserInputError,
+                     match=r"--eval_data=.*nowhere does not exist"):
+    report.export_and_report(exported["dirs"]["classifier"], str(out),
+                             seq_length=SEQ,
+                             eval_data=str(tmp_path / "nowhere"))
+  assert not out.parent.exists()
+  # Found only once the model is known: a GLUE model needs --task_name.
+  with pytest.raises(UserInputError, match="needs --task_name"):
+    report.export_and_report(exported["dirs"]["classifier"], str(out),
+                             seq_length=SEQ, eval_data=str(tmp_path))
+  assert os.listdir(out.parent) == []
+
+
+def test_squad_files_post_process_with_the_runs_settings(exported, tmp_path):
+  """The export records its fine-tuning values; the runner beside a
+  converted file takes them (the v2.0 threshold included) unless given."""
+  from albert_tf.exports.litert.runner import SquadSettings
+  from albert_tf.exports.litert.runner import TextRunner
+  with open(os.path.join(exported["dirs"]["squad_beam"], "assets",
+                         "squad_settings.json")) as f:
+    assert json.load(f) == {"doc_stride": 8, "max_query_length": 8,
+                            "n_best_size": 5, "max_answer_length": 6,
+                            "null_score_diff_threshold": 0.0}
+  out = str(tmp_path / "v2.tflite")
+  tflite.export_tflite(exported["dirs"]["squad_beam"], out, seq_length=SEQ)
+  assert TextRunner.from_file(out).squad_settings == SquadSettings(8, 8, 5, 6,
+                                                                   0.0)
+  given = TextRunner.from_file(out, squad_settings=SquadSettings(
+      doc_stride=4, null_score_diff_threshold=-1.5)).squad_settings
+  assert given == SquadSettings(4, 8, 5, 6, -1.5)
+  v1 = str(tmp_path / "v1.tflite")
+  tflite.export_tflite(exported["dirs"]["squad"], v1, seq_length=SEQ)
+  assert TextRunner.from_file(v1).squad_settings == SquadSettings(8, 8, 5, 6,
+                                                                  None)
+  # Without the file (an older export): the official defaults.
+  os.remove(tmp_path / "squad_settings.json")
+  assert TextRunner.from_file(v1).squad_settings == SquadSettings(
+      128, 64, 20, 30, None)

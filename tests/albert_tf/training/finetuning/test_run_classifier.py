@@ -153,10 +153,19 @@ def test_eval_only_run_uses_the_best_checkpoint(sst2_run):
       output_dir=out, spm_model_file=sst2_run["spm_model"],
       albert_config_file=os.path.join(out, "albert_config.json"),
       do_eval=True, max_seq_length=32, eval_batch_size=64)
+  # Rerun with the first run's --export_dir: its own export of the same
+  # best checkpoint, left as it is (a rerun of a finished command works).
+  saved_model = os.path.join(sst2_run["export_dir"], "saved_model.pb")
+  written = os.stat(saved_model).st_mtime_ns
   result = classifier_finetuning.run_classifier(
-      params, GlueOptions(task_name="SST-2", data_dir=sst2_run["data_dir"]))
+      params, GlueOptions(task_name="SST-2", data_dir=sst2_run["data_dir"],
+                          export_dir=sst2_run["export_dir"]))
   assert result["eval"]["step"] == best["step"]
   assert result["eval"]["accuracy"] == pytest.approx(best["accuracy"])
+  assert os.stat(saved_model).st_mtime_ns == written
+  with open(os.path.join(out, "export.json")) as f:
+    assert json.load(f) == {"export_dir": sst2_run["export_dir"],
+                            "checkpoint": f"ckpt-{best['step']}"}
 
 
 def test_cli_errors_are_one_line(tmp_path, spm_model):

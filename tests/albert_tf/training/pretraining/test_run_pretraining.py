@@ -78,6 +78,23 @@ def test_loss_falls_and_summaries_are_written(trained):
   assert kept == ["ckpt-0", "ckpt-20", "ckpt-40"]
 
 
+def test_rerun_of_a_finished_run_returns_its_results_without_building(
+    trained, monkeypatch):
+  """Nothing is rebuilt or restored (a restore without training left the
+  optimizer's slots unrestored and TensorFlow warned about each)."""
+  params, results = trained
+
+  def no_build(run):
+    raise AssertionError("a finished run was rebuilt")
+  monkeypatch.setattr(lib, "build_pretraining", no_build)
+  again = lib.run_pretraining(params)
+  assert again == pytest.approx(results, rel=1e-6)
+  assert set(again) == set(results)
+  # More steps asked for: the run goes on (and builds).
+  with pytest.raises(AssertionError, match="rebuilt"):
+    lib.run_pretraining(settings_fields.replace(params, num_train_steps=60))
+
+
 def _interrupted_at(source_dir, step, output_dir):
   """output_dir as a run of source_dir's params killed after ckpt-<step>:
   that checkpoint, recorded as the latest."""
