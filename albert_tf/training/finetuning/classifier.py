@@ -27,6 +27,7 @@ from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning import task as finetuning_task
 from albert_tf.training.finetuning import task_settings
+from data_pipeline.tasks import packing
 from data_pipeline.tasks.glue import examples as glue_examples
 from data_pipeline.tasks.glue import features as glue_features
 from data_pipeline.tasks.glue import metrics as glue_metrics
@@ -55,9 +56,27 @@ class GlueData:
   skip_malformed: bool = False
   # Length buckets (data_pipeline.tasks.length_buckets); () or one: unbucketed.
   buckets: Tuple[int, ...] = ()
+  # --pack_examples: training batches of packed rows
+  # (data_pipeline.tasks.packing), rows a multiple of `rows_multiple` (the
+  # replicas a batch is split over).
+  pack_examples: bool = False
+  rows_multiple: int = 1
 
   def __post_init__(self):
     self._cache = {}
+    self._plans = {}
+
+  def packing_plan(self, batch_size: int) -> packing.PackingPlan:
+    """The packed batches' shape for a global batch of `batch_size`
+    examples, from the training lengths (planned once, logged)."""
+    key = (batch_size, self.rows_multiple)
+    if key not in self._plans:
+      self._plans[key] = packing.plan(
+          self.features("train").lengths, batch_size, self.max_seq_length,
+          rows_multiple=self.rows_multiple)
+      logging.info("%s: --pack_examples: %s", self.task.name,
+                   self._plans[key].describe())
+    return self._plans[key]
 
   def features(self, split: str) -> glue_features.Features:
     if split not in self._cache:
@@ -71,10 +90,12 @@ class GlueData:
 
   def dataset(self, split: str, batch_size: int, is_training: bool = False,
               seed: Optional[int] = None) -> tf.data.Dataset:
+    plan = (self.packing_plan(batch_size)
+            if self.pack_examples and is_training else None)
     return glue_features.make_dataset(self.features(split), self.max_seq_length,
                              batch_size, is_training=is_training, seed=seed,
                              pad_id=self.tokenizer.pad_id,
-                             buckets=self.buckets)
+                             buckets=self.buckets, packing=plan)
 
 
 def build_glue_task(data: GlueData, eval_batch_size: int
@@ -103,7 +124,7 @@ def build_glue_task(data: GlueData, eval_batch_size: int
       train_dataset=lambda batch_size, seed: data.dataset(
           "train", batch_size, is_training=True, seed=seed),
       evaluate=evaluate, main_metric=task.main_metric,
-      length_buckets=data.buckets)
+      length_buckets=data.buckets, packed_training=data.pack_examples)
 
 
 def predict_test(runner: finetuning_runner.FinetuningRunner, data: GlueData,
@@ -147,13 +168,15 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
     raise UserInputError("give --spm_model_file (SentencePiece) or "
                          "--vocab_file (WordPiece vocab.txt)")
   data = GlueData(task, options.data_dir, run.tokenizer,
-                  params.max_seq_length, options.skip_malformed_rows)
+                  params.max_seq_length, options.skip_malformed_rows,
+                  pack_examples=params.pack_examples)
   split = _read_needed_splits(data, params)
   data.buckets = finetuning_params.run_length_buckets(
       params, (lambda: data.features(split).lengths) if split else None,
       split)
   runner = finetuning_runner.FinetuningRunner(
       run, build_glue_task(data, params.eval_batch_size))
+  data.rows_multiple = runner.strategy.num_replicas_in_sync
   results = finetuning_runner.run_finetuning(params, runner.task, runner)
   restored = ""
   if params.do_predict or options.export_dir:

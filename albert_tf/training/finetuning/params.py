@@ -125,6 +125,12 @@ class FinetuningParams(FlatConstructible):
   max_length_buckets: int = setting(
       4, "--length_buckets=auto chooses at most this many lengths (each a "
       "compiled step shape; keep it small on TPUs).")
+  pack_examples: bool = setting(
+      False, "Sentence-level classification (run_classifier): pack several "
+      "training examples into each row of --max_seq_length (own [CLS], "
+      "positions and attention each; logits as unpacked), about "
+      "--train_batch_size examples a step, one static shape. Evaluation "
+      "and prediction stay unpacked, in --length_buckets.")
 
 
 def validate_params(params: FinetuningParams,
@@ -156,6 +162,11 @@ def _check_actions_and_sources(params: FinetuningParams) -> None:
     raise UserInputError(f"--dtype must be one of {sorted(DTYPES)}, "
                          f"got {params.runtime.dtype!r}")
   check_seed(params.runtime.seed)
+  if params.pack_examples and params.init_savedmodel:
+    raise UserInputError("--pack_examples needs the encoder built here "
+                         "(--albert_config_file, --init_checkpoint): an "
+                         "exported encoder (--init_savedmodel) takes no "
+                         "[batch, seq, seq] attention mask")
   if params.init_savedmodel and params.runtime.dtype != "float32":
     raise UserInputError("--init_savedmodel runs in float32 (the exported "
                          "encoder's dtype); got "

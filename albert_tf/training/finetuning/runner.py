@@ -185,7 +185,8 @@ class FinetuningRunner:
         params.runtime.dtype)
     self.trainer = FinetuningTrainer(
         self.model, self.task.loss_fn, params.clip_norm,
-        per_shape_steps=len(self.task.length_buckets) > 1)
+        per_shape_steps=(len(self.task.length_buckets) > 1 and
+                         not self.task.packed_training))
     self.trainer.compile(optimizer=self.optimizer,
                          steps_per_execution=self.steps_per_execution,
                          jit_compile=params.runtime.jit_compile)
