@@ -41,6 +41,9 @@ class FinetuningTrainer(tf_keras.Model):
 
   def make_train_function(self, force=False):
     if not self.per_shape_steps:
+      if not self.optimizer_weights_built:
+        # Slots made before the first trace: one trace, not two.
+        bucketed_steps.build_optimizer_weights(self)
       return super().make_train_function(force)
     if self.train_function is None or force:
       self.train_function = bucketed_steps.per_shape_train_function(self)
