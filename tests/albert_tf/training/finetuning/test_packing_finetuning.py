@@ -18,7 +18,6 @@ from albert_tf.training.finetuning import classifier as classifier_finetuning
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning.model import FinetuningTrainer
-from albert_tf.training.finetuning.task_settings import GlueOptions
 from data_pipeline.tasks import packing
 from data_pipeline.tasks.glue import examples as glue_examples
 from data_pipeline.tasks.glue import metrics as glue_metrics
@@ -27,9 +26,7 @@ from tests.data_pipeline.tasks.test_length_buckets import _glue_data
 from tests.data_pipeline.tasks.test_length_buckets import _model_weights
 from tests.data_pipeline.tasks.test_length_buckets import _run
 from tests.data_pipeline.tasks.test_length_buckets import _short_params
-from tests.data_pipeline.tasks.test_length_buckets import (
-  glue_setup,  # noqa: F401 (fixture)
-)
+from tests.data_pipeline.tasks.test_length_buckets import glue_setup  # noqa: F401 (fixture)
 
 # --- the model: packed equals unpacked ---------------------------------------
 
