@@ -133,8 +133,9 @@ def batch_by_length(dataset, buckets: Sequence[int], batch_size: int,
   Args:
     dataset: unbatched tf.data.Dataset of feature dicts (with INPUT_MASK,
       int32 [seq] or [choices, seq]), or (features, labels) tuples. Every
-      tensor whose last dimension is max_seq_length (= buckets[-1]) is a
-      sequence and gets cut; other tensors (labels, positions) are kept.
+      feature whose last dimension is max_seq_length (= buckets[-1]) is a
+      sequence and gets cut; other features (positions) and the labels are
+      kept.
     buckets: increasing lengths ending with max_seq_length.
     batch_size: examples per batch; every batch comes from one bucket.
     drop_remainder: drop each bucket's last partial batch (training).
@@ -155,9 +156,14 @@ def batch_by_length(dataset, buckets: Sequence[int], batch_size: int,
 
   def reduce(bucket, window):
     length = boundaries[bucket]
-    return window.batch(batch_size, drop_remainder=drop_remainder).map(
-        lambda *batch: _cut(batch if len(batch) > 1 else batch[0], length,
-                            max_seq_length))
+
+    def cut(*batch):
+      # Only the features are cut: labels keep their shape (a multi-label
+      # target may have max_seq_length entries).
+      features = _cut(batch[0], length, max_seq_length)
+      return (features,) + batch[1:] if len(batch) > 1 else features
+
+    return window.batch(batch_size, drop_remainder=drop_remainder).map(cut)
 
   return dataset.group_by_window(key, reduce, window_size=batch_size)
 
