@@ -172,7 +172,7 @@ def _at_length(batch, length: int):
   return {k: fit(v) for k, v in features.items()}, labels
 
 
-# --- Hugging Face --------------------------------------------------------------
+# --- Hugging Face ------------------------------------------------------------
 
 
 def run_theirs(contender: str, task: str, size: str, batch: int, seq: int,
