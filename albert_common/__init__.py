@@ -10,4 +10,7 @@ names before TensorFlow's ~5 s import.
 - `run_constants`: the values a run's settings may take.
 - `encoder_inputs`: the names of the encoder's inputs (the TF Hub BERT
   interface), which the data pipeline writes and the networks read.
+
+May import: the standard library only (TensorFlow inside file_io's
+functions).
 """

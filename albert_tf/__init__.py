@@ -2,6 +2,10 @@
 
 Public names are imported lazily so that light modules (config) can be
 used without paying TensorFlow's import time.
+
+May import (the root modules config, optimization, parameters_and_flops,
+saved_model_inspection): albert_common. The subpackages' docstrings give
+theirs; tests/project/test_subpackage_graph.py holds the whole rule.
 """
 
 import importlib
@@ -18,6 +22,7 @@ _LAZY = {
     "AlbertSpanLabeler": "albert_tf.models.albert_span_labeler",
     "AlbertSquadV2": "albert_tf.models.albert_squad_v2",
     "AlbertMultipleChoice": "albert_tf.models.albert_multiple_choice",
+    "AlbertTokenClassifier": "albert_tf.models.albert_token_classifier",
     "UserInputError": "albert_common.errors",
     "load_weights_into": "albert_tf.checkpoints.converter",
 }

@@ -33,6 +33,8 @@ _KINDS = (
      "--export_dir)"),
     (("article", "options", "question"), "", "a fine-tuned RACE export "
      "(run_race --export_dir)"),
+    (("text",), "entity_label", "a fine-tuned NER export (run_ner "
+     "--export_dir)"),
 )
 
 

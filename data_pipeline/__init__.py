@@ -11,6 +11,8 @@
 Imports run one way: tasks -> pretraining -> corpora -> tokenization ->
 albert_common. data_pipeline never imports albert_tf
 (tests/project/test_packaging.py).
+
+May import: albert_common.
 """
 
 from albert_common import moved_modules

@@ -41,8 +41,8 @@ Wikipedia from wikiextractor --json, C4 or FineWeb:
     --output_file=data/train.tfrecord --num_output_shards=64 \
     --spm_model_file=30k-clean.model --min_document_sentences=2
 
-The same job on Apache Beam (same output bytes; see the README for Dataflow,
-Flink and Spark): add --runner and Beam's own pipeline options, e.g.
+The same job on Apache Beam (same output bytes; see docs/corpora-and-beam.md for
+Dataflow, Flink and Spark): add --runner and Beam's own pipeline options, e.g.
 
   python -m tools.create_pretraining_data ... \
     --runner=DirectRunner --direct_num_workers=2 \

@@ -5,16 +5,17 @@ r"""Convert an exported ALBERT SavedModel to a LiteRT (.tflite) file.
       --quantize=dynamic_int8 --eval_data=glue/SST-2 --task_name=SST-2
 
 converts the export's token-ids signature (the encoder of
-tools.export_savedmodel, or the --export_dir of run_classifier, run_squad
-or run_race) at a fixed --batch_size x --seq_length, with LiteRT built-in
-ops only (no Flex ops: stock Android, iOS and web runtimes run it). Inputs:
-int32 input_word_ids, input_mask, input_type_ids; outputs keep the
-SavedModel's names. Beside the file: the vocabulary (SentencePiece model),
-labels.txt, albert_config.json and <file>.json for the reference runner
-(albert_tf/exports/litert/runner.py). It then runs the file with
-ai_edge_litert's interpreter and prints the float model's difference from
-the SavedModel, a quantized model's top-class agreement with the float
-model, and with --eval_data each variant's dev metric.
+tools.export_savedmodel, or the --export_dir of run_classifier, run_squad,
+run_race or run_multiple_choice) at a fixed --batch_size x --seq_length,
+with LiteRT built-in ops only (no Flex ops: stock Android, iOS and web
+runtimes run it). Inputs: int32 input_word_ids, input_mask, input_type_ids;
+outputs keep the SavedModel's names. Beside the file: the vocabulary
+(SentencePiece model), labels.txt, albert_config.json and <file>.json for
+the reference runner (albert_tf/exports/litert/runner.py). It then runs the
+file with ai_edge_litert's interpreter and prints the float model's
+difference from the SavedModel, a quantized model's top-class agreement with
+the float model, and with --eval_data each variant's dev metric (a model of
+your own data: its dev file, read with the column flags of fine-tuning).
 """
 
 from albert_tf.exports.options import TfliteExportParams
@@ -34,6 +35,7 @@ def main(argv):
   options.check_tflite_request(params.saved_model, params.output_file,
                                params.seq_length, params.batch_size,
                                params.quantize, params.eval_data)
+  from albert_tf.exports.litert.evaluation import EvalColumns
   from albert_tf.exports.litert.report import export_and_report
   from albert_tf.exports.litert.runner import SquadSettings
   result = export_and_report(
@@ -42,7 +44,8 @@ def main(argv):
       params.eval_data, params.task_name,
       SquadSettings(params.doc_stride, params.max_query_length,
                     params.n_best_size, params.max_answer_length),
-      params.num_threads)
+      params.num_threads,
+      EvalColumns(params.eval_files, params.eval_text, params.eval_choices))
   print("\n".join(result["lines"]))
 
 

@@ -6,14 +6,18 @@
 `huggingface_reader`, `object_readers`), `name_tables` + `mapping` (the
 declarative name tables and their strict use), `model_variables`, `writers`,
 `weight_loading`; `configs` converts configs (albert_config.json, Hugging Face
-and keras-hub config.json), `keras_hub_preset` reads keras-hub presets and
-`keras_hub_preset_writer` writes them (`keras_hub_vocabulary`,
-`keras_hub_wordpiece` for their tokenizers); `conversion_params` holds the
-settings of tools.convert_checkpoint. `converter` is on top: no module of
-the package imports it.
+and keras-hub config.json); `keras_hub_presets/` reads and writes keras-hub
+presets; `wordpiece_files` / `sentencepiece_files` write the vocabulary with
+an output; `conversion_params` holds the settings of
+tools.convert_checkpoint. `converter` is on top: no module of the package
+imports it.
 
 The converter's names are imported lazily, so that `configs` (what the
 tools read before anything else) loads without TensorFlow.
+
+May import: albert_tf's models, networks, layers and root modules,
+data_pipeline.tokenization, albert_common (and albert_tf.keras3, inside
+the keras-hub preset functions).
 """
 
 import importlib

@@ -37,7 +37,9 @@ class ConversionParams(FlatConstructible):
       choices=INPUT_FORMATS)
   # "" (not None) for unset, as every tool that reads a vocabulary has it.
   spm_model_file: str = setting(
-      "", "SentencePiece model of the checkpoint; needed for "
+      "", "SentencePiece model of the checkpoint, written with the output: "
+      "beside an ours / official checkpoint, as spiece.model "
+      "(AlbertTokenizer) in a Hugging Face folder; needed for "
       "--output_format=keras_hub (the preset's tokenizer).")
   vocab_file: str = setting(
       "", "WordPiece vocab.txt of the checkpoint (the Chinese ALBERTs' "

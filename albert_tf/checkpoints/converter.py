@@ -48,6 +48,7 @@ from albert_common.errors import UserInputError
 from albert_common.run_constants import INPUT_FORMATS
 from albert_common.run_constants import OUTPUT_FORMATS
 from albert_tf.checkpoints import name_tables
+from albert_tf.checkpoints import sentencepiece_files
 from albert_tf.checkpoints import wordpiece_files
 from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
 from albert_tf.checkpoints.keras_hub_presets import (
@@ -149,6 +150,10 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     where += "; " + _write_vocabulary(tokens, output_format,
                                       output_checkpoint, vocab_file,
                                       do_lower_case, config)
+  if spm_model_file and output_format != "keras_hub":
+    where += "; " + _write_sentencepiece(spm_model_file, output_format,
+                                         output_checkpoint, do_lower_case,
+                                         config)
   heads = sorted(name_tables.heads_in(weights.arrays))
   return (f"converted {len(weights.arrays)} variables "
           f"(heads: {', '.join(heads) or 'none'}) from {weights.path} "
@@ -203,15 +208,30 @@ def _write_weights(weights, config: AlbertConfig, output_checkpoint: str,
   return where
 
 
+def _huggingface_folder(output_checkpoint: str) -> str:
+  return (file_io.dirname(output_checkpoint)
+          if output_checkpoint.endswith(".safetensors") else output_checkpoint)
+
+
+def _write_sentencepiece(spm_model_file: str, output_format: str,
+                         output_checkpoint: str, do_lower_case: bool,
+                         config: AlbertConfig) -> str:
+  """The SentencePiece model with the output; returns what was written."""
+  if output_format == "huggingface":
+    return sentencepiece_files.write_huggingface_tokenizer(
+        spm_model_file, _huggingface_folder(output_checkpoint),
+        do_lower_case, config.max_position_embeddings)
+  return sentencepiece_files.write_beside_checkpoint(spm_model_file,
+                                                     output_checkpoint)
+
+
 def _write_vocabulary(tokens, output_format: str, output_checkpoint: str,
                       vocab_file: str, do_lower_case: bool,
                       config: AlbertConfig) -> str:
   """The WordPiece vocabulary with the output; returns what was written."""
   if output_format == "huggingface":
-    folder = (file_io.dirname(output_checkpoint)
-              if output_checkpoint.endswith(".safetensors")
-              else output_checkpoint)
     return wordpiece_files.write_huggingface_tokenizer(
-        tokens, folder, do_lower_case, config.max_position_embeddings)
+        tokens, _huggingface_folder(output_checkpoint), do_lower_case,
+        config.max_position_embeddings)
   return wordpiece_files.write_beside_checkpoint(
       tokens, output_checkpoint, file_io.basename(vocab_file))

@@ -118,8 +118,9 @@ def write_ours(arrays: Dict[str, np.ndarray], config: AlbertConfig,
     model, root = AlbertPretrainer(encoder), "model"
   else:
     if heads:
-      logging.warning("only the %s head is present; writing the encoder "
-                      "alone (our pretrainer has both heads)", heads)
+      logging.warning("only the %s head is present: the checkpoint written "
+                      "holds the encoder without it (our pretrainer has both "
+                      "heads)", ", ".join(sorted(heads)))
     model, root = encoder, "encoder"
   variables = model_variables.canonical_variables(model)
   missing = sorted(set(variables) - set(arrays))

@@ -4,26 +4,25 @@
                    the TF Hub BERT/ALBERT interfaces (pretraining checkpoints)
   preprocessor.py  the raw strings -> encoder inputs model inside them
   endpoints.py     the one-argument endpoints Keras 3's TFSMLayer calls
-  classifier.py    `export_classifier`: a fine-tuned GLUE model, raw text in
-  squad_export.py  `export_squad`: a fine-tuned SQuAD model, raw strings in
-  squad_serving.py the in-graph pipeline inside it (SquadServing), with
-                   squad_serving_context (the context's pieces and their
-                   characters) and squad_serving_wordpiece (WordPiece)
-  race_serving.py  `export_race`: a fine-tuned RACE model, raw strings in
-  token_ids.py     the `token_ids` signature each of those carries too
-  tflite.py        `export_tflite`: a token-ids signature as a LiteRT file
-  litert.py        running one with ai_edge_litert's interpreter
-  tflite_runner.py raw text -> labels / answers with a LiteRT file
-  tflite_eval.py   parity, top-class agreement, task metrics of those files
-  tflite_report.py tools.export_tflite's run: convert, write, verify, report
+  token_ids.py     the `token_ids` signature every serving export carries
+  bucketing.py     serving with length buckets
   atomic_export.py build under a hidden name, publish atomically, assets
   options.py       checks of the export arguments (imports no TensorFlow)
   saved_model_loading.py  `load_saved_model`, `hub_layer`: reload any of
                    them
+  serving/         raw-text exports of fine-tuned models: `export_classifier`
+                   (GLUE), `export_squad` (with its in-graph pipeline),
+                   `export_race`, `export_ner` (entity spans of raw text;
+                   `load_ner` calls one from Python)
+  litert/          `export_tflite`: a token-ids signature as a LiteRT file,
+                   its interpreter, the raw-text runner, its checks
 
 The public functions are importable from here (`from albert_tf.exports
 import load_saved_model`); they load lazily, so `exports.options` stays
 TensorFlow-free.
+
+May import: albert_tf.checkpoints, models, networks, layers, the root
+modules, data_pipeline, albert_common.
 """
 
 import importlib
@@ -33,6 +32,8 @@ _LAZY = {
     "export_classifier": "albert_tf.exports.serving.classifier",
     "export_squad": "albert_tf.exports.serving.squad_export",
     "export_race": "albert_tf.exports.serving.race",
+    "export_ner": "albert_tf.exports.serving.ner_export",
+    "load_ner": "albert_tf.exports.serving.ner_export",
     "export_tflite": "albert_tf.exports.litert.converter",
     "load_saved_model": "albert_tf.exports.saved_model_loading",
     "hub_layer": "albert_tf.exports.saved_model_loading",

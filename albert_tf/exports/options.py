@@ -18,7 +18,10 @@ from albert_common.settings_fields import setting
 from albert_tf import saved_model_inspection as inspection
 from albert_tf.checkpoints import configs
 from albert_tf.config import AlbertConfig
+from data_pipeline.corpora.record_files import RecordFileOptions
 from data_pipeline.tasks import length_buckets as length_buckets_lib
+from data_pipeline.tasks.multiple_choice.examples import ChoiceColumns
+from data_pipeline.tasks.own_data.examples import TextColumns
 from data_pipeline.tokenization import factory as tokenizer_factory
 
 # --input_format values of an encoder export (checkpoint layouts).
@@ -83,7 +86,10 @@ class TfliteExportParams(FlatConstructible):
       True, "The tokenizer's (as at fine-tuning), for the runner.")
   eval_data: Optional[str] = setting(
       None, "Dev data to score each variant on: the GLUE task folder (with "
-      "--task_name), the SQuAD dev JSON or the RACE folder.")
+      "--task_name), the SQuAD dev JSON or the RACE folder; or, for a "
+      "model of your own data (run_classifier --train_file, "
+      "run_multiple_choice), a dev file of it (CSV, TSV, JSON lines, "
+      "Parquet; read with the column flags as in fine-tuning).")
   task_name: Optional[str] = setting(None, "GLUE task of --eval_data.")
   doc_stride: Optional[int] = setting(
       None, "SQuAD: unset, the fine-tuning run's (recorded in the export), "
@@ -95,6 +101,12 @@ class TfliteExportParams(FlatConstructible):
   max_answer_length: Optional[int] = setting(
       None, "SQuAD: unset, the fine-tuning run's, else 30.")
   num_threads: int = setting(2, "LiteRT interpreter threads.")
+  # An own-data --eval_data file: its format and columns, as fine-tuning's.
+  eval_files: RecordFileOptions = dataclasses.field(
+      default_factory=RecordFileOptions)
+  eval_text: TextColumns = dataclasses.field(default_factory=TextColumns)
+  eval_choices: ChoiceColumns = dataclasses.field(
+      default_factory=ChoiceColumns)
 
 
 def prepare_encoder_export(params: EncoderExportParams,

@@ -9,13 +9,16 @@ themselves can call it too.
 
 Outputs:
   classifier  `logits`, `probabilities` float32 [batch, C] (regression:
-              `predictions` float32 [batch]).
+              `predictions` float32 [batch]; multi-label: `probabilities`
+              are each label's sigmoid).
   SQuAD       `start_logits`, `end_logits` float32 [batch, seq]; the v2.0
               answer-class model also takes `p_mask` (int32 [batch, seq], 1
               where no answer may start or end) and gives its beam:
               `start_top_log_probs`, `start_top_index`, `end_top_log_probs`,
               `end_top_index` and `cls_logits`.
-  RACE        `logits`, `probabilities` float32 [batch, 4].
+  RACE        `logits`, `probabilities` float32 [batch, 4] (one's own
+              multiple choice: [batch, choices]).
+  NER         `tag_logits`, `tag_probabilities` float32 [batch, seq, tags].
 The encoder's `serving_default` already is a token-ids signature.
 """
 
@@ -59,9 +62,13 @@ def token_ids_signature(fn: Callable[[Dict[str, tf.Tensor]], Dict],
   return token_ids
 
 
-def classification_outputs(logits: tf.Tensor, regression: bool) -> Dict:
-  """logits float32 [batch, C] -> the classifier's numeric outputs."""
+def classification_outputs(logits: tf.Tensor, regression: bool,
+                           multi_label: bool = False) -> Dict:
+  """logits float32 [batch, C] -> the classifier's numeric outputs
+  (`probabilities`: softmax, or each label's sigmoid for multi_label)."""
   logits = tf.cast(logits, tf.float32)
   if regression:
     return dict(predictions=logits[:, 0])
+  if multi_label:
+    return dict(logits=logits, probabilities=tf.sigmoid(logits))
   return dict(logits=logits, probabilities=tf.nn.softmax(logits, axis=-1))

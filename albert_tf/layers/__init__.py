@@ -2,6 +2,8 @@
 
 `layers/` holds blocks, `networks/` the encoder built from them (not trained
 alone), `models/` the trainable models (pretrainer, fine-tuning models).
+
+May import: albert_tf's root modules, albert_common.
 """
 
 from albert_tf.layers.activations import get_activation
@@ -17,6 +19,7 @@ from albert_tf.layers.multiple_choice_head import MultipleChoiceHead
 from albert_tf.layers.sentence_order_head import SentenceOrderHead
 from albert_tf.layers.span_head import SpanHead
 from albert_tf.layers.squad_v2_head import SquadV2Head
+from albert_tf.layers.token_classification_head import TokenClassificationHead
 
 __all__ = [
     "get_activation",
@@ -32,4 +35,5 @@ __all__ = [
     "SentenceOrderHead",
     "SpanHead",
     "SquadV2Head",
+    "TokenClassificationHead",
 ]

@@ -1,4 +1,7 @@
-"""Networks: built from layers, not trained alone."""
+"""Networks: built from layers, not trained alone.
+
+May import: albert_tf.layers, the root modules, albert_common.
+"""
 
 from albert_tf.networks.albert_encoder import AlbertEncoder
 

@@ -7,6 +7,8 @@
   jsonl_corpus, parquet_corpus  the two document readers
   sentence_splitter the splitter the document formats use (blingfire)
   stdlib_corpus     Python's docstrings as a corpus for demos and tests
+  record_files      labelled records of CSV / TSV / JSON lines / Parquet
+                    files (fine-tuning on one's own data)
 
 May import: data_pipeline.tokenization, albert_common.
 """

@@ -3,6 +3,14 @@
   glue/            GLUE's TSVs
   squad/           SQuAD v1.1 / v2.0 JSON, windows, post-processing
   race/            RACE's folders
+  ner/             token classification: CoNLL, JSON lines, CLUENER; tag
+                   schemes, windows, seqeval metrics, entity spans
+  own_data/        one's own classification, regression and multi-label
+                   files (CSV, TSV, JSON lines, Parquet)
+  multiple_choice/ one's own multiple-choice files (JSON lines, SWAG's CSV)
+  text_pair_inputs `[CLS] a [SEP] (b [SEP])` packing and datasets (GLUE,
+                   own data)
+  choice_inputs    RACE's multiple-choice packing (RACE, own choices)
   length_buckets   batches padded to the smallest bucket that holds them,
                    shared by every task
   bucket_boundaries  --length_buckets=auto: boundaries fitted to the data

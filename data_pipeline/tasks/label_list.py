@@ -8,7 +8,9 @@ it back from there, so index i means the same label everywhere.
   {"task_type": "classification", "labels": ["billing", "shipping"]}
 
 task_type: "classification", "multi_label", "regression" (no labels) or
-"token_classification" (NER tags; `scheme` names the tag scheme).
+"token_classification" (NER tags; `scheme` names the tag scheme). A
+multi-label list also keeps its decision `threshold` (on each label's
+sigmoid probability), which the export applies too.
 """
 
 import dataclasses
@@ -31,10 +33,13 @@ class LabelList:
     labels: the names (empty for regression).
     scheme: token_classification's tag scheme ("IOB2", "IOB1", "IOBES"),
       else "".
+    threshold: multi_label's: a label is predicted when its probability
+      is above it (None for the other task types).
   """
   task_type: str
   labels: Tuple[str, ...] = ()
   scheme: str = ""
+  threshold: Optional[float] = None
 
   def __post_init__(self):
     if self.task_type not in TASK_TYPES:
@@ -45,9 +50,10 @@ class LabelList:
 
   @classmethod
   def from_training(cls, task_type: str, names: Iterable[str],
-                    scheme: str = "") -> "LabelList":
+                    scheme: str = "",
+                    threshold: Optional[float] = None) -> "LabelList":
     """The sorted distinct names seen in a training file."""
-    return cls(task_type, tuple(sorted(set(names))), scheme)
+    return cls(task_type, tuple(sorted(set(names))), scheme, threshold)
 
   @property
   def num_labels(self) -> int:
@@ -58,6 +64,8 @@ class LabelList:
     values = {"task_type": self.task_type, "labels": list(self.labels)}
     if self.scheme:
       values["scheme"] = self.scheme
+    if self.threshold is not None:
+      values["threshold"] = self.threshold
     return values
 
 
@@ -89,9 +97,13 @@ def read(folder: str) -> Optional[LabelList]:
     raise UserInputError(
         f"{path} is not a label list ({{\"task_type\": one of {TASK_TYPES}, "
         "\"labels\": [strings]}})")
+  threshold = values.get("threshold")
+  if threshold is not None and not isinstance(threshold, (int, float)):
+    raise UserInputError(f"{path}: threshold {threshold!r} is not a number")
   try:
     return LabelList(values["task_type"], tuple(labels),
-                     str(values.get("scheme", "")))
+                     str(values.get("scheme", "")),
+                     None if threshold is None else float(threshold))
   except ValueError as e:
     raise UserInputError(f"{path}: {e}") from e
 

@@ -155,6 +155,19 @@ def plan(lengths: Sequence[int], batch_size: int, max_seq_length: int,
                      int(sizes(batches).max()), padded)
 
 
+def cached_plan(cache: dict, lengths, batch_size: int, max_seq_length: int,
+                rows_multiple: int = 1) -> PackingPlan:
+  """`plan` of `lengths()` (a callable, read when first needed), kept in
+  `cache` per (batch_size, rows_multiple) and logged once."""
+  key = (batch_size, rows_multiple)
+  if key not in cache:
+    from absl import logging
+    cache[key] = plan(lengths(), batch_size, max_seq_length,
+                      rows_multiple=rows_multiple)
+    logging.info("--pack_examples: %s", cache[key].describe())
+  return cache[key]
+
+
 def _round_up(value: int, multiple: int) -> int:
   return -(-value // multiple) * multiple
 

@@ -1,5 +1,6 @@
-"""`--help` of every command-line tool: the flags the README uses for it, and
-the module docstring's usage example with its line breaks."""
+"""`--help` of every command-line tool: the flags the README and the docs
+pages use for it, and the module docstring's usage example with its line
+breaks."""
 
 import ast
 import concurrent.futures
@@ -17,15 +18,25 @@ TOOLS = sorted(
         os.path.join(ROOT, "tools", name), encoding="utf-8").read())
 
 
-def readme_flags():
+def documented_files():
+  """README.md and every page of the docs site."""
+  docs = os.path.join(ROOT, "docs")
+  return [os.path.join(ROOT, "README.md")] + sorted(
+      os.path.join(docs, name) for name in os.listdir(docs)
+      if name.endswith(".md"))
+
+
+def documented_flags():
   """{tool: set of flag names} of the `python -m tools.X` commands in the
-  README's ```sh blocks (continuation lines joined). Options after
-  `--runner` are Apache Beam's, passed through by create_pretraining_data
-  (its --help says so), not the tool's."""
-  with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
-    readme = f.read()
+  ```sh blocks of the README and the docs pages (continuation lines
+  joined). Options after `--runner` are Apache Beam's, passed through by
+  create_pretraining_data (its --help says so), not the tool's."""
+  blocks = []
+  for path in documented_files():
+    with open(path, encoding="utf-8") as f:
+      blocks += re.findall(r"```sh\n(.*?)```", f.read(), re.S)
   used = {}
-  for block in re.findall(r"```sh\n(.*?)```", readme, re.S):
+  for block in blocks:
     text = re.sub(r"\\\n", " ", block)
     for line in text.splitlines():
       line = line.split("#", 1)[0]
@@ -53,8 +64,8 @@ def helps():
     return dict(pool.map(run, TOOLS))
 
 
-def test_the_readme_uses_the_tools():
-  used = readme_flags()
+def test_the_docs_use_the_tools():
+  used = documented_flags()
   assert {"run_classifier", "run_squad", "run_race", "run_pretraining",
           "export_savedmodel", "convert_checkpoint", "train_sentencepiece",
           "create_pretraining_data", "export_tflite"} <= set(used)
@@ -63,10 +74,10 @@ def test_the_readme_uses_the_tools():
 
 
 @pytest.mark.parametrize("tool", TOOLS)
-def test_help_lists_the_readme_flags(helps, tool):
+def test_help_lists_the_documented_flags(helps, tool):
   shown = set(re.findall(r"^\s+--(?:\[no\])?(\w+)", helps[tool], re.M))
   expected = {name[2:] if name.startswith("no") and name[2:] in shown
-              else name for name in readme_flags().get(tool, ())}
+              else name for name in documented_flags().get(tool, ())}
   assert expected <= shown, sorted(expected - shown)
 
 

@@ -142,7 +142,7 @@ def test_installed_console_script_answers_help(wheel, tmp_path):
 def test_user_script_outside_the_checkout_imports_the_project(tmp_path):
   """`make venv` installs the project editable: a user's own script in any
   folder, run with .venv/bin/python, imports this checkout's packages (the
-  README's Keras 3 example included), with no PYTHONPATH."""
+  Keras 3 example of docs/export-and-keras.md included), with no PYTHONPATH."""
   venv_python = ROOT / ".venv" / "bin" / "python"
   assert venv_python.exists(), "run `make venv` (make test does)"
   script = tmp_path / "work" / "finetune.py"

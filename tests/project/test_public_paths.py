@@ -18,7 +18,7 @@ def test_public_names_import_from_their_documented_paths():
   assert albert_tf.AlbertConfig.__name__ == "AlbertConfig"
   for name in ("load_saved_model", "hub_layer", "export_savedmodel",
                "export_classifier", "export_squad", "export_race",
-               "export_tflite"):
+               "export_ner", "load_ner", "export_tflite"):
     assert callable(getattr(exports, name)), name
   from data_pipeline import tokenization
   from data_pipeline.tokenization import sentencepiece_tokenizer

@@ -127,9 +127,10 @@ def test_the_flag_table_lists_every_flag():
 
 
 def test_the_readme_flag_tables_are_generated_from_the_settings():
-  readme = (ROOT / "README.md").read_text()
+  """The tables on the docs site's Flags page (docs/flags.md)."""
+  page = (ROOT / "docs" / "flags.md").read_text()
   begin, end = "<!-- flag tables: begin -->\n", "<!-- flag tables: end -->"
-  section = readme[readme.index(begin) + len(begin):readme.index(end)]
+  section = page[page.index(begin) + len(begin):page.index(end)]
   assert section == settings_flags.readme_flag_tables()
 
 
@@ -147,15 +148,17 @@ def _calls(path, names):
 
 def test_pipeline_tools_define_no_flag_by_hand():
   """create_pretraining_data, split_sentences, run_pretraining,
-  run_classifier, run_squad, run_race, export_savedmodel, export_tflite,
-  model_summary, convert_checkpoint, train_sentencepiece, train_wordpiece:
-  every flag comes from a settings field; no DEFINE_* typed in the tool."""
+  run_classifier, run_squad, run_race, run_multiple_choice, run_ner,
+  export_savedmodel, export_tflite, model_summary, convert_checkpoint,
+  train_sentencepiece, train_wordpiece: every flag comes from a settings
+  field; no DEFINE_* typed in the tool."""
   definers = {"DEFINE_string", "DEFINE_integer", "DEFINE_float",
               "DEFINE_bool", "DEFINE_enum", "DEFINE_list"}
   for tool in ("create_pretraining_data", "split_sentences",
                "run_pretraining", "run_classifier", "run_squad", "run_race",
-               "export_savedmodel", "export_tflite", "model_summary",
-               "convert_checkpoint", "train_sentencepiece",
+               "run_multiple_choice", "run_ner", "export_savedmodel",
+               "export_tflite", "model_summary", "convert_checkpoint",
+               "train_sentencepiece",
                "train_wordpiece"):
     assert not list(_calls(ROOT / "tools" / f"{tool}.py", definers)), tool
 

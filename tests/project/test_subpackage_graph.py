@@ -19,7 +19,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 _DP = "data_pipeline"
 _TF = "albert_tf"
-_TASK_FOLDERS = {f"{_DP}.tasks.{t}" for t in ("glue", "squad", "race")}
+_TASK_FOLDERS = {f"{_DP}.tasks.{t}" for t in ("glue", "squad", "race", "ner",
+                                              "own_data", "multiple_choice")}
 _DATA = {f"{_DP}.tokenization", f"{_DP}.corpora", f"{_DP}.pretraining",
          f"{_DP}.tasks"} | _TASK_FOLDERS
 _MODEL = {_TF, f"{_TF}.layers", f"{_TF}.networks", f"{_TF}.models"}
@@ -156,3 +157,26 @@ def test_folder_size():
   tools = ROOT / "tools"
   assert all("cli.run(" in p.read_text() for p in tools.glob("*.py")
              if p.name != "__init__.py")
+
+
+def test_every_package_says_what_it_holds_and_may_import():
+  missing = []
+  for top in ("albert_common", _DP, _TF, "tools"):
+    for init in sorted((ROOT / top).rglob("__init__.py")):
+      doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+      if "May import" not in doc or len(doc.split("\n\n")[0]) < 20:
+        missing.append(str(init.relative_to(ROOT)))
+  assert not missing, missing
+
+
+def test_no_function_is_over_90_lines():
+  """Long functions are split by what they do (docstrings count)."""
+  long = []
+  for top in ("albert_common", _DP, _TF, "tools"):
+    for path in sorted((ROOT / top).rglob("*.py")):
+      for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+          length = node.end_lineno - node.lineno + 1
+          if length > 90:
+            long.append(f"{path.relative_to(ROOT)}:{node.name} ({length})")
+  assert not long, long

@@ -109,7 +109,8 @@ def tfsm_export(settings):
                                                before))
   out["num_trainable"] = len(encoder.trainable_weights)
 
-  # 5. The Keras bug the wrapper works around (recorded, for the README).
+  # 5. The Keras bug the wrapper works around (recorded, for the docs page
+  # export-and-keras.md).
   bug = keras.Model(symbolic, keras.layers.Dense(2)(
       keras.layers.TFSMLayer(encoder_path)(symbolic)["pooled_output"]))
   bug.compile(optimizer=keras.optimizers.Adam(1e-3),

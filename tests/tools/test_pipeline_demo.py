@@ -2,12 +2,18 @@
 demo with a WordPiece vocabulary."""
 
 import collections
+import json
+import os
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
 
 from data_pipeline.pretraining import tfrecord_schema
 from tools.support import pipeline_demo
+
+ROOT = os.path.abspath(os.path.join(__file__, "../../.."))
 
 
 def test_split_corpus_by_document(english_corpus, tmp_path):
@@ -50,9 +56,10 @@ def test_heldout_baselines_match_a_direct_count(pretraining_records):
 
 
 @pytest.mark.slow
-def test_demo_runs_with_a_wordpiece_vocabulary(tmp_path):
+def test_demo_runs_with_a_wordpiece_vocabulary(tmp_path, capsys):
   """`tools.demo --tokenizer=wordpiece`: every stage takes the vocab.txt it
-  learns, and the exported preprocessor tokenizes with it in-graph."""
+  learns, the exported preprocessor tokenizes with it in-graph, and the
+  fine-tuning command the summary suggests runs as printed."""
   from albert_tf.config import AlbertConfig
   from data_pipeline.tokenization.wordpiece_tokenizer import WordPieceTokenizer
   settings = pipeline_demo.DemoSettings(
@@ -63,12 +70,34 @@ def test_demo_runs_with_a_wordpiece_vocabulary(tmp_path):
                          num_hidden_layers=2, num_attention_heads=4,
                          intermediate_size=64, max_position_embeddings=32))
   metrics = pipeline_demo.run_demo(settings)
-  assert 0 <= metrics["mlm_accuracy"] <= 1 and 0 <= metrics["sop_accuracy"]
+  with open(tmp_path / "demo" / "pretraining" / "eval_results.json") as f:
+    saved = json.load(f)
+  assert metrics["mlm_accuracy"] == pytest.approx(saved["mlm_accuracy"])
+  assert metrics["sop_accuracy"] == pytest.approx(saved["sop_accuracy"])
+  assert metrics["sop_baseline"] == pytest.approx(
+      pipeline_demo.heldout_baselines(
+          str(tmp_path / "demo" / "data" / "heldout.tfrecord"), 32, 5)["sop"])
+  printed = capsys.readouterr().out
+  command = printed.split("next: ")[1].split("\n", 2)[2].split("=" * 72)[0]
+  command = command.replace("\\\n", " ").split()
+  assert command[:3] == ["python", "-m", "tools.run_classifier"]
+  work = tmp_path / "mine"
+  work.mkdir()
+  for name, n in (("train.csv", 48), ("dev.csv", 16)):
+    rows = [f"{'good' if i % 2 else 'bad'} attribute value {i},"
+            f"{'yes' if i % 2 else 'no'}" for i in range(n)]
+    (work / name).write_text("text,label\n" + "\n".join(rows) + "\n")
+  done = subprocess.run(
+      [sys.executable, *command[1:], "--train_step=4", "--warmup_step=1",
+       "--save_checkpoints_steps=4"], cwd=work, capture_output=True,
+      text=True, timeout=600, env=dict(os.environ, PYTHONPATH=ROOT))
+  assert done.returncode == 0, done.stderr[-3000:]
+  with open(work / "runs" / "mine" / "eval_results.json") as f:
+    assert json.load(f)["step"] == 4
   vocab = str(tmp_path / "demo" / "vocab" / "vocab.txt")
   tokens = open(vocab, encoding="utf-8").read().split("\n")[:-1]
   assert tokens[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-  assert not (tmp_path / "demo" / "spm").exists() or not any(
-      (tmp_path / "demo" / "spm").iterdir())
+  assert not (tmp_path / "demo" / "spm").exists()  # no empty folder
   preprocessor = tf.saved_model.load(
       str(tmp_path / "demo" / "savedmodel" / "preprocessor"))
   text = "Return the value of the named attribute, e.g. 3.5 times."

@@ -105,7 +105,8 @@ def run_demo(settings: DemoSettings) -> Dict[str, float]:
   started = _stage(6, "SavedModel export (TF Hub encoder + preprocessor)")
   export_dir = _export(settings, paths)
   _done(started, export_dir or "skipped")
-  _print_summary(metrics, paths, export_dir)
+  _print_summary(metrics, paths, export_dir, _vocabulary(settings, paths),
+                 settings.max_seq_length)
   return metrics
 
 
@@ -125,7 +126,7 @@ def _demo_paths(output_dir: str) -> Dict[str, str]:
                config=join(out, "albert_config.json"),
                run=join(out, "pretraining"),
                export=join(out, "savedmodel"))
-  for key in ("corpus", "spm", "vocab", "train"):
+  for key in ("corpus", "train"):  # the vocabulary's: by its own stage
     file_io.makedirs(file_io.dirname(paths[key]))
   return paths
 
@@ -157,12 +158,14 @@ def _train_vocabulary(settings: DemoSettings, paths: Dict[str, str]) -> None:
   if settings.tokenizer == "wordpiece":
     from data_pipeline.tokenization import wordpiece_trainer
     started = _stage(2, "WordPiece vocabulary (BERT's vocab.txt layout)")
+    file_io.makedirs(file_io.dirname(paths["vocab"]))
     if not file_io.exists(paths["vocab"]):
       wordpiece_trainer.train_wordpiece(paths["train_text"], paths["vocab"],
                                         vocab_size=settings.vocab_size)
     _done(started, f"at most {settings.vocab_size} pieces: {paths['vocab']}")
     return
   started = _stage(2, "SentencePiece model (ALBERT recipe)")
+  file_io.makedirs(file_io.dirname(paths["spm"]))
   if not file_io.exists(paths["spm"] + ".model"):
     sentencepiece_trainer.train_sentencepiece(
         paths["train_text"], paths["spm"], vocab_size=settings.vocab_size,
@@ -233,8 +236,20 @@ def _evaluate_heldout(settings: DemoSettings, paths: Dict[str, str],
   return metrics
 
 
+def _shown(path: str) -> str:
+  """A local path relative to the working folder when it is inside it."""
+  if file_io.is_remote(path):
+    return path
+  relative = os.path.relpath(path)
+  return path if relative.startswith("..") else relative
+
+
 def _print_summary(metrics: Dict[str, float], paths: Dict[str, str],
-                   export_dir: Optional[str]) -> None:
+                   export_dir: Optional[str],
+                   vocabulary: Dict[str, Optional[str]],
+                   max_seq_length: int) -> None:
+  paths = {k: _shown(v) for k, v in paths.items()}
+  export_dir = export_dir and _shown(export_dir)
   print("\n" + "=" * 72)
   print(f"held-out MLM accuracy  {metrics['mlm_accuracy']:7.1%}   (most "
         f"frequent token: {metrics['mlm_baseline']:.1%})")
@@ -247,6 +262,14 @@ def _print_summary(metrics: Dict[str, float], paths: Dict[str, str],
           f"{export_dir}/preprocessor")
   print(f"open TensorBoard       .venv/bin/tensorboard --logdir "
         f"{paths['run']}")
+  flag, path = next((f"--{k}", _shown(v)) for k, v in vocabulary.items() if v)
+  print("next: fine-tune it on your own labelled file (CSV, TSV, JSON lines "
+        "or Parquet;\n      docs/finetuning.md, \"Your own data\"):")
+  print(f"  python -m tools.run_classifier --train_file=train.csv "
+        f"--dev_file=dev.csv \\\n      --init_checkpoint={paths['run']} "
+        f"--albert_config_file={paths['config']} \\\n      {flag}={path} "
+        f"--max_seq_length={max_seq_length} --output_dir=runs/mine "
+        "--do_train --do_eval")
   print("=" * 72)
   logging.info("demo metrics: %s", metrics)
 

@@ -11,7 +11,7 @@ albert_common.settings_fields), so none is typed twice:
 
 `read_settings` is the only place that reads `FLAGS`; the library receives
 the settings object and never sees a flag. `flag_table` renders a class's
-flags as the Markdown table the README shows.
+flags as the Markdown tables docs/flags.md shows.
 """
 
 import sys
@@ -111,7 +111,7 @@ def read_settings(settings_class, recipe: Optional[Mapping] = None,
 
 def flag_table(*settings_classes) -> str:
   """A Markdown table of the flags of `settings_classes` (name, default,
-  help), as the README lists them."""
+  help), as docs/flags.md lists them."""
   rows = ["| flag | default | what it sets |", "| --- | --- | --- |"]
   for settings_class in settings_classes:
     for field in settings_fields.leaf_fields(settings_class):
@@ -119,20 +119,29 @@ def flag_table(*settings_classes) -> str:
                  "task recipe" if field.recipe else repr(field.default))
       choices = (f" One of: {', '.join(field.choices)}." if field.choices
                  else "")
-      rows.append(f"| `--{field.name}` | {default} | {field.help}{choices} |")
+      rows.append(f"| `--{field.name}` | {_cell(default)} | "
+                  f"{_cell(field.help + choices)} |")
   return "\n".join(rows)
 
 
+def _cell(text: str) -> str:
+  """Text a Markdown table cell shows as written: "|" would end the cell,
+  "<pad>" would be read as an HTML tag."""
+  return text.replace("|", "\\|").replace("<", "&lt;")
+
+
 def readme_flag_tables() -> str:
-  """The README's section "Flags of the pipeline tools", generated here:
-  `python -c "from tools import settings_flags as s;
+  """docs/flags.md's tables, generated here:
+  `python -c "from tools.support import settings_flags as s;
   print(s.readme_flag_tables())"` (tests/project/test_settings_flags.py keeps
-  the README equal to it)."""
+  the page equal to it)."""
   from albert_tf import parameters_and_flops
   from albert_tf.checkpoints import conversion_params
   from albert_tf.exports import options
   from albert_tf.exports import options as export_options
   from albert_tf.training import runtime_params
+  from albert_tf.training.finetuning import ner_settings
+  from albert_tf.training.finetuning import own_data_settings
   from albert_tf.training.finetuning import params as finetuning_params
   from albert_tf.training.finetuning import task_settings
   from albert_tf.training.pretraining import params as pretraining_params
@@ -147,11 +156,18 @@ def readme_flag_tables() -> str:
        (runtime_params.RuntimeParams,)),
       ("run_pretraining (`PretrainingParams`)",
        (pretraining_params.PretrainingParams,)),
-      ("run_classifier, run_squad, run_race (`FinetuningParams`)",
-       (finetuning_params.FinetuningParams,)),
+      ("run_classifier, run_squad, run_race, run_multiple_choice, run_ner "
+       "(`FinetuningParams`)", (finetuning_params.FinetuningParams,)),
       ("run_classifier (`GlueOptions`)", (task_settings.GlueOptions,)),
+      ("run_classifier on your own files (`OwnDataOptions`, with its "
+       "`RecordFileOptions` and `TextColumns`)",
+       (own_data_settings.OwnDataOptions,)),
       ("run_squad (`SquadOptions`)", (task_settings.SquadOptions,)),
       ("run_race (`RaceOptions`)", (task_settings.RaceOptions,)),
+      ("run_multiple_choice (`MultipleChoiceOptions`, with its "
+       "`RecordFileOptions` and `ChoiceColumns`)",
+       (own_data_settings.MultipleChoiceOptions,)),
+      ("run_ner (`NerOptions`)", (ner_settings.NerOptions,)),
       ("export_savedmodel (`EncoderExportParams`)",
        (export_options.EncoderExportParams,)),
       ("train_sentencepiece (`SentencePieceTrainingParams`)",

@@ -2,7 +2,7 @@
 
 `export_tflite(saved_model, output_file, ...)` converts an export's token-ids
 signature (the encoder's `serving_default`; the `token_ids` signature of the
-GLUE, SQuAD and RACE exports, see token_ids.py) at a fixed batch size and
+GLUE, SQuAD, RACE and NER exports, see token_ids.py) at a fixed batch size and
 sequence length:
 
   inputs   int32 `input_word_ids`, `input_mask`, `input_type_ids`
@@ -11,7 +11,8 @@ sequence length:
   outputs  the SavedModel's names: `pooled_output` [batch, H] and
            `sequence_output` [batch, seq, H] (encoder); `logits`,
            `probabilities` (GLUE, RACE; `predictions` for regression);
-           `start_logits`, `end_logits` (SQuAD; the v2.0 beam outputs)
+           `start_logits`, `end_logits` (SQuAD; the v2.0 beam outputs);
+           `tag_logits`, `tag_probabilities` [batch, seq, tags] (NER)
 
 in one signature, `serving_default`. Only LiteRT built-in ops are allowed (no
 Flex / select-TF ops), so the stock runtimes of Android, iOS and the web run
@@ -23,9 +24,10 @@ file is about parameters x bytes per weight (position embeddings beyond
 seq_length are dropped) plus the op graph.
 
 Beside the file the export's assets are copied (the vocabulary: the
-SentencePiece model or a WordPiece vocab; `labels.txt`; `albert_config.json`)
+SentencePiece model or a WordPiece vocab; `labels.txt`; `albert_config.json`;
+an own-data model's `labels.json`)
 and `<output_file minus .tflite>.json` describes the model for
-tflite_runner.py (the raw-text reference runner).
+litert/runner.py (the raw-text reference runner).
 """
 
 import dataclasses
@@ -42,6 +44,7 @@ from albert_tf.exports import options
 from albert_tf.exports import token_ids
 from albert_tf.exports.litert.runner import description_path
 from albert_tf.exports.saved_model_loading import load_saved_model
+from data_pipeline.tasks import label_list as label_list_lib
 
 # The encoder's serving_default outputs kept (the rest repeat them per layer).
 ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
@@ -52,8 +55,10 @@ class ModelSpec:
   """What a token-ids signature is, for the converter and the runner.
 
   Attributes:
-    kind: "encoder", "classifier", "regression", "squad", "squad_beam" or
-      "race".
+    kind: "encoder", "classifier", "multi_label" (a classifier of one's
+      own data with sigmoid probabilities: its labels.json says so),
+      "regression", "squad", "squad_beam", "race" (any multiple choice) or
+      "token_classification".
     input_names: the int32 inputs, in order.
     input_shape: of each input, e.g. [1, 128] or [1, 4, 128].
     output_names: the outputs kept, sorted.
@@ -103,6 +108,8 @@ def model_spec(function, batch_size: int, seq_length: int) -> ModelSpec:
     kind = "squad"
   elif "predictions" in outputs:
     kind = "regression"
+  elif "tag_logits" in outputs:
+    kind = "token_classification"
   else:
     kind = "race" if choices else "classifier"
   return ModelSpec(kind, names, (batch_size, *choices, seq_length),
@@ -218,6 +225,10 @@ class Conversion:
     if positions is not None:
       options.check_tflite_seq_length(seq_length, positions)
     self.spec = model_spec(self.function, batch_size, seq_length)
+    saved = label_list_lib.read(file_io.join(saved_model, "assets"))
+    if (self.spec.kind == "classifier" and saved is not None and
+        saved.task_type == "multi_label"):
+      self.spec = dataclasses.replace(self.spec, kind="multi_label")
     self.concrete_function = fixed_shape_function(self.function, self.spec)
     self._flatbuffers = {}
 
@@ -262,6 +273,8 @@ class Conversion:
         outputs=list(self.spec.output_names), quantize=quantize,
         do_lower_case=do_lower_case, vocab_file=vocab[0] if vocab else None,
         labels_file="labels.txt" if "labels.txt" in names else None,
+        label_list_file=(label_list_lib.FILE_NAME
+                         if label_list_lib.FILE_NAME in names else None),
         size_bytes=len(flatbuffer))
     file_io.write_atomic(description_path(output_file),
                          json.dumps(description, indent=2) + "\n")

@@ -30,7 +30,9 @@ def export_and_report(saved_model: str, output_file: str,
                       eval_data: Optional[str] = None,
                       task_name: Optional[str] = None,
                       squad_settings: SquadSettings = SquadSettings(),
-                      num_threads: int = 2) -> Dict:
+                      num_threads: int = 2,
+                      eval_columns: tflite_eval.EvalColumns = (
+                          tflite_eval.EvalColumns())) -> Dict:
   """Writes `output_file` as tflite.export_tflite and checks it.
 
   Args:
@@ -38,6 +40,7 @@ def export_and_report(saved_model: str, output_file: str,
     eval_data, task_name: the task's dev data (tflite_eval.task_evaluation).
     squad_settings: the fine-tuning run's SQuAD values.
     num_threads: the interpreter's.
+    eval_columns: how an own-data eval_data file is read.
 
   Returns:
     dict: `lines` (the report), `description`, `max_difference`,
@@ -50,7 +53,7 @@ def export_and_report(saved_model: str, output_file: str,
   description = conversion.write(output_file, quantize, do_lower_case)
   try:
     return _verify(conversion, description, output_file, quantize, eval_data,
-                   task_name, squad_settings, num_threads)
+                   task_name, squad_settings, num_threads, eval_columns)
   except UserInputError:  # e.g. --eval_data that does not fit the model
     conversion.remove_written()
     raise
@@ -58,7 +61,8 @@ def export_and_report(saved_model: str, output_file: str,
 
 def _verify(conversion: Conversion, description: Dict, output_file: str,
             quantize: str, eval_data: Optional[str], task_name: Optional[str],
-            squad_settings: SquadSettings, num_threads: int) -> Dict:
+            squad_settings: SquadSettings, num_threads: int,
+            eval_columns: tflite_eval.EvalColumns) -> Dict:
   """Runs the written variant and the float model; export_and_report's
   result."""
   spec = conversion.spec
@@ -74,7 +78,7 @@ def _verify(conversion: Conversion, description: Dict, output_file: str,
     runner = TextRunner(models["none"], description, asset_dir,
                         squad_settings)
     inputs, metric = tflite_eval.task_evaluation(runner, eval_data,
-                                                 task_name)
+                                                 task_name, eval_columns)
     where = f"the {len(next(iter(inputs.values())))} inputs of {eval_data}"
   else:
     vocab_size = conversion.loaded_vocab_size()

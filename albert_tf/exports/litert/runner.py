@@ -12,6 +12,12 @@ context). Imports no TensorFlow.
   runner.classify(["a fine film"])             # -> ["1"]
   runner.answer(["who?"], ["... context ..."])  # SQuAD -> ["answer text"]
   runner.choose(articles, questions, options)   # RACE -> ["B", ...]
+  runner.predict_labels(["my ticket"])         # own data -> ["billing"]
+  runner.choose_index(contexts, questions, choices)  # own choices -> [2]
+
+An own-data model (labels.json beside the file) predicts label names
+(classification), tuples of names above the threshold (multi_label) or
+scores (regression).
 """
 
 import dataclasses
@@ -24,6 +30,8 @@ from albert_common import file_io
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_common.errors import UserInputError
 from albert_tf.exports.litert.interpreter import LiteRTModel
+from data_pipeline.tasks import choice_inputs
+from data_pipeline.tasks import label_list as label_list_lib
 from data_pipeline.tasks.glue import examples as glue_examples
 from data_pipeline.tasks.glue import features as glue_features
 from data_pipeline.tasks.race import examples as race_examples
@@ -84,6 +92,7 @@ class TextRunner:
     self.model = model
     self.kind = description["kind"]
     self.seq_length = description["input_shape"][-1]
+    self.input_shape = tuple(description["input_shape"])
     vocab = description.get("vocab_file")
     if not vocab:
       raise UserInputError("the reference runner needs the vocabulary (a "
@@ -97,6 +106,10 @@ class TextRunner:
     if description.get("labels_file"):
       self.labels = file_io.read_text(file_io.join(
           asset_dir, description["labels_file"])).splitlines()
+    self.label_list = None
+    if description.get("label_list_file"):
+      self.label_list = label_list_lib.read(asset_dir)
+      self.labels = list(self.label_list.labels)
     self.squad_settings = squad_settings.resolved(asset_dir)
 
   @classmethod
@@ -126,10 +139,25 @@ class TextRunner:
 
   def classify(self, text_a: Sequence[str],
                text_b: Optional[Sequence[str]] = None) -> List[str]:
-    """Label names (regression: the predicted values as strings)."""
+    """Label names (regression: the predicted values as strings;
+    multi_label: the names above the threshold joined with "|")."""
+    predicted = self.predict_labels(text_a, text_b)
+    return [("|".join(p) if isinstance(p, tuple) else str(p))
+            for p in predicted]
+
+  def predict_labels(self, text_a: Sequence[str],
+                     text_b: Optional[Sequence[str]] = None) -> List:
+    """Per text: its label name, the tuple of names above the threshold
+    (multi_label) or its score (float; regression)."""
     outputs = self.model(self.classify_inputs(text_a, text_b))
     if "predictions" in outputs:
-      return [str(v) for v in outputs["predictions"]]
+      return [float(v) for v in outputs["predictions"]]
+    if self.label_list is not None and \
+        self.label_list.task_type == "multi_label":
+      threshold = self.label_list.threshold
+      threshold = 0.5 if threshold is None else threshold
+      return [tuple(n for n, p in zip(self.labels, row) if p > threshold)
+              for row in outputs["probabilities"]]
     return [self.labels[i] for i in np.argmax(outputs["logits"], -1)]
 
   # --- SQuAD -----------------------------------------------------------------
@@ -188,6 +216,23 @@ class TextRunner:
         examples, self.tokenizer, self.seq_length,
         min(max_qa_length, self.seq_length - 3))
     return {name: arrays[name] for name in ENCODER_INPUT_NAMES}
+
+  def choice_inputs(self, contexts: Sequence[str], questions: Sequence[str],
+                    choices: Sequence[Sequence[str]],
+                    max_qa_length: int = 128) -> Dict[str, np.ndarray]:
+    """int32 [n, choices, seq] inputs of one's own multiple-choice
+    questions (fine-tuning's packing)."""
+    return choice_inputs.pack_choices(
+        self.tokenizer, contexts, questions, choices, self.seq_length,
+        min(max_qa_length, self.seq_length - 3))
+
+  def choose_index(self, contexts: Sequence[str], questions: Sequence[str],
+                   choices: Sequence[Sequence[str]],
+                   max_qa_length: int = 128) -> List[int]:
+    """The index of the chosen choice of each question."""
+    logits = self.model(self.choice_inputs(contexts, questions, choices,
+                                           max_qa_length))["logits"]
+    return [int(i) for i in np.argmax(logits, -1)]
 
   def choose(self, articles: Sequence[str], questions: Sequence[str],
              options: Sequence[Sequence[str]],

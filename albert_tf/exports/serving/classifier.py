@@ -7,19 +7,32 @@ packing `[CLS] a [SEP] (b [SEP])` with the official pair truncation, the
 encoder and the classification head.
 
 Signature inputs: `sentences` (one-segment tasks) or `text_a`, `text_b`
-(pair tasks). Outputs, classification: `probabilities` float32 [batch, C],
-`logits` float32 [batch, C], `label_ids` int32 [batch], `labels` tf.string
-[batch] (label names); regression (STS-B): `predictions` float32 [batch].
+(pair tasks). Outputs of a GLUE model, classification: `probabilities`
+float32 [batch, C], `logits` float32 [batch, C], `label_ids` int32 [batch],
+`labels` tf.string [batch] (label names); regression (STS-B): `predictions`
+float32 [batch].
+
+Outputs of a model of one's own data (`label_list` given,
+data_pipeline.tasks.label_list), names in the list's order:
+  classification  `label` tf.string [batch] (the most probable name),
+                  `probabilities` float32 [batch, C] (softmax), `logits`
+  multi_label     `labels` tf.string [batch, C]: each label's name where
+                  its probability is above the list's threshold, "" where
+                  not (a dense tensor; keep the non-empty ones),
+                  `probabilities` float32 [batch, C] (sigmoid), `logits`
+  regression      `score` float32 [batch]
 
 Signature `token_ids` (for on-device runtimes, see token_ids.py): int32
 [batch, seq] `input_word_ids`, `input_mask`, `input_type_ids` -> `logits`
 and `probabilities` (regression: `predictions`).
 
-Assets: the SentencePiece model, `albert_config.json` and `labels.txt`.
+Assets: the SentencePiece model, `albert_config.json`, `labels.txt` and
+(own data) `labels.json`.
 Load with `albert_tf.exports.load_saved_model(path)` (it registers the
 tensorflow-text ops) and call `.signatures["serving_default"]`.
 """
 
+import json
 from typing import Optional, Sequence, Tuple
 
 import tensorflow as tf
@@ -30,6 +43,8 @@ from albert_tf.exports import token_ids
 from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.exports.options import check_export_dir_free
 from albert_tf.exports.preprocessor import build_preprocessor
+from data_pipeline.tasks import label_list as label_list_lib
+from data_pipeline.tasks.label_list import LabelList
 
 
 class _ClassifierServing(tf.Module):
@@ -37,8 +52,10 @@ class _ClassifierServing(tf.Module):
 
   def __init__(self, model: tf_keras.Model, preprocessor: tf_keras.Model,
                labels: Optional[Sequence[str]],
-               length_buckets: Tuple[int, ...] = ()):
+               length_buckets: Tuple[int, ...] = (),
+               label_list: Optional[LabelList] = None):
     super().__init__(name="classifier_serving")
+    self.label_list = label_list
     self.length_buckets = tuple(length_buckets)
     self.model = model
     self.preprocessor = preprocessor
@@ -49,7 +66,13 @@ class _ClassifierServing(tf.Module):
   def classify_ids(self, inputs):
     """Encoder inputs (int32 [batch, seq]) -> logits and probabilities."""
     logits = self.model(inputs, training=False)["logits"]
-    return token_ids.classification_outputs(logits, self.labels is None)
+    return token_ids.classification_outputs(
+        logits, self.labels is None, multi_label=self._task_type ==
+        "multi_label")
+
+  @property
+  def _task_type(self) -> Optional[str]:
+    return self.label_list.task_type if self.label_list else None
 
   def classify(self, segments):
     tokens = [self.preprocessor.tokenize(s) for s in segments]
@@ -57,12 +80,29 @@ class _ClassifierServing(tf.Module):
     inputs = self.preprocessor.bert_pack_inputs.__call__(tokens)
     inputs = cut_to_bucket(inputs, self.length_buckets)
     logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
+    if self.label_list is not None:
+      return self._named_outputs(logits)
     if self.labels is None:
       return dict(predictions=logits[:, 0])
     label_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
     return dict(logits=logits, probabilities=tf.nn.softmax(logits, axis=-1),
                 label_ids=label_ids,
                 labels=tf.gather(self.label_table, label_ids))
+
+  def _named_outputs(self, logits):
+    """One's own data: names, not indices (module docstring)."""
+    if self._task_type == "regression":
+      return dict(score=logits[:, 0])
+    if self._task_type == "multi_label":
+      probabilities = tf.sigmoid(logits)
+      threshold = (0.5 if self.label_list.threshold is None
+                   else self.label_list.threshold)
+      names = tf.broadcast_to(self.label_table[None, :], tf.shape(logits))
+      chosen = tf.where(probabilities > threshold, names, "")
+      return dict(labels=chosen, probabilities=probabilities, logits=logits)
+    label_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    return dict(label=tf.gather(self.label_table, label_ids),
+                probabilities=tf.nn.softmax(logits, axis=-1), logits=logits)
 
 
 def export_classifier(model: tf_keras.Model, export_dir: str,
@@ -71,7 +111,8 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
                       do_lower_case: bool = True,
                       albert_config_file: str = "",
                       vocab_file: str = "",
-                      length_buckets: Sequence[int] = ()) -> str:
+                      length_buckets: Sequence[int] = (),
+                      label_list: Optional[LabelList] = None) -> str:
   """Writes the serving SavedModel of a fine-tuned classifier.
 
   Args:
@@ -89,6 +130,9 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
     length_buckets: increasing lengths ending with seq_length: a request
       runs at the smallest that holds its longest example
       (albert_tf.exports.bucketing); () or one: always seq_length.
+    label_list: a model of one's own data: its labels (their order =
+      `labels`), task type and threshold; the outputs are named (module
+      docstring) and the list is kept as the asset labels.json.
 
   Returns:
     export_dir.
@@ -98,13 +142,20 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
     raise ValueError(f"num_segments must be 1 or 2, got {num_segments}")
   labels_text = ("\n".join(labels) + "\n" if labels is not None
                  else "<regression>\n")
+  text_assets = [("labels_file", "labels.txt", labels_text)]
+  if label_list is not None:
+    if list(label_list.labels) != list(labels or ()):
+      raise ValueError(f"labels {labels} differ from the label list's "
+                       f"{label_list.labels}")
+    text_assets.append(("label_list_file", label_list_lib.FILE_NAME,
+                        json.dumps(label_list.to_dict(), indent=2) + "\n"))
 
   def build(vocab_copy):
     preprocessor = build_preprocessor(
         vocab_copy if spm_model_file else None, do_lower_case, seq_length,
         vocab_file=None if spm_model_file else vocab_copy)
     serving = _ClassifierServing(model, preprocessor, labels,
-                                 tuple(length_buckets))
+                                 tuple(length_buckets), label_list)
     return serving, {
         "serving_default": _signature(serving, num_segments),
         token_ids.TOKEN_IDS: token_ids.token_ids_signature(
@@ -112,7 +163,7 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
 
   return atomic_export.save_serving_model(
       export_dir, spm_model_file or vocab_file, build, albert_config_file,
-      text_assets=[("labels_file", "labels.txt", labels_text)],
+      text_assets=text_assets,
       vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
 
 

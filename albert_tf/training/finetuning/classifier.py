@@ -69,14 +69,9 @@ class GlueData:
   def packing_plan(self, batch_size: int) -> packing.PackingPlan:
     """The packed batches' shape for a global batch of `batch_size`
     examples, from the training lengths (planned once, logged)."""
-    key = (batch_size, self.rows_multiple)
-    if key not in self._plans:
-      self._plans[key] = packing.plan(
-          self.features("train").lengths, batch_size, self.max_seq_length,
-          rows_multiple=self.rows_multiple)
-      logging.info("%s: --pack_examples: %s", self.task.name,
-                   self._plans[key].describe())
-    return self._plans[key]
+    return packing.cached_plan(
+        self._plans, lambda: self.features("train").lengths, batch_size,
+        self.max_seq_length, self.rows_multiple)
 
   def features(self, split: str) -> glue_features.Features:
     if split not in self._cache:

@@ -71,8 +71,12 @@ class FinetuningTrainer(tf_keras.Model):
       scaled = mixed_precision.scaled_loss(self.optimizer, replica_loss)
     variables = self.model.trainable_variables
     grads = tape.gradient(scaled, variables)
-    norm = gradient_update.apply_clipped_gradients(self.optimizer, grads,
-                                               variables, self.clip_norm)
+    # A variable the task's outputs do not use (a span model's pooler) has
+    # no gradient: it is left out, as the optimizer would (and warn).
+    used = [i for i, g in enumerate(grads) if g is not None]
+    norm = gradient_update.apply_clipped_gradients(
+        self.optimizer, [grads[i] for i in used], [variables[i] for i in used],
+        self.clip_norm)
     self.loss_tracker.update_state(loss)
     return {"loss": self.loss_tracker.result(), "step_loss": loss,
             "gradient_norm": norm,

@@ -15,6 +15,7 @@ from typing import (
   Any,
   Callable,
   Collection,
+  Dict,
   Mapping,
   Optional,
   Sequence,
@@ -68,7 +69,8 @@ class FinetuningParams(FlatConstructible):
       "", "An exported encoder SavedModel (<export_dir>/encoder of "
       "tools.export_savedmodel), fine-tuned as a trainable hub.KerasLayer.")
   spm_model_file: str = setting(
-      "", "SentencePiece model the encoder was trained with.")
+      "", "SentencePiece model the encoder was trained with (optional with "
+      "--init_savedmodel: its assets hold the vocabulary).")
   vocab_file: str = setting(
       "", "WordPiece vocab.txt the encoder was trained with (the Chinese "
       "ALBERTs' vocab_chinese.txt), used when --spm_model_file is not given "
@@ -343,7 +345,13 @@ def prepare(params: FinetuningParams,
 
 
 def _resolve_vocabulary(params: FinetuningParams) -> FinetuningParams:
-  """One vocabulary, by the official precedence (--spm_model_file first)."""
+  """One vocabulary, by the official precedence (--spm_model_file first);
+  with --init_savedmodel and neither, the one in the export's assets."""
+  if not (params.spm_model_file or params.vocab_file) and (
+      params.init_savedmodel):
+    _check_paths_exist(params)  # a wrong folder is named before anything
+    params = settings_fields.replace(
+        params, **_savedmodel_vocabulary(params.init_savedmodel))
   if not (params.spm_model_file or params.vocab_file):
     raise UserInputError("give --spm_model_file (SentencePiece) or "
                          "--vocab_file (WordPiece vocab.txt)")
@@ -352,6 +360,20 @@ def _resolve_vocabulary(params: FinetuningParams) -> FinetuningParams:
       params.spm_model_file or None, params.vocab_file or None)
   return settings_fields.replace(params, spm_model_file=spm_model_file or "",
                                  vocab_file=vocab_file or "")
+
+
+def _savedmodel_vocabulary(path: str) -> Dict[str, str]:
+  """{"spm_model_file" or "vocab_file": the vocabulary in an encoder
+  export's assets} (tools.export_savedmodel copies it there), or {}."""
+  assets = file_io.join(path, "assets")
+  names = file_io.listdir(assets) if file_io.isdir(assets) else []
+  for suffix, name in ((".model", "spm_model_file"), (".txt", "vocab_file")):
+    found = sorted(n for n in names if n.endswith(suffix))
+    if len(found) == 1:
+      logging.info("--%s=%s (from --init_savedmodel)", name,
+                   file_io.join(assets, found[0]))
+      return {name: file_io.join(assets, found[0])}
+  return {}
 
 
 # What the library's entry points take: prepared settings, or plain ones

@@ -54,15 +54,15 @@ TASK_DEFAULTS: Dict[str, Dict] = {
 class GlueOptions(FlatConstructible):
   """GLUE-specific settings (each leaf field is the flag of its name)."""
 
-  task_name: str = setting(
-      help="GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE or "
-      "WNLI.")
+  task_name: Optional[str] = setting(
+      None, "GLUE task: CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE or "
+      "WNLI (or give your own --train_file / --dev_file / --test_file).")
   data_dir: str = setting(
       "", "Directory with the task's GLUE TSV files (train.tsv, dev.tsv, "
       "test.tsv, ...).")
   export_dir: str = setting(
       "", "If set, export the best checkpoint as a SavedModel whose "
-      "serving_default takes raw strings.")
+      "serving_default takes raw strings and returns the labels.")
   skip_malformed_rows: bool = setting(
       False, "Skip TSV rows with a wrong column count or label (with a "
       "warning) instead of failing.")
@@ -76,6 +76,10 @@ def task_defaults(task_name: str) -> Dict:
 def check_glue(options: GlueOptions) -> Dict:
   """The task's run_glue.sh recipe; UserInputError for an unknown task or a
   --data_dir that is not a directory."""
+  if not options.task_name:
+    raise UserInputError("give --task_name and --data_dir (a GLUE task), or "
+                         "--train_file / --dev_file / --test_file (your own "
+                         "data)")
   task = glue_examples.get_task(options.task_name)
   if not options.data_dir:
     raise UserInputError("--data_dir is required")

@@ -39,7 +39,9 @@ class PretrainingParams(FlatConstructible):
   albert_config_file: str = setting(help="albert_config.json.")
   eval_file: str = setting("", "Held-out TFRecords for evaluation.")
   init_checkpoint: str = setting(
-      "", "Warm-start weights (our checkpoint or a directory of them). "
+      "", "Warm-start weights: our checkpoint (prefix or directory), a "
+      "released google-research/albert TF1 checkpoint, Hugging Face "
+      "model.safetensors (file or folder) or a Model Garden checkpoint. "
       "Ignored when --output_dir already has one.")
   train_batch_size: int = setting(4096, "Global training batch size.")
   eval_batch_size: int = setting(64, "Global evaluation batch size.")

@@ -1,1 +1,5 @@
-"""GLUE: examples (the task table and TSV readers), features, metrics."""
+"""GLUE: examples (the task table and TSV readers), features, metrics.
+
+May import: data_pipeline.tasks, pretraining, corpora, tokenization,
+albert_common.
+"""

@@ -1,100 +1,38 @@
 """GLUE Examples -> packed token ids -> tf.data of encoder inputs.
 
-Features follow the official ALBERT `classifier_utils`: `[CLS] a [SEP]` or
-`[CLS] a [SEP] b [SEP]` (type ids 0 for `[CLS] a [SEP]`, 1 for `b [SEP]`),
-pairs truncated by `truncate_seq_pair` (drop the last token of the longer
-segment, `b` on ties), padded with the `<pad>` id to `max_seq_length`.
+The packing (`[CLS] a [SEP] (b [SEP])`, the official pair truncation) and
+the datasets are data_pipeline.tasks.text_pair_inputs', shared with one's
+own files; here the GLUE labels become indices.
 """
 
-import dataclasses
-from typing import Dict, List, Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from albert_common.encoder_inputs import INPUT_MASK
-from albert_common.encoder_inputs import INPUT_TYPE_IDS
-from albert_common.encoder_inputs import INPUT_WORD_IDS
-from albert_common.errors import UserInputError
-from data_pipeline.tasks import length_buckets
-from data_pipeline.tasks import packing as packing_lib
 from data_pipeline.tasks.glue.examples import Example
 from data_pipeline.tasks.glue.examples import GlueTask
+from data_pipeline.tasks.text_pair_inputs import Features
+from data_pipeline.tasks.text_pair_inputs import make_dataset
+from data_pipeline.tasks.text_pair_inputs import pack_texts
+from data_pipeline.tasks.text_pair_inputs import truncate_seq_pair
 
-
-def truncate_seq_pair(tokens_a: List[int], tokens_b: List[int],
-                      max_length: int) -> None:
-  """In place: drop the last token of the longer list (b on ties) until the
-  total fits (official `_truncate_seq_pair`)."""
-  while len(tokens_a) + len(tokens_b) > max_length:
-    if len(tokens_a) > len(tokens_b):
-      tokens_a.pop()
-    else:
-      tokens_b.pop()
-
-
-@dataclasses.dataclass
-class Features:
-  """Packed token ids of N examples, unpadded (padding happens in tf.data).
-
-  Attributes:
-    token_ids: int32 [sum of lengths], `[CLS] a [SEP] (b [SEP])` per example.
-    lengths: int32 [N], tokens per example (<= max_seq_length).
-    segment_a_lengths: int32 [N], length of `[CLS] a [SEP]`.
-    labels: int32 [N] label index, float32 [N] (regression), or None (test).
-    guids: list of str.
-  """
-
-  token_ids: np.ndarray
-  lengths: np.ndarray
-  segment_a_lengths: np.ndarray
-  labels: Optional[np.ndarray]
-  guids: List[str]
-
-  def __len__(self) -> int:
-    return len(self.lengths)
-
-  def padded(self, max_seq_length: int, pad_id: int = 0
-            ) -> Dict[str, np.ndarray]:
-    """Encoder inputs as int32 numpy arrays [N, max_seq_length]."""
-    n = len(self)
-    positions = np.arange(max_seq_length)[None, :]
-    mask = positions < self.lengths[:, None]
-    ids = np.full((n, max_seq_length), pad_id, np.int32)
-    ids[mask] = self.token_ids
-    type_ids = (positions >= self.segment_a_lengths[:, None]) & mask
-    return {INPUT_WORD_IDS: ids, INPUT_MASK: mask.astype(np.int32),
-            INPUT_TYPE_IDS: type_ids.astype(np.int32)}
+__all__ = ["Features", "featurize", "make_dataset", "truncate_seq_pair"]
 
 
 def featurize(task: GlueTask, examples: Sequence[Example], tokenizer,
               max_seq_length: int) -> Features:
-  """Tokenizes and packs examples (see module docstring).
+  """Tokenizes and packs examples (text_pair_inputs.pack_texts).
 
   Args:
     task: GlueTask (labels to indices).
     examples: from read_examples.
-    tokenizer:
-    data_pipeline.tokenization.sentencepiece_tokenizer.SentencePieceTokenizer.
+    tokenizer: a SentencePieceTokenizer or WordPieceTokenizer.
     max_seq_length: int >= 3 (>= 5 for pairs).
   """
   pair = task.num_segments == 2
-  if max_seq_length < (5 if pair else 3):
-    raise UserInputError(f"--max_seq_length={max_seq_length} is too short")
-  cls_id, sep_id = tokenizer.cls_id, tokenizer.sep_id
-  tokens_a = tokenizer.encode_batch([e.text_a for e in examples])
-  tokens_b = (tokenizer.encode_batch([e.text_b or "" for e in examples])
-              if pair else [[] for _ in examples])
-  packed, lengths, a_lengths = [], [], []
-  for a, b in zip(tokens_a, tokens_b):
-    if pair:
-      truncate_seq_pair(a, b, max_seq_length - 3)
-      ids = [cls_id] + a + [sep_id] + b + [sep_id]
-    else:
-      a = a[:max_seq_length - 2]
-      ids = [cls_id] + a + [sep_id]
-    packed.extend(ids)
-    lengths.append(len(ids))
-    a_lengths.append(len(a) + 2)
+  token_ids, lengths, a_lengths = pack_texts(
+      tokenizer, [e.text_a for e in examples],
+      [e.text_b or "" for e in examples] if pair else None, max_seq_length)
   labels = None
   if examples and examples[0].label is not None:
     if task.is_regression:
@@ -102,60 +40,6 @@ def featurize(task: GlueTask, examples: Sequence[Example], tokenizer,
     else:
       index = {name: i for i, name in enumerate(task.labels)}
       labels = np.array([index[e.label] for e in examples], np.int32)
-  return Features(token_ids=np.array(packed, np.int32),
-                  lengths=np.array(lengths, np.int32),
-                  segment_a_lengths=np.array(a_lengths, np.int32),
-                  labels=labels, guids=[e.guid for e in examples])
-
-
-def make_dataset(features: Features, max_seq_length: int, batch_size: int,
-                 is_training: bool = False, seed: Optional[int] = None,
-                 pad_id: int = 0, with_labels: Optional[bool] = None,
-                 buckets: Sequence[int] = (),
-                 packing: Optional[packing_lib.PackingPlan] = None):
-  """tf.data of encoder-input dicts (static shape [batch, max_seq_length]).
-
-  Training: (features, labels), repeated, shuffled, full batches only.
-  Otherwise: one pass in order; with labels (features, labels) if
-  `with_labels`, else feature dicts only (the default for prediction).
-  With more than one of `buckets` (data_pipeline.tasks.length_buckets), batches
-  are [batch, bucket] instead, and evaluation batches carry EXAMPLE_INDEX.
-  With `packing` (training only), batches are packed rows instead
-  (data_pipeline.tasks.packing; about batch_size examples each).
-  """
-  import tensorflow as tf
-  if with_labels is None:
-    with_labels = is_training
-  ragged = tf.RaggedTensor.from_row_lengths(features.token_ids,
-                                            features.lengths)
-  a_lengths = features.segment_a_lengths
-  if with_labels:
-    if features.labels is None:
-      raise ValueError("features have no labels")
-    dataset = tf.data.Dataset.from_tensor_slices(
-        (ragged, a_lengths, features.labels))
-  else:
-    dataset = tf.data.Dataset.from_tensor_slices((ragged, a_lengths))
-  if is_training:
-    dataset = dataset.repeat().shuffle(min(len(features), 100_000),
-                                       seed=seed)
-
-  def pack(ids, a_length, *label):
-    length = tf.shape(ids)[0]
-    word_ids = tf.pad(ids, [[0, max_seq_length - length]],
-                      constant_values=pad_id)
-    positions = tf.range(max_seq_length)
-    mask = tf.cast(positions < length, tf.int32)
-    type_ids = tf.cast(positions >= a_length, tf.int32) * mask
-    inputs = {INPUT_WORD_IDS: tf.ensure_shape(word_ids, [max_seq_length]),
-              INPUT_MASK: mask, INPUT_TYPE_IDS: type_ids}
-    return (inputs, label[0]) if label else inputs
-
-  dataset = dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
-  if packing is not None and is_training:
-    return packing_lib.packed_batches(dataset, packing, pad_id).prefetch(
-        tf.data.AUTOTUNE)
-  dataset = length_buckets.batch(
-      dataset, buckets, batch_size, drop_remainder=is_training,
-      keep_order=not is_training and not with_labels)
-  return dataset.prefetch(tf.data.AUTOTUNE)
+  return Features(token_ids=token_ids, lengths=lengths,
+                  segment_a_lengths=a_lengths, labels=labels,
+                  guids=[e.guid for e in examples])

@@ -1,1 +1,5 @@
-"""RACE: examples (the released folder layout) and features (packing)."""
+"""RACE: examples (the released folder layout) and features (packing).
+
+May import: data_pipeline.tasks, pretraining, corpora, tokenization,
+albert_common.
+"""

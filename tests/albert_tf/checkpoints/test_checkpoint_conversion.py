@@ -553,3 +553,53 @@ def test_garden_checkpoint_with_other_config_fails(tmp_path, tiny_config):
   with pytest.raises(UserInputError, match="one shared transformer block"):
     converter.load_weights_into(
         AlbertEncoder(_config(tiny_config, num_hidden_groups=2)), path)
+
+
+def test_spm_model_file_goes_with_every_output(tmp_path, spm_model,
+                                               multilingual_lines):
+  """--spm_model_file: beside an ours / official checkpoint, and as the
+  spiece.model + AlbertTokenizer config of a Hugging Face folder, which
+  transformers' AutoTokenizer loads as Hugging Face's own ALBERTs (before,
+  the folder had no tokenizer and AutoTokenizer gave <unk> for every word)."""
+  from transformers import AutoTokenizer
+
+  from albert_tf.config import AlbertConfig
+  from data_pipeline.tokenization.sentencepiece_tokenizer import (
+    SentencePieceTokenizer,
+  )
+  config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=64)
+  model = AlbertPretrainer(AlbertEncoder(config))
+  ours = str(tmp_path / "ours" / "ckpt")
+  tf.train.Checkpoint(model=model).write(ours)
+  line = converter.convert_checkpoint(config, ours, str(tmp_path / "hf"),
+                                      "huggingface",
+                                      spm_model_file=spm_model)
+  assert line.endswith("; spiece.model (AlbertTokenizer) (huggingface)")
+  for fmt in ("official", "ours"):
+    prefix = str(tmp_path / fmt / "model.ckpt")
+    converter.convert_checkpoint(config, ours, prefix, fmt,
+                                 spm_model_file=spm_model)
+    with open(tmp_path / fmt / "albert_2k.model", "rb") as f, open(
+        spm_model, "rb") as g:
+      assert f.read() == g.read()
+
+  theirs = AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
+  tokenizer = SentencePieceTokenizer(spm_model, do_lower_case=True)
+  assert len(theirs) == 2000
+  assert (theirs.cls_token_id, theirs.sep_token_id, theirs.pad_token_id,
+          theirs.mask_token_id) == (tokenizer.cls_id, tokenizer.sep_id,
+                                    tokenizer.pad_id, tokenizer.mask_id)
+  lines = [t for t in multilingual_lines if t.strip()]
+  differ = [t for t in lines if theirs(t)["input_ids"] != (
+      [tokenizer.cls_id] + tokenizer.encode(t) + [tokenizer.sep_id])]
+  # Where transformers' AlbertTokenizer and the official rules part: the
+  # digit-comma split, "-" and "." before letters or digits, a literal
+  # "[CLS]", control characters, "…" before a quote.
+  assert len(lines) == 28 and len(differ) == 5, differ
+  assert "numbers 3.14159 1,000,000 $100 50% #hashtag @user a^b `tick` " \
+      "~tilde" in differ
+  assert theirs("The quick brown fox jumps over the lazy dog.")[
+      "input_ids"] == [tokenizer.cls_id] + tokenizer.encode(
+          "The quick brown fox jumps over the lazy dog.") + [tokenizer.sep_id]

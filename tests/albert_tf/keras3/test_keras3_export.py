@@ -97,6 +97,7 @@ def test_finetuning_with_adam_changes_encoder_and_loss_falls(keras3_results):
 
 def test_plain_tfsmlayer_with_adam_hits_the_documented_keras_bug(
     keras3_results):
-  """The README names this Keras bug; if Keras fixes it, update the README."""
+  """docs/export-and-keras.md names this Keras bug; if Keras fixes it,
+  update that page."""
   error = keras3_results["result"]["plain_tfsm_adam_error"]
   assert error is not None and "not a valid scope name" in error, error

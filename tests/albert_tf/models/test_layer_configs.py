@@ -36,11 +36,13 @@ from albert_tf.layers.multiple_choice_head import MultipleChoiceHead
 from albert_tf.layers.sentence_order_head import SentenceOrderHead
 from albert_tf.layers.span_head import SpanHead
 from albert_tf.layers.squad_v2_head import SquadV2Head
+from albert_tf.layers.token_classification_head import TokenClassificationHead
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
+from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
 from albert_tf.networks.albert_encoder import AlbertEncoder
 
 B, S, H = 2, 6, 16  # batch, sequence, hidden width
@@ -119,6 +121,9 @@ CASES = {
         lambda layer: (layer(HIDDEN, P_MASK, training=False),
                        layer(HIDDEN, P_MASK, start_positions=np.array([1, 3]),
                              training=False))),
+    TokenClassificationHead: (
+        dict(num_classes=5, dropout_rate=0.2, initializer_range=0.05),
+        lambda layer: layer(HIDDEN, training=False)),
     AlbertEncoder: (
         dict(config=_encoder_config),
         lambda layer: (layer(ENCODER_INPUTS, training=False),
@@ -152,6 +157,10 @@ CASES = {
                        layer(dict(ENCODER_INPUTS, p_mask=P_MASK,
                                   start_positions=np.array([1, 2])),
                              training=False))),
+    AlbertTokenClassifier: (
+        dict(encoder=lambda: AlbertEncoder(_encoder_config()), num_classes=5,
+             dropout_rate=0.2, initializer_range=0.07),
+        lambda layer: layer(ENCODER_INPUTS, training=False)),
 }
 
 

@@ -1,4 +1,5 @@
-"""The README's Wikipedia recipe on a small hand-written MediaWiki dump:
+"""The Wikipedia recipe of docs/corpora-and-beam.md (its command block is
+marked as tested by this test) on a small hand-written MediaWiki dump:
 wikiextractor --json, then create_pretraining_data --input_format=jsonl."""
 
 import bz2

@@ -129,3 +129,34 @@ def test_the_tools_give_one_line(fake_exports, tmp_path, tool):
   assert lines[0] == (
       f"error: --init_savedmodel={fake_exports[given]} " +
       expected.replace("{export/encoder}", fake_exports["export/encoder"]))
+
+
+def test_the_vocabulary_comes_from_the_export(fake_exports, tmp_path,
+                                              spm_model):
+  """--init_savedmodel without --spm_model_file / --vocab_file: the
+  encoder export's assets hold the vocabulary (and the config); a wrong
+  folder is named before the vocabulary is missed."""
+  import shutil
+
+  from albert_tf.config import AlbertConfig
+  encoder = tmp_path / "export" / "encoder"
+  shutil.copytree(fake_exports["export/encoder"], encoder)
+  (encoder / "assets").mkdir(exist_ok=True)
+  shutil.copy(spm_model, encoder / "assets" / "albert.model")
+  AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+               num_hidden_layers=2, num_attention_heads=4,
+               intermediate_size=64).to_json_file(
+                   str(encoder / "assets" / "albert_config.json"))
+  params = finetuning_params.FinetuningParams.from_flat(
+      output_dir=str(tmp_path / "out"), do_train=True,
+      init_savedmodel=str(encoder))
+  prepared = finetuning_params.prepare(params, require_vocabulary=True)
+  assert prepared.params.spm_model_file == str(
+      encoder / "assets" / "albert.model")
+  assert prepared.tokenizer.encode("hello") == prepared.tokenizer.encode(
+      "Hello")
+  wrong = finetuning_params.FinetuningParams.from_flat(
+      output_dir=str(tmp_path / "out"), do_train=True,
+      init_savedmodel=fake_exports["export/preprocessor"])
+  with pytest.raises(UserInputError, match="preprocessor of an export"):
+    finetuning_params.prepare(wrong, require_vocabulary=True)
