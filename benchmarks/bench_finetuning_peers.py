@@ -163,6 +163,8 @@ def main(argv=None):
   parser.add_argument("--quiet_cores", type=float, default=0.05,
                       help="a round is quiet when other processes used "
                       "fewer cores than this during every timed window")
+  parser.add_argument("--results_file", default="",
+                      help="also write every round's raw results (JSON) here")
   parser.add_argument("--write", action="store_true",
                       help="update BENCHMARKS.md")
   args = parser.parse_args(argv)
@@ -182,6 +184,9 @@ def main(argv=None):
     contenders = [c for c in contenders if c in worker.OURS]
   machine = common.machine_line()
   results = measure(contenders, tasks, args)
+  if args.results_file:
+    with open(args.results_file, "w") as f:
+      json.dump(results, f, indent=1)
   table, notes = summarize(results, contenders, args)
   print(table)
   print("\n".join(notes))
