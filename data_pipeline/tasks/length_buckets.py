@@ -127,7 +127,7 @@ def _cut(structure, length, max_seq_length: int):
 
 
 def batch_by_length(dataset, buckets: Sequence[int], batch_size: int,
-                    drop_remainder: bool):
+                    drop_remainder: bool, sequence_labels: bool = False):
   """Batches `dataset` by length bucket.
 
   Args:
@@ -135,7 +135,9 @@ def batch_by_length(dataset, buckets: Sequence[int], batch_size: int,
       int32 [seq] or [choices, seq]), or (features, labels) tuples. Every
       feature whose last dimension is max_seq_length (= buckets[-1]) is a
       sequence and gets cut; other features (positions) and the labels are
-      kept.
+      kept (a multi-label target may have max_seq_length entries), but
+      with `sequence_labels` (one label per token, NER) whose labels are
+      cut as the features are.
     buckets: increasing lengths ending with max_seq_length.
     batch_size: examples per batch; every batch comes from one bucket.
     drop_remainder: drop each bucket's last partial batch (training).
@@ -161,7 +163,9 @@ def batch_by_length(dataset, buckets: Sequence[int], batch_size: int,
       # Only the features are cut: labels keep their shape (a multi-label
       # target may have max_seq_length entries).
       features = _cut(batch[0], length, max_seq_length)
-      return (features,) + batch[1:] if len(batch) > 1 else features
+      labels = (_cut(batch[1:], length, max_seq_length) if sequence_labels
+                else batch[1:])
+      return (features,) + tuple(labels) if len(batch) > 1 else features
 
     return window.batch(batch_size, drop_remainder=drop_remainder).map(cut)
 
@@ -169,15 +173,18 @@ def batch_by_length(dataset, buckets: Sequence[int], batch_size: int,
 
 
 def batch(dataset, buckets: Sequence[int], batch_size: int,
-          drop_remainder: bool = False, keep_order: bool = False):
+          drop_remainder: bool = False, keep_order: bool = False,
+          sequence_labels: bool = False):
   """`dataset.batch(batch_size, drop_remainder)`, by length bucket when
   `buckets` has more than one (batch_by_length); then, with `keep_order`
-  (evaluation: feature dicts only), each example carries EXAMPLE_INDEX."""
+  (evaluation: feature dicts only), each example carries EXAMPLE_INDEX.
+  `sequence_labels`: see batch_by_length."""
   if not is_bucketed(buckets):
     return dataset.batch(batch_size, drop_remainder=drop_remainder)
   if keep_order:
     dataset = with_example_index(dataset)
-  return batch_by_length(dataset, buckets, batch_size, drop_remainder)
+  return batch_by_length(dataset, buckets, batch_size, drop_remainder,
+                         sequence_labels)
 
 
 def with_example_index(dataset):

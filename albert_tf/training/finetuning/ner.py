@@ -133,8 +133,10 @@ def _train_dataset(data: NerData):
     dataset = tf.data.Dataset.from_tensor_slices((data.inputs, labels))
     dataset = dataset.repeat().shuffle(
         min(data.features.num_windows, 10000), seed=seed)
+    # One label per piece: the labels are cut to the bucket with the inputs.
     return length_buckets.batch(dataset, data.buckets, global_batch_size,
-                                drop_remainder=True).prefetch(2)
+                                drop_remainder=True,
+                                sequence_labels=True).prefetch(2)
   return make
 
 
