@@ -212,3 +212,61 @@ def test_resume_of_a_packed_bucketed_run_equals_the_uninterrupted(
   assert sorted(a) == sorted(b) and len(a) > 10
   worst = max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
   assert worst <= 1e-5, worst
+
+
+# --- own data ----------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_own_data_packed_run_and_auto_buckets_equal_none(
+    own_files, tmp_path):  # noqa: F811
+  """One's own classification files: a packed run learns; its evaluation
+  and predictions at the recorded auto buckets equal those of unbucketed
+  batches (the same run directory evaluated again with none)."""
+  from albert_tf.training.finetuning import own_data
+  from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
+  from tests.albert_tf.training.finetuning import own_data_kit as kit
+  out = tmp_path / "own_packed"
+  options = OwnDataOptions.from_flat(
+      train_file=own_files["classes_train"], dev_file=own_files["classes_dev"],
+      test_file=own_files["classes_test"])
+  result = own_data.run_own_data(
+      kit.run_settings(out, own_files["config"], own_files["spm"],
+                       do_predict=True, pack_examples=True,
+                       save_checkpoints_steps=150), options)
+  assert result["eval"]["accuracy"] > 0.85  # chance: 1/3
+  record = json.loads((out / "length_buckets.json").read_text())
+  assert record["setting"] == "auto" and len(record["length_buckets"]) > 1
+  files = {}
+  for name in ("eval_results.json", "dev_predictions.jsonl",
+               "test_predictions.jsonl"):
+    files[name] = (out / name).read_text()
+  again = own_data.run_own_data(
+      kit.run_settings(out, own_files["config"], own_files["spm"],
+                       do_train=False, do_predict=True,
+                       length_buckets="none"), options)
+  assert again["eval"]["accuracy"] == result["eval"]["accuracy"]
+  for name, text in files.items():
+    now = [json.loads(line) for line in (out / name).read_text().splitlines()]
+    before = [json.loads(line) for line in text.splitlines()]
+    assert len(now) == len(before) > 0, name
+    for a, b in zip(now, before):
+      if isinstance(a, dict) and "label" in a:
+        assert a["label"] == b["label"], name
+      _assert_close(a, b, name)
+
+
+def _assert_close(a, b, name):
+  if isinstance(a, dict):
+    assert a.keys() == b.keys(), name
+    for key in a:
+      if key != "step":
+        _assert_close(a[key], b[key], name)
+  elif isinstance(a, list):
+    assert len(a) == len(b), name
+    for x, y in zip(a, b):
+      _assert_close(x, y, name)
+  elif isinstance(a, float):
+    assert a == pytest.approx(b, abs=1e-5), name
+  else:
+    assert a == b, name
