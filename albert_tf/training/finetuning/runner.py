@@ -40,6 +40,8 @@ Layout of `output_dir`:
   best/best_eval_results.json  its metrics and step
   train/, eval/              TensorBoard summaries
   albert_config.json         the encoder config the run used
+  length_buckets.json        the run's length buckets (--length_buckets=auto
+                             fitted once; reruns, evaluation, export reuse)
   eval_results.json          written by `evaluate(..., write=True)`
 Under `--strategy=multi_worker` only the chief writes there; the other
 workers write to `output_dir/.worker_<type>_<index>/`, removed at the end
