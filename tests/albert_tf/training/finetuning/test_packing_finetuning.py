@@ -21,6 +21,7 @@ from albert_tf.training.finetuning.model import FinetuningTrainer
 from data_pipeline.tasks import packing
 from data_pipeline.tasks.glue import examples as glue_examples
 from data_pipeline.tasks.glue import metrics as glue_metrics
+from tests.albert_tf.training.finetuning.test_own_data_finetuning import data  # noqa: F401,E501 (fixture: the crafted own-data files)
 from tests.data_pipeline.tasks.test_length_buckets import SEQ
 from tests.data_pipeline.tasks.test_length_buckets import _glue_data
 from tests.data_pipeline.tasks.test_length_buckets import _model_weights
@@ -141,22 +142,22 @@ def test_auto_buckets_give_the_metrics_and_files_of_none(glue_setup,  # noqa: F8
   assert record["setting"] == "auto" and len(buckets) > 1
   assert buckets[-1] == SEQ and all(b % 8 == 0 for b in buckets)
   task = glue_examples.get_task("SST-2")
-  data = {name: _glue_data(glue_setup, value) for name, value in
+  glue = {name: _glue_data(glue_setup, value) for name, value in
           (("auto", ",".join(map(str, buckets))), ("none", "none"))}
   runner = finetuning_runner.FinetuningRunner(
       settings_fields.replace(params, do_train=False),
-      classifier_finetuning.build_glue_task(data["auto"], 48))
+      classifier_finetuning.build_glue_task(glue["auto"], 48))
   runner.restore_best()
-  dev = data["none"].features("dev")
+  dev = glue["none"].features("dev")
   logits = {name: runner.predict(d.dataset("dev", 48))["logits"]
-            for name, d in data.items()}
+            for name, d in glue.items()}
   np.testing.assert_allclose(logits["auto"], logits["none"], atol=1e-5)
   metrics = {name: glue_metrics.compute_metrics(task, dev.labels, value)
              for name, value in logits.items()}
   assert metrics["auto"]["accuracy"] == metrics["none"]["accuracy"]
   assert result["eval"]["accuracy"] == metrics["none"]["accuracy"]
   files = {}
-  for name, d in data.items():
+  for name, d in glue.items():
     (tmp_path / name).mkdir()
     path = classifier_finetuning.predict_test(runner, d, 48,
                                               str(tmp_path / name))
@@ -168,11 +169,11 @@ def test_auto_buckets_give_the_metrics_and_files_of_none(glue_setup,  # noqa: F8
 
 
 def _packed_runner(setup, name, **changes):
-  data = _glue_data(setup, "auto")
-  data.pack_examples = True
+  glue = _glue_data(setup, "auto")
+  glue.pack_examples = True
   params = _short_params(setup, name, pack_examples=True, **changes)
   return finetuning_runner.FinetuningRunner(
-      params, classifier_finetuning.build_glue_task(data, 48)), params
+      params, classifier_finetuning.build_glue_task(glue, 48)), params
 
 
 def test_packed_training_traces_one_shape(glue_setup):  # noqa: F811
@@ -219,10 +220,11 @@ def test_resume_of_a_packed_bucketed_run_equals_the_uninterrupted(
 
 @pytest.mark.slow
 def test_own_data_packed_run_and_auto_buckets_equal_none(
-    own_files, tmp_path):  # noqa: F811
+    data, tmp_path):  # noqa: F811
   """One's own classification files: a packed run learns; its evaluation
   and predictions at the recorded auto buckets equal those of unbucketed
   batches (the same run directory evaluated again with none)."""
+  own_files = data
   from albert_tf.training.finetuning import own_data
   from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
   from tests.albert_tf.training.finetuning import own_data_kit as kit
