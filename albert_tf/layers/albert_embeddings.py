@@ -26,6 +26,8 @@ class AlbertEmbeddings(tf_keras.layers.Layer):
   Call args:
     word_ids: int32 [batch, seq].
     type_ids: int32 [batch, seq].
+    position_ids: optional int32 [batch, seq], each token's position (packed
+      rows restart it at every example); default 0..seq-1 in every row.
     training: bool, enables dropout.
 
   Returns:
@@ -75,7 +77,7 @@ class AlbertEmbeddings(tf_keras.layers.Layer):
     """The word table [V, E]; the masked-LM decoder is tied to it."""
     return self.word_embeddings.embeddings
 
-  def call(self, word_ids, type_ids, training=None):
+  def call(self, word_ids, type_ids, position_ids=None, training=None):
     seq_length = word_ids.shape[1]
     if seq_length is not None and seq_length > self.max_position_embeddings:
       raise ValueError(
@@ -83,8 +85,12 @@ class AlbertEmbeddings(tf_keras.layers.Layer):
           f"({self.max_position_embeddings})")
     words = self.word_embeddings(word_ids)  # (B, S, E)
     types = self.token_type_embeddings(type_ids)  # (B, S, E)
-    positions = self.position_embeddings[:tf.shape(word_ids)[1]]  # (S, E)
-    embeddings = words + types + tf.cast(positions, words.dtype)[None]
+    if position_ids is None:
+      positions = self.position_embeddings[:tf.shape(word_ids)[1]][None]
+    else:
+      positions = tf.gather(self.position_embeddings, position_ids)
+    # positions: (1, S, E) or (B, S, E)
+    embeddings = words + types + tf.cast(positions, words.dtype)
     embeddings = self.layer_norm(embeddings)
     embeddings = self.dropout(embeddings, training=training)
     if self.projection is not None:

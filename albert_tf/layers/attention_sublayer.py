@@ -20,7 +20,10 @@ class AttentionSublayer(tf_keras.layers.Layer):
 
   Call args:
     x: float [batch, seq, H], the keys and values (and, by default, queries).
-    input_mask: int [batch, seq], 1 for real tokens, 0 for padding.
+    input_mask: int [batch, seq], 1 for real tokens, 0 for padding; or an
+      attention mask int/bool [batch, T, seq] (1: query t may attend to
+      key s), e.g. block-diagonal for packed rows, whose rows are the
+      queries' (`query`'s when given).
     query: optional float [batch, T, H], rows of `x` to compute the output
       for (e.g. gathered [CLS] + masked positions); default all of `x`.
     training: bool, enables dropout.
@@ -52,9 +55,11 @@ class AttentionSublayer(tf_keras.layers.Layer):
   def call(self, x, input_mask, query=None, training=None):
     # Keras casts only the first argument to the compute dtype.
     query = x if query is None else tf.cast(query, x.dtype)
-    # Every query attends to the non-padding keys: (B, 1, S) broadcasts over
-    # the query axis without building a (B, T, S) mask.
-    attention_mask = tf.cast(input_mask, tf.bool)[:, tf.newaxis, :]
+    attention_mask = tf.cast(input_mask, tf.bool)
+    if input_mask.shape.rank == 2:
+      # Every query attends to the non-padding keys: (B, 1, S) broadcasts
+      # over the query axis without building a (B, T, S) mask.
+      attention_mask = attention_mask[:, tf.newaxis, :]
     y = self.attention(query, x, attention_mask=attention_mask,
                        training=training)
     y = self.dropout(y, training=training)

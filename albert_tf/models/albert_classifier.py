@@ -8,6 +8,7 @@ import tf_keras
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_tf.layers.classification_head import ClassificationHead
 from albert_tf.models.encoder_model_config import EncoderModelConfig
+from albert_tf.networks.albert_encoder import packed_pooled_output
 from albert_tf.networks.albert_encoder import pooled_output
 
 
@@ -27,6 +28,11 @@ class AlbertClassifier(EncoderModelConfig, tf_keras.Model):
   Inputs (dict): input_word_ids, input_mask, input_type_ids: int32
     [batch, seq].
   Outputs (dict): logits: float32 [batch, num_classes].
+
+  `packed_call(features)` takes packed rows instead (several examples a
+  row, data_pipeline.tasks.packing; an AlbertEncoder only) and returns
+  each example slot's logits, float32 [rows * slots, num_classes], equal to
+  those the examples have unpacked.
   """
 
   CONFIG_KEYS = ("num_classes", "dropout_rate", "initializer_range")
@@ -49,3 +55,10 @@ class AlbertClassifier(EncoderModelConfig, tf_keras.Model):
     self.num_classes = num_classes
     self.dropout_rate = dropout_rate
     self.initializer_range = initializer_range
+
+  def packed_call(self, features, training=None):
+    """Logits of every example slot of a packed batch (see the class
+    docstring): {"logits": float32 [rows * slots, num_classes]}."""
+    pooled = packed_pooled_output(self.encoder, features, training)  # (R,K,H)
+    logits = self.classifier(pooled, training=training)  # (R, K, C)
+    return dict(logits=tf.reshape(logits, [-1, self.num_classes]))

@@ -6,7 +6,10 @@ import tensorflow as tf
 import tf_keras
 
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+from albert_common.encoder_inputs import EXAMPLE_SLOT_IDS
+from albert_common.encoder_inputs import EXAMPLE_STARTS
 from albert_common.encoder_inputs import INPUT_MASK
+from albert_common.encoder_inputs import INPUT_POSITIONS
 from albert_common.encoder_inputs import INPUT_TYPE_IDS
 from albert_common.encoder_inputs import INPUT_WORD_IDS
 from albert_tf.config import AlbertConfig
@@ -61,6 +64,13 @@ class AlbertEncoder(tf_keras.Model):
   (networks/inference_graph.py): what serving signatures, `predict` and a
   reloaded SavedModel called with training=False run; `fused_inference=
   False` keeps the layers' ops there too (the outputs agree to 1e-5).
+
+  Packed rows (several examples a row, data_pipeline.tasks.packing) run on
+  the same path: `input_mask` may then be an attention mask int32
+  [batch, seq, seq] (block-diagonal: each example attends to itself only)
+  and `inputs` may hold `input_positions` int32 [batch, seq] (restarting at
+  each example); `packed_pooled_output` builds both and reads every
+  example's [CLS].
 
   Example:
 
@@ -157,7 +167,8 @@ class AlbertEncoder(tf_keras.Model):
     self.fused_inference = fused_inference
 
   def call(self, inputs, training=None, mask=None, output_positions=None):
-    if self.fused_inference and inference_graph.applies(self, training):
+    if (self.fused_inference and inference_graph.applies(self, training)
+        and not _is_packed(inputs)):
       _check_length(inputs[INPUT_WORD_IDS], self.config)
       return inference_graph.outputs(self, self._blocks(), inputs,
                                      output_positions)
@@ -175,16 +186,18 @@ class AlbertEncoder(tf_keras.Model):
 
   def _call_at_positions(self, inputs, output_positions, training):
     """[CLS] + `output_positions` outputs; see the class docstring."""
-    input_mask = inputs[INPUT_MASK]
+    input_mask = inputs[INPUT_MASK]  # (B, S), or (B, S, S) for packed rows
     blocks = self._blocks()
     x = self.embedding_layer(inputs[INPUT_WORD_IDS], inputs[INPUT_TYPE_IDS],
-                             training=training)
+                             inputs.get(INPUT_POSITIONS), training=training)
     for attention, ffn in blocks[:-1]:
       x = ffn(attention(x, input_mask, training=training), training=training)
     positions = tf.cast(output_positions, tf.int32)
     cls = tf.zeros([tf.shape(positions)[0], 1], tf.int32)
     rows = tf.concat([cls, positions], axis=1)
     query = tf.gather(x, rows, batch_dims=1)  # (B, 1 + P, H)
+    if input_mask.shape.rank == 3:  # the queries' rows of the mask
+      input_mask = tf.gather(input_mask, rows, batch_dims=1)  # (B, 1 + P, S)
     attention, ffn = blocks[-1]
     y = ffn(attention(x, input_mask, query=query, training=training),
             training=training)
@@ -219,6 +232,13 @@ def pooled_output(encoder, inputs: Dict[str, tf.Tensor], training=None):
   return outputs["pooled_output"]
 
 
+def _is_packed(inputs) -> bool:
+  """Packed rows (positions given, a [batch, seq, seq] mask): the layers'
+  path, which the inference graph does not reproduce."""
+  return isinstance(inputs, dict) and (
+      INPUT_POSITIONS in inputs or inputs[INPUT_MASK].shape.rank == 3)
+
+
 def _check_length(word_ids, config: AlbertConfig) -> None:
   """The embedding layer's check of a static sequence length."""
   seq_length = word_ids.shape[1]
@@ -226,6 +246,39 @@ def _check_length(word_ids, config: AlbertConfig) -> None:
     raise ValueError(
         f"sequence length {seq_length} exceeds max_position_embeddings "
         f"({config.max_position_embeddings})")
+
+
+def packed_pooled_output(encoder, features: Dict[str, tf.Tensor],
+                         training=None) -> tf.Tensor:
+  """The pooled [CLS] output of every example slot of packed rows.
+
+  Args:
+    encoder: an AlbertEncoder.
+    features: a packed batch (data_pipeline.tasks.packing): int32
+      [rows, seq] input_word_ids, input_type_ids, input_positions and
+      example_slot_ids (1 + the token's slot, 0 for padding), and
+      example_starts int32 [rows, slots] (each slot's [CLS] position).
+    training: enables dropout.
+
+  Returns:
+    float32 [rows, slots, H]: the pooler on each slot's [CLS] (an empty
+    slot reads position 0, a real token: finite, to be weighted 0).
+  """
+  if not isinstance(encoder, AlbertEncoder):
+    raise ValueError("packed rows need an AlbertEncoder (its attention takes "
+                     f"a [batch, seq, seq] mask), got {type(encoder).__name__}")
+  slots = features[EXAMPLE_SLOT_IDS]  # (R, S)
+  # Query t may attend to key s iff both belong to the same example.
+  same = tf.equal(slots[:, :, tf.newaxis], slots[:, tf.newaxis, :])
+  mask = tf.logical_and(same, slots[:, tf.newaxis, :] > 0)  # (R, S, S)
+  inputs = {INPUT_WORD_IDS: features[INPUT_WORD_IDS],
+            INPUT_TYPE_IDS: features[INPUT_TYPE_IDS],
+            INPUT_POSITIONS: features[INPUT_POSITIONS],
+            INPUT_MASK: tf.cast(mask, tf.int32)}
+  outputs = encoder(inputs, output_positions=features[EXAMPLE_STARTS],
+                    training=training)
+  cls = outputs["sequence_output_at_positions"]  # (R, K, H)
+  return encoder.get_layer("pooler")(cls)
 
 
 def _sublayers_by_layer(config: AlbertConfig, kind: str,

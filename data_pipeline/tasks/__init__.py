@@ -13,6 +13,10 @@
   choice_inputs    RACE's multiple-choice packing (RACE, own choices)
   length_buckets   batches padded to the smallest bucket that holds them,
                    shared by every task
+  bucket_boundaries  --length_buckets=auto: boundaries fitted to the data
+                   (least padding), kept in the run's length_buckets.json
+  packing          --pack_examples: several short examples a row of
+                   --max_seq_length, static rows x slots batches
   label_list       a fine-tuned model's label names (labels.json), kept
                    with its run and export
 

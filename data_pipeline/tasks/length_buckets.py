@@ -9,7 +9,12 @@ compiled step (XLA, TPU) compiles once per bucket, and the encoder computes
 no attention or FFN over padding beyond the bucket.
 
 Values of the flag:
-  auto (the default): powers of two from 32 below --max_seq_length, then
+  auto (the default): in fine-tuning, at most --max_length_buckets
+    boundaries fitted to the training set's lengths (least padded tokens;
+    data_pipeline.tasks.bucket_boundaries, which also keeps the choice in
+    the run's output directory). Where no data is at hand (the encoder
+    export, pretraining), the same as pow2.
+  pow2: powers of two from 32 below --max_seq_length, then
     --max_seq_length itself (128 -> 32,64,128; 384 -> 32,64,128,256,384).
   none: one bucket, --max_seq_length: every batch padded to it, as before.
   a comma list of increasing lengths <= --max_seq_length; --max_seq_length
@@ -35,8 +40,9 @@ from albert_common.encoder_inputs import INPUT_MASK
 from albert_common.errors import UserInputError
 
 AUTO = "auto"
+POW2 = "pow2"
 NONE = "none"
-# The smallest bucket of `auto`.
+# The smallest bucket of `pow2`.
 AUTO_MIN = 32
 # Feature key of an example's position in an evaluation dataset: int64 [batch].
 EXAMPLE_INDEX = "example_index"
@@ -49,7 +55,8 @@ def parse_length_buckets(value: str, max_seq_length: int,
   """The bucket lengths of a `--length_buckets` value (see module docstring).
 
   Args:
-    value: "auto", "none" or a comma list of ints.
+    value: "auto", "pow2", "none" or a comma list of ints ("auto" is read
+      as "pow2" here: bucket_boundaries.choose fits it to data).
     max_seq_length: the longest sequence; the last bucket is always it.
     flag: the name quoted in errors.
     max_flag: the name of max_seq_length's flag, quoted in errors.
@@ -64,7 +71,7 @@ def parse_length_buckets(value: str, max_seq_length: int,
   text = (value or "").strip().lower()
   if text in ("", NONE):
     return (max_seq_length,)
-  if text == AUTO:
+  if text in (AUTO, POW2):
     buckets = []
     length = AUTO_MIN
     while length < max_seq_length:
@@ -77,8 +84,8 @@ def parse_length_buckets(value: str, max_seq_length: int,
       length = int(part.strip())
     except ValueError:
       raise UserInputError(f"{flag}={value}: {part.strip()!r} is not an "
-                           "integer (give auto, none or a comma list such "
-                           "as 32,64,128)") from None
+                           "integer (give auto, pow2, none or a comma "
+                           "list such as 32,64,128)") from None
     if length <= 0:
       raise UserInputError(f"{flag}={value}: lengths must be positive, got "
                            f"{length}")
@@ -120,7 +127,7 @@ def _cut(structure, length, max_seq_length: int):
 
 
 def batch_by_length(dataset, buckets: Sequence[int], batch_size: int,
-                    drop_remainder: bool):
+                    drop_remainder: bool, sequence_labels: bool = False):
   """Batches `dataset` by length bucket.
 
   Args:
@@ -128,7 +135,9 @@ def batch_by_length(dataset, buckets: Sequence[int], batch_size: int,
       int32 [seq] or [choices, seq]), or (features, labels) tuples. Every
       feature whose last dimension is max_seq_length (= buckets[-1]) is a
       sequence and gets cut; other features (positions) and the labels are
-      kept.
+      kept (a multi-label target may have max_seq_length entries), but
+      with `sequence_labels` (one label per token, NER) whose labels are
+      cut as the features are.
     buckets: increasing lengths ending with max_seq_length.
     batch_size: examples per batch; every batch comes from one bucket.
     drop_remainder: drop each bucket's last partial batch (training).
@@ -154,7 +163,9 @@ def batch_by_length(dataset, buckets: Sequence[int], batch_size: int,
       # Only the features are cut: labels keep their shape (a multi-label
       # target may have max_seq_length entries).
       features = _cut(batch[0], length, max_seq_length)
-      return (features,) + batch[1:] if len(batch) > 1 else features
+      labels = (_cut(batch[1:], length, max_seq_length) if sequence_labels
+                else batch[1:])
+      return (features,) + tuple(labels) if len(batch) > 1 else features
 
     return window.batch(batch_size, drop_remainder=drop_remainder).map(cut)
 
@@ -162,15 +173,18 @@ def batch_by_length(dataset, buckets: Sequence[int], batch_size: int,
 
 
 def batch(dataset, buckets: Sequence[int], batch_size: int,
-          drop_remainder: bool = False, keep_order: bool = False):
+          drop_remainder: bool = False, keep_order: bool = False,
+          sequence_labels: bool = False):
   """`dataset.batch(batch_size, drop_remainder)`, by length bucket when
   `buckets` has more than one (batch_by_length); then, with `keep_order`
-  (evaluation: feature dicts only), each example carries EXAMPLE_INDEX."""
+  (evaluation: feature dicts only), each example carries EXAMPLE_INDEX.
+  `sequence_labels`: see batch_by_length."""
   if not is_bucketed(buckets):
     return dataset.batch(batch_size, drop_remainder=drop_remainder)
   if keep_order:
     dataset = with_example_index(dataset)
-  return batch_by_length(dataset, buckets, batch_size, drop_remainder)
+  return batch_by_length(dataset, buckets, batch_size, drop_remainder,
+                         sequence_labels)
 
 
 def with_example_index(dataset):

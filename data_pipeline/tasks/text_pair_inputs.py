@@ -19,6 +19,7 @@ from albert_common.encoder_inputs import INPUT_TYPE_IDS
 from albert_common.encoder_inputs import INPUT_WORD_IDS
 from albert_common.errors import UserInputError
 from data_pipeline.tasks import length_buckets
+from data_pipeline.tasks import packing as packing_lib
 
 
 def truncate_seq_pair(tokens_a: List[int], tokens_b: List[int],
@@ -107,7 +108,8 @@ def pack_texts(tokenizer, texts_a: Sequence[str],
 def make_dataset(features: Features, max_seq_length: int, batch_size: int,
                  is_training: bool = False, seed: Optional[int] = None,
                  pad_id: int = 0, with_labels: Optional[bool] = None,
-                 buckets: Sequence[int] = ()):
+                 buckets: Sequence[int] = (),
+                 packing: Optional[packing_lib.PackingPlan] = None):
   """tf.data of encoder-input dicts (static shape [batch, max_seq_length]).
 
   Training: (features, labels), repeated, shuffled, full batches only.
@@ -115,6 +117,8 @@ def make_dataset(features: Features, max_seq_length: int, batch_size: int,
   `with_labels`, else feature dicts only (the default for prediction).
   With more than one of `buckets` (data_pipeline.tasks.length_buckets), batches
   are [batch, bucket] instead, and evaluation batches carry EXAMPLE_INDEX.
+  With `packing` (training only), batches are packed rows instead
+  (data_pipeline.tasks.packing; about batch_size examples each).
   """
   import tensorflow as tf
   if with_labels is None:
@@ -145,6 +149,9 @@ def make_dataset(features: Features, max_seq_length: int, batch_size: int,
     return (inputs, label[0]) if label else inputs
 
   dataset = dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
+  if packing is not None and is_training:
+    return packing_lib.packed_batches(dataset, packing, pad_id).prefetch(
+        tf.data.AUTOTUNE)
   dataset = length_buckets.batch(
       dataset, buckets, batch_size, drop_remainder=is_training,
       keep_order=not is_training and not with_labels)

@@ -167,8 +167,9 @@ def _pretraining_command(records, config_file):
 
 def _finetuning_command(sst2_dir, spm_model, config_file,
                         length_buckets="auto"):
-  """run_classifier to step 60. `--length_buckets=auto` at SEQ 32 is a
-  single bucket (auto starts at 32): every batch is [16, 32]."""
+  """run_classifier to step 60. `--length_buckets=auto` fits the
+  boundaries to the training lengths; the rerun reads them back from
+  length_buckets.json."""
   return lambda output_dir: (
       "tools.run_classifier", "--task_name=SST-2", f"--data_dir={sst2_dir}",
       f"--albert_config_file={config_file}", f"--spm_model_file={spm_model}",

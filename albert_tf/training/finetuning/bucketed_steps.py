@@ -75,7 +75,7 @@ def per_shape_train_function(model):
   def train_function(iterator):
     logs = None
     if not model.optimizer_weights_built:
-      _build_optimizer_weights(model)
+      build_optimizer_weights(model)
     steps = int(model._steps_per_execution.numpy())  # noqa: SLF001
     for _ in range(steps):
       data = next(iterator)
@@ -86,7 +86,7 @@ def per_shape_train_function(model):
   return train_function
 
 
-def _build_optimizer_weights(model) -> None:
+def build_optimizer_weights(model) -> None:
   """Creates the optimizer's slots before the first step, so that the step's
   first call does not trace twice (tf.function traces a function that
   creates variables once more without them). Zero slots, as the first step

@@ -27,7 +27,7 @@ from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning import task as finetuning_task
 from albert_tf.training.finetuning import task_settings
-from data_pipeline.tasks import length_buckets
+from data_pipeline.tasks import packing
 from data_pipeline.tasks.glue import examples as glue_examples
 from data_pipeline.tasks.glue import features as glue_features
 from data_pipeline.tasks.glue import metrics as glue_metrics
@@ -56,9 +56,22 @@ class GlueData:
   skip_malformed: bool = False
   # Length buckets (data_pipeline.tasks.length_buckets); () or one: unbucketed.
   buckets: Tuple[int, ...] = ()
+  # --pack_examples: training batches of packed rows
+  # (data_pipeline.tasks.packing), rows a multiple of `rows_multiple` (the
+  # replicas a batch is split over).
+  pack_examples: bool = False
+  rows_multiple: int = 1
 
   def __post_init__(self):
     self._cache = {}
+    self._plans = {}
+
+  def packing_plan(self, batch_size: int) -> packing.PackingPlan:
+    """The packed batches' shape for a global batch of `batch_size`
+    examples, from the training lengths (planned once, logged)."""
+    return packing.cached_plan(
+        self._plans, lambda: self.features("train").lengths, batch_size,
+        self.max_seq_length, self.rows_multiple)
 
   def features(self, split: str) -> glue_features.Features:
     if split not in self._cache:
@@ -72,10 +85,12 @@ class GlueData:
 
   def dataset(self, split: str, batch_size: int, is_training: bool = False,
               seed: Optional[int] = None) -> tf.data.Dataset:
+    plan = (self.packing_plan(batch_size)
+            if self.pack_examples and is_training else None)
     return glue_features.make_dataset(self.features(split), self.max_seq_length,
                              batch_size, is_training=is_training, seed=seed,
                              pad_id=self.tokenizer.pad_id,
-                             buckets=self.buckets)
+                             buckets=self.buckets, packing=plan)
 
 
 def build_glue_task(data: GlueData, eval_batch_size: int
@@ -104,7 +119,7 @@ def build_glue_task(data: GlueData, eval_batch_size: int
       train_dataset=lambda batch_size, seed: data.dataset(
           "train", batch_size, is_training=True, seed=seed),
       evaluate=evaluate, main_metric=task.main_metric,
-      length_buckets=data.buckets)
+      length_buckets=data.buckets, packed_training=data.pack_examples)
 
 
 def predict_test(runner: finetuning_runner.FinetuningRunner, data: GlueData,
@@ -149,11 +164,14 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
                          "--vocab_file (WordPiece vocab.txt)")
   data = GlueData(task, options.data_dir, run.tokenizer,
                   params.max_seq_length, options.skip_malformed_rows,
-                  length_buckets.parse_length_buckets(
-                      params.length_buckets, params.max_seq_length))
-  _read_needed_splits(data, params)
+                  pack_examples=params.pack_examples)
+  split = _read_needed_splits(data, params)
+  data.buckets = finetuning_params.run_length_buckets(
+      params, (lambda: data.features(split).lengths) if split else None,
+      split)
   runner = finetuning_runner.FinetuningRunner(
       run, build_glue_task(data, params.eval_batch_size))
+  data.rows_multiple = runner.strategy.num_replicas_in_sync
   results = finetuning_runner.run_finetuning(params, runner.task, runner)
   restored = ""
   if params.do_predict or options.export_dir:
@@ -171,17 +189,22 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
 
 
 def _read_needed_splits(data: GlueData,
-                        params: finetuning_params.FinetuningParams) -> None:
+                        params: finetuning_params.FinetuningParams) -> str:
   """Reads and featurises the splits the run will use, first: a bad file
-  fails before any model is built."""
+  fails before any model is built. Returns the first of them (the one
+  `--length_buckets=auto` fits its lengths to: train when training), or
+  "" for none."""
+  splits = []
   if params.do_train:
-    data.features("train")
+    splits.append("train")
   if params.do_eval:
-    for split in data.task.dev_splits:
-      data.features(split)
+    splits.extend(data.task.dev_splits)
   if params.do_predict:
-    for split in glue_examples.available_test_splits(data.task, data.data_dir):
-      data.features(split)
+    splits.extend(glue_examples.available_test_splits(data.task,
+                                                      data.data_dir))
+  for split in splits:
+    data.features(split)
+  return splits[0] if splits else ""
 
 
 def _export(runner: finetuning_runner.FinetuningRunner,

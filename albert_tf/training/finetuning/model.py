@@ -5,11 +5,18 @@ loss averaged over the global batch, all-reduced gradients clipped to a
 global norm, loss scaling under float16. With length buckets its train
 function is traced once per batch shape
 (albert_tf.training.finetuning.bucketed_steps).
+
+Packed batches (data_pipeline.tasks.packing: several examples a row, their
+number varying from step to step) run through the model's `packed_call`;
+the loss is the mean over the real examples of the global batch (the
+example slots' weights summed over the replicas), so a step's loss and
+gradient are those of the same examples unpacked.
 """
 
 import tensorflow as tf
 import tf_keras
 
+from albert_common.encoder_inputs import EXAMPLE_WEIGHTS
 from albert_tf.training import gradient_update
 from albert_tf.training import mixed_precision
 from albert_tf.training.finetuning import bucketed_steps
@@ -34,6 +41,9 @@ class FinetuningTrainer(tf_keras.Model):
 
   def make_train_function(self, force=False):
     if not self.per_shape_steps:
+      if not self.optimizer_weights_built:
+        # Slots made before the first trace: one trace, not two.
+        bucketed_steps.build_optimizer_weights(self)
       return super().make_train_function(force)
     if self.train_function is None or force:
       self.train_function = bucketed_steps.per_shape_train_function(self)
@@ -50,11 +60,14 @@ class FinetuningTrainer(tf_keras.Model):
     features, labels = data
     context = tf.distribute.get_replica_context()
     with tf.GradientTape() as tape:
-      outputs = self.model(features, training=True)
-      loss = tf.reduce_mean(tf.cast(self.loss_fn(labels, outputs),
-                                    tf.float32))
-      # Each replica's share of the mean over the global batch.
-      replica_loss = loss / context.num_replicas_in_sync
+      if EXAMPLE_WEIGHTS in features:
+        loss, replica_loss = self._packed_loss(features, labels, context)
+      else:
+        outputs = self.model(features, training=True)
+        loss = tf.reduce_mean(tf.cast(self.loss_fn(labels, outputs),
+                                      tf.float32))
+        # Each replica's share of the mean over the global batch.
+        replica_loss = loss / context.num_replicas_in_sync
       scaled = mixed_precision.scaled_loss(self.optimizer, replica_loss)
     variables = self.model.trainable_variables
     grads = tape.gradient(scaled, variables)
@@ -69,6 +82,19 @@ class FinetuningTrainer(tf_keras.Model):
             "gradient_norm": norm,
             "learning_rate": gradient_update.current_learning_rate(
                 self.optimizer)}
+
+  def _packed_loss(self, features, labels, context):
+    """(this replica's mean loss, its share of the global mean) of a
+    packed batch: per-example losses of the real example slots."""
+    weights = tf.reshape(features[EXAMPLE_WEIGHTS], [-1])  # (R * K,)
+    outputs = self.model.packed_call(features, training=True)
+    labels = tf.reshape(labels, tf.concat([[-1], tf.shape(labels)[2:]], 0))
+    losses = tf.cast(self.loss_fn(labels, outputs), tf.float32)  # (R * K,)
+    total = tf.reduce_sum(losses * weights)
+    count = tf.reduce_sum(weights)
+    global_count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+    return (total / tf.maximum(count, 1.0),
+            total / tf.maximum(global_count, 1.0))
 
   def predict_step(self, data):
     if isinstance(data, tuple):

@@ -79,8 +79,6 @@ def read_choice_data(options: MultipleChoiceOptions,
   Raises:
     UserInputError: a bad file or record (naming it).
   """
-  buckets = length_buckets.parse_length_buckets(params.length_buckets,
-                                                params.max_seq_length)
   files = {}
   if params.do_train:
     files["train"] = train or choice_examples.read_choice_file(
@@ -93,9 +91,16 @@ def read_choice_data(options: MultipleChoiceOptions,
       files[split] = choice_examples.read_choice_file(
           path, options.files, options.columns, num_choices, labels)
       num_choices = files[split].num_choices
-  return {split: ChoiceData(file, tokenizer, params.max_seq_length,
-                            options.max_qa_length, buckets)
+  data = {split: ChoiceData(file, tokenizer, params.max_seq_length,
+                            options.max_qa_length, ())
           for split, file in files.items()}
+  source = next(iter(data), "")  # train when training
+  buckets = finetuning_params.run_length_buckets(
+      params, (lambda: data[source].arrays["input_mask"].sum(-1).max(-1))
+      if source else None, source)
+  for split in data.values():
+    split.buckets = buckets
+  return data
 
 
 def build_multiple_choice_task(options: MultipleChoiceOptions,

@@ -133,8 +133,10 @@ def _train_dataset(data: NerData):
     dataset = tf.data.Dataset.from_tensor_slices((data.inputs, labels))
     dataset = dataset.repeat().shuffle(
         min(data.features.num_windows, 10000), seed=seed)
+    # One label per piece: the labels are cut to the bucket with the inputs.
     return length_buckets.batch(dataset, data.buckets, global_batch_size,
-                                drop_remainder=True).prefetch(2)
+                                drop_remainder=True,
+                                sequence_labels=True).prefetch(2)
   return make
 
 
@@ -146,7 +148,8 @@ def build_ner_task(params: finetuning_params.FinetuningParams,
   windows and the dev metrics (dev_predictions.<ext> kept for the best
   checkpoint)."""
   last_evaluation = {}
-  buckets = _buckets(params)
+  data = train or dev
+  buckets = data.buckets if data else _buckets(params)
 
   def evaluate(predict):
     probabilities = dev.word_probabilities(predict, params.eval_batch_size)
@@ -171,6 +174,8 @@ def build_ner_task(params: finetuning_params.FinetuningParams,
 
 
 def _buckets(params: finetuning_params.FinetuningParams):
+  """--length_buckets read without data (`auto` as `pow2`); run_ner fits
+  `auto` to the training windows instead."""
   return length_buckets.parse_length_buckets(params.length_buckets,
                                              params.max_seq_length)
 
@@ -204,14 +209,20 @@ def run_ner(run: finetuning_params.PreparedOrParams, options: NerOptions,
   files = files or read_files(params, options)
   if files.labels is None:
     raise UserInputError("no labels: give --train_file with --do_train")
-  buckets = _buckets(params)
-
   def data(ner_file):
     return ner_file and NerData.build(
         ner_file, files.labels.labels, tokenizer, params.max_seq_length,
-        options.doc_stride, buckets)
+        options.doc_stride)
 
   train, dev, test = data(files.train), data(files.dev), data(files.test)
+  splits = {"train": train, "dev": dev, "test": test}
+  source = next((name for name, d in splits.items() if d), "")
+  buckets = finetuning_params.run_length_buckets(
+      params, (lambda: splits[source].features.arrays[
+          "input_mask"].sum(-1)) if source else None, source)
+  for split in splits.values():
+    if split:
+      split.buckets = tuple(buckets)
   task = build_ner_task(params, options, files.labels, train, dev)
   runner = finetuning_runner.FinetuningRunner(run, task)
   if params.do_train:
@@ -220,7 +231,7 @@ def run_ner(run: finetuning_params.PreparedOrParams, options: NerOptions,
   if test is not None:
     _predict_test(runner, test, params, files.labels.scheme)
   if options.export_dir and multi_worker.writes_shared_outputs(params):
-    _export(runner, params, options, files.labels)
+    _export(runner, params, options, files.labels, buckets)
   return results
 
 
@@ -278,9 +289,9 @@ def predict_entities(predict, texts: Sequence[str], tokenizer,
 
 def _export(runner: finetuning_runner.FinetuningRunner,
             params: finetuning_params.FinetuningParams, options: NerOptions,
-            labels: label_list.LabelList) -> None:
+            labels: label_list.LabelList, buckets: Sequence[int]) -> None:
   """The best checkpoint as a raw-text SavedModel
-  (albert_tf.exports.serving.ner_export)."""
+  (albert_tf.exports.serving.ner_export), at the run's length buckets."""
   from albert_tf.exports.serving import ner_export
   restored = runner.restore_best()
   export_once.export_restored(
@@ -291,5 +302,5 @@ def _export(runner: finetuning_runner.FinetuningRunner,
           vocab_file=params.vocab_file, do_lower_case=params.do_lower_case,
           albert_config_file=file_io.join(params.runtime.output_dir,
                                           "albert_config.json"),
-          length_buckets=_buckets(params)))
+          length_buckets=tuple(buckets)))
   logging.info("exported %s", options.export_dir)

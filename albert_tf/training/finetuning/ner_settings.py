@@ -23,6 +23,7 @@ from albert_common import settings_fields
 from albert_common.errors import UserInputError
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
+from albert_tf.training.finetuning.task_settings import check_not_packed
 from data_pipeline.tasks.ner import ner_files
 from data_pipeline.tasks.ner import tag_schemes
 from data_pipeline.tasks.ner import task_files
@@ -120,6 +121,7 @@ def derive_ner(params, options: NerOptions,
 
 def check_ner(params, options: NerOptions) -> None:
   """UserInputError for NER settings that cannot work (flags quoted)."""
+  check_not_packed(params, "NER's token-level windows")
   for name, needed, action in (("train_file", params.do_train, "--do_train"),
                                ("dev_file", params.do_eval, "--do_eval"),
                                ("test_file", params.do_predict,

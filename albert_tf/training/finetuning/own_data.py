@@ -34,7 +34,7 @@ from albert_tf.training.finetuning import task as finetuning_task
 from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
 from albert_tf.training.finetuning.own_data_settings import check_own_data
 from data_pipeline.tasks import label_list as label_list_lib
-from data_pipeline.tasks import length_buckets
+from data_pipeline.tasks import packing
 from data_pipeline.tasks import text_pair_inputs
 from data_pipeline.tasks.label_list import LabelList
 from data_pipeline.tasks.own_data import examples as own_examples
@@ -73,6 +73,8 @@ class OwnData:
     label_list: the labels (index = the model's output).
     pair: two texts per record.
     tokenizer, max_seq_length, buckets: the featurisation's.
+    pack_examples, rows_multiple: training batches of packed rows
+      (data_pipeline.tasks.packing), rows a multiple of rows_multiple.
   """
   files: Dict[str, own_examples.TextFile]
   label_list: LabelList
@@ -80,9 +82,12 @@ class OwnData:
   tokenizer: object
   max_seq_length: int
   buckets: Tuple[int, ...] = ()
+  pack_examples: bool = False
+  rows_multiple: int = 1
 
   def __post_init__(self):
     self._features = {}
+    self._plans = {}
 
   def features(self, split: str) -> text_pair_inputs.Features:
     if split not in self._features:
@@ -93,10 +98,14 @@ class OwnData:
 
   def dataset(self, split: str, batch_size: int, is_training: bool = False,
               seed: Optional[int] = None) -> tf.data.Dataset:
+    plan = (packing.cached_plan(
+        self._plans, lambda: self.features("train").lengths, batch_size,
+        self.max_seq_length, self.rows_multiple)
+            if self.pack_examples and is_training else None)
     return text_pair_inputs.make_dataset(
         self.features(split), self.max_seq_length, batch_size,
         is_training=is_training, seed=seed, pad_id=self.tokenizer.pad_id,
-        buckets=self.buckets)
+        buckets=self.buckets, packing=plan)
 
   def record_ids(self, split: str):
     """The id column's values (None each when the file has none)."""
@@ -165,10 +174,12 @@ def read_own_data(options: OwnDataOptions,
   logging.info("%s task, %d labels: %s", labels.task_type,
                len(labels.labels), ", ".join(labels.labels[:20]))
   data = OwnData(files, labels, pair, tokenizer, params.max_seq_length,
-                 length_buckets.parse_length_buckets(params.length_buckets,
-                                                     params.max_seq_length))
+                 pack_examples=params.pack_examples)
   for split in files:
     data.features(split)
+  source = next(iter(files))  # train when training
+  data.buckets = finetuning_params.run_length_buckets(
+      params, lambda: data.features(source).lengths, source)
   return data
 
 
@@ -203,7 +214,8 @@ def build_own_data_task(data: OwnData, eval_batch_size: int
       if "train" in data.files else None,
       evaluate=evaluate if "dev" in data.files else None,
       main_metric=own_metrics.MAIN_METRIC[labels.task_type],
-      write_eval_outputs=write_eval_outputs, length_buckets=data.buckets)
+      write_eval_outputs=write_eval_outputs, length_buckets=data.buckets,
+      packed_training=data.pack_examples)
 
 
 @multi_worker.per_worker_output_dir
@@ -233,6 +245,7 @@ def run_own_data(run: finetuning_params.PreparedOrParams,
   data = read_own_data(options, params, run.tokenizer, train)
   runner = finetuning_runner.FinetuningRunner(
       run, build_own_data_task(data, params.eval_batch_size))
+  data.rows_multiple = runner.strategy.num_replicas_in_sync
   if params.do_train:
     label_list_lib.write(params.runtime.output_dir, data.label_list)
   results = finetuning_runner.run_finetuning(params, runner.task, runner)

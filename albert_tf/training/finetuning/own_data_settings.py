@@ -138,6 +138,8 @@ def check_own_data(params, options: OwnDataOptions) -> None:
 
 def check_multiple_choice(params, options: MultipleChoiceOptions) -> None:
   """UserInputError for multiple-choice settings that cannot work."""
+  task_settings.check_not_packed(params,
+                                "a question's choices (scored together)")
   _check_files(params, options, "multiple choice")
   if not 0 < options.max_qa_length <= params.max_seq_length - 3:
     raise UserInputError(

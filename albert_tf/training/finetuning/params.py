@@ -11,7 +11,17 @@ the same way. This module must not import TensorFlow (tested).
 """
 
 import dataclasses
-from typing import Any, Collection, Dict, Mapping, Optional, Union
+from typing import (
+  Any,
+  Callable,
+  Collection,
+  Dict,
+  Mapping,
+  Optional,
+  Sequence,
+  Tuple,
+  Union,
+)
 
 from absl import logging
 
@@ -27,6 +37,7 @@ from albert_tf import saved_model_inspection as inspection
 from albert_tf.config import AlbertConfig
 from albert_tf.training.runtime_params import RuntimeParams
 from albert_tf.training.warmup import scaled_warmup
+from data_pipeline.tasks import bucket_boundaries
 from data_pipeline.tasks import length_buckets
 
 # The warmup share of train_step when no recipe gives one.
@@ -106,9 +117,22 @@ class FinetuningParams(FlatConstructible):
   length_buckets: str = setting(
       length_buckets.AUTO,
       "Batch by length: each batch is drawn from one bucket and padded to "
-      "its length (static shapes per bucket). auto: powers of two from 32, "
-      "then --max_seq_length; none: pad everything to --max_seq_length; or "
-      "increasing lengths <= --max_seq_length, e.g. 32,64,128.")
+      "its length (static shapes per bucket). auto: at most "
+      "--max_length_buckets lengths (multiples of 8, then --max_seq_length) "
+      "fitted to the training set for the least padding, kept in "
+      "<output_dir>/length_buckets.json for reruns, evaluation and export; "
+      "pow2: powers of two from 32, then --max_seq_length; none: pad "
+      "everything to --max_seq_length; or increasing lengths <= "
+      "--max_seq_length, e.g. 32,64,128.")
+  max_length_buckets: int = setting(
+      4, "--length_buckets=auto chooses at most this many lengths (each a "
+      "compiled step shape; keep it small on TPUs).")
+  pack_examples: bool = setting(
+      False, "Sentence-level classification (run_classifier): pack several "
+      "training examples into each row of --max_seq_length (own [CLS], "
+      "positions and attention each; logits as unpacked), about "
+      "--train_batch_size examples a step, one static shape. Evaluation "
+      "and prediction stay unpacked, in --length_buckets.")
 
 
 def validate_params(params: FinetuningParams,
@@ -140,6 +164,11 @@ def _check_actions_and_sources(params: FinetuningParams) -> None:
     raise UserInputError(f"--dtype must be one of {sorted(DTYPES)}, "
                          f"got {params.runtime.dtype!r}")
   check_seed(params.runtime.seed)
+  if params.pack_examples and params.init_savedmodel:
+    raise UserInputError("--pack_examples needs the encoder built here "
+                         "(--albert_config_file, --init_checkpoint): an "
+                         "exported encoder (--init_savedmodel) takes no "
+                         "[batch, seq, seq] attention mask")
   if params.init_savedmodel and params.runtime.dtype != "float32":
     raise UserInputError("--init_savedmodel runs in float32 (the exported "
                          "encoder's dtype); got "
@@ -151,7 +180,7 @@ def _check_numbers(params: FinetuningParams) -> None:
   settings_fields.check_positive(
       params, ("max_seq_length", "train_batch_size", "eval_batch_size",
                "train_step", "save_checkpoints_steps", "keep_checkpoint_max",
-               "iterations_per_loop", "log_steps"))
+               "iterations_per_loop", "log_steps", "max_length_buckets"))
   length_buckets.parse_length_buckets(params.length_buckets,
                                       params.max_seq_length)
   if params.do_train and not params.learning_rate > 0:
@@ -369,3 +398,30 @@ def check_init_checkpoint(path: str) -> None:
     raise UserInputError(f"--init_checkpoint={path} does not exist (no such "
                          "file or folder, nor a checkpoint prefix with an "
                          ".index file)")
+
+
+def check_new_export_dir(export_dir: str) -> None:
+  """An --export_dir (if given) must not exist yet: checked before
+  training, not after it."""
+  if export_dir and file_io.exists(export_dir):
+    raise UserInputError(f"--export_dir {export_dir} already exists; remove "
+                         "it or choose another")
+
+
+def run_length_buckets(params: FinetuningParams,
+                       lengths: Optional[Callable[[], Sequence[int]]] = None,
+                       source: str = "train") -> Tuple[int, ...]:
+  """The length buckets of a run: --length_buckets resolved against the
+  examples' token counts and the choice kept in --output_dir
+  (data_pipeline.tasks.bucket_boundaries.resolve: auto fits them to
+  `lengths()`, or reuses the boundaries an earlier run there chose).
+
+  Args:
+    params: the settings.
+    lengths: () -> int token counts of the examples of `source` (for
+      multiple choice, each question's longest choice), or None.
+    source: the split they come from ("train" when training).
+  """
+  return bucket_boundaries.resolve(
+      params.length_buckets, params.max_seq_length,
+      params.max_length_buckets, params.runtime.output_dir, lengths, source)

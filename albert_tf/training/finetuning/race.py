@@ -39,6 +39,8 @@ class RaceData:
   """Examples and model inputs of one split."""
 
   def __init__(self, split: str, tokenizer, params, options: RaceOptions):
+    # The run's buckets are set by run_race (fitted to the training
+    # questions); read alone, --length_buckets=auto is pow2.
     self.buckets = length_buckets.parse_length_buckets(
         params.length_buckets, params.max_seq_length)
     self.examples = race_examples.read_race_examples(
@@ -47,6 +49,10 @@ class RaceData:
         self.examples, tokenizer, params.max_seq_length,
         options.max_qa_length)
     logging.info("RACE %s: %d questions", split, len(self.examples))
+
+  def lengths(self) -> np.ndarray:
+    """int [questions]: the tokens of each question's longest choice."""
+    return self.arrays["input_mask"].sum(-1).max(-1)
 
   @property
   def inputs(self) -> Dict[str, np.ndarray]:
@@ -87,13 +93,21 @@ def run_race(run: finetuning_params.PreparedOrParams,
   train = read("train", params.do_train)
   dev = read("dev", params.do_eval)
   test = read("test", params.do_predict)
+  splits = {"train": train, "dev": dev, "test": test}
+  source = next((name for name, data in splits.items() if data is not None),
+                "")
+  buckets = finetuning_params.run_length_buckets(
+      params, splits[source].lengths if source else None, source)
+  for data in splits.values():
+    if data is not None:
+      data.buckets = buckets
   task = build_race_task(options, train, dev, params.eval_batch_size)
   runner = finetuning_runner.FinetuningRunner(run, task)
   results = finetuning_runner.run_finetuning(params, task, runner)
   if test is not None:
     _predict_test(runner, test, params)
   if export_dir and multi_worker.writes_shared_outputs(params):
-    _export(runner, params, options, export_dir)
+    _export(runner, params, options, export_dir, buckets)
   return results
 
 
@@ -152,7 +166,7 @@ def _predict_test(runner: finetuning_runner.FinetuningRunner, test: RaceData,
 
 def _export(runner: finetuning_runner.FinetuningRunner,
             params: finetuning_params.FinetuningParams, options: RaceOptions,
-            export_dir: str) -> None:
+            export_dir: str, buckets) -> None:
   """The best checkpoint as a raw-text SavedModel
   (albert_tf.exports.serving.race)."""
   from albert_tf.exports.serving import race as race_export
@@ -163,7 +177,5 @@ def _export(runner: finetuning_runner.FinetuningRunner,
           runner.model, folder, params.spm_model_file,
           params.max_seq_length, options.max_qa_length, params.do_lower_case,
           file_io.join(params.runtime.output_dir, "albert_config.json"),
-          vocab_file=params.vocab_file,
-          length_buckets=length_buckets.parse_length_buckets(
-              params.length_buckets, params.max_seq_length)))
+          vocab_file=params.vocab_file, length_buckets=buckets))
   logging.info("exported %s", export_dir)

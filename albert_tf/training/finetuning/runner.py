@@ -40,6 +40,8 @@ Layout of `output_dir`:
   best/best_eval_results.json  its metrics and step
   train/, eval/              TensorBoard summaries
   albert_config.json         the encoder config the run used
+  length_buckets.json        the run's length buckets (--length_buckets=auto
+                             fitted once; reruns, evaluation, export reuse)
   eval_results.json          written by `evaluate(..., write=True)`
 Under `--strategy=multi_worker` only the chief writes there; the other
 workers write to `output_dir/.worker_<type>_<index>/`, removed at the end
@@ -185,7 +187,8 @@ class FinetuningRunner:
         params.runtime.dtype)
     self.trainer = FinetuningTrainer(
         self.model, self.task.loss_fn, params.clip_norm,
-        per_shape_steps=len(self.task.length_buckets) > 1)
+        per_shape_steps=(len(self.task.length_buckets) > 1 and
+                         not self.task.packed_training))
     self.trainer.compile(optimizer=self.optimizer,
                          steps_per_execution=self.steps_per_execution,
                          jit_compile=params.runtime.jit_compile)

@@ -15,7 +15,7 @@ scores them with the official scripts; prediction (`--do_predict`) writes
 the same files without scoring.
 """
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from absl import logging
 import numpy as np
@@ -89,6 +89,10 @@ class SquadData:
     self.arrays = squad_features.features_to_arrays(self.features, is_training)
     logging.info("%s: %d questions, %d windows", path, len(self.examples),
                  len(self.features))
+
+  def lengths(self) -> np.ndarray:
+    """int [windows]: the tokens of each window."""
+    return self.arrays["input_mask"].sum(-1)
 
   def model_inputs(self, options: SquadOptions) -> Dict[str, np.ndarray]:
     names = ENCODER_INPUT_NAMES + (("p_mask",) if options.beam else ())
@@ -171,27 +175,36 @@ def run_squad(run: finetuning_params.PreparedOrParams,
   eval_data = (SquadData(options.predict_file, tokenizer, params, options,
                          is_training=False)
                if params.do_eval or params.do_predict else None)
-  task = build_squad_task(params, options, train_data, eval_data)
+  data = train_data or eval_data
+  buckets = finetuning_params.run_length_buckets(
+      params, data.lengths if data else None,
+      "train" if train_data else "predict_file")
+  task = build_squad_task(params, options, train_data, eval_data, buckets)
   runner = finetuning_runner.FinetuningRunner(run, task)
   results = finetuning_runner.run_finetuning(params, task, runner)
   if params.do_predict and not params.do_eval:
-    _predict(runner, eval_data, params, options)
+    _predict(runner, eval_data, params, options, buckets)
   if export_dir and multi_worker.writes_shared_outputs(params):
-    _export(runner, params, options, export_dir)
+    _export(runner, params, options, export_dir, buckets)
   return results
 
 
 def build_squad_task(params: finetuning_params.FinetuningParams,
                      options: SquadOptions, train_data: Optional[SquadData],
-                     eval_data: Optional[SquadData]
+                     eval_data: Optional[SquadData],
+                     buckets: Optional[Tuple[int, ...]] = None
                     ) -> finetuning_task.FinetuningTask:
   """The FinetuningTask: span labeler or v2.0 model, its loss, training
   windows and (with --do_eval) the official evaluation of predict_file,
-  whose prediction files are kept for the best checkpoint."""
+  whose prediction files are kept for the best checkpoint. `buckets`: the
+  run's length buckets (None: --length_buckets read without data, `auto`
+  as `pow2`)."""
   dataset_json = (squad_examples.load_squad_json(options.predict_file)
                   if params.do_eval else None)
   last_evaluation = {}
-  buckets = _buckets(params)
+  if buckets is None:
+    buckets = length_buckets.parse_length_buckets(params.length_buckets,
+                                                  params.max_seq_length)
 
   def evaluate(predict):
     predictions = predict_answers(predict, eval_data, options,
@@ -214,11 +227,6 @@ def build_squad_task(params: finetuning_params.FinetuningParams,
           directory), length_buckets=buckets)
 
 
-def _buckets(params: finetuning_params.FinetuningParams):
-  return length_buckets.parse_length_buckets(params.length_buckets,
-                                             params.max_seq_length)
-
-
 def _threshold(runner: finetuning_runner.FinetuningRunner,
                options: SquadOptions) -> float:
   """The v2.0 null-odds threshold: --null_score_diff_threshold, else the one
@@ -230,17 +238,18 @@ def _threshold(runner: finetuning_runner.FinetuningRunner,
 
 def _predict(runner: finetuning_runner.FinetuningRunner, data: SquadData,
              params: finetuning_params.FinetuningParams,
-             options: SquadOptions) -> None:
+             options: SquadOptions, buckets: Tuple[int, ...]) -> None:
   """--do_predict alone: the prediction files of the best checkpoint."""
   runner.restore_best()
   predictions = predict_answers(runner.predict, data, options,
                                 params.eval_batch_size,
-                                _threshold(runner, options), _buckets(params))
+                                _threshold(runner, options), buckets)
   paths = predictions.write(params.runtime.output_dir)
   logging.info("wrote %s", ", ".join(paths))
 
 
-def _export(runner, params, options: SquadOptions, export_dir: str) -> None:
+def _export(runner, params, options: SquadOptions, export_dir: str,
+            buckets: Tuple[int, ...]) -> None:
   """The best checkpoint as a raw-text SavedModel
   (albert_tf.exports.serving.squad_export)."""
   from albert_tf.exports.serving import squad_export
@@ -256,6 +265,6 @@ def _export(runner, params, options: SquadOptions, export_dir: str) -> None:
           do_lower_case=params.do_lower_case,
           albert_config_file=file_io.join(params.runtime.output_dir,
                                           "albert_config.json"),
-          vocab_file=params.vocab_file, length_buckets=_buckets(params)))
+          vocab_file=params.vocab_file, length_buckets=buckets))
   logging.info("exported %s", export_dir)
 

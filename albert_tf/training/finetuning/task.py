@@ -47,6 +47,9 @@ class FinetuningTask:
     length_buckets: the bucket lengths the task's datasets are batched by
       (data_pipeline.tasks.length_buckets); more than one: training traces its
       step once per bucket (albert_tf.training.finetuning.bucketed_steps).
+    packed_training: train_dataset gives packed batches
+      (data_pipeline.tasks.packing: one static shape, the model's
+      `packed_call`); evaluation still runs in length_buckets.
   """
 
   name: str
@@ -59,3 +62,4 @@ class FinetuningTask:
   higher_is_better: bool = True
   write_eval_outputs: Optional[Callable[[str], None]] = None
   length_buckets: Tuple[int, ...] = ()
+  packed_training: bool = False

@@ -88,6 +88,15 @@ def check_glue(options: GlueOptions) -> Dict:
   return task_defaults(task.name)
 
 
+def check_not_packed(params, what: str) -> None:
+  """--pack_examples is for sentence-level classification only."""
+  if getattr(params, "pack_examples", False):
+    raise UserInputError(
+        f"--pack_examples packs short sentence-level examples "
+        f"(run_classifier); {what} are not packed: leave it unset (length "
+        "buckets still apply)")
+
+
 # --- SQuAD --------------------------------------------------------------------
 
 # Paper / official README recipes (batch 48; v1.1 3649 steps, v2.0 8144).
@@ -156,6 +165,7 @@ def derive_squad(params, options: SquadOptions,
 
 def check_squad(params, options: SquadOptions) -> None:
   """UserInputError for SQuAD settings that cannot work (flags quoted)."""
+  check_not_packed(params, "SQuAD's windows")
   if options.null_score not in NULL_SCORES:
     raise UserInputError(f"--null_score must be one of {NULL_SCORES}, got "
                          f"{options.null_score!r}")
@@ -222,6 +232,7 @@ def derive_race(params, options: RaceOptions,
 
 def check_race(params, options: RaceOptions) -> None:
   """UserInputError for RACE settings that cannot work (flags quoted)."""
+  check_not_packed(params, "RACE's four options of 512 tokens")
   if not options.data_dir:
     raise UserInputError("--data_dir is required")
   if not file_io.isdir(options.data_dir):
