@@ -5,6 +5,7 @@ flags from `ConversionParams` before TensorFlow is imported.
 """
 
 import dataclasses
+
 from albert_common.run_constants import INPUT_FORMATS
 from albert_common.run_constants import OUTPUT_FORMATS
 from albert_common.settings_fields import FlatConstructible

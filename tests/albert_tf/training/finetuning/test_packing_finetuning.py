@@ -235,7 +235,9 @@ def test_own_data_packed_run_and_auto_buckets_equal_none(
   result = own_data.run_own_data(
       kit.run_settings(out, own_files["config"], own_files["spm"],
                        do_predict=True, pack_examples=True,
-                       save_checkpoints_steps=150), options)
+                       train_step=600, save_checkpoints_steps=300), options)
+  # 300 steps were too few for this tiny model, packed or not: a run
+  # without dropout and without packing stopped at 0.665 on some seeds.
   assert result["eval"]["accuracy"] > 0.85  # chance: 1/3
   record = json.loads((out / "length_buckets.json").read_text())
   assert record["setting"] == "auto" and len(record["length_buckets"]) > 1
@@ -249,13 +251,19 @@ def test_own_data_packed_run_and_auto_buckets_equal_none(
                        length_buckets="none"), options)
   assert again["eval"]["accuracy"] == result["eval"]["accuracy"]
   for name, text in files.items():
-    now = [json.loads(line) for line in (out / name).read_text().splitlines()]
-    before = [json.loads(line) for line in text.splitlines()]
+    now, before = (_records(name, t) for t in ((out / name).read_text(), text))
     assert len(now) == len(before) > 0, name
     for a, b in zip(now, before):
       if isinstance(a, dict) and "label" in a:
         assert a["label"] == b["label"], name
       _assert_close(a, b, name)
+
+
+def _records(name, text):
+  """A JSON file's value, or a JSON-lines file's records, as a list."""
+  if name.endswith(".jsonl"):
+    return [json.loads(line) for line in text.splitlines()]
+  return [json.loads(text)]
 
 
 def _assert_close(a, b, name):
