@@ -25,56 +25,12 @@ SECTION = "Packing against length buckets (one process)"
 
 
 def _contender(name: str, task: str, size: str, batch: int, seq: int):
-  """(runner, dataset, is packed) for one contender, warmed up."""
-  import tempfile
-
-  import tensorflow as tf
-
-  from albert_tf.config import AlbertConfig
-  from albert_tf.models.albert_classifier import AlbertClassifier
-  from albert_tf.training.finetuning import params as finetuning_params
-  from albert_tf.training.finetuning import runner as finetuning_runner
-  from albert_tf.training.finetuning import task as finetuning_task
-  from data_pipeline.tasks import bucket_boundaries
-  from data_pipeline.tasks import packing
-  from data_pipeline.tasks.glue import features as glue_features
-  config = AlbertConfig.from_dict(worker.config_dict(size))
-  features = worker.task_features(task, seq, config.vocab_size)
-  folder = tempfile.mkdtemp(prefix="bench_packing_")
-  config_file = os.path.join(folder, "albert_config.json")
-  config.to_json_file(config_file)
-  pack = name == "pack"
-  flag = "none" if pack else name
-  buckets = bucket_boundaries.choose(flag, seq, 4,
-                                     features.lengths).length_buckets
-  plan = packing.plan(features.lengths, batch, seq) if pack else None
-
-  def loss(labels, outputs):
-    return tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=labels, logits=outputs["logits"])
-
-  runner = finetuning_runner.FinetuningRunner(
-      finetuning_params.FinetuningParams.from_flat(
-          output_dir=os.path.join(folder, "run"),
-          albert_config_file=config_file, do_train=True, max_seq_length=seq,
-          train_batch_size=batch, learning_rate=1e-5, train_step=10**6,
-          warmup_step=10, save_checkpoints_steps=10**6,
-          iterations_per_loop=1, log_steps=10**6, seed=0,
-          length_buckets=flag, pack_examples=pack),
-      finetuning_task.FinetuningTask(
-          name=name, loss_fn=loss, length_buckets=buckets,
-          build_model=lambda encoder, cfg: AlbertClassifier(encoder, 2),
-          packed_training=pack))
-  dataset = glue_features.make_dataset(features, seq, batch, is_training=True,
-                                       seed=0, buckets=buckets, packing=plan)
-  first = next(iter(dataset))
-  for length in ([] if pack else buckets):
-    runner.trainer.fit(tf.data.Dataset.from_tensors(
-        worker._at_length(first, length)),  # noqa: SLF001
-                       steps_per_epoch=1, epochs=1, verbose=0)
+  """(runner, dataset, is packed, label) for one contender, warmed up."""
+  runner, dataset, buckets, plan = worker.build_ours(name, task, size, batch,
+                                                     seq)
   label = (plan.describe() if plan else
            "buckets " + ",".join(map(str, buckets)))
-  return runner, dataset, pack, label
+  return runner, dataset, plan is not None, label
 
 
 def run(size: str, batch: int, seq: int, rounds: int, steps: int, tasks,

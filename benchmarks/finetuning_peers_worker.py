@@ -92,8 +92,10 @@ def stream_order(n: int, count: int, seed: int = 0) -> np.ndarray:
 # --- ours --------------------------------------------------------------------
 
 
-def run_ours(contender: str, task: str, size: str, batch: int, seq: int,
-             steps: int, dtype: str) -> dict:
+def build_ours(contender: str, task: str, size: str, batch: int, seq: int,
+               dtype: str = "float32"):
+  """(runner, dataset, buckets, plan) of one of our contenders ("pack",
+  or a --length_buckets value), warmed up at every bucket's shape."""
   import tensorflow as tf
 
   from albert_tf.config import AlbertConfig
@@ -131,12 +133,20 @@ def run_ours(contender: str, task: str, size: str, batch: int, seq: int,
   runner = finetuning_runner.FinetuningRunner(params, task_spec)
   dataset = glue_features.make_dataset(features, seq, batch, is_training=True,
                                        seed=0, buckets=buckets, packing=plan)
-  # Warm-up: one step at every bucket's shape, then the stream's first.
+  # Warm-up: one step at every bucket's shape.
   first = next(iter(dataset))
   for length in ([] if pack else buckets):
     shaped = _at_length(first, length)
     runner.trainer.fit(tf.data.Dataset.from_tensors(shaped),
                        steps_per_epoch=1, epochs=1, verbose=0)
+  return runner, dataset, buckets, plan
+
+
+def run_ours(contender: str, task: str, size: str, batch: int, seq: int,
+             steps: int, dtype: str) -> dict:
+  runner, dataset, buckets, plan = build_ours(contender, task, size, batch,
+                                              seq, dtype)
+  pack = plan is not None
   runner.trainer.fit(dataset, steps_per_epoch=WARMUP_STEPS, epochs=1,
                      verbose=0)
   timed = dataset.skip(WARMUP_STEPS)

@@ -56,7 +56,7 @@ class AttentionSublayer(tf_keras.layers.Layer):
     # Keras casts only the first argument to the compute dtype.
     query = x if query is None else tf.cast(query, x.dtype)
     attention_mask = tf.cast(input_mask, tf.bool)
-    if input_mask.shape.rank == 2:
+    if attention_mask.shape.rank == 2:
       # Every query attends to the non-padding keys: (B, 1, S) broadcasts
       # over the query axis without building a (B, T, S) mask.
       attention_mask = attention_mask[:, tf.newaxis, :]

@@ -101,6 +101,34 @@ def test_a_shared_flag_name_must_share_its_default():
     settings_flags.define_flags(Clash, "test_module", values)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _NeedsConfig:
+  albert_config_file: str = settings_fields.setting(help="Required.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _MayTakeConfig:
+  albert_config_file: str = settings_fields.setting("", "Optional.")
+
+
+@pytest.mark.parametrize("first", [_NeedsConfig, _MayTakeConfig])
+def test_a_string_flag_required_in_one_tool_optional_in_another(first):
+  """run_classifier's --albert_config_file is optional, export_savedmodel's
+  required; tests load both tools in one process, in either order."""
+  values = _flag_values(first)
+  second = _MayTakeConfig if first is _NeedsConfig else _NeedsConfig
+  settings_flags.define_flags(second, "test_module", values)
+  values(["tool"])
+  assert settings_flags.read_settings(_MayTakeConfig, flag_values=values)[
+      0].albert_config_file == ""
+  with pytest.raises(UserInputError, match="--albert_config_file is required"):
+    settings_flags.read_settings(_NeedsConfig, flag_values=values)
+  values(["tool", "--albert_config_file=c.json"])
+  for cls in (_NeedsConfig, _MayTakeConfig):
+    assert settings_flags.read_settings(cls, flag_values=values)[
+        0].albert_config_file == "c.json"
+
+
 
 def test_a_tuple_field_is_a_list_flag_read_back_as_a_tuple():
   @dataclasses.dataclass(frozen=True, kw_only=True)

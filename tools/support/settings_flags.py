@@ -69,7 +69,11 @@ def _define(field, flag_values, module) -> None:
 
 
 def _check_same_default(field, flag) -> None:
-  if flag.default != _flag_default(field):
+  """A shared flag has one default. A string flag may be required in one
+  tool (None) and optional in another (""): unset reads as missing in the
+  first and as "" in the second (read_settings)."""
+  defaults = {flag.default, _flag_default(field)} if field.type is str else ()
+  if flag.default != _flag_default(field) and defaults != {None, ""}:
     raise TypeError(f"flag --{field.name} is defined twice with different "
                     f"defaults: {flag.default!r} and {_flag_default(field)!r}")
 
@@ -99,7 +103,8 @@ def read_settings(settings_class, recipe: Optional[Mapping] = None,
     value = flag_values[field.name].value
     if value is None and field.recipe:
       value = recipe.get(field.name)
-    if value is None and field.required:
+    if field.required and (value is None or (
+        value == "" and not flag_values[field.name].present)):
       raise UserInputError(f"--{field.name} is required")
     if isinstance(value, list):
       value = tuple(value)  # frozen settings hold tuples
