@@ -29,7 +29,7 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest -q -m "not slow" tests
 
-# Everything, slow tests included (what CI runs; about 20 minutes).
+# Everything, slow tests included (what CI runs; about 22 minutes).
 test-all: $(STAMP)
 	$(PY) -m pytest -q tests
 
