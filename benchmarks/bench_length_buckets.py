@@ -74,6 +74,7 @@ def _runner(config_file: str, features, batch: int, seq: int,
             buckets_flag: str):
   """(FinetuningRunner, its training stream) after WARMUP steps."""
   from albert_tf.models.albert_classifier import AlbertClassifier
+  from albert_tf.training import dataset_options
   from albert_tf.training.finetuning import params as finetuning_params
   from albert_tf.training.finetuning import runner as finetuning_runner
   from albert_tf.training.finetuning import task as finetuning_task
@@ -96,8 +97,10 @@ def _runner(config_file: str, features, batch: int, seq: int,
       warmup_step=10, save_checkpoints_steps=10**6, iterations_per_loop=1,
       log_steps=10**6, seed=0, length_buckets=buckets_flag)
   runner = finetuning_runner.FinetuningRunner(params, task)
-  dataset = glue_features.make_dataset(features, seq, batch, is_training=True,
-                              seed=0, buckets=buckets)
+  # As the runner's train(): without tf.data's autotuning thread, whose
+  # teardown would add to the end of every timed `fit`.
+  dataset = dataset_options.without_autotune_thread(glue_features.make_dataset(
+      features, seq, batch, is_training=True, seed=0, buckets=buckets))
   runner.trainer.fit(dataset.take(WARMUP), steps_per_epoch=WARMUP, epochs=1,
                      verbose=0)
   return runner, dataset

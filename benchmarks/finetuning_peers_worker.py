@@ -100,6 +100,7 @@ def build_ours(contender: str, task: str, size: str, batch: int, seq: int,
 
   from albert_tf.config import AlbertConfig
   from albert_tf.models.albert_classifier import AlbertClassifier
+  from albert_tf.training import dataset_options
   from albert_tf.training.finetuning import params as finetuning_params
   from albert_tf.training.finetuning import runner as finetuning_runner
   from albert_tf.training.finetuning import task as finetuning_task
@@ -131,8 +132,11 @@ def build_ours(contender: str, task: str, size: str, batch: int, seq: int,
       save_checkpoints_steps=10**6, iterations_per_loop=1, log_steps=10**6,
       seed=0, length_buckets=flag, pack_examples=pack, dtype=dtype)
   runner = finetuning_runner.FinetuningRunner(params, task_spec)
-  dataset = glue_features.make_dataset(features, seq, batch, is_training=True,
-                                       seed=0, buckets=buckets, packing=plan)
+  # As the runner's train(): without tf.data's autotuning thread, whose
+  # teardown at the end of `fit` would add up to the window's length.
+  dataset = dataset_options.without_autotune_thread(glue_features.make_dataset(
+      features, seq, batch, is_training=True, seed=0, buckets=buckets,
+      packing=plan))
   # Warm-up: one step at every bucket's shape.
   first = next(iter(dataset))
   for length in ([] if pack else buckets):

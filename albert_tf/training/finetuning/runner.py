@@ -62,6 +62,7 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
+from albert_tf.training import dataset_options
 from albert_tf.training import mixed_precision
 from albert_tf.training import output_dir
 from albert_tf.training import seeds
@@ -251,8 +252,9 @@ class FinetuningRunner:
     if self.task.train_dataset is None:
       raise UserInputError(f"{self.task.name}: no training data")
     if self.step < params.train_step:
-      dataset = self.task.train_dataset(params.train_batch_size,
-                                        params.runtime.seed)
+      dataset = dataset_options.without_autotune_thread(
+          self.task.train_dataset(params.train_batch_size,
+                                  params.runtime.seed))
       callback = _CheckpointEvalCallback(self)
       for start, steps, epochs in fit_segments(
           self.step, params.train_step, params.save_checkpoints_steps):
@@ -308,6 +310,7 @@ class FinetuningRunner:
   def predict(self, dataset: tf.data.Dataset) -> Dict[str, np.ndarray]:
     """Task-model outputs over a finite dataset of feature dicts, in order
     (a bucketed one: in the order of its EXAMPLE_INDEX)."""
+    dataset = dataset_options.without_autotune_thread(dataset)
     spec = dataset.element_spec
     if isinstance(spec, dict) and EXAMPLE_INDEX in spec:
       if self._bucketed_predictor is None:

@@ -33,6 +33,7 @@ from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
+from albert_tf.training import dataset_options
 from albert_tf.training import mixed_precision
 from albert_tf.training import output_dir
 from albert_tf.training import seeds
@@ -63,11 +64,16 @@ def _distributed_dataset(strategy, params: PretrainingParams, file_pattern,
         vocab_size=vocab_size, start_step=start_step,
         record_count_cache=record_count_cache, length_buckets=buckets)
 
+  def eval_dataset_fn(input_context):
+    # A new iterator each evaluation: see dataset_options.
+    return dataset_options.without_autotune_thread(dataset_fn(input_context))
+
   if batch_size % strategy.num_replicas_in_sync:
     raise UserInputError(
         f"batch size {batch_size} is not divisible by the "
         f"{strategy.num_replicas_in_sync} replicas")
-  return strategy.distribute_datasets_from_function(dataset_fn)
+  return strategy.distribute_datasets_from_function(
+      dataset_fn if is_training else eval_dataset_fn)
 
 
 def _data_seed(params: PretrainingParams, chief: bool) -> int:

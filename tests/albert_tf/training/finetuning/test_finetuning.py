@@ -122,6 +122,27 @@ def test_best_checkpoint_follows_main_metric(tmp_path):
                                 saved)
 
 
+def test_fit_and_predict_iterate_without_the_autotune_thread(tmp_path):
+  """The runner hands Keras datasets with tf.data's autotuner off: its
+  thread's teardown can add up to a call's own time at the end of every
+  fit and predict (dataset_options; bench_iterator_teardown)."""
+  _, config_file = _config(tmp_path)
+  params = _params(tmp_path, config_file, train_step=20, warmup_step=2,
+                   save_checkpoints_steps=10)
+  runner = finetuning_runner.FinetuningRunner(params, _task())
+  seen = {"fit": [], "predict": []}
+  for name in seen:
+    call = getattr(runner.trainer, name)
+
+    def spy(data, *args, _call=call, _name=name, **kwargs):
+      seen[_name].append(data.options().autotune.enabled)
+      return _call(data, *args, **kwargs)
+    setattr(runner.trainer, name, spy)
+  runner.train()
+  assert runner.step == 20
+  assert seen == {"fit": [False], "predict": [False, False]}
+
+
 def test_nan_loss_stops_with_clear_error(tmp_path):
   _, config_file = _config(tmp_path)
   task = _task(loss_fn=lambda labels, outputs: outputs["logits"][:, 0] * np.nan)
