@@ -202,7 +202,7 @@ def main(argv=None):
         f"{args.size}, batch {args.batch_size}, `--max_seq_length="
         f"{args.seq_length}`; {args.steps} timed steps per contender and "
         "round after a warm-up that runs every batch shape once. "
-        + " ".join(notes) + ". " + skipped + "\n\n" + table))
+        + "; ".join(notes) + ". " + skipped + "\n\n" + table))
   return results
 
 

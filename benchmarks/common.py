@@ -129,8 +129,20 @@ def update_benchmarks_md(section: str, body: str) -> None:
 def machine_line() -> str:
   cpus = os.cpu_count()
   load = os.getloadavg()[0]
-  return (f"{cpus} CPU cores, TensorFlow {tf.__version__}, load average "
-          f"{load:.1f} at the start, numpy {np.__version__}")
+  return (f"{cpus} CPU cores ({cpu_model()}), TensorFlow {tf.__version__}, "
+          f"load average {load:.1f} at the start, numpy {np.__version__}")
+
+
+def cpu_model() -> str:
+  """The CPU's model name (/proc/cpuinfo): sections measured on different
+  machines of the same size differ by up to 2x."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      names = [line.split(":", 1)[1].strip() for line in f
+               if line.startswith("model name")]
+  except OSError:
+    names = []
+  return names[0] if names else "CPU model unknown"
 
 
 def model_step_main(doc: str, run, module: str, section: str, note: str,

@@ -42,3 +42,18 @@ def test_serving_benchmark_tables():
   assert ratios[0][0] == "TF SavedModel encoder / ORT float32"
   assert all(c.endswith("x") for c in ratios[0][1:])
   assert "Sizes: onnx float32" in report
+
+
+@pytest.mark.slow
+def test_small_matmuls_benchmark_table():
+  from benchmarks import bench_small_matmuls
+  # measure() first checks that TF and onnxruntime compute the same.
+  times = bench_small_matmuls.measure([1, 3], repeats=1, threads=1,
+                                      pause=0.0)
+  assert sorted(times) == ["ORT", "TF", "TF, Eigen"]
+  assert all(times[name][n] > 0 for name in times for n in (1, 3))
+  table = bench_small_matmuls.report(times, [1, 3])
+  rows = [line for line in table.splitlines()[2:]]
+  assert [row.split("|")[1].strip() for row in rows] == ["1", "3"]
+  assert bench_small_matmuls.flops(1) == 2.0 * 12 * (
+      768 * 2304 + 768 * 768 + 768 * 3072 + 3072 * 768)
