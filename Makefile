@@ -31,7 +31,7 @@ test: $(STAMP)
 
 # Everything, slow tests included (what CI runs; about 22 minutes).
 test-all: $(STAMP)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=30 tests
 
 # Lint and import order (configured in pyproject.toml); .ci/run runs it first.
 lint: $(STAMP)

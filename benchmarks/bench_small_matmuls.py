@@ -48,10 +48,16 @@ def flops(rows: int) -> float:
   return 2.0 * rows * LAYERS * sum(a * b for a, b in SHAPES)
 
 
-def tf_call(values: Sequence[np.ndarray], threads: int):
-  """f(x [rows, H]) -> numpy, the layers' matmuls on tf.Variables."""
+def set_tf_threads(threads: int):
+  """Before TensorFlow's first op: its thread pools are fixed after."""
   import tensorflow as tf
   tf.config.threading.set_intra_op_parallelism_threads(threads)
+
+
+def tf_call(values: Sequence[np.ndarray]):
+  """f(x [rows, H]) -> numpy, the layers' matmuls on tf.Variables, in
+  TensorFlow's thread pools as this process set them (set_tf_threads)."""
+  import tensorflow as tf
   qkv, out, inner, outer = [tf.Variable(v) for v in values]
 
   @tf.function(input_signature=[tf.TensorSpec([None, HIDDEN], tf.float32)])
@@ -150,7 +156,7 @@ def measure(rows: Sequence[int], repeats: int, threads: int,
   """{"TF" | "TF, Eigen" | "ORT": {rows: median ms}}; first checks that
   both runtimes compute the same."""
   values = weights()
-  calls = {"TF": tf_call(values, threads), "ORT": ort_call(values, threads)}
+  calls = {"TF": tf_call(values), "ORT": ort_call(values, threads)}
   check = np.ones((4, HIDDEN), np.float32)
   np.testing.assert_allclose(calls["TF"](check), calls["ORT"](check),
                              rtol=1e-3, atol=1e-5)
@@ -184,8 +190,9 @@ def main():
                       help="update BENCHMARKS.md")
   args = parser.parse_args()
   rows = [int(n) for n in args.rows.split(",")]
+  set_tf_threads(args.threads)
   if args.only_tf:
-    times = time_calls({"TF": tf_call(weights(), args.threads)}, rows,
+    times = time_calls({"TF": tf_call(weights())}, rows,
                        args.repeats, args.pause)
     print("RESULT " + json.dumps(times["TF"]))
     return
