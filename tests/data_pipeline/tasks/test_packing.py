@@ -24,39 +24,70 @@ def _examples(n, seed, low=3, high=20):
 
 
 def test_packer_places_every_example_as_the_reference_does():
-  features, lengths = _examples(200, 0)
+  n = 700  # two whole windows and a part
+  features, lengths = _examples(n, 0)
   plan = packing.plan(lengths, 8, SEQ)
+  assert plan.window == packing.WINDOW_EXAMPLES
   assert plan.rows >= 2 and 2 <= plan.slots <= packing.MAX_SLOTS
   dataset = tf.data.Dataset.from_tensor_slices(
-      (features, np.arange(200, dtype=np.int32)))
+      (features, np.arange(n, dtype=np.int32)))
   batches = list(packing.packed_batches(dataset, plan, pad_id=1))
-  reference = packing.first_fit_stream(lengths, plan.rows, SEQ, plan.slots)
-  assert len(batches) == len(reference) > 10
-  seen = []
-  for (packed, labels), placed in zip(batches, reference):
+  reference = []  # each window's rows, global example indices
+  for start in range(0, n, plan.window):
+    window = lengths[start:start + plan.window]
+    reference.append([[start + i for i in row] for row in
+                      packing.first_fit_decreasing(window, SEQ, plan.slots)])
+  rows_seen = []
+  for packed, labels in batches:
     packed = {k: v.numpy() for k, v in packed.items()}
+    labels = labels.numpy()
     assert packed["input_word_ids"].shape == (plan.rows, SEQ)
     assert packed["example_weights"].shape == (plan.rows, plan.slots)
-    for i, row, offset, slot in placed:
-      length = lengths[i]
-      span = slice(offset, offset + length)
-      assert labels[row, slot] == i and packed["example_weights"][row,
-                                                                  slot] == 1
-      assert packed["example_starts"][row, slot] == offset
-      for name in ("input_word_ids", "input_type_ids"):
-        np.testing.assert_array_equal(packed[name][row, span],
-                                      features[name][i, :length])
-      np.testing.assert_array_equal(packed["input_positions"][row, span],
-                                    np.arange(length))
-      assert np.all(packed["example_slot_ids"][row, span] == slot + 1)
-      seen.append(i)
-    assert packed["example_weights"].sum() == len(placed)
-    assert packed["input_mask"].sum() == lengths[[p[0] for p in placed]].sum()
-    # Padding: the pad id, no slot, no mask.
-    padding = packed["input_mask"] == 0
-    assert np.all(packed["input_word_ids"][padding] == 1)
-    assert np.all(packed["example_slot_ids"][padding] == 0)
-  assert seen == list(range(len(seen)))  # stream order, each example once
+    for row in range(plan.rows):
+      placed = int(packed["example_weights"][row].sum())
+      assert np.all(packed["example_weights"][row, :placed] == 1)
+      offset = 0
+      for slot, i in enumerate(labels[row, :placed]):
+        length = lengths[i]
+        span = slice(offset, offset + length)
+        assert packed["example_starts"][row, slot] == offset
+        for name in ("input_word_ids", "input_type_ids"):
+          np.testing.assert_array_equal(packed[name][row, span],
+                                        features[name][i, :length])
+        np.testing.assert_array_equal(packed["input_positions"][row, span],
+                                      np.arange(length))
+        assert np.all(packed["example_slot_ids"][row, span] == slot + 1)
+        assert np.all(packed["input_mask"][row, span] == 1)
+        offset += length
+      # Padding: the pad id, no slot, no mask.
+      assert np.all(packed["input_mask"][row, offset:] == 0)
+      assert np.all(packed["input_word_ids"][row, offset:] == 1)
+      assert np.all(packed["example_slot_ids"][row, offset:] == 0)
+      rows_seen.append(list(labels[row, :placed]))
+  # Each window's rows, in a shuffled order; only the last, incomplete
+  # batch is dropped.
+  expected = [row for rows in reference for row in rows]
+  assert 0 <= len(expected) - len(rows_seen) < plan.rows
+  start = 0
+  for rows in reference:
+    got = rows_seen[start:start + len(rows)]
+    if len(got) == len(rows):
+      assert sorted(got) == sorted(rows)
+      assert got != rows  # shuffled: batches mix long and short examples
+    else:
+      assert all(row in rows for row in got)
+    start += len(rows)
+
+
+def test_first_fit_decreasing_fills_rows_longest_first():
+  lengths = [5, 20, 9, 12, 3, 20]
+  # Longest first, ties in order: 20 (index 1) opens row 0, 20 (5) row 1,
+  # 12 fills row 0, 9 joins row 1, 5 opens row 2, 3 ends row 1 (32 of 32)
+  # when it has a third slot.
+  assert packing.first_fit_decreasing(lengths, 32, 3) == [[1, 3], [5, 2, 4],
+                                                          [0]]
+  assert packing.first_fit_decreasing(lengths, 32, 2) == [[1, 3], [5, 2],
+                                                          [0, 4]]
 
 
 def test_plan_averages_the_batch_size():
