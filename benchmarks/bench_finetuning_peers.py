@@ -102,7 +102,7 @@ def summarize(results, contenders, args):
   tables, notes = [], []
   header = ["stack", "padding", "examples/s", "range",
             "padded tokens / example", "tokens / example", "vs HF dynamic",
-            "rounds", "others' CPU (cores, max)"]
+            "real tokens/s vs HF dynamic", "rounds", "others' CPU (cores, max)"]
   for task, rounds in results.items():
     quiet = [r for r in rounds
              if max(x["other_cores"] for x in r.values()) < args.quiet_cores]
@@ -114,12 +114,16 @@ def summarize(results, contenders, args):
                  ("" if quiet else "; no quiet round: the figures are "
                   "from loaded rounds, rough"))
 
-    def rate(contender, rounds_=used):
-      return [r[contender]["examples"] / r[contender]["seconds"]
-              for r in rounds_]
+    def rate(contender, unit="examples"):
+      return [r[contender][unit] / r[contender]["seconds"] for r in used]
 
-    reference = (statistics.median(rate(REFERENCE)) if REFERENCE in
-                 contenders else None)
+    # Each contender's timed steps hold other examples of the stream
+    # (batching orders it), so real tokens a second compare the work done
+    # more evenly than examples a second.
+    reference, reference_tokens = (
+        (statistics.median(rate(REFERENCE)),
+         statistics.median(rate(REFERENCE, "tokens")))
+        if REFERENCE in contenders else (None, None))
     rows = []
     for contender in contenders:
       rates = rate(contender)
@@ -128,12 +132,14 @@ def summarize(results, contenders, args):
       padded = sum(r[contender]["padded_tokens"] for r in used)
       tokens = sum(r[contender]["tokens"] for r in used)
       median = statistics.median(rates)
+      token_rate = statistics.median(rate(contender, "tokens"))
       rows.append([
           "ours" if contender in worker.OURS else "Hugging Face",
           _padding_label(contender, last, args.seq_length),
           _figure(median), f"{_figure(min(rates))}-{_figure(max(rates))}",
           f"{padded / examples:.1f}", f"{tokens / examples:.1f}",
           f"{median / reference:.2f}x" if reference else "-",
+          f"{token_rate / reference_tokens:.2f}x" if reference else "-",
           f"{len(used)} {kind}",
           f"{max(r[contender]['other_cores'] for r in used):.2f}"])
     tables.append(f"**{TASK_LABELS.get(task, task)}**\n\n" +

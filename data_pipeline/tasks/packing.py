@@ -13,7 +13,7 @@ A packed batch has a static shape, `rows` x --max_seq_length tokens and
 (XLA, TPU) compiles once. Rows are filled from windows of the (seeded,
 repeated) example stream, first fit decreasing: longest first, each
 example goes into the first row with room for its tokens and a free slot
-(about 1% padding on SST-2-like lengths, 4% on MRPC-like pairs, against
+(1.3% padding on SST-2-like lengths, 4.5% on MRPC-like pairs, against
 5% and 11% when the stream is packed in its order). A window's rows are
 shuffled, so that a batch mixes long and short examples, and batches take
 `rows` rows in turn, across windows. The number of examples a step trains
@@ -73,19 +73,17 @@ def first_fit_decreasing(lengths: Sequence[int], max_seq_length: int,
     The rows in the order they opened, each the window indices of its
     examples in slot order.
   """
-  order = np.argsort(-np.asarray(lengths), kind="stable")
-  rows, fill = [], []
-  for i in order:
-    length = int(lengths[i])
-    for r, row in enumerate(rows):
-      if fill[r] + length <= max_seq_length and len(row) < slots:
-        row.append(int(i))
-        fill[r] += length
-        break
-    else:
-      rows.append([int(i)])
-      fill.append(length)
-  return rows
+  lengths = np.asarray(lengths)
+  fill = np.zeros(len(lengths), np.int64)
+  count = np.zeros(len(lengths), np.int64)
+  rows = [[] for _ in lengths]
+  for i in np.argsort(-lengths, kind="stable"):
+    r = int(np.argmax((fill + lengths[i] <= max_seq_length) &
+                      (count < slots)))
+    rows[r].append(int(i))
+    fill[r] += lengths[i]
+    count[r] += 1
+  return [row for row in rows if row]
 
 
 @dataclasses.dataclass(frozen=True)
