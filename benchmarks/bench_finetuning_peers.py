@@ -38,6 +38,10 @@ from benchmarks import common
 from benchmarks import finetuning_peers_worker as worker
 
 SECTION = "Fine-tuning against Hugging Face (SST-2-like and MRPC-like)"
+# A run with both sides in bfloat16 (ours --dtype=bfloat16, theirs under
+# torch.autocast) writes its own section, next to the float32 one.
+SECTION_BFLOAT16 = ("Fine-tuning against Hugging Face in bfloat16 "
+                    "(SST-2-like and MRPC-like)")
 TASK_LABELS = {"sst2": "SST-2-like", "mrpc": "MRPC-like pairs"}
 REFERENCE = "hf_dynamic"
 
@@ -202,7 +206,10 @@ def main(argv=None):
                f"--seq_length={args.seq_length} --steps={args.steps} "
                f"--rounds={args.rounds} --tasks={','.join(tasks)} "
                f"--dtype={args.dtype} --quiet_cores={args.quiet_cores}")
-    common.update_benchmarks_md(SECTION, (
+    if contenders != list(worker.OURS + worker.THEIRS):
+      command += f" --contenders={','.join(contenders)}"
+    section = SECTION_BFLOAT16 if args.dtype == "bfloat16" else SECTION
+    common.update_benchmarks_md(section, (
         f"`{command} --write`; {machine}, load average "
         f"{os.getloadavg()[0]:.1f} at the end. {args.dtype}; ALBERT "
         f"{args.size}, batch {args.batch_size}, `--max_seq_length="

@@ -44,21 +44,22 @@ def test_dirname_and_basename(path, folder, name):
 
 
 @pytest.mark.parametrize("path, temp", [
-    ("gs://bucket/export", f"gs://bucket/.export.tmp-{PID}"),
-    ("gs://bucket/x/export/", f"gs://bucket/x/.export.tmp-{PID}"),
+    ("gs://bucket/export", "gs://bucket/.export.tmp-{pid}"),
+    ("gs://bucket/x/export/", "gs://bucket/x/.export.tmp-{pid}"),
     # A bucket has no siblings: its temporary is inside it.
-    ("gs://bucket", f"gs://bucket/.tmp-{PID}"),
-    ("hdfs:///exp", f"hdfs:///.exp.tmp-{PID}"),
-    ("ram://exp", f"ram://.exp.tmp-{PID}"),
-    ("ram://exp/", f"ram://.exp.tmp-{PID}"),
-    ("ram://name/x", f"ram://name/.x.tmp-{PID}"),
-    ("exp", f".exp.tmp-{PID}"),
-    ("runs/exp/", f"runs/.exp.tmp-{PID}"),
+    ("gs://bucket", "gs://bucket/.tmp-{pid}"),
+    ("hdfs:///exp", "hdfs:///.exp.tmp-{pid}"),
+    ("ram://exp", "ram://.exp.tmp-{pid}"),
+    ("ram://exp/", "ram://.exp.tmp-{pid}"),
+    ("ram://name/x", "ram://name/.x.tmp-{pid}"),
+    ("exp", ".exp.tmp-{pid}"),
+    ("runs/exp/", "runs/.exp.tmp-{pid}"),
 ])
 def test_temp_name_is_a_sibling_on_the_same_filesystem(path, temp):
-  assert file_io.temp_name(path) == temp
-  assert file_io.temp_name(path, "beam-7") == temp.replace(str(PID),
-                                                           "beam-7")
+  # The pid is filled in here, not in the ids: every pytest-xdist worker
+  # must collect the same test names.
+  assert file_io.temp_name(path) == temp.format(pid=PID)
+  assert file_io.temp_name(path, "beam-7") == temp.format(pid="beam-7")
 
 
 @pytest.mark.parametrize("parts, joined", [

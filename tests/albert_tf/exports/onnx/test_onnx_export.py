@@ -211,7 +211,8 @@ def test_bad_inputs_are_one_line(encoder_export, tmp_path):
   assert sorted(os.listdir(tmp_path)) == ["a_file"]
 
 
-def test_cli_error_is_one_line_and_exit_1(encoder_export, tmp_path):
+def test_cli_error_is_one_line_and_exit_1(encoder_export, tmp_path,
+                                          user_stderr):
   done = subprocess.run(
       [sys.executable, "-m", "tools.export_onnx",
        f"--saved_model={os.path.join(encoder_export, 'preprocessor')}",
@@ -219,7 +220,7 @@ def test_cli_error_is_one_line_and_exit_1(encoder_export, tmp_path):
       cwd=ROOT, capture_output=True, text=True, timeout=300,
       env=dict(os.environ, PYTHONPATH=ROOT))
   assert done.returncode == 1
-  lines = done.stderr.strip().splitlines()
+  lines = user_stderr(done.stderr).strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith("error: --saved_model="), (
       done.stderr[-2000:])
   assert not os.listdir(tmp_path)
