@@ -1,7 +1,6 @@
 """Shared fixtures. Test data is built here, on the machine: no network."""
 
 import os
-import re
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -397,28 +396,6 @@ def keyword_classifier(tmp_path_factory, spm_model, english_corpus):
       spm_model, packer.labels, 1, seq)
   return dict(export=export, config=config, words=words, seq_length=seq,
               texts=functools.partial(_keyword_texts, words))
-
-
-# A line of TensorFlow's C++ logging ("2026-11-26 09:03:33.664308: E
-# external/...] ..." or "E0000 00:00:... file.cc:51] ..."), our tools' own
-# lines aside.
-_TF_LOG_LINE = re.compile(
-    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] |[IWEF]\d{4} )")
-
-
-@pytest.fixture(scope="session")
-def user_stderr():
-  """A tool's stderr without TensorFlow's C++ log lines.
-
-  TF_CPP_MIN_LOG_LEVEL=3 hides them, except that now and then, on a busy
-  machine (two test processes on two cores), a CPU-only TensorFlow still
-  prints "failed call to cuInit" at start-up; a test of our one-line error
-  messages reads around it.
-  """
-  def strip(stderr: str) -> str:
-    return "".join(line for line in stderr.splitlines(keepends=True)
-                   if not _TF_LOG_LINE.match(line))
-  return strip
 
 
 @pytest.fixture(autouse=True)

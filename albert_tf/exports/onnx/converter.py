@@ -30,6 +30,7 @@ it. Everything is written under a temporary name and renamed.
 
 import json
 import logging
+import os
 import re
 from typing import Dict, Optional
 
@@ -63,7 +64,7 @@ def to_onnx(function, spec: ModelSpec, opset: int):
   import onnx
   import tf2onnx
   from tf2onnx import verbose_logging
-  verbose_logging.set_level(logging.ERROR)
+  _quiet_tf2onnx(verbose_logging)
   tensor_specs = [tf.TensorSpec(spec.input_shape, tf.int32, name=name)
                   for name in spec.input_names]
 
@@ -104,6 +105,22 @@ def float_weight_bytes(function) -> int:
   """Bytes of the float32 variables the signature function reads."""
   return sum(4 * v.shape.num_elements() for v in function.variables
              if v.dtype == tf.float32)
+
+
+def _quiet_tf2onnx(verbose_logging) -> None:
+  """tf2onnx's and TensorFlow's Python loggers to ERROR, as tf2onnx's
+  `set_level` does, but the caller's environment kept: `set_level` also
+  writes TF_CPP_MIN_LOG_LEVEL=2 into os.environ, which this process
+  ignores (TensorFlow read it at import) and every subprocess started
+  later inherits (TensorFlow's C++ errors, e.g. a CPU-only build's
+  "failed call to cuInit", then reach its stderr)."""
+  name = "TF_CPP_MIN_LOG_LEVEL"
+  kept = os.environ.get(name)
+  verbose_logging.set_level(logging.ERROR)
+  if kept is None:
+    os.environ.pop(name, None)
+  else:
+    os.environ[name] = kept
 
 
 class OnnxConversion:

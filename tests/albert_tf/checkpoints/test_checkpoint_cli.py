@@ -122,11 +122,11 @@ def test_convert_cli_to_official_and_back_from_hf(runs, tiny_config):
     np.testing.assert_array_equal(a.numpy(), b.numpy())
 
 
-def test_convert_cli_mismatch_is_one_clear_error(runs, user_stderr):
+def test_convert_cli_mismatch_is_one_clear_error(runs):
   results, paths = runs
   result = results["mismatch"]
   assert result.returncode == 1
-  assert user_stderr(result.stderr).startswith("error: checkpoint ")
+  assert result.stderr.startswith("error: checkpoint ")
   assert "Traceback" not in result.stderr
   assert "is [97, 16], the model needs [50, 16]" in result.stderr
   assert not (paths["convert"] / "out").exists()

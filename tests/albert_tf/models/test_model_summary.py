@@ -53,7 +53,7 @@ def test_breakdown_rows(tiny_config):
   assert rows["total"] == sum(v for k, v in rows.items() if k != "total")
 
 
-def test_cli_prints_table_and_rejects_missing_file(tmp_path, user_stderr):
+def test_cli_prints_table_and_rejects_missing_file(tmp_path):
   result = subprocess.run(
       [sys.executable, "-m", "tools.model_summary",
        f"--albert_config_file={BASE}", "--max_seq_length=128"],
@@ -66,5 +66,5 @@ def test_cli_prints_table_and_rejects_missing_file(tmp_path, user_stderr):
        f"--albert_config_file={missing}"],
       cwd=ROOT, capture_output=True, text=True, check=False)
   assert result.returncode == 1
-  assert user_stderr(result.stderr).strip().splitlines() == [
+  assert result.stderr.strip().splitlines() == [
       f"error: cannot read ALBERT config {missing}: No such file or directory"]

@@ -138,7 +138,7 @@ def test_bad_input_is_one_error_and_no_output(case, corpus, tmp_path):
   assert os.listdir(tmp_path) in ([], ["empty.txt"])
 
 
-def test_cli(corpus, tmp_path, user_stderr):
+def test_cli(corpus, tmp_path):
   def cli(*args):
     return subprocess.run(
         [sys.executable, "-m", "tools.train_wordpiece", *args], cwd=_REPO,
@@ -152,5 +152,5 @@ def test_cli(corpus, tmp_path, user_stderr):
   assert written and 665 <= int(written[1]) <= 700, done.stdout
   bad = cli(f"--input={tmp_path / 'nope.txt'}", f"--vocab_file={vocab_file}")
   assert bad.returncode == 1
-  assert user_stderr(bad.stderr).strip().splitlines() == [
+  assert bad.stderr.strip().splitlines() == [
       f"error: input file not found: {tmp_path / 'nope.txt'}"]

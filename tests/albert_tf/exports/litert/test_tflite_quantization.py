@@ -197,7 +197,7 @@ def test_runner_labels_equal_raw_text_saved_model(trained, tmp_path):
 
 
 @pytest.mark.slow
-def test_report_and_cli(trained, tmp_path, user_stderr):
+def test_report_and_cli(trained, tmp_path):
   data = tmp_path / "squad_dev.json"
   examples = _squad_examples(trained["words"], 30, seed=9)
   data.write_text(json.dumps({"version": "1.1", "data": [
@@ -235,6 +235,6 @@ def test_report_and_cli(trained, tmp_path, user_stderr):
        f"--output_file={tmp_path / 'x.tflite'}", "--seq_length=33"],
       cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
   assert bad.returncode == 1
-  assert user_stderr(bad.stderr).strip().splitlines() == [
+  assert bad.stderr.strip().splitlines() == [
       "error: --seq_length=33 is above the model's max_position_embeddings "
       "(32)"]

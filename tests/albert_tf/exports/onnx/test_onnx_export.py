@@ -61,6 +61,18 @@ def encoder_onnx(encoder_export):
   return converter.OnnxConversion(os.path.join(encoder_export, "encoder"))
 
 
+def test_conversion_keeps_the_callers_environment(encoder_export,
+                                                  monkeypatch):
+  """tf2onnx's log setting must not leak TF_CPP_MIN_LOG_LEVEL=2 into the
+  environment that later subprocesses inherit."""
+  monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "3")
+  converter.OnnxConversion(os.path.join(encoder_export, "encoder"))
+  assert os.environ["TF_CPP_MIN_LOG_LEVEL"] == "3"
+  monkeypatch.delenv("TF_CPP_MIN_LOG_LEVEL")
+  converter.OnnxConversion(os.path.join(encoder_export, "encoder"))
+  assert "TF_CPP_MIN_LOG_LEVEL" not in os.environ
+
+
 def _inputs(spec, batch, seq, seed):
   shape = (batch, *spec.input_shape[1:-1], seq)
   return serving_kinds.sample_inputs(spec.input_names, shape, 2000, n=batch,
@@ -211,8 +223,7 @@ def test_bad_inputs_are_one_line(encoder_export, tmp_path):
   assert sorted(os.listdir(tmp_path)) == ["a_file"]
 
 
-def test_cli_error_is_one_line_and_exit_1(encoder_export, tmp_path,
-                                          user_stderr):
+def test_cli_error_is_one_line_and_exit_1(encoder_export, tmp_path):
   done = subprocess.run(
       [sys.executable, "-m", "tools.export_onnx",
        f"--saved_model={os.path.join(encoder_export, 'preprocessor')}",
@@ -220,7 +231,7 @@ def test_cli_error_is_one_line_and_exit_1(encoder_export, tmp_path,
       cwd=ROOT, capture_output=True, text=True, timeout=300,
       env=dict(os.environ, PYTHONPATH=ROOT))
   assert done.returncode == 1
-  lines = user_stderr(done.stderr).strip().splitlines()
+  lines = done.stderr.strip().splitlines()
   assert len(lines) == 1 and lines[0].startswith("error: --saved_model="), (
       done.stderr[-2000:])
   assert not os.listdir(tmp_path)

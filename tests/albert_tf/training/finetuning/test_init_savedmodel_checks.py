@@ -102,7 +102,7 @@ CLI_CASES = {
 
 
 @pytest.mark.parametrize("tool", sorted(CLI_CASES))
-def test_the_tools_give_one_line(fake_exports, tmp_path, tool, user_stderr):
+def test_the_tools_give_one_line(fake_exports, tmp_path, tool):
   """Each fine-tuning tool's error, before TensorFlow is imported: one
   line, exit 1."""
   given, expected = CLI_CASES[tool]
@@ -124,8 +124,7 @@ def test_the_tools_give_one_line(fake_exports, tmp_path, tool, user_stderr):
       env=dict(os.environ, PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3"))
   assert result.returncode == 1, result.stderr[-3000:]
   assert "Traceback" not in result.stderr
-  lines = [line for line in user_stderr(result.stderr).splitlines()
-           if line.strip()]
+  lines = [line for line in result.stderr.splitlines() if line.strip()]
   assert len(lines) == 1, result.stderr
   assert lines[0] == (
       f"error: --init_savedmodel={fake_exports[given]} " +

@@ -168,18 +168,18 @@ def test_eval_only_run_uses_the_best_checkpoint(sst2_run):
                             "checkpoint": f"ckpt-{best['step']}"}
 
 
-def test_cli_errors_are_one_line(tmp_path, spm_model, user_stderr):
+def test_cli_errors_are_one_line(tmp_path, spm_model):
   result = _cli("--task_name=squad", f"--data_dir={tmp_path}",
                 f"--spm_model_file={spm_model}", f"--output_dir={tmp_path}",
                 "--do_train")
   assert result.returncode == 1
-  assert user_stderr(result.stderr).strip().splitlines() == [
+  assert result.stderr.strip().splitlines() == [
       "error: --task_name='squad' is not a GLUE task; expected one of CoLA, "
       "SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI"]
   result = _cli("--task_name=RTE", f"--data_dir={tmp_path / 'missing'}",
                 f"--spm_model_file={spm_model}", f"--output_dir={tmp_path}",
                 "--do_train")
   assert result.returncode == 1
-  lines = user_stderr(result.stderr).strip().splitlines()
+  lines = result.stderr.strip().splitlines()
   assert len(lines) == 1 and "--data_dir=" in lines[0] and \
       "missing" in lines[0], result.stderr
