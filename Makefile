@@ -30,8 +30,11 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 # them (its module fixtures built once): on 2 cores the whole suite takes
 # 22 minutes instead of 36, much of a test being single-threaded Python
 # (tracing, tool start-up). TEST_WORKERS=0 runs everything in this process.
+# A test must pass in any order: `make test TEST_DIST=load` spreads single
+# tests over the workers, TEST_ORDER=reverse runs the files backwards.
 TEST_WORKERS ?= 2
-PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+TEST_DIST ?= loadfile
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist $(TEST_DIST)
 
 test: $(STAMP)
 	$(PYTEST) -m "not slow" tests

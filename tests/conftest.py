@@ -4,9 +4,25 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import random  # noqa: E402
+import sys  # noqa: E402
+
 import pytest  # noqa: E402
 
 from data_pipeline.corpora import stdlib_corpus  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _reset_random_state():
+  """Every test starts from the same process-wide random state (Python's,
+  NumPy's and, once imported, TensorFlow's global seed), so an unseeded
+  draw in a test gives the same values whatever ran before it in its
+  pytest-xdist worker. Tests still seed what their premise rests on."""
+  random.seed(0)
+  if "numpy" in sys.modules:
+    sys.modules["numpy"].random.seed(0)
+  if "tensorflow" in sys.modules:
+    sys.modules["tensorflow"].random.set_seed(0)
 
 
 @pytest.fixture(scope="session")
@@ -408,3 +424,11 @@ def _no_global_seed_leak():
   tf = sys.modules.get("tensorflow")
   if tf is not None:
     tf.random.set_seed(None)
+
+
+def pytest_collection_modifyitems(config, items):
+  """TEST_ORDER=reverse runs the files (and the tests in each) in reverse
+  order: a check that no test depends on what ran before it."""
+  del config
+  if os.environ.get("TEST_ORDER") == "reverse":
+    items.reverse()

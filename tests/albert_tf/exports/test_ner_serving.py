@@ -80,16 +80,28 @@ def _texts():
 
 
 def _random_model(vocab_size, num_labels):
+  """A random model whose weights come from NumPy's seeded generator, not
+  from TensorFlow's process-wide random state: the same weights (and so the
+  same entities) whatever ran before in this process."""
   config = AlbertConfig(vocab_size=vocab_size, embedding_size=16,
                         hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=4, intermediate_size=64,
                         max_position_embeddings=SEQ)
-  # Seeded: how many entities a random model finds depends on its weights,
-  # which must not depend on the tests that ran before in this process.
-  tf.random.set_seed(0)
-  # A wide head: logits far apart, no near ties between the paths.
-  return AlbertTokenClassifier(AlbertEncoder(config), num_labels,
-                               initializer_range=1.0)
+  model = AlbertTokenClassifier(AlbertEncoder(config), num_labels)
+  model(dict(input_word_ids=np.zeros([1, SEQ], np.int32),
+             input_mask=np.ones([1, SEQ], np.int32),
+             input_type_ids=np.zeros([1, SEQ], np.int32)))
+  rng = np.random.default_rng(0)
+  head = {id(v) for v in model.get_layer("tagger").trainable_variables}
+  for variable in model.trainable_variables:
+    # LayerNorm scales stay 1; the head's kernel is wide (stddev 1): logits
+    # far apart, no near ties between the paths, and every tag predicted.
+    if variable.name.endswith("gamma:0"):
+      continue
+    stddev = 1.0 if id(variable) in head else 0.1
+    variable.assign(rng.normal(0.0, stddev, variable.shape).astype(
+        variable.dtype.as_numpy_dtype))
+  return model
 
 
 def _predict(model):
@@ -148,4 +160,6 @@ def test_export_pipeline_spans_equal_python(spm_model, chinese_kit, tmp_path,
   padding = outputs["entity_start"] < 0
   assert (outputs["entity_end"][padding] == -1).all()
   assert (outputs["entity_label"][padding] == b"").all()
-  assert found > 50
+  # The seeded weights tag every kind: 814 (SentencePiece) and 505
+  # (WordPiece) entities compared, in any test order.
+  assert found > 400
