@@ -30,7 +30,8 @@ MOVED = {
     "albert_tf.exports.squad_serving_wordpiece":
         "albert_tf.exports.serving.squad_serving_wordpiece",
     "albert_tf.exports.tflite": "albert_tf.exports.litert.converter",
-    "albert_tf.exports.tflite_eval": "albert_tf.exports.litert.evaluation",
+    "albert_tf.exports.tflite_eval": "albert_tf.exports.dev_evaluation",
+    "albert_tf.exports.litert.evaluation": "albert_tf.exports.dev_evaluation",
     "albert_tf.exports.tflite_report": "albert_tf.exports.litert.report",
     "albert_tf.exports.tflite_runner": "albert_tf.exports.litert.runner",
     "albert_tf.training.bucketed_steps":

@@ -14,8 +14,10 @@ about the float32 weights). It then runs the file in onnxruntime against
 the SavedModel (max |difference|, at two batch sizes and two lengths) and,
 with --quantize=dynamic_int8 (onnxruntime's quantize_dynamic, int8 weights
 per output channel), writes that variant and prints its top-class
-agreement with float32. Beside the file: the vocabulary, labels.txt,
-albert_config.json and <file>.json. Needs the `onnx` extra
+agreement with float32; with --eval_data (a fine-tuned model's dev data,
+as export_tflite takes it) that agreement is counted on the dev set, and
+each variant's metric on it is printed. Beside the file: the vocabulary,
+labels.txt, albert_config.json and <file>.json. Needs the `onnx` extra
 (pip install ".[onnx]").
 """
 
@@ -35,11 +37,14 @@ def main(argv):
   params, _ = settings_flags.read_settings(OnnxExportParams)
   options.check_onnx_request(params.saved_model, params.output_file,
                              params.opset, params.quantize,
-                             params.verify_seq_length)
+                             params.verify_seq_length, params.eval_data)
+  from albert_tf.exports.dev_evaluation import settings_of
   from albert_tf.exports.onnx.report import export_and_report
+  squad_settings, columns = settings_of(params)
   result = export_and_report(
       params.saved_model, params.output_file, params.opset, params.quantize,
-      params.verify_seq_length, params.num_threads)
+      params.verify_seq_length, params.num_threads, params.eval_data,
+      params.task_name, squad_settings, columns)
   print("\n".join(result["lines"]))
 
 

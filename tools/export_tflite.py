@@ -39,18 +39,14 @@ def main(argv):
                                params.seq_length, params.batch_size,
                                params.quantize, params.eval_data,
                                params.length_buckets)
-  from albert_tf.exports.litert.evaluation import EvalColumns
+  from albert_tf.exports.dev_evaluation import settings_of
   from albert_tf.exports.litert.report import export_and_report
-  from albert_tf.exports.litert.runner import SquadSettings
+  squad_settings, columns = settings_of(params)
   result = export_and_report(
       params.saved_model, params.output_file, params.seq_length,
       params.batch_size, params.quantize, params.do_lower_case,
-      params.eval_data, params.task_name,
-      SquadSettings(params.doc_stride, params.max_query_length,
-                    params.n_best_size, params.max_answer_length),
-      params.num_threads,
-      EvalColumns(params.eval_files, params.eval_text, params.eval_choices),
-      params.length_buckets)
+      params.eval_data, params.task_name, squad_settings,
+      params.num_threads, columns, params.length_buckets)
   print("\n".join(result["lines"]))
 
 

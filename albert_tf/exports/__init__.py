@@ -10,12 +10,16 @@
   options.py       checks of the export arguments (imports no TensorFlow)
   saved_model_loading.py  `load_saved_model`, `hub_layer`: reload any of
                    them
+  text_runner.py   raw text -> labels / answers with a converted model
+                   (LiteRT or ONNX), as an app would
+  dev_evaluation.py  a converted model's dev-set metric (--eval_data)
   serving/         raw-text exports of fine-tuned models: `export_classifier`
                    (GLUE), `export_squad` (with its in-graph pipeline),
                    `export_race`, `export_ner` (entity spans of raw text;
                    `load_ner` calls one from Python)
   litert/          `export_tflite`: a token-ids signature as a LiteRT file,
-                   its interpreter, the raw-text runner, its checks
+                   its interpreter, its checks
+  onnx/            `export_onnx`: the same as an ONNX file
 
 The public functions are importable from here (`from albert_tf.exports
 import load_saved_model`); they load lazily, so `exports.options` stays

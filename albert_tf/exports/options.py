@@ -67,7 +67,36 @@ class EncoderExportParams(FlatConstructible):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TfliteExportParams(FlatConstructible):
+class EvalDataParams(FlatConstructible):
+  """The dev data a converted model is scored on (export_tflite and
+  export_onnx: each field is their flag)."""
+
+  eval_data: Optional[str] = setting(
+      None, "Dev data to score each variant on: the GLUE task folder (with "
+      "--task_name), the SQuAD dev JSON or the RACE folder; or, for a "
+      "model of your own data (run_classifier --train_file, "
+      "run_multiple_choice), a dev file of it (CSV, TSV, JSON lines, "
+      "Parquet; read with the column flags as in fine-tuning).")
+  task_name: Optional[str] = setting(None, "GLUE task of --eval_data.")
+  doc_stride: Optional[int] = setting(
+      None, "SQuAD: unset, the fine-tuning run's (recorded in the export), "
+      "else 128.")
+  max_query_length: Optional[int] = setting(
+      None, "SQuAD: unset, the fine-tuning run's, else 64.")
+  n_best_size: Optional[int] = setting(
+      None, "SQuAD: unset, the fine-tuning run's, else 20.")
+  max_answer_length: Optional[int] = setting(
+      None, "SQuAD: unset, the fine-tuning run's, else 30.")
+  # An own-data --eval_data file: its format and columns, as fine-tuning's.
+  eval_files: RecordFileOptions = dataclasses.field(
+      default_factory=RecordFileOptions)
+  eval_text: TextColumns = dataclasses.field(default_factory=TextColumns)
+  eval_choices: ChoiceColumns = dataclasses.field(
+      default_factory=ChoiceColumns)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TfliteExportParams(EvalDataParams):
   """Settings of tools.export_tflite (each field is its flag)."""
 
   saved_model: str = setting(
@@ -91,29 +120,7 @@ class TfliteExportParams(FlatConstructible):
       "--seq_length, e.g. 32,64.")
   do_lower_case: bool = setting(
       True, "The tokenizer's (as at fine-tuning), for the runner.")
-  eval_data: Optional[str] = setting(
-      None, "Dev data to score each variant on: the GLUE task folder (with "
-      "--task_name), the SQuAD dev JSON or the RACE folder; or, for a "
-      "model of your own data (run_classifier --train_file, "
-      "run_multiple_choice), a dev file of it (CSV, TSV, JSON lines, "
-      "Parquet; read with the column flags as in fine-tuning).")
-  task_name: Optional[str] = setting(None, "GLUE task of --eval_data.")
-  doc_stride: Optional[int] = setting(
-      None, "SQuAD: unset, the fine-tuning run's (recorded in the export), "
-      "else 128.")
-  max_query_length: Optional[int] = setting(
-      None, "SQuAD: unset, the fine-tuning run's, else 64.")
-  n_best_size: Optional[int] = setting(
-      None, "SQuAD: unset, the fine-tuning run's, else 20.")
-  max_answer_length: Optional[int] = setting(
-      None, "SQuAD: unset, the fine-tuning run's, else 30.")
   num_threads: int = setting(2, "LiteRT interpreter threads.")
-  # An own-data --eval_data file: its format and columns, as fine-tuning's.
-  eval_files: RecordFileOptions = dataclasses.field(
-      default_factory=RecordFileOptions)
-  eval_text: TextColumns = dataclasses.field(default_factory=TextColumns)
-  eval_choices: ChoiceColumns = dataclasses.field(
-      default_factory=ChoiceColumns)
 
 
 def prepare_encoder_export(params: EncoderExportParams,

@@ -158,3 +158,12 @@ def sample_inputs(input_names: Sequence[str], input_shape: Sequence[int],
   if "p_mask" in input_names:
     inputs["p_mask"] = (1 - types) | (1 - mask)
   return inputs
+
+
+def batched(function: Callable[[Dict[str, np.ndarray]], Outputs],
+            inputs: Dict[str, np.ndarray], size: int = 64) -> Outputs:
+  """function over inputs in batches of `size` examples, concatenated."""
+  n = len(next(iter(inputs.values())))
+  parts = [function({k: v[i:i + size] for k, v in inputs.items()})
+           for i in range(0, n, size)]
+  return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

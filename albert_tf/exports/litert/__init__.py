@@ -2,8 +2,7 @@
 
   converter    export_tflite: convert with built-in ops only, quantize
   interpreter  running a file with ai_edge_litert's interpreter
-  runner       raw text -> labels / answers with a file (TextRunner)
-  evaluation   parity, top-class agreement, task metrics (--eval_data)
+  runner       the raw-text runner (exports.text_runner) on a file
   report       tools.export_tflite's run: convert, write, verify, report
 
 May import: albert_tf.exports (encoder-side and serving), albert_tf,

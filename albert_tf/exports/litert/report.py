@@ -7,19 +7,17 @@ max |difference| from the SavedModel; the quantized model's top-class
 agreement with the float model; each variant's task metric (tflite_eval).
 """
 
-from typing import Dict, List, Optional
-
-import numpy as np
+from typing import Dict, Optional
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_tf.exports import dev_evaluation as tflite_eval
 from albert_tf.exports import options
 from albert_tf.exports import serving_kinds
-from albert_tf.exports.litert import evaluation as tflite_eval
 from albert_tf.exports.litert.converter import Conversion
 from albert_tf.exports.litert.interpreter import LiteRTModel
-from albert_tf.exports.litert.runner import SquadSettings
-from albert_tf.exports.litert.runner import TextRunner
+from albert_tf.exports.text_runner import SquadSettings
+from albert_tf.exports.text_runner import TextRunner
 
 # Parity the float model must keep with the SavedModel.
 FLOAT_TOLERANCE = 1e-4
@@ -95,7 +93,8 @@ def _verify(conversion: Conversion, description: Dict, output_file: str,
     where = f"{len(inputs['input_mask'])} random-token inputs"
   outputs = {v: models[v](inputs) for v in variants}
   difference = serving_kinds.max_difference(
-      outputs["none"], _batched(conversion.saved_model_outputs, inputs),
+      outputs["none"],
+      serving_kinds.batched(conversion.saved_model_outputs, inputs),
       inputs["input_mask"])
   if len(buckets) > 1:
     calls = models["none"].bucket_calls
@@ -122,10 +121,3 @@ def _verify(conversion: Conversion, description: Dict, output_file: str,
                    f"{values}")
   return result
 
-
-def _batched(function, inputs, size: int = 64) -> Dict[str, np.ndarray]:
-  """function over inputs in batches of `size`, concatenated."""
-  n = len(next(iter(inputs.values())))
-  parts: List[Dict] = [function({k: v[i:i + size] for k, v in inputs.items()})
-                       for i in range(0, n, size)]
-  return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}

@@ -167,8 +167,8 @@ class OnnxConversion:
     except OSError as e:
       raise UserInputError(f"--output_file={output_file} cannot be written: "
                            f"{e.strerror or e}") from None
-    names = [file_io.basename(a) for a in
-             atomic_export.copy_assets(self.saved_model, output_file)]
+    copied = atomic_export.copy_assets(self.saved_model, output_file)
+    names = [file_io.basename(a) for a in copied]
     vocab = [n for n in names if n.endswith(".model") or
              (n.endswith(".txt") and n != "labels.txt")]
     choices = list(self.spec.input_shape[1:-1])
@@ -185,7 +185,14 @@ class OnnxConversion:
         size_bytes=len(data), float_weight_bytes=self.weight_bytes)
     file_io.write_atomic(description_path(output_file),
                          json.dumps(description, indent=2) + "\n")
+    self.written = [output_file, *copied, description_path(output_file)]
     return description
+
+  def remove_written(self) -> None:
+    """Removes what `write` wrote (a failed check leaves nothing behind)."""
+    for path in getattr(self, "written", ()):
+      if file_io.exists(path):
+        file_io.remove(path)
 
 
 def export_onnx(saved_model: str, output_file: str,

@@ -5,10 +5,11 @@ Imports no TensorFlow, tf2onnx or onnxruntime.
 
 import dataclasses
 
+from albert_common import file_io
 from albert_common.errors import UserInputError
-from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
 from albert_tf.exports import options as export_options
+from albert_tf.exports.options import EvalDataParams
 
 # Opsets tf2onnx 1.17 writes and ONNX Runtime, TensorRT 10 and OpenVINO
 # read; 17 has LayerNormalization.
@@ -19,7 +20,7 @@ QUANTIZE_CHOICES = ("none", "dynamic_int8")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class OnnxExportParams(FlatConstructible):
+class OnnxExportParams(EvalDataParams):
   """Settings of tools.export_onnx (each field is its flag)."""
 
   saved_model: str = setting(
@@ -38,20 +39,24 @@ class OnnxExportParams(FlatConstructible):
       "printed).", choices=QUANTIZE_CHOICES)
   verify_seq_length: int = setting(
       128, "Longest random-token input the file is checked on against the "
-      "SavedModel (at most the model's max_position_embeddings).")
+      "SavedModel, and the length --eval_data's texts are packed to (at "
+      "most the model's max_position_embeddings).")
   num_threads: int = setting(2, "onnxruntime intra-op threads (checks).")
 
 
 def check_onnx_request(saved_model: str, output_file: str, opset: int,
-                       quantize: str, verify_seq_length: int = 128) -> None:
+                       quantize: str, verify_seq_length: int = 128,
+                       eval_data: str = "") -> None:
   """Checks export_onnx's arguments before TensorFlow loads: the folder
-  holds a SavedModel (not a preprocessor), --opset, --quantize,
-  --verify_seq_length, and the output file can be written.
+  holds a SavedModel (not a preprocessor), --eval_data exists, --opset,
+  --quantize, --verify_seq_length, and the output file can be written.
 
   Raises:
     UserInputError: naming the flag or path at fault.
   """
   export_options.check_saved_model_dir(saved_model)
+  if eval_data and not file_io.exists(eval_data):
+    raise UserInputError(f"--eval_data={eval_data} does not exist")
   if opset not in OPSETS:
     raise UserInputError(
         f"--opset={opset} is not supported: give one of {OPSETS[0]}-"

@@ -166,6 +166,72 @@ def test_litert_file_scores_the_dev_file(data, classes_run, tmp_path):
 
 
 @pytest.mark.slow
+def test_onnx_export_scores_the_dev_file(data, classes_run, tmp_path, capsys):
+  """tools.export_onnx --quantize=dynamic_int8 --eval_data=<dev CSV> prints
+  each variant's accuracy and macro F1, and int8's agreement with float32,
+  equal to those counted here from the ONNX files' logits; a bad
+  --eval_data is one line, exit 1, and leaves nothing written."""
+  from sklearn.metrics import f1_score
+
+  from albert_tf.exports.onnx.runtime import OnnxModel
+  from albert_tf.exports.text_runner import TextRunner
+  out = tmp_path / "onnx" / "tickets.onnx"
+  status = _run_tool("export_onnx",
+                     f"--saved_model={classes_run['export_dir']}",
+                     f"--output_file={out}", "--quantize=dynamic_int8",
+                     f"--verify_seq_length={kit.SEQ}",
+                     f"--eval_data={data['classes_dev']}")
+  printed = capsys.readouterr()
+  assert status == 0, printed.err[-2000:]
+  rows = data["classes"]["dev"]
+  description = _read_json(tmp_path / "onnx" / "tickets.json")
+  packer = TextRunner(None, description, str(tmp_path / "onnx"),
+                      seq_length=kit.SEQ)
+  inputs = packer.classify_inputs([r["text"] for r in rows])
+  names = ["fruit", "music", "volcano"]
+  truth = [names.index(r["label"]) for r in rows]
+  float_model = OnnxModel(_float32_of(classes_run["export_dir"]))
+  predicted = {
+      "float32": np.argmax(float_model(inputs)["logits"], -1),
+      "dynamic_int8": np.argmax(OnnxModel(str(out))(inputs)["logits"], -1)}
+  agreement = np.mean(predicted["float32"] == predicted["dynamic_int8"])
+  dev = data["classes_dev"]
+  assert (f"dynamic_int8 vs float32: top-class agreement {agreement:.4f} on "
+          f"the {len(rows)} inputs of {dev}") in printed.out
+  for variant, labels in predicted.items():
+    accuracy = np.mean(labels == truth)
+    macro_f1 = f1_score(truth, labels, average="macro")
+    assert (f"{variant} on {dev}: accuracy={accuracy:.4f}, "
+            f"macro_f1={macro_f1:.4f}") in printed.out
+  assert np.mean(predicted["float32"] == truth) > 0.9  # chance: 1/3
+  # A dev file the model cannot read (no text column): one line, exit 1,
+  # no file left.
+  bad = tmp_path / "bad.csv"
+  bad.write_text("id,words,label\n1,a b,fruit\n", encoding="utf-8")
+  failed = tmp_path / "failed" / "m.onnx"
+  status = _run_tool("export_onnx",
+                     f"--saved_model={classes_run['export_dir']}",
+                     f"--output_file={failed}", f"--eval_data={bad}")
+  assert status == 1
+  assert capsys.readouterr().err.strip() == (
+      f"error: {bad}:1: no column 'text' (--text_a_column); the columns "
+      "there: id, words, label")
+  assert os.listdir(failed.parent) == []
+  assert _run_tool("export_onnx",
+                   f"--saved_model={classes_run['export_dir']}",
+                   f"--output_file={failed}",
+                   f"--eval_data={tmp_path / 'missing.csv'}") == 1
+  assert capsys.readouterr().err.strip() == (
+      f"error: --eval_data={tmp_path / 'missing.csv'} does not exist")
+
+
+def _float32_of(export_dir):
+  """The export's float32 ONNX model, converted here."""
+  from albert_tf.exports.onnx.converter import OnnxConversion
+  return OnnxConversion(export_dir).serialized("none")
+
+
+@pytest.mark.slow
 def test_same_dev_records_in_every_format_score_the_same(data, classes_run,
                                                         tmp_path):
   """Evaluation-only runs (labels.json read back) of one checkpoint on the

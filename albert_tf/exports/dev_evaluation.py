@@ -1,10 +1,11 @@
-"""Checks of a converted model: parity, top-class agreement, task metrics.
+"""A converted model's dev-set metric (`--eval_data` of export_tflite and
+export_onnx).
 
-`tools.export_tflite` prints them: the float model against the SavedModel
-(max |difference|), each quantized model's top-class agreement with the
-float model, and with task dev data (`--eval_data`) each variant's metric:
-accuracy for GLUE and RACE, EM / F1 for SQuAD (through litert.runner, raw
-text to answers as a device would); for a model of one's own data, a dev
+`tools.export_tflite` and `tools.export_onnx` print, with task dev data
+(`--eval_data`), each variant's metric on it and the quantized variant's
+top-class agreement with float on the same inputs: accuracy for GLUE and
+RACE, EM / F1 for SQuAD (through text_runner, raw text to answers as a
+device would); for a model of one's own data, a dev
 file of it (read as fine-tuning reads it) scored with fine-tuning's
 metrics: accuracy and macro F1, Pearson and Spearman, micro and macro F1,
 multiple-choice accuracy.
@@ -26,7 +27,8 @@ import numpy as np
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
-from albert_tf.exports.litert.runner import TextRunner
+from albert_tf.exports.text_runner import SquadSettings
+from albert_tf.exports.text_runner import TextRunner
 from data_pipeline.corpora.record_files import RecordFileOptions
 from data_pipeline.tasks.glue import examples as glue_examples
 from data_pipeline.tasks.multiple_choice import examples as choice_examples
@@ -48,6 +50,14 @@ class EvalColumns:
   files: RecordFileOptions = RecordFileOptions()
   text: TextColumns = TextColumns()
   choices: ChoiceColumns = ChoiceColumns()
+
+
+def settings_of(params) -> Tuple[SquadSettings, EvalColumns]:
+  """(SQuAD settings, own-data columns) of an options.EvalDataParams."""
+  return (SquadSettings(params.doc_stride, params.max_query_length,
+                        params.n_best_size, params.max_answer_length),
+          EvalColumns(params.eval_files, params.eval_text,
+                      params.eval_choices))
 
 
 def own_data_evaluation(runner: TextRunner, eval_data: str,
