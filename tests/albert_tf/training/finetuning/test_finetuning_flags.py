@@ -10,7 +10,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -20,7 +19,6 @@ from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import task_settings
 
 ROOT = os.path.abspath(os.path.join(__file__, "../../../../.."))
-LIMIT_S = 3.0
 
 
 @pytest.fixture(scope="module")
@@ -167,17 +165,23 @@ def _cases(p):
 
 
 @pytest.fixture(scope="module")
-def cli_results(files):
+def cli_results(files, tmp_path_factory):
+  """Each case's CLI run where importing TensorFlow fails: a check that
+  fails fast fails before TensorFlow loads (about 5 s), whatever the
+  machine's load."""
   cases = _cases(files)
-  env = dict(os.environ, PYTHONPATH=ROOT)
+  blocker = tmp_path_factory.mktemp("no_tensorflow") / "tensorflow"
+  blocker.mkdir()
+  (blocker / "__init__.py").write_text(
+      'raise ImportError("TensorFlow was imported before the check")\n')
+  env = dict(os.environ, PYTHONPATH=f"{blocker.parent}{os.pathsep}{ROOT}")
 
   def run(item):
     name, (module, *args) = item
-    start = time.monotonic()
     result = subprocess.run([sys.executable, "-m", module, *args[:-2]],
                             cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=120)
-    return name, (result, time.monotonic() - start, *args[-2:])
+    return name, (result, *args[-2:])
 
   with concurrent.futures.ThreadPoolExecutor(2) as pool:
     return dict(pool.map(run, cases.items()))
@@ -203,7 +207,8 @@ def test_every_case_is_run(files):
 
 @pytest.mark.parametrize("case", CASES)
 def test_check_fails_fast_with_one_line(cli_results, case):
-  result, seconds, pattern, logged = cli_results[case]
+  result, pattern, logged = cli_results[case]
+  assert "TensorFlow was imported" not in result.stderr, result.stderr[-3000:]
   assert "Traceback" not in result.stderr, result.stderr[-3000:]
   assert result.returncode == 1, result.stderr[-3000:]
   errors = [line for line in result.stderr.splitlines()
@@ -213,7 +218,6 @@ def test_check_fails_fast_with_one_line(cli_results, case):
   assert result.stderr.rstrip().endswith(errors[0]), result.stderr[-3000:]
   if logged:
     assert re.search(logged, result.stderr), result.stderr[-3000:]
-  assert seconds < LIMIT_S, (case, seconds)
 
 
 def test_early_check_modules_do_not_import_tensorflow():
