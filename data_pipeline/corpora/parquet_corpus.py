@@ -5,6 +5,12 @@ Hugging Face `datasets` shards, C4 and FineWeb: the text is a string column
 group is a piece, read alone (`pyarrow.parquet.ParquetFile.read_row_group`,
 only the text's column), so memory holds one row group whatever the file's
 size. Files are read through `fs.open_read`, so any filesystem works.
+
+Row groups are read without Arrow's thread pool (`use_threads=False`): one
+column of one group gains little from it, and a pool thread still running
+when the interpreter exits aborts the process ("terminate called without
+an active exception", apache/arrow#34314), which a newcomer's test run
+saw once in `tools.split_sentences`.
 """
 
 from typing import Iterator, List, Optional, Tuple
@@ -77,7 +83,8 @@ def read_row_group(path: str, group: int, field: str,
       return
     names = field.split(".")
     try:
-      table = parquet.read_row_group(group, columns=[names[0]])
+      table = parquet.read_row_group(group, columns=[names[0]],
+                                     use_threads=False)
     except (pyarrow.ArrowException, OSError) as e:
       raise UserInputError(f"{path}, row group {group}: cannot read it "
                            f"({str(e).splitlines()[0]})") from None

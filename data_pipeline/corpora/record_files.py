@@ -271,7 +271,8 @@ class RecordFile:
     try:
       for group in range(parquet.num_row_groups):
         try:
-          table = parquet.read_row_group(group, columns=names)
+          table = parquet.read_row_group(group, columns=names,
+                                         use_threads=False)
         except (pyarrow.ArrowException, OSError) as e:
           raise UserInputError(
               f"{self.path}, row group {group}: cannot read it "
