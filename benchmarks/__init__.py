@@ -29,7 +29,8 @@ MOVED = {
     "benchmarks.bench_sentence_splitters": "benchmarks.data.sentence_splitters",
     "benchmarks.bench_word_segmentation": "benchmarks.data.word_segmentation",
     "benchmarks.bench_pretraining_step": "benchmarks.pretraining.step",
-    "benchmarks.bench_pretraining_buckets": "benchmarks.pretraining.length_buckets",
+    "benchmarks.bench_pretraining_buckets":
+        "benchmarks.pretraining.length_buckets",
     "benchmarks.bench_resume": "benchmarks.pretraining.resume",
     "benchmarks.bench_finetuning_peers": "benchmarks.finetuning.peers",
     "benchmarks.finetuning_peers_worker": "benchmarks.finetuning.peers_worker",
@@ -40,7 +41,8 @@ MOVED = {
     "benchmarks.bench_inference": "benchmarks.serving.garden",
     "benchmarks.bench_bucketed_serving": "benchmarks.serving.length_buckets",
     "benchmarks.bench_tflite": "benchmarks.serving.litert",
-    "benchmarks.bench_iterator_teardown": "benchmarks.investigations.iterator_teardown",
+    "benchmarks.bench_iterator_teardown":
+        "benchmarks.investigations.iterator_teardown",
     "benchmarks.bench_small_matmuls": "benchmarks.investigations.small_matmuls",
     "benchmarks.bench_before_after": "benchmarks.investigations.before_after",
     "benchmarks.bench_step_overhead": "benchmarks.investigations.step_overhead",

@@ -108,8 +108,9 @@ def summarize(results, contenders, args):
             "padded tokens / example", "tokens / example", "vs HF dynamic",
             "real tokens/s vs HF dynamic", "rounds", "others' CPU (cores, max)"]
   for task, rounds in results.items():
-    quiet = [r for r in rounds
-             if max(x["other_cores"] for x in r.values()) < args.quiet_cores]
+    quiet = [rounds[i] for i in common.quiet_rounds(
+        [max(x["other_cores"] for x in r.values()) for r in rounds],
+        args.quiet_cores)]
     used = quiet or rounds
     kind = "quiet" if quiet else "loaded"
     notes.append(f"{TASK_LABELS.get(task, task)}: {len(quiet)} of "

@@ -25,9 +25,10 @@ import argparse
 import json
 import os
 import tempfile
-import time
 
 import numpy as np
+
+from benchmarks import common
 
 OURS = ("none", "pow2", "auto", "pack")
 THEIRS = ("hf_dynamic", "hf_128")
@@ -44,7 +45,6 @@ def config_dict(size: str) -> dict:
   if size == "tiny":
     from albert_tf.config import AlbertConfig
     return AlbertConfig(**TINY).to_dict()
-  from benchmarks import common
   return common.load_config(size).to_dict()
 
 
@@ -53,32 +53,6 @@ def task_features(task: str, seq: int, vocab_size: int):
   (benchmarks.finetuning.length_buckets.TASKS)."""
   from benchmarks.finetuning import length_buckets as task_lengths
   return task_lengths.TASKS[task][1](EXAMPLES, seq, vocab_size)
-
-
-class CpuWindow:
-  """CPU used by other processes over a window of wall time, in cores."""
-
-  def __enter__(self):
-    self.busy, self.own, self.start = _busy(), _own(), time.perf_counter()
-    return self
-
-  def __exit__(self, *exc):
-    self.seconds = time.perf_counter() - self.start
-    others = (_busy() - self.busy) - (_own() - self.own)
-    self.other_cores = max(others, 0.0) / self.seconds
-
-
-def _busy() -> float:
-  """Seconds of CPU the machine spent busy since boot (/proc/stat)."""
-  with open("/proc/stat") as f:
-    fields = [float(x) for x in f.readline().split()[1:]]
-  idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
-  return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def _own() -> float:
-  times = os.times()
-  return times.user + times.system
 
 
 def stream_order(n: int, count: int, seed: int = 0) -> np.ndarray:
@@ -155,7 +129,7 @@ def run_ours(contender: str, task: str, size: str, batch: int, seq: int,
   runner.trainer.fit(dataset, steps_per_epoch=WARMUP_STEPS, epochs=1,
                      verbose=0)
   timed = dataset.skip(WARMUP_STEPS)
-  with CpuWindow() as window:
+  with common.CpuWindow() as window:
     runner.trainer.fit(timed, steps_per_epoch=steps, epochs=1, verbose=0)
   examples = padded = tokens = 0
   for batch_features, _ in timed.take(steps):
@@ -246,7 +220,7 @@ def run_theirs(contender: str, task: str, size: str, batch: int, seq: int,
              for i in range(WARMUP_STEPS + steps)]
   for inputs, targets in batches[:WARMUP_STEPS]:
     step(inputs, targets)
-  with CpuWindow() as window:
+  with common.CpuWindow() as window:
     for inputs, targets in batches[WARMUP_STEPS:]:
       step(inputs, targets)
   timed = batches[WARMUP_STEPS:]

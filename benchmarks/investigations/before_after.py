@@ -212,9 +212,10 @@ def main():
         + [f"--size={args.size}", f"--batch_size={args.batch_size}",
            f"--seq_length={args.seq_length}", f"--repeats={args.repeats}",
            f"--rounds={args.rounds}", "--write"])
+    from tensorflow import __version__ as tf_version
     common.update_benchmarks_md(
         "Pretraining step before and after a change", f"`{command}`; "
-        f"{os.cpu_count()} CPU cores, TensorFlow {common.tf.__version__}, "
+        f"{os.cpu_count()} CPU cores, TensorFlow {tf_version}, "
         f"load average {load_start:.1f} at the start, {load_end:.1f} at the "
         f"end (median "
         f"{statistics.median(loads):.1f} over the processes). ALBERT-"

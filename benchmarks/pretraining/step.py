@@ -9,9 +9,13 @@ to the embeddings, its ALBERT SOP head: dense H->H tanh on [CLS], then 2
 classes). Ours: the real training path,
 `PretrainingRunner.train_step` (all-reduce, clipping, metrics included).
 Steps alternate between the contenders; medians are reported with the ratio
-Model Garden time / our time (> 1: ours is faster), the achieved FLOP/s as a
-fraction of a float32 matmul's measured in the same run, and each
-contender's peak memory (measured in a child process of its own).
+Model Garden time / our time (> 1: ours is faster), the achieved FLOP/s as
+a share of the matmul peak at the step's own shapes measured in the same
+run (benchmarks.roofline.step_peak: [batch x seq, H] x [H, I]; bfloat16
+modes against the bfloat16 peak where the CPU has one), and each
+contender's peak memory (measured in a child process of its own). With
+--write: its BENCHMARKS.md section, the figures of the first table and
+benchmarks/charts/pretraining_step.png (sequences/s, the peak marked).
 """
 
 import argparse
@@ -19,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -27,7 +32,9 @@ import tf_keras
 from albert_tf import optimization
 from albert_tf import parameters_and_flops
 from albert_tf.config import AlbertConfig
+from benchmarks import charts
 from benchmarks import common
+from benchmarks import roofline
 
 PREDICTIONS = 20
 
@@ -164,12 +171,29 @@ def _memory_child(size, which, batch, seq, mode):
   return common.peak_rss_mb()
 
 
+def _peaks(config, rows: int, modes) -> dict:
+  """{mode: FLOP/s}: the matmul peak at the step's shapes in the mode's
+  compute dtype (bfloat16 only where the CPU has it; else float32's)."""
+  peaks = {"float32": roofline.step_peak(config.hidden_size,
+                                         config.intermediate_size, rows)}
+  if any("bfloat16" in m for m in modes) and roofline.bfloat16_supported():
+    peaks["bfloat16"] = roofline.step_peak(
+        config.hidden_size, config.intermediate_size, rows, "bfloat16")
+  print("matmul peak at the step's shapes: " + ", ".join(
+      f"{d} {p / 1e9:.1f} GFLOP/s" for d, p in peaks.items()), flush=True)
+  return {m: peaks.get("bfloat16" if "bfloat16" in m else "float32",
+                       peaks["float32"]) for m in modes}
+
+
 def run(sizes, batch, seq, repeats, modes, memory=True):
-  peak = common.matmul_peak_flops()
-  print(f"float32 matmul peak here: {peak / 1e9:.1f} GFLOP/s")
-  rows, plot = [], []
+  """(markdown table, {size label: {mode: peak FLOP/s}}, one dict per row:
+  label, size, mode, ours and garden (sequences/s; 0: Garden failed),
+  ceiling (sequences/s at the peak), peak (FLOP/s), reached (share))."""
+  rows, plot, all_peaks = [], [], {}
   for size in sizes:
     config = common.load_config(size)
+    peaks = _peaks(config, batch * seq, modes)
+    all_peaks[common.size_label(size)] = peaks
     batch_tensors = synthetic_batch(config, batch, seq)
     flops = training_flops(config, batch, seq)
     contenders, failures = {}, {}
@@ -201,18 +225,23 @@ def run(sizes, batch, seq, repeats, modes, memory=True):
       rows.append([label, mode, f"{ours_s:.2f}"] + garden_cells + [
           f"{batch / ours_s:.1f}",
           "-" if failed else f"{batch / garden_s:.1f}",
-          f"{flops / ours_s / peak:.0%}",
-          "-" if failed else f"{flops / garden_s / peak:.0%}",
+          f"{peaks[mode] / 1e9:.1f}",
+          roofline.percent(flops / ours_s, peaks[mode]),
+          "-" if failed else roofline.percent(flops / garden_s, peaks[mode]),
           _megabytes(mem["ours"]), _megabytes(mem["garden"])])
-      plot.append((f"{label}\n{mode}", batch / ours_s,
-                   0.0 if mode in failures else batch / garden_s))
+      plot.append(dict(
+          label=f"{label}\n{mode}", size=label, mode=mode,
+          ours=batch / ours_s, ceiling=peaks[mode] / flops * batch,
+          garden=0.0 if failed else batch / garden_s,
+          peak=peaks[mode], reached=flops / ours_s / peaks[mode]))
       print(rows[-1], flush=True)
   header = ["model", "mode", "ours s/step", "Garden s/step",
             "speed-up (Garden/ours)", "ours seq/s", "Garden seq/s",
-            "ours MFU", "Garden MFU", "ours peak MB", "Garden peak MB"]
+            "matmul peak GFLOP/s", "ours % of peak", "Garden % of peak",
+            "ours peak MB", "Garden peak MB"]
   table = common.markdown_table(header, rows)
   print(table)
-  return table, peak, plot
+  return table, all_peaks, plot
 
 
 def _megabytes(value: float) -> str:
@@ -220,29 +249,23 @@ def _megabytes(value: float) -> str:
 
 
 def save_plot(plot, path):
-  import matplotlib
-  matplotlib.use("Agg")
-  import matplotlib.pyplot as plt
-  labels = [p[0] for p in plot]
-  x = np.arange(len(plot))
-  fig, ax = plt.subplots(figsize=(1.6 * len(plot) + 2, 4))
-  ax.bar(x - 0.2, [p[1] for p in plot], 0.4, label="ours")
-  ax.bar(x + 0.2, [p[2] for p in plot], 0.4, label="Model Garden")
-  ax.set_xticks(x, labels)
-  ax.set_ylabel("sequences / s (higher is better)")
-  ax.set_title("ALBERT pretraining step on this CPU")
-  ax.legend()
-  fig.tight_layout()
-  fig.savefig(path, dpi=100)
+  """The chart: sequences/s of both contenders per model and mode, the
+  matmul peak's sequences/s marked."""
+  return charts.bars(path, "ALBERT pretraining step (higher is better)",
+                     "sequences / s",
+                     [(p["label"], {"ours": p["ours"],
+                                    "Model Garden": p["garden"]})
+                      for p in plot], [p["ceiling"] for p in plot])
 
 
 NOTES = """\
 Both contenders are credited with the same model FLOPs (every layer over the
-whole sequence), so the MFU columns compare like with like even though ours
-skips work (the last block outside [CLS] and the masked positions). Peak
-memory is the resident set (VmHWM) of a fresh process running three steps of
-one contender, TensorFlow's own footprint included. bfloat16 MFU is against
-the float32 peak: AMX runs bfloat16 matmuls faster than that peak. Model
+whole sequence), so the "% of peak" columns (model FLOPs utilisation)
+compare like with like even though ours skips work (the last block outside
+[CLS] and the masked positions). The peak is the matmul's at the step's
+shapes, measured in the same process (benchmarks.roofline). Peak memory is
+the resident set (VmHWM) of a fresh process running three steps of one
+contender, TensorFlow's own footprint included. Model
 Garden's `MaskedLM` cannot run under `mixed_bfloat16` (it casts the tied
 bfloat16 embedding table to float32), so that mode has no Model Garden
 column."""
@@ -260,19 +283,40 @@ def main():
   parser.add_argument("--write", action="store_true",
                       help="update BENCHMARKS.md")
   args = common.parse_args(parser)
-  table, peak, plot = run(args.sizes.split(","), args.batch_size,
-                          args.seq_length, args.repeats,
-                          args.modes.split(","), memory=not args.no_memory)
+  table, _, plot = run(args.sizes.split(","), args.batch_size,
+                       args.seq_length, args.repeats,
+                       args.modes.split(","), memory=not args.no_memory)
   if args.write:
-    save_plot(plot, os.path.join(os.path.dirname(common.BENCHMARKS_MD),
-                                 "benchmarks", "charts", "pretraining_step.png"))
-    common.update_benchmarks_md(
-        "Pretraining step", f"`python -m benchmarks.pretraining.step "
-        f"--batch_size={args.batch_size} --seq_length={args.seq_length} "
-        f"--repeats={args.repeats}`; {common.machine_line()}; float32 "
-        f"matmul peak {peak / 1e9:.1f} GFLOP/s (MFU = model training FLOPs "
-        f"per second / that peak).\n\n" + table + "\n\n" + NOTES +
-        "\n\n![pretraining step](benchmarks/charts/pretraining_step.png)")
+    _write(args, table, plot)
+
+
+def _write(args, table, plot):
+  """Section, first-table figures (the first float32 row) and chart."""
+  save_plot(plot, os.path.join(charts.CHARTS_DIR, "pretraining_step.png"))
+  command = (f"python -m benchmarks.pretraining.step --sizes={args.sizes} "
+             f"--batch_size={args.batch_size} --seq_length={args.seq_length}"
+             f" --repeats={args.repeats} --modes={args.modes} --write")
+  machine = common.machine_line()
+  row = next((p for p in plot if p["mode"] == "float32"), plot[0])
+  figures = dict(
+      job=f"Pretraining step (ALBERT-{row['size']}, {row['mode']}, "
+      f"{args.batch_size} x {args.seq_length})", order=20,
+      ours=dict(label="ours", value=round(row["ours"], 2),
+                unit="sequences/s"),
+      peer=dict(label="Model Garden", value=round(row["garden"], 2),
+                unit="sequences/s"),
+      higher_is_better=True,
+      ceiling=dict(label=f"matmul peak {row['peak'] / 1e9:.0f} GFLOP/s, "
+                   "same run", value=round(row["ceiling"], 2),
+                   unit="sequences/s"),
+      reached=round(row["ours"], 2), machine=machine,
+      date=time.strftime("%Y-%m-%d"), command=command,
+      conditions="alternating in one process")
+  common.update_benchmarks_md(
+      "Pretraining step", f"`{command}`; {machine}.\n\n" + table +
+      "\n\n" + NOTES +
+      "\n\n![pretraining step](benchmarks/charts/pretraining_step.png)",
+      figures=[figures])
 
 
 if __name__ == "__main__":

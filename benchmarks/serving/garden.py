@@ -21,6 +21,7 @@ import tf_keras
 
 from albert_tf.config import AlbertConfig
 from benchmarks import common
+from benchmarks import roofline
 
 
 def export_random_encoder(config: AlbertConfig, work_dir: str) -> str:
@@ -78,8 +79,10 @@ def main():
   parser.add_argument("--write", action="store_true")
   args = common.parse_args(parser)
   config = common.load_config(args.size)
-  peak = common.matmul_peak_flops()
-  print(f"float32 matmul peak here: {peak / 1e9:.1f} GFLOP/s", flush=True)
+  peak = roofline.step_peak(config.hidden_size, config.intermediate_size,
+                            args.seq_length)
+  print(f"float32 matmul peak at [{args.seq_length}, H] x [H, I]: "
+        f"{peak / 1e9:.1f} GFLOP/s", flush=True)
   rows = []
   with tempfile.TemporaryDirectory() as work_dir:
     serving = tf.saved_model.load(export_random_encoder(

@@ -170,37 +170,12 @@ def contenders(built: Dict, threads: int) -> Dict[str, Callable]:
   return calls
 
 
-class _CpuMeter:
-  """CPU time other processes used over an interval, in cores."""
-
-  def __init__(self):
-    import psutil
-    self.psutil = psutil
-    self.process = psutil.Process()
-
-  def _now(self):
-    system = self.psutil.cpu_times()
-    busy = system.user + system.nice + system.system + getattr(
-        system, "irq", 0) + getattr(system, "softirq", 0) + getattr(
-            system, "steal", 0)
-    own = self.process.cpu_times()
-    return busy, own.user + own.system, time.perf_counter()
-
-  def start(self):
-    self.begin = self._now()
-
-  def others(self) -> float:
-    busy, own, wall = self._now()
-    return max(0.0, ((busy - self.begin[0]) - (own - self.begin[1])) /
-               (wall - self.begin[2]))
-
-
 def run_rounds(calls: Dict[str, Callable], vocab_size: int, rounds: int,
                batch32_rounds: int, pause: float = 0.05,
                warmup: int = 2) -> Dict:
   """{column: {"times": {name: [ms per round]}, "others": [cores]}}; the
   pauses are not timed, and count in the others' CPU as idle time."""
-  meter = _CpuMeter()
+  meter = common.CpuWindow()
   results = {}
   for column, batch, tokens, seq in WORKLOADS:
     inputs = token_inputs(batch, tokens, seq, vocab_size)
@@ -241,13 +216,13 @@ def tables(results: Dict, names: List[str], quiet: float) -> str:
   quiet_ms, all_ms = {}, {}
   for column in columns:
     result = results[column]
-    keep = [i for i, o in enumerate(result["others"]) if o < quiet]
+    keep = common.quiet_rounds(result["others"], quiet)
     for name in names:
       values = result["times"].get(name)
       quiet_ms[name, column] = (_median([values[i] for i in keep])
                                 if values and keep else None)
       all_ms[name, column] = _median(values) if values else None
-  counts = [f"{sum(o < quiet for o in results[c]['others'])}/"
+  counts = [f"{len(common.quiet_rounds(results[c]['others'], quiet))}/"
             f"{len(results[c]['others'])}" for c in columns]
   quiet_rows = [[name] + [_ms(quiet_ms[name, c]) for c in columns]
                 for name in names] + [["quiet rounds"] + counts]

@@ -66,20 +66,30 @@ def _ratio(cell):
   return value
 
 
-def test_pretraining_step_benchmark(tiny_config_file):
+def test_pretraining_step_benchmark(tiny_config_file, tmp_path):
   from benchmarks.pretraining import step
-  table, peak, plot = step.run(
+  table, peaks, plot = step.run(
       [tiny_config_file], batch=2, seq=16, repeats=1,
       modes=["float32", "bfloat16"], memory=False)
   rows = _rows(table)
   assert [r[:2] for r in rows] == [["tiny", "float32"], ["tiny", "bfloat16"]]
   _ratio(rows[0][4])  # ours vs Model Garden, same run
   assert float(rows[0][5]) > 0 and float(rows[0][6]) > 0  # sequences/s
-  assert rows[0][7].endswith("%") and rows[0][8].endswith("%")  # MFU
+  # The matmul peak at the step's shapes, measured in this run, and each
+  # contender's share of it.
+  assert float(rows[0][7]) == pytest.approx(peaks["tiny"]["float32"] / 1e9,
+                                            abs=0.06)
+  assert rows[0][8].endswith("%") and rows[0][9].endswith("%")
   # Model Garden's MaskedLM cannot run under mixed_bfloat16 (documented).
   assert rows[1][3].startswith("fails") and rows[1][6] == "-"
-  assert peak > 1e8
-  assert [p[0] for p in plot] == ["tiny\nfloat32", "tiny\nbfloat16"]
+  assert rows[1][9] == "-"
+  assert [p["label"] for p in plot] == ["tiny\nfloat32", "tiny\nbfloat16"]
+  # The ceiling in sequences/s is the peak's: ours / ceiling = % of peak.
+  first = plot[0]
+  assert first["ours"] / first["ceiling"] == pytest.approx(first["reached"])
+  assert rows[0][8] == f"{first['reached']:.0%}"
+  chart = step.save_plot(plot, str(tmp_path / "step.png"))
+  assert open(chart, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
 
 def test_classifier_step_benchmark(tiny_config_file):
