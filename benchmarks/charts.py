@@ -27,16 +27,17 @@ def _pyplot():
 
 def bars(path: str, title: str, unit: str,
          groups: Sequence[Tuple[str, Dict[str, float]]],
-         ceilings: Optional[Sequence[Optional[float]]] = None) -> str:
+         ceilings: Optional[Sequence[Optional[float]]] = None,
+         ceiling_label: str = "peak") -> str:
   """Grouped bars: groups = [(group label, {contender: value})]; a
   missing or zero value leaves a gap. ceilings[i] (same unit) is drawn as
-  a dashed line over group i, labelled "peak". Returns path."""
+  a dashed line over group i, labelled `ceiling_label`. Returns path."""
   import numpy as np
   plt = _pyplot()
   names = list(dict.fromkeys(n for _, values in groups for n in values))
   width = 0.8 / max(len(names), 1)
   x = np.arange(len(groups))
-  fig, ax = plt.subplots(figsize=(max(5, 1.8 * len(groups) + 2), 3.6))
+  fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(groups) + 3), 3.6))
   for j, name in enumerate(names):
     ax.bar(x - 0.4 + width * (j + 0.5),
            [values.get(name) or 0.0 for _, values in groups], width,
@@ -44,11 +45,12 @@ def bars(path: str, title: str, unit: str,
   for i, ceiling in enumerate(ceilings or []):
     if ceiling:
       ax.hlines(ceiling, i - 0.45, i + 0.45, colors="black",
-                linestyles="dashed", label="peak" if i == 0 else None)
+                linestyles="dashed",
+                label=ceiling_label if i == 0 else None)
   ax.set_xticks(x, [label for label, _ in groups])
   ax.set_ylabel(unit)
-  ax.set_title(title)
-  ax.legend(fontsize=8)
+  ax.set_title(title, fontsize=10)
+  ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
   return _save(fig, path)
 
 
@@ -63,8 +65,8 @@ def lines(path: str, title: str, x_label: str, unit: str,
             label=name)
   ax.set_xlabel(x_label)
   ax.set_ylabel(unit)
-  ax.set_title(title)
-  ax.legend(fontsize=8)
+  ax.set_title(title, fontsize=10)
+  ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
   return _save(fig, path)
 
 

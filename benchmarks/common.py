@@ -163,14 +163,16 @@ def figures_block(row: Dict) -> str:
   chart ({"name", "kind": "bars" | "lines", "title", "unit", "series",
   "ceiling"}: benchmarks.charts draws it).
   """
-  return f"{FIGURES_START}\n{json.dumps(row, indent=1)}\n-->"
+  return f"{FIGURES_START}\n{json.dumps(row, ensure_ascii=False)}\n-->"
 
 
 def update_benchmarks_md(section: str, body: str,
                          figures: Optional[Sequence[Dict]] = None,
+                         stage: Optional[str] = None,
                          path: Optional[str] = None) -> None:
   """Replaces `### section` in BENCHMARKS.md (up to the next heading of
-  level 2 or 3), or adds it before "## History"; `figures` (dicts, see
+  level 2 or 3); a new section goes at the end of `## stage` ("Memory",
+  "Serving", ...), else before "## History". `figures` (dicts, see
   figures_block) are written at its end for benchmarks.summary."""
   path = path or BENCHMARKS_MD
   text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
@@ -179,8 +181,7 @@ def update_benchmarks_md(section: str, body: str,
   block = f"{marker}\n{body.strip()}\n{blocks}"
   start = text.find(marker)
   if start < 0:
-    history = text.find("\n## History\n")
-    start = end = history if history >= 0 else len(text.rstrip("\n"))
+    start = end = _new_section_at(text, stage)
   else:
     ends = [i for i in (text.find("\n### ", start + len(marker)),
                         text.find("\n## ", start + len(marker))) if i >= 0]
@@ -188,6 +189,17 @@ def update_benchmarks_md(section: str, body: str,
   text = text[:start] + block + text[end:]
   with open(path, "w") as f:
     f.write(text)
+
+
+def _new_section_at(text: str, stage: Optional[str]) -> int:
+  """Where a new section goes: the end of `## stage`, else before
+  "## History", else the end."""
+  heading = text.find(f"\n## {stage}\n") if stage else -1
+  if heading >= 0:
+    after = text.find("\n## ", heading + 1)
+    return after if after >= 0 else len(text.rstrip("\n"))
+  history = text.find("\n## History\n")
+  return history if history >= 0 else len(text.rstrip("\n"))
 
 
 def machine_line() -> str:
