@@ -100,56 +100,163 @@ def _padding_label(contender: str, result: dict, seq: int) -> str:
   return str(seq)
 
 
-def summarize(results, contenders, args):
-  """Markdown tables (one row per contender, a table per task) and the
-  notes on quiet rounds."""
-  tables, notes = [], []
-  header = ["stack", "padding", "examples/s", "range",
-            "padded tokens / example", "tokens / example", "vs HF dynamic",
-            "real tokens/s vs HF dynamic", "rounds", "others' CPU (cores, max)"]
+def task_stats(results, contenders, args):
+  """{task: {"used": rounds compared, "kind": "quiet" | "loaded", "quiet":
+  how many were, "rounds": how many ran, "rates": {contender: (examples/s,
+  real tokens/s, padded positions/s) medians over the used rounds}}}."""
+  stats = {}
   for task, rounds in results.items():
     quiet = [rounds[i] for i in common.quiet_rounds(
         [max(x["other_cores"] for x in r.values()) for r in rounds],
         args.quiet_cores)]
     used = quiet or rounds
-    kind = "quiet" if quiet else "loaded"
-    notes.append(f"{TASK_LABELS.get(task, task)}: {len(quiet)} of "
+
+    def rate(contender, unit):
+      return statistics.median(r[contender][unit] / r[contender]["seconds"]
+                               for r in used)
+
+    stats[task] = dict(
+        used=used, kind="quiet" if quiet else "loaded", quiet=len(quiet),
+        rounds=len(rounds),
+        rates={c: (rate(c, "examples"), rate(c, "tokens"),
+                   rate(c, "padded_tokens")) for c in contenders})
+  return stats
+
+
+def ceiling(args) -> dict:
+  """The matmul peak at a step's shapes (float32, or bfloat16 where the
+  CPU has it and --dtype asks), measured here before the contenders run,
+  and what it allows: FLOPs a position for ours (every block but the last,
+  which runs at [CLS] only) and for Hugging Face (every block), and ours'
+  real tokens/s at the peak with no padding."""
+  from albert_tf import parameters_and_flops
+  from albert_tf.config import AlbertConfig
+  from benchmarks import roofline
+  config = AlbertConfig.from_dict(worker.config_dict(args.size))
+  dtype = ("bfloat16" if args.dtype == "bfloat16" and
+           roofline.bfloat16_supported() else "float32")
+  rows = 8 * args.seq_length  # about a packed or bucketed step's rows
+  peak = roofline.step_peak(config.hidden_size, config.intermediate_size,
+                            rows, dtype)
+  full = parameters_and_flops.flops_per_token(
+      config, args.seq_length)["encoder_training"]
+  blocks = config.num_hidden_layers * config.inner_group_num
+  ours = full * (blocks - 1) / blocks
+  print(f"{dtype} matmul peak at [{rows}, H] x [H, I]: {peak / 1e9:.1f} "
+        f"GFLOP/s: at most {peak / ours:,.0f} real tokens/s", flush=True)
+  return dict(peak=peak, dtype=dtype, rows=rows, ours_flops=ours,
+              theirs_flops=full, tokens_per_s=peak / ours)
+
+
+def _share(contender: str, positions_per_s: float, roof: dict) -> str:
+  from benchmarks import roofline
+  flops = roof["ours_flops" if contender in worker.OURS else "theirs_flops"]
+  return roofline.percent(positions_per_s * flops, roof["peak"])
+
+
+def summarize(results, contenders, args, roof=None):
+  """Markdown tables (one row per contender, a table per task), with the
+  share of the matmul peak `roof` (see ceiling) when given, and the notes
+  on quiet rounds."""
+  tables, notes = [], []
+  header = ["stack", "padding", "examples/s", "range",
+            "padded tokens / example", "tokens / example", "vs HF dynamic",
+            "real tokens/s vs HF dynamic", "rounds", "others' CPU (cores, max)"]
+  if roof:
+    header.append("% of peak")
+  stats = task_stats(results, contenders, args)
+  for task, rounds in results.items():
+    used, kind, rates = (stats[task]["used"], stats[task]["kind"],
+                         stats[task]["rates"])
+    notes.append(f"{TASK_LABELS.get(task, task)}: {stats[task]['quiet']} of "
                  f"{len(rounds)} rounds quiet (others below "
                  f"{args.quiet_cores} cores)" +
-                 ("" if quiet else "; no quiet round: the figures are "
-                  "from loaded rounds, rough"))
-
-    def rate(contender, unit="examples"):
-      return [r[contender][unit] / r[contender]["seconds"] for r in used]
-
+                 ("" if kind == "quiet" else "; no quiet round: the figures "
+                  "are from loaded rounds, rough"))
     # Each contender's timed steps hold other examples of the stream
     # (batching orders it), so real tokens a second compare the work done
     # more evenly than examples a second.
-    reference, reference_tokens = (
-        (statistics.median(rate(REFERENCE)),
-         statistics.median(rate(REFERENCE, "tokens")))
-        if REFERENCE in contenders else (None, None))
+    reference, reference_tokens = (rates[REFERENCE][:2]
+                                   if REFERENCE in contenders else (None, None))
     rows = []
     for contender in contenders:
-      rates = rate(contender)
+      examples_rates = [r[contender]["examples"] / r[contender]["seconds"]
+                        for r in used]
       last = used[-1][contender]
       examples = sum(r[contender]["examples"] for r in used)
       padded = sum(r[contender]["padded_tokens"] for r in used)
       tokens = sum(r[contender]["tokens"] for r in used)
-      median = statistics.median(rates)
-      token_rate = statistics.median(rate(contender, "tokens"))
+      median, token_rate, positions = rates[contender]
       rows.append([
           "ours" if contender in worker.OURS else "Hugging Face",
           _padding_label(contender, last, args.seq_length),
-          _figure(median), f"{_figure(min(rates))}-{_figure(max(rates))}",
+          _figure(median),
+          f"{_figure(min(examples_rates))}-{_figure(max(examples_rates))}",
           f"{padded / examples:.1f}", f"{tokens / examples:.1f}",
           f"{median / reference:.2f}x" if reference else "-",
           f"{token_rate / reference_tokens:.2f}x" if reference else "-",
           f"{len(used)} {kind}",
-          f"{max(r[contender]['other_cores'] for r in used):.2f}"])
+          f"{max(r[contender]['other_cores'] for r in used):.2f}"] + (
+              [_share(contender, positions, roof)] if roof else []))
     tables.append(f"**{TASK_LABELS.get(task, task)}**\n\n" +
                   common.markdown_table(header, rows))
+  if roof:
+    notes.append(f"% of peak: FLOPs a padded position (ours "
+                 f"{roof['ours_flops'] / 1e6:.0f} M: the last block at "
+                 f"[CLS] only; Hugging Face {roof['theirs_flops'] / 1e6:.0f}"
+                 f" M) x positions/s over the {roof['dtype']} matmul peak "
+                 f"at [{roof['rows']}, H] x [H, I], {roof['peak'] / 1e9:.1f}"
+                 " GFLOP/s, measured in this run; at that peak with no "
+                 f"padding ours would train {roof['tokens_per_s']:,.0f} "
+                 "real tokens/s")
   return "\n\n".join(tables), notes
+
+
+def chart(stats, roof, path: str) -> str:
+  """Real tokens/s of every contender per task, the peak's marked."""
+  from benchmarks import charts
+  names = {c: ("ours, " if c in worker.OURS else "HF, ") + c
+           for rates in (s["rates"] for s in stats.values()) for c in rates}
+  return charts.bars(
+      path, f"Fine-tuning, {roof['dtype']}, real tokens/s", "real tokens / s",
+      [(TASK_LABELS.get(task, task),
+        {names[c]: r[1] for c, r in s["rates"].items()})
+       for task, s in stats.items()],
+      [roof["tokens_per_s"]] * len(stats))
+
+
+def figures(stats, roof, args, machine: str, command: str):
+  """The first table's rows, one per task: our fastest contender against
+  Hugging Face's, in real tokens/s, beside the peak's."""
+  import time
+  rows = []
+  for i, (task, s) in enumerate(stats.items()):
+    ours = max((r[1], c) for c, r in s["rates"].items() if c in worker.OURS)
+    theirs = [(r[1], c) for c, r in s["rates"].items()
+              if c in worker.THEIRS]
+    if not theirs:
+      continue
+    peer = max(theirs)
+    label = TASK_LABELS.get(task, task)
+    rows.append(dict(
+        job=f"Fine-tuning, {label} (ALBERT-{args.size}, {args.dtype}, "
+        f"batch {args.batch_size})", order=30 + i,
+        ours=dict(label=f"`{ours[1]}`, {s['rates'][ours[1]][0]:.3g} "
+                  "examples/s", value=round(ours[0], 1),
+                  unit="real tokens/s"),
+        peer=dict(label=f"Hugging Face `{peer[1]}`, "
+                  f"{s['rates'][peer[1]][0]:.3g} examples/s",
+                  value=round(peer[0], 1), unit="real tokens/s"),
+        higher_is_better=True,
+        ceiling=dict(label=f"matmul peak {roof['peak'] / 1e9:.0f} GFLOP/s,"
+                     " same run, no padding",
+                     value=round(roof["tokens_per_s"], 1),
+                     unit="real tokens/s"),
+        reached=round(ours[0], 1), machine=machine,
+        date=time.strftime("%Y-%m-%d"), command=command,
+        conditions=f"{s['kind']}: {s['quiet']} of {s['rounds']} rounds "
+        "quiet"))
+  return rows
 
 
 def _figure(value: float) -> str:
@@ -157,7 +264,7 @@ def _figure(value: float) -> str:
   return f"{value:.3g}" if value < 1000 else f"{value:.0f}"
 
 
-def main(argv=None):
+def parse(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--size", default="base",
                       help="base, large, ... or tiny (tests)")
@@ -177,8 +284,13 @@ def main(argv=None):
   parser.add_argument("--results_file", default="",
                       help="also write every round's raw results (JSON) here")
   parser.add_argument("--write", action="store_true",
-                      help="update BENCHMARKS.md")
+                      help="update BENCHMARKS.md and its chart")
   args = parser.parse_args(argv)
+  return parser, args
+
+
+def main(argv=None):
+  parser, args = parse(argv)
   contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
   unknown = [c for c in contenders if c not in worker.OURS + worker.THEIRS]
   tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
@@ -194,11 +306,12 @@ def main(argv=None):
     print(skipped)
     contenders = [c for c in contenders if c in worker.OURS]
   machine = common.machine_line()
+  roof = ceiling(args)
   results = measure(contenders, tasks, args)
   if args.results_file:
     with open(args.results_file, "w") as f:
       json.dump(results, f, indent=1)
-  table, notes = summarize(results, contenders, args)
+  table, notes = summarize(results, contenders, args, roof)
   print(table)
   print("\n".join(notes))
   if args.write:
@@ -209,15 +322,31 @@ def main(argv=None):
                f"--dtype={args.dtype} --quiet_cores={args.quiet_cores}")
     if contenders != list(worker.OURS + worker.THEIRS):
       command += f" --contenders={','.join(contenders)}"
-    section = SECTION_BFLOAT16 if args.dtype == "bfloat16" else SECTION
-    common.update_benchmarks_md(section, (
-        f"`{command} --write`; {machine}, load average "
-        f"{os.getloadavg()[0]:.1f} at the end. {args.dtype}; ALBERT "
-        f"{args.size}, batch {args.batch_size}, `--max_seq_length="
-        f"{args.seq_length}`; {args.steps} timed steps per contender and "
-        "round after a warm-up that runs every batch shape once. "
-        + "; ".join(notes) + ". " + skipped + "\n\n" + table))
+    _write(args, command + " --write", machine, results, contenders,
+           roof, table, notes, skipped)
   return results
+
+
+def _write(args, command, machine, results, contenders, roof, table, notes,
+           skipped):
+  """The section (float32 or bfloat16), its chart and, for float32, the
+  first table's figures."""
+  from benchmarks import charts
+  bf16 = args.dtype == "bfloat16"
+  name = "finetuning_peers" + ("_bfloat16" if bf16 else "")
+  stats = task_stats(results, contenders, args)
+  chart(stats, roof, os.path.join(charts.CHARTS_DIR, name + ".png"))
+  common.update_benchmarks_md(
+      SECTION_BFLOAT16 if bf16 else SECTION, (
+          f"`{command}`; {machine}, load average "
+          f"{os.getloadavg()[0]:.1f} at the end. {args.dtype}; ALBERT "
+          f"{args.size}, batch {args.batch_size}, `--max_seq_length="
+          f"{args.seq_length}`; {args.steps} timed steps per contender and "
+          "round after a warm-up that runs every batch shape once. "
+          + "; ".join(notes) + ". " + skipped + "\n\n" + table +
+          f"\n\n![fine-tuning against peers](benchmarks/charts/{name}.png)"),
+      figures=[] if bf16 else figures(stats, roof, args, machine, command),
+      stage="Fine-tuning")
 
 
 if __name__ == "__main__":

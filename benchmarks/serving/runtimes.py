@@ -210,11 +210,11 @@ def _ms(value) -> str:
   return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
 
 
-def tables(results: Dict, names: List[str], quiet: float) -> str:
-  """The quiet-round medians, the all-round medians and the ratios."""
-  columns = [w[0] for w in WORKLOADS]
+def medians(results: Dict, names: List[str], quiet: float):
+  """({(name, column): ms over quiet rounds}, {...: ms over all rounds});
+  None where a path cannot take a workload or no round was quiet."""
   quiet_ms, all_ms = {}, {}
-  for column in columns:
+  for column, *_ in WORKLOADS:
     result = results[column]
     keep = common.quiet_rounds(result["others"], quiet)
     for name in names:
@@ -222,6 +222,32 @@ def tables(results: Dict, names: List[str], quiet: float) -> str:
       quiet_ms[name, column] = (_median([values[i] for i in keep])
                                 if values and keep else None)
       all_ms[name, column] = _median(values) if values else None
+  return quiet_ms, all_ms
+
+
+def forward_flops(config) -> Dict[str, float]:
+  """{column: forward FLOPs of the workload's batch at its fed length}."""
+  from albert_tf import parameters_and_flops
+  return {column: batch * seq * parameters_and_flops.flops_per_token(
+      config, seq)["encoder_forward"] for column, batch, _, seq in WORKLOADS}
+
+
+def peak_table(quiet_ms: Dict, names: List[str], flops: Dict,
+               peak: float) -> str:
+  """Each path's achieved FLOP/s as a share of the float32 matmul peak."""
+  from benchmarks import roofline
+  rows = [[name] + [roofline.percent(flops[c] / (quiet_ms[name, c] / 1e3),
+                                     peak) if quiet_ms.get((name, c))
+                    else "-" for c, *_ in WORKLOADS] for name in names]
+  return common.markdown_table(["path"] + [w[0] for w in WORKLOADS], rows)
+
+
+def tables(results: Dict, names: List[str], quiet: float,
+           flops: Dict = None, peak: float = None) -> str:
+  """The quiet-round medians, the ratios, % of the matmul peak (with
+  `flops` and `peak`) and the all-round medians."""
+  columns = [w[0] for w in WORKLOADS]
+  quiet_ms, all_ms = medians(results, names, quiet)
   counts = [f"{len(common.quiet_rounds(results[c]['others'], quiet))}/"
             f"{len(results[c]['others'])}" for c in columns]
   quiet_rows = [[name] + [_ms(quiet_ms[name, c]) for c in columns]
@@ -242,26 +268,98 @@ def tables(results: Dict, names: List[str], quiet: float) -> str:
       x, y = quiet_ms.get((a, c)), quiet_ms.get((b, c))
       cells.append(f"{x / y:.2f}x" if x and y else "-")
     ratio_rows.append([f"{a} / {b}"] + cells)
+  peak_part = [] if not peak else [
+      f"Share of the float32 matmul peak ({peak / 1e9:.1f} GFLOP/s at "
+      f"[{SEQ}, H] x [H, I], measured in this run; forward FLOPs at the "
+      "fed length, quiet rounds; int8 paths can pass it):",
+      peak_table(quiet_ms, names, flops, peak)]
   return "\n\n".join([
       f"Medians of quiet rounds (other processes < {quiet:g} cores):",
       common.markdown_table(header, quiet_rows),
       "Time ratios (quiet rounds; below 1: the first is faster):",
-      common.markdown_table(["ratio"] + columns, ratio_rows),
+      common.markdown_table(["ratio"] + columns, ratio_rows)] + peak_part + [
       "Medians of all rounds, quiet or not:",
       common.markdown_table(header, all_rows)])
+
+
+def measure(size: str, rounds: int, threads: int,
+            batch32_rounds: int = None, pause: float = 0.05) -> Dict:
+  """Every path's times and the float32 matmul peak at [SEQ, H] x [H, I],
+  in this process: {results, names, sizes, flops, peak}."""
+  from benchmarks import roofline
+  with tempfile.TemporaryDirectory() as work:
+    built = build_exports(size, work)
+    calls = contenders(built, threads)
+    config = built["config"]
+    peak = roofline.step_peak(config.hidden_size, config.intermediate_size,
+                              SEQ)
+    print(f"float32 matmul peak at [{SEQ}, H] x [H, I]: "
+          f"{peak / 1e9:.1f} GFLOP/s", flush=True)
+    results = run_rounds(calls, config.vocab_size, rounds,
+                         batch32_rounds or rounds, pause)
+  return dict(results=results, names=list(calls), sizes=built["sizes"],
+              flops=forward_flops(config), peak=peak)
+
+
+def report(measured: Dict, quiet: float) -> str:
+  sizes = ", ".join(f"{k} {v / 1e6:.2f} MB"
+                    for k, v in measured["sizes"].items())
+  return tables(measured["results"], measured["names"], quiet,
+                measured["flops"], measured["peak"]) + f"\n\nSizes: {sizes}."
 
 
 def run(size: str, rounds: int, threads: int, quiet: float,
         batch32_rounds: int = None, pause: float = 0.05) -> str:
   """The report (see the module docstring)."""
-  with tempfile.TemporaryDirectory() as work:
-    built = build_exports(size, work)
-    calls = contenders(built, threads)
-    results = run_rounds(calls, built["config"].vocab_size, rounds,
-                         batch32_rounds or rounds, pause)
-  sizes = ", ".join(f"{k} {v / 1e6:.2f} MB"
-                    for k, v in built["sizes"].items())
-  return tables(results, list(calls), quiet) + f"\n\nSizes: {sizes}."
+  return report(measure(size, rounds, threads, batch32_rounds, pause), quiet)
+
+
+OURS = "TF SavedModel encoder"
+PEERS = ("ORT float32", "ORT float32, no spinning")
+
+
+def chart(measured: Dict, quiet: float, path: str) -> str:
+  """Batch-1 latency against the fed length, one line per path."""
+  from benchmarks import charts
+  quiet_ms, _ = medians(measured["results"], measured["names"], quiet)
+  series = {name: [(seq, quiet_ms[name, column])
+                   for column, batch, _, seq in WORKLOADS
+                   if batch == 1 and quiet_ms.get((name, column))]
+            for name in measured["names"]}
+  return charts.lines(path, "Latency at batch 1 (quiet rounds)",
+                      "tokens a request (fed length)", "ms (lower is better)",
+                      {k: v for k, v in series.items() if v})
+
+
+def figures(measured: Dict, quiet: float, size: str, machine: str,
+            command: str) -> List[Dict]:
+  """The first table's rows: batch 1 and batch 32 at SEQ, ours (the
+  SavedModel) against the faster float32 ONNX Runtime, the ceiling the
+  batch's forward FLOPs at the matmul peak."""
+  quiet_ms, _ = medians(measured["results"], measured["names"], quiet)
+  rows = []
+  for order, column in ((40, "batch 1, seq 128"), (41, "batch 32, seq 128")):
+    others = measured["results"][column]["others"]
+    kept = len(common.quiet_rounds(others, quiet))
+    ours = quiet_ms.get((OURS, column))
+    peers = [(quiet_ms[p, column], p) for p in PEERS
+             if quiet_ms.get((p, column))]
+    if not ours or not peers:
+      continue
+    peer_ms, peer = min(peers)
+    ceiling = measured["flops"][column] / measured["peak"] * 1e3
+    rows.append(dict(
+        job=f"Serving, {column.replace('seq', 'sequence')} (ALBERT-{size}, "
+        "float32)", order=order,
+        ours=dict(label="TF SavedModel", value=round(ours, 1), unit="ms"),
+        peer=dict(label=peer, value=round(peer_ms, 1), unit="ms"),
+        higher_is_better=False,
+        ceiling=dict(label=f"matmul peak {measured['peak'] / 1e9:.0f} "
+                     "GFLOP/s, same run", value=round(ceiling, 1), unit="ms"),
+        reached=round(ours, 1), machine=machine,
+        date=time.strftime("%Y-%m-%d"), command=command,
+        conditions=f"quiet: {kept} of {len(others)} rounds"))
+  return rows
 
 
 def main():
@@ -288,18 +386,25 @@ def main():
   import tensorflow as tf
   tf.config.threading.set_intra_op_parallelism_threads(args.threads)
   machine = common.machine_line()
-  report = run(args.size, args.rounds, args.threads, args.quiet,
-               args.batch32_rounds, args.pause)
-  print(report)
+  measured = measure(args.size, args.rounds, args.threads,
+                     args.batch32_rounds, args.pause)
+  text = report(measured, args.quiet)
+  print(text)
   if args.write:
+    from benchmarks import charts
     command = (f"python -m benchmarks.serving.runtimes --size={args.size} "
                f"--rounds={args.rounds} --threads={args.threads} "
                f"--quiet={args.quiet:g} --pause={args.pause:g}" +
                (f" --batch32_rounds={args.batch32_rounds}"
-                if args.batch32_rounds else ""))
+                if args.batch32_rounds else "") + " --write")
+    chart(measured, args.quiet,
+          os.path.join(charts.CHARTS_DIR, "serving_latency.png"))
     common.update_benchmarks_md(
         "Serving latency against ONNX Runtime",
-        f"`{command} --write`; {machine}. " + _NOTE + "\n\n" + report)
+        f"`{command}`; {machine}. " + _NOTE + "\n\n" + text +
+        "\n\n![serving latency](benchmarks/charts/serving_latency.png)",
+        figures=figures(measured, args.quiet, args.size, machine, command),
+        stage="Serving")
 
 
 _NOTE = (

@@ -14,7 +14,7 @@ def _rows(table):
   return [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
 
 
-def test_tiny_run_produces_its_table(capsys):
+def test_tiny_run_produces_its_table(capsys, tmp_path):
   """Ours and, with PyTorch, Hugging Face's dynamic padding; without it
   (the CI venv) the ours-only table, and a note."""
   with_torch = peers.torch_available()
@@ -42,3 +42,23 @@ def test_tiny_run_produces_its_table(capsys):
     assert rows[2][1] == "dynamic" and rows[2][6] == "1.00x"
   else:
     assert "the Hugging Face rows are left out" in output
+  # % of the matmul peak measured in the same run, for every row.
+  assert all(r[-1].endswith("%") for r in rows)
+  _, args = peers.parse(["--size=tiny", "--seq_length=32", "--tasks=sst2"])
+  roof = peers.ceiling(args)
+  assert roof["tokens_per_s"] == pytest.approx(roof["peak"] /
+                                               roof["ours_flops"])
+  # Hugging Face runs every block on every position; ours not the last.
+  assert roof["theirs_flops"] > roof["ours_flops"]
+  contenders = sorted(expected)
+  stats = peers.task_stats(results, contenders, args)
+  png = peers.chart(stats, roof, str(tmp_path / "peers.png"))
+  assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+  rows = peers.figures(stats, roof, args, "test machine", "python -m x")
+  if with_torch:
+    (row,) = rows
+    best = max(stats["sst2"]["rates"][c][1] for c in ("auto", "pack"))
+    assert row["ours"]["value"] == pytest.approx(best, abs=0.06)
+    assert row["conditions"].split(":")[0] in ("quiet", "loaded")
+  else:
+    assert rows == []  # no peer measured: no row for the first table

@@ -18,12 +18,12 @@ def _rows(text, title):
 
 
 @pytest.mark.slow
-def test_serving_benchmark_tables():
+def test_serving_benchmark_tables(tmp_path):
   from benchmarks.serving import runtimes
   # Every round counts as quiet (the threshold is above any load), so each
   # cell has a number.
-  report = runtimes.run("tiny", rounds=2, threads=2, quiet=100.0,
-                             batch32_rounds=1)
+  measured = runtimes.measure("tiny", rounds=2, threads=2, batch32_rounds=1)
+  report = runtimes.report(measured, quiet=100.0)
   quiet = _rows(report, "Medians of quiet rounds")
   names = [row[0] for row in quiet]
   assert names == [
@@ -42,6 +42,30 @@ def test_serving_benchmark_tables():
   assert ratios[0][0] == "TF SavedModel encoder / ORT float32"
   assert all(c.endswith("x") for c in ratios[0][1:])
   assert "Sizes: onnx float32" in report
+  # % of the matmul peak measured in the same run, beside the ratios.
+  shares = _rows(report, "Share of the float32 matmul peak")
+  assert [r[0] for r in shares] == names[:-1]
+  first = float(quiet[0][1].replace(",", ""))
+  expected = measured["flops"]["batch 1, seq 128"] / (first / 1e3) / (
+      measured["peak"])
+  # The cell divides the unrounded median; the table shows it rounded.
+  assert float(shares[0][1].rstrip("%")) == pytest.approx(100 * expected,
+                                                          rel=0.06, abs=1)
+  # The chart and the first table's rows, from the same medians.
+  png = runtimes.chart(measured, 100.0, str(tmp_path / "latency.png"))
+  assert open(png, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+  rows = runtimes.figures(measured, 100.0, "tiny", "test machine",
+                          "python -m benchmarks.serving.runtimes --write")
+  assert [r["order"] for r in rows] == [40, 41]
+  assert rows[0]["ours"]["value"] == pytest.approx(first, rel=0.01, abs=0.06)
+  assert rows[0]["peer"]["label"] in runtimes.PEERS
+  assert rows[0]["ceiling"]["value"] == pytest.approx(
+      measured["flops"]["batch 1, seq 128"] / measured["peak"] * 1e3,
+      abs=0.06)
+  assert rows[0]["conditions"] == "quiet: 2 of 2 rounds"
+  from benchmarks import summary
+  assert 0 < summary.share(rows[0]) and 0 < summary.ratio(rows[0])
+
 
 
 @pytest.mark.slow
