@@ -153,3 +153,16 @@ def test_the_command_writes_the_table_and_the_charts(tmp_path):
   assert "| Memory, peak RSS |" in text
   for name in ("summary.png", "memory.png"):
     assert (charts / name).read_bytes()[:8] == PNG, name
+
+
+def test_data_creation_writes_its_row_only_from_a_large_local_run():
+  from benchmarks.data import creation
+  rates = {("local", 1): 25261.0, ("local", 2): 44407.0}
+  (row,) = creation.figures(rates, "python -m benchmarks.data.creation", 16,
+                            "")
+  assert row["ceiling"]["value"] == 50522 and row["reached"] == 44407
+  assert f"{summary.share(row):.0%}" == "88%"
+  assert f"{summary.ratio(row):.2f}x" == "25.65x"
+  assert creation.figures(rates, "x", 4, "") == []  # a small corpus
+  assert creation.figures(rates, "x", 16, "2") == []  # with Beam
+  assert creation.figures({("local", 1): 1.0}, "x", 16, "") == []
