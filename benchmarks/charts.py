@@ -58,7 +58,7 @@ def lines(path: str, title: str, x_label: str, unit: str,
           series: Dict[str, Sequence[Tuple[float, float]]]) -> str:
   """One line per contender through its (x, y) points. Returns path."""
   plt = _pyplot()
-  fig, ax = plt.subplots(figsize=(6, 3.6))
+  fig, ax = plt.subplots(figsize=(7.5, 3.6))
   for name, points in series.items():
     points = sorted(p for p in points if p[1] is not None)
     ax.plot([p[0] for p in points], [p[1] for p in points], marker="o",

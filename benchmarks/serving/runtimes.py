@@ -2,6 +2,14 @@
 
   python -m benchmarks.serving.runtimes --size=base --rounds=20 --write
 
+With --write: its BENCHMARKS.md section (the tables below, and each path's
+share of the float32 matmul peak at [128, H] x [H, I] measured in the same
+process by benchmarks.roofline), the first table's serving rows (batch 1
+and 32: the SavedModel against the faster float32 ONNX Runtime, the
+ceiling the batch's forward FLOPs at that peak) and
+benchmarks/charts/serving_latency.png (batch-1 latency against the fed
+length, a line per path).
+
 One ALBERT encoder (`--size`'s config, random weights with LayerNorm and
 biases away from 1 and 0, as trained ones are) exported once with
 tools.export_savedmodel's library, then converted from that export:
