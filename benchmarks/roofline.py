@@ -63,6 +63,13 @@ def step_peak(hidden: int, intermediate: int, rows: int,
              for shape in step_shapes(hidden, intermediate, rows))
 
 
+def serving_peak(hidden: int, intermediate: int, seq: int,
+                 batches=(1, 32)) -> float:
+  """FLOP/s: the best of a step's shapes at every batch's rows (batch x
+  seq): the ceiling of serving calls of those batches."""
+  return max(step_peak(hidden, intermediate, b * seq) for b in batches)
+
+
 def percent(achieved: float, peak: float) -> str:
   """"80%" ("-" without a peak): achieved FLOP/s as a share of the peak."""
   return f"{achieved / peak:.0%}" if peak and achieved == achieved else "-"

@@ -79,10 +79,14 @@ def main():
   parser.add_argument("--write", action="store_true")
   args = common.parse_args(parser)
   config = common.load_config(args.size)
-  peak = roofline.step_peak(config.hidden_size, config.intermediate_size,
-                            args.seq_length)
-  print(f"float32 matmul peak at [{args.seq_length}, H] x [H, I]: "
+  peak = roofline.serving_peak(config.hidden_size,
+                               config.intermediate_size, args.seq_length)
+  print(f"float32 matmul peak at [{args.seq_length} or 32 x "
+        f"{args.seq_length}, H] x [H, I]: "
         f"{peak / 1e9:.1f} GFLOP/s", flush=True)
+  from albert_tf import parameters_and_flops
+  flops = args.seq_length * parameters_and_flops.flops_per_token(
+      config, args.seq_length)["encoder_forward"]  # a sequence, forward
   rows = []
   with tempfile.TemporaryDirectory() as work_dir:
     serving = tf.saved_model.load(export_random_encoder(
@@ -98,12 +102,15 @@ def main():
                         common.median(times["garden"]))
       rows.append([batch, f"{ours * 1000:.0f}", f"{batch / ours:.1f}",
                    f"{garden_s * 1000:.0f}", f"{batch / garden_s:.1f}",
-                   f"{garden_s / ours:.2f}x"])
+                   f"{garden_s / ours:.2f}x",
+                   roofline.percent(batch * flops / ours, peak),
+                   roofline.percent(batch * flops / garden_s, peak)])
       print(rows[-1], flush=True)
   table = common.markdown_table(
       ["batch", "ours ms/batch (SavedModel)", "ours seq/s",
        "Garden ms/batch (in memory)", "Garden seq/s",
-       "speed-up (Garden/ours)"], rows)
+       "speed-up (Garden/ours)", "ours % of peak", "Garden % of peak"],
+      rows)
   print(table)
   if args.write:
     common.update_benchmarks_md(

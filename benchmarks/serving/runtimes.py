@@ -3,10 +3,10 @@
   python -m benchmarks.serving.runtimes --size=base --rounds=20 --write
 
 With --write: its BENCHMARKS.md section (the tables below, and each path's
-share of the float32 matmul peak at [128, H] x [H, I] measured in the same
-process by benchmarks.roofline), the first table's serving rows (batch 1
-and 32: the SavedModel against the faster float32 ONNX Runtime, the
-ceiling the batch's forward FLOPs at that peak) and
+share of the float32 matmul peak at [128 or 32 x 128, H] x [H, I]
+measured in the same process by benchmarks.roofline), the first table's
+serving rows (batch 1 and 32: the SavedModel against the faster float32
+ONNX Runtime, the ceiling the batch's forward FLOPs at that peak) and
 benchmarks/charts/serving_latency.png (batch-1 latency against the fed
 length, a line per path).
 
@@ -278,8 +278,8 @@ def tables(results: Dict, names: List[str], quiet: float,
     ratio_rows.append([f"{a} / {b}"] + cells)
   peak_part = [] if not peak else [
       f"Share of the float32 matmul peak ({peak / 1e9:.1f} GFLOP/s at "
-      f"[{SEQ}, H] x [H, I], measured in this run; forward FLOPs at the "
-      "fed length, quiet rounds; int8 paths can pass it):",
+      f"[{SEQ} or 32 x {SEQ}, H] x [H, I], measured in this run; forward "
+      "FLOPs at the fed length, quiet rounds; int8 paths can pass it):",
       peak_table(quiet_ms, names, flops, peak)]
   return "\n\n".join([
       f"Medians of quiet rounds (other processes < {quiet:g} cores):",
@@ -292,16 +292,16 @@ def tables(results: Dict, names: List[str], quiet: float,
 
 def measure(size: str, rounds: int, threads: int,
             batch32_rounds: int = None, pause: float = 0.05) -> Dict:
-  """Every path's times and the float32 matmul peak at [SEQ, H] x [H, I],
-  in this process: {results, names, sizes, flops, peak}."""
+  """Every path's times and the float32 matmul peak at [SEQ or 32 x SEQ,
+  H] x [H, I], in this process: {results, names, sizes, flops, peak}."""
   from benchmarks import roofline
   with tempfile.TemporaryDirectory() as work:
     built = build_exports(size, work)
     calls = contenders(built, threads)
     config = built["config"]
-    peak = roofline.step_peak(config.hidden_size, config.intermediate_size,
-                              SEQ)
-    print(f"float32 matmul peak at [{SEQ}, H] x [H, I]: "
+    peak = roofline.serving_peak(config.hidden_size,
+                                 config.intermediate_size, SEQ)
+    print(f"float32 matmul peak at [{SEQ} or 32 x {SEQ}, H] x [H, I]: "
           f"{peak / 1e9:.1f} GFLOP/s", flush=True)
     results = run_rounds(calls, config.vocab_size, rounds,
                          batch32_rounds or rounds, pause)
