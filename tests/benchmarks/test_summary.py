@@ -51,6 +51,19 @@ def test_benchmarks_md_first_table_is_the_generated_one():
     assert any(job.startswith(stage) for job in jobs), (stage, jobs)
 
 
+def test_the_summary_command_prints_the_table_benchmarks_md_has():
+  result = subprocess.run(
+      [sys.executable, "-m", "benchmarks.summary"], cwd=ROOT,
+      capture_output=True, text=True, timeout=300,
+      env=dict(os.environ, PYTHONPATH=str(ROOT)))
+  assert result.returncode == 0, result.stderr[-2000:]
+  printed = result.stdout.strip()
+  text = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+  first = text.split(summary.START, 1)[1].split(summary.END, 1)[0].strip()
+  assert printed == first
+  assert len(printed.splitlines()) >= 2 + 6  # header, rule, six jobs
+
+
 def test_no_first_table_row_comes_from_a_loaded_or_superseded_run():
   text = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
   found = summary.read_figures(text)
