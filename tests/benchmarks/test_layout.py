@@ -69,9 +69,11 @@ def test_roofline_command_prints_the_peak_at_a_steps_shapes(tmp_path):
       ["tiny, 64 rows", "[64, 32] x [32, 64]", "float32"],
       ["tiny, 64 rows", "[64, 64] x [64, 32]", "float32"],
       ["square", "[2048, 2048] x [2048, 2048]", "float32"]]
+  # Each shape as a share of the dtype's best (tiny shapes can round to
+  # 0%); the best is 100%.
   shares = [float(r[4].strip().rstrip("%")) for r in rows]
-  assert max(shares) == 100 and all(0 < s <= 100 for s in shares)
-  assert all(float(r[3]) > 0 for r in rows)
+  assert max(shares) == 100 and all(0 <= s <= 100 for s in shares)
+  assert float(rows[-1][3]) > 1  # the square: over a GFLOP/s anywhere
 
 
 def test_bfloat16_is_reported_only_where_the_cpu_has_it(monkeypatch,
