@@ -316,7 +316,7 @@ def _write(args, table, plot):
       "Pretraining step", f"`{command}`; {machine}.\n\n" + table +
       "\n\n" + NOTES +
       "\n\n![pretraining step](benchmarks/charts/pretraining_step.png)",
-      figures=[figures])
+      figures=[figures], stage="Pretraining")
 
 
 if __name__ == "__main__":

@@ -179,3 +179,31 @@ def test_data_creation_writes_its_row_only_from_a_large_local_run():
   assert creation.figures(rates, "x", 4, "") == []  # a small corpus
   assert creation.figures(rates, "x", 16, "2") == []  # with Beam
   assert creation.figures({("local", 1): 1.0}, "x", 16, "") == []
+
+
+def test_pretraining_step_write_feeds_the_first_table(tmp_path, monkeypatch):
+  """step --write: its section under Pretraining, the chart, and a row the
+  summary reads, from the run's numbers (fabricated here)."""
+  import argparse
+
+  from benchmarks import charts
+  from benchmarks.pretraining import step
+  path = tmp_path / "BENCHMARKS.md"
+  path.write_text(f"# Benchmarks\n\n{summary.START}\n\n{summary.END}\n\n"
+                  "## Pretraining\n\nIntro.\n\n## History\n\nOld.\n")
+  monkeypatch.setattr(common, "BENCHMARKS_MD", str(path))
+  monkeypatch.setattr(charts, "CHARTS_DIR", str(tmp_path / "charts"))
+  plot = [dict(label="base\nfloat32", size="base", mode="float32", ours=3.4,
+               garden=2.3, ceiling=4.25, peak=287e9, reached=0.8)]
+  args = argparse.Namespace(sizes="base", batch_size=8, seq_length=128,
+                            repeats=6, modes="float32")
+  step._write(args, "| model |\n| --- |\n| base |", plot)
+  text = path.read_text()
+  assert text.index("## Pretraining") < text.index("### Pretraining step")
+  assert text.index("### Pretraining step") < text.index("## History")
+  (row,) = summary.current_rows(text)
+  assert f"{summary.ratio(row):.2f}x" == "1.48x"
+  assert f"{summary.share(row):.0%}" == "80%"
+  assert row["command"].startswith("python -m benchmarks.pretraining.step")
+  png = tmp_path / "charts" / "pretraining_step.png"
+  assert png.read_bytes()[:8] == PNG
