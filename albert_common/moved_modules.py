@@ -133,15 +133,24 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder):
   latter into its own "cannot import name" and drops the message.
   """
 
+  def __init__(self, moved: dict, where: str):
+    self.moved = moved
+    self.where = where
+
   def find_spec(self, fullname, path=None, target=None):
-    if fullname in MOVED:
+    if fullname in self.moved:
       raise ImportError(
-          f"{fullname} moved to {MOVED[fullname]} (docs/design.md: "
-          "the layout)", name=fullname)
+          f"{fullname} moved to {self.moved[fullname]} ({self.where})",
+          name=fullname)
     return None
 
 
-def install() -> None:
-  """Appends the finder to sys.meta_path once (after the real finders)."""
-  if not any(isinstance(f, _MovedModuleFinder) for f in sys.meta_path):
-    sys.meta_path.append(_MovedModuleFinder())
+def install(moved: dict = None,
+            where: str = "docs/design.md: the layout") -> None:
+  """Appends a finder for `moved` (old -> new module name; default: the
+  library's MOVED) to sys.meta_path once, after the real finders. `where`
+  ends the message: the document that shows the layout."""
+  table = MOVED if moved is None else moved
+  if not any(isinstance(f, _MovedModuleFinder) and f.moved is table
+             for f in sys.meta_path):
+    sys.meta_path.append(_MovedModuleFinder(table, where))

@@ -1,13 +1,17 @@
-"""Shared helpers for the benchmarks: timing, peak FLOP/s, memory, reports."""
+"""The shared harness: alternating contenders, quiet rounds, memory, tables,
+BENCHMARKS.md sections and the figures the first table is made from.
 
+TensorFlow is imported by the functions that need it, so a contender's
+process that never runs TensorFlow (Hugging Face's) can use the CPU meter.
+The matmul peak lives in benchmarks.roofline.
+"""
+
+import json
 import os
 import resource
 import statistics
 import time
-from typing import Callable, Dict, List, Sequence
-
-import numpy as np
-import tensorflow as tf
+from typing import Callable, Dict, List, Optional, Sequence
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS_MD = os.path.join(REPO_ROOT, "BENCHMARKS.md")
@@ -63,6 +67,7 @@ def time_alternating(fns: Dict[str, Callable[[], object]], repeats: int,
 
 def _block(value):
   """Waits for a result (eager tensors are computed when read)."""
+  import tensorflow as tf
   for t in tf.nest.flatten(value):
     if hasattr(t, "numpy"):
       t.numpy()
@@ -72,18 +77,50 @@ def median(values: Sequence[float]) -> float:
   return float(statistics.median(values))
 
 
-def matmul_peak_flops(size: int = 2048, repeats: int = 10) -> float:
-  """Achieved float32 FLOP/s of a large square matmul: the practical peak."""
-  a = tf.random.normal([size, size])
-  b = tf.random.normal([size, size])
-  matmul = tf.function(lambda x, y: tf.matmul(x, y))
-  matmul(a, b).numpy()
-  seconds = []
-  for _ in range(repeats):
-    start = time.perf_counter()
-    matmul(a, b).numpy()
-    seconds.append(time.perf_counter() - start)
-  return 2 * size**3 / min(seconds)  # the best run: a peak, not a typical
+class CpuWindow:
+  """CPU that other processes used over a window of wall time, in cores
+  (/proc/stat's busy time minus this process's own): the load that makes a
+  round "loaded". As a context manager, or start() then others().
+
+  Rounds are compared only when quiet (`quiet_rounds`): a spinning thread
+  pool (onnxruntime's) slows 3-5x when another process takes a core, and
+  its peers do not, so a ratio measured under load is not the machine's.
+  """
+
+  def __enter__(self):
+    self.start()
+    return self
+
+  def __exit__(self, *exc):
+    self.other_cores = self.others()
+
+  def start(self):
+    self.begin = (_busy_seconds(), _own_seconds(), time.perf_counter())
+
+  def others(self) -> float:
+    busy, own, wall = _busy_seconds(), _own_seconds(), time.perf_counter()
+    self.seconds = wall - self.begin[2]
+    used = (busy - self.begin[0]) - (own - self.begin[1])
+    return max(used, 0.0) / max(self.seconds, 1e-9)
+
+
+def _busy_seconds() -> float:
+  """Seconds of CPU the machine spent busy since boot (/proc/stat)."""
+  with open("/proc/stat") as f:
+    fields = [float(x) for x in f.readline().split()[1:]]
+  idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
+  return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_seconds() -> float:
+  times = os.times()
+  return times.user + times.system
+
+
+def quiet_rounds(others: Sequence[float], threshold: float) -> List[int]:
+  """Indices of the rounds in which other processes used less than
+  `threshold` cores (every contender's window below it)."""
+  return [i for i, o in enumerate(others) if o < threshold]
 
 
 def peak_rss_mb() -> float:
@@ -110,23 +147,64 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
   return "\n".join(lines)
 
 
-def update_benchmarks_md(section: str, body: str) -> None:
-  """Replaces (or appends) `## section` in BENCHMARKS.md."""
-  path = BENCHMARKS_MD
+FIGURES_START = "<!-- figures"
+
+
+def figures_block(row: Dict) -> str:
+  """A current figure of a section, for benchmarks.summary's first table:
+  an HTML comment (invisible on the page) holding one JSON object.
+
+  Keys: job (the first table's row name), order (its place: data 10,
+  pretraining 20, fine-tuning 30, serving 40, memory 50, early exit 60),
+  ours / peer / ceiling ({"label", "value", "unit"}; the peer measured in
+  the same run), higher_is_better, reached (ours in the ceiling's unit),
+  machine, date, command, conditions ("quiet", "alternating, load 1.7";
+  never "loaded" or "superseded" for a current figure) and optionally
+  chart ({"name", "kind": "bars" | "lines", "title", "unit", "series",
+  "ceiling"}: benchmarks.charts draws it).
+  """
+  return f"{FIGURES_START}\n{json.dumps(row, ensure_ascii=False)}\n-->"
+
+
+def update_benchmarks_md(section: str, body: str,
+                         figures: Optional[Sequence[Dict]] = None,
+                         stage: Optional[str] = None,
+                         path: Optional[str] = None) -> None:
+  """Replaces `### section` in BENCHMARKS.md (up to the next heading of
+  level 2 or 3); a new section goes at the end of `## stage` ("Memory",
+  "Serving", ...), else before "## History". `figures` (dicts, see
+  figures_block) are written at its end for benchmarks.summary."""
+  path = path or BENCHMARKS_MD
   text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-  marker = f"\n## {section}\n"
+  marker = f"\n### {section}\n"
+  blocks = "".join(f"\n{figures_block(row)}\n" for row in figures or ())
+  block = f"{marker}\n{body.strip()}\n{blocks}"
   start = text.find(marker)
-  block = f"{marker}\n{body.strip()}\n"
   if start < 0:
-    text = text.rstrip("\n") + "\n" + block
+    start = end = _new_section_at(text, stage)
   else:
-    end = text.find("\n## ", start + len(marker))
-    text = text[:start] + block + (text[end:] if end >= 0 else "")
+    ends = [i for i in (text.find("\n### ", start + len(marker)),
+                        text.find("\n## ", start + len(marker))) if i >= 0]
+    end = min(ends) if ends else len(text)
+  text = text[:start] + block + text[end:]
   with open(path, "w") as f:
     f.write(text)
 
 
+def _new_section_at(text: str, stage: Optional[str]) -> int:
+  """Where a new section goes: the end of `## stage`, else before
+  "## History", else the end."""
+  heading = text.find(f"\n## {stage}\n") if stage else -1
+  if heading >= 0:
+    after = text.find("\n## ", heading + 1)
+    return after if after >= 0 else len(text.rstrip("\n"))
+  history = text.find("\n## History\n")
+  return history if history >= 0 else len(text.rstrip("\n"))
+
+
 def machine_line() -> str:
+  import numpy as np
+  import tensorflow as tf
   cpus = os.cpu_count()
   load = os.getloadavg()[0]
   return (f"{cpus} CPU cores ({cpu_model()}), TensorFlow {tf.__version__}, "

@@ -11,7 +11,7 @@ def gelu_tanh(x):
   0.5 * x * (1 + tanh(c * (x + 0.044715 x^3))) written as
   x * sigmoid(2c * x * (1 + 0.044715 x^2)), the same function (0.5 * (1 +
   tanh(z)) = sigmoid(2z)) in fewer elementwise ops. (Measured on CPU, the
-  two forms give the same step time: benchmarks/bench_ablations.py.)
+  two forms give the same step time: benchmarks/investigations/ablations.py.)
   """
   return x * tf.math.sigmoid(
       x * (1.5957691216057308 + 0.07135481627260025 * tf.math.square(x)))

@@ -5,7 +5,7 @@ wakes after 10 ms and then doubles its period (to 60 s). Destroying the
 iterator -- at the end of every Keras `fit` and `predict` -- can wait for
 that thread's next wake: a `fit` whose steps took 10.9 s returned after
 20.48 s, a 3.5 s `predict` after 5.1 s; a third to a half of the calls
-wait (benchmarks/bench_iterator_teardown.py). Our input pipelines are
+wait (benchmarks/investigations/iterator_teardown.py). Our input pipelines are
 in-memory examples through a parallel map and a prefetch, which run as fast
 without the autotuner (the same steps per second, measured in that
 benchmark); with it off, `num_parallel_calls=AUTOTUNE` uses every core and

@@ -3,7 +3,7 @@
 The default splitter is blingfire's `text_to_sentences` (Microsoft's
 finite-state sentence breaker: abbreviations, decimals, versions, URLs and
 e-mail addresses stay whole; Chinese and Japanese full stops split), chosen
-by measurement (benchmarks/bench_sentence_splitters.py, BENCHMARKS.md
+by measurement (benchmarks/data/sentence_splitters.py, BENCHMARKS.md
 "Sentence splitters"). It runs in C++, offline, with no model download.
 
 One fix-up follows it: blingfire puts a closing quote or bracket that

@@ -27,8 +27,8 @@ def tiny_config_file(tmp_path_factory):
 
 
 _ROOT = os.path.abspath(os.path.join(__file__, "../../.."))
-_ABLATIONS = ("import sys; from benchmarks import bench_ablations; "
-              "bench_ablations.run(sys.argv[1], 2, 16, 1)")
+_ABLATIONS = ("import sys; from benchmarks.investigations import ablations; "
+              "ablations.run(sys.argv[1], 2, 16, 1)")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -36,9 +36,9 @@ def side_runs(tiny_config_file):
   """Two processes started before the in-process benchmarks and read by the
   tests that need them, so that they run beside them on the other core:
   "unknown_size", `--size=huge` on the command line (mostly its TensorFlow
-  import), and "ablations", bench_ablations.run on the tiny config (its
+  import), and "ablations", ablations.run on the tiny config (its
   markdown table on stdout)."""
-  commands = {"unknown_size": ["-m", "benchmarks.bench_classifier_step",
+  commands = {"unknown_size": ["-m", "benchmarks.finetuning.classifier_step",
                                "--size=huge"],
               "ablations": ["-c", _ABLATIONS, tiny_config_file]}
   processes = {name: subprocess.Popen(
@@ -66,36 +66,46 @@ def _ratio(cell):
   return value
 
 
-def test_pretraining_step_benchmark(tiny_config_file):
-  from benchmarks import bench_pretraining_step
-  table, peak, plot = bench_pretraining_step.run(
+def test_pretraining_step_benchmark(tiny_config_file, tmp_path):
+  from benchmarks.pretraining import step
+  table, peaks, plot = step.run(
       [tiny_config_file], batch=2, seq=16, repeats=1,
       modes=["float32", "bfloat16"], memory=False)
   rows = _rows(table)
   assert [r[:2] for r in rows] == [["tiny", "float32"], ["tiny", "bfloat16"]]
   _ratio(rows[0][4])  # ours vs Model Garden, same run
   assert float(rows[0][5]) > 0 and float(rows[0][6]) > 0  # sequences/s
-  assert rows[0][7].endswith("%") and rows[0][8].endswith("%")  # MFU
+  # The matmul peak at the step's shapes, measured in this run, and each
+  # contender's share of it.
+  assert float(rows[0][7]) == pytest.approx(peaks["tiny"]["float32"] / 1e9,
+                                            abs=0.06)
+  assert rows[0][8].endswith("%") and rows[0][9].endswith("%")
   # Model Garden's MaskedLM cannot run under mixed_bfloat16 (documented).
   assert rows[1][3].startswith("fails") and rows[1][6] == "-"
-  assert peak > 1e8
-  assert [p[0] for p in plot] == ["tiny\nfloat32", "tiny\nbfloat16"]
+  assert rows[1][9] == "-"
+  assert [p["label"] for p in plot] == ["tiny\nfloat32", "tiny\nbfloat16"]
+  # The ceiling in sequences/s is the peak's: ours / ceiling = % of peak.
+  first = plot[0]
+  assert first["ours"] / first["ceiling"] == pytest.approx(first["reached"])
+  assert rows[0][8] == f"{first['reached']:.0%}"
+  chart = step.save_plot(plot, str(tmp_path / "step.png"))
+  assert open(chart, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
 
 
 def test_classifier_step_benchmark(tiny_config_file):
-  from benchmarks import bench_classifier_step
-  rows = _rows(bench_classifier_step.run(tiny_config_file, 2, 16, 1))
+  from benchmarks.finetuning import classifier_step
+  rows = _rows(classifier_step.run(tiny_config_file, 2, 16, 1))
   assert len(rows) == 1 and rows[0][0] == "tiny"
   _ratio(rows[0][3])
 
 
 def test_ablation_benchmark_builds_every_variant(side_runs):
-  from benchmarks import bench_ablations
+  from benchmarks.investigations import ablations
   process = side_runs["ablations"]
   stdout, stderr = process.communicate(timeout=600)
   assert process.returncode == 0, stderr[-3000:]
   rows = _rows(stdout)
-  assert [r[0] for r in rows] == list(bench_ablations.VARIANTS)
+  assert [r[0] for r in rows] == list(ablations.VARIANTS)
   assert rows[0][2] == "1.00x"
   for row in rows:
     _ratio(row[2])
@@ -112,13 +122,13 @@ def test_unknown_size_is_one_line_exit_1(side_runs):
 
 @pytest.mark.slow
 def test_tflite_benchmark(tmp_path):
-  from benchmarks import bench_tflite
+  from benchmarks.serving import litert
   path = str(tmp_path / "tiny2k.json")
   AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
                num_hidden_layers=2, num_attention_heads=4,
                intermediate_size=64, max_position_embeddings=32
                ).to_json_file(path)
-  rows = _rows(bench_tflite.run(path, 32, 2, 1, 5))
+  rows = _rows(litert.run(path, 32, 2, 1, 5))
   assert [r[0] for r in rows] == ["SavedModel (TF)", "LiteRT float32",
                                   "LiteRT float16", "LiteRT dynamic int8"]
   sizes = [float(r[2]) for r in rows[1:]]
@@ -128,8 +138,8 @@ def test_tflite_benchmark(tmp_path):
 
 
 def test_length_buckets_benchmark(tiny_config_file):
-  from benchmarks import bench_length_buckets
-  rows = _rows(bench_length_buckets.run(tiny_config_file, 4, 32, 3,
+  from benchmarks.finetuning import length_buckets
+  rows = _rows(length_buckets.run(tiny_config_file, 4, 32, 3,
                                         "16,32", ("sst2", "mrpc")))
   assert [r[:2] for r in rows] == [["tiny", "SST-2-like"],
                                    ["tiny", "MRPC-like pairs"]]
@@ -149,12 +159,12 @@ def test_length_buckets_benchmark(tiny_config_file):
 def test_pretraining_buckets_benchmark(tiny_config_file):
   import numpy as np
 
-  from benchmarks import bench_pretraining_buckets
+  from benchmarks.pretraining import length_buckets
   lengths = np.array([3, 8, 8, 9, 16, 17, 32, 32])
   np.testing.assert_allclose(
-      bench_pretraining_buckets.bucket_shares(lengths, (8, 16, 32)),
+      length_buckets.bucket_shares(lengths, (8, 16, 32)),
       [3 / 8, 2 / 8, 3 / 8])
-  buckets, summary, gain = bench_pretraining_buckets.run(
+  buckets, summary, gain = length_buckets.run(
       tiny_config_file, 2, 32, (8, 16, 32), 1, lengths)
   rows = _rows(buckets)
   assert [r[1:4] for r in rows] == [["2x8", "1-8", "37.5%"],

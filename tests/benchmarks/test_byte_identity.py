@@ -1,11 +1,12 @@
-"""benchmarks.byte_identity's comparison rules, on crafted folders."""
+"""benchmarks.investigations.byte_identity's comparison rules, on crafted
+folders."""
 
 import json
 import os
 
 import tensorflow as tf
 
-from benchmarks import byte_identity
+from benchmarks.investigations import byte_identity
 
 
 def _write(root, path, data):

@@ -428,7 +428,7 @@ def test_beam_writes_the_local_bytes(jieba_run, chinese, tmp_path,
 @pytest.mark.slow
 def test_benchmark_prints_both_rows():
   result = subprocess.run(
-      [sys.executable, "-m", "benchmarks.bench_word_segmentation",
+      [sys.executable, "-m", "benchmarks.data.word_segmentation",
        "--megabytes=0.05", "--repeats=1", "--max_seq_length=64"],
       cwd=REPO, capture_output=True, text=True, timeout=300,
       env=dict(os.environ, PYTHONPATH=REPO))

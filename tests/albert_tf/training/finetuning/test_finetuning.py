@@ -125,7 +125,8 @@ def test_best_checkpoint_follows_main_metric(tmp_path):
 def test_fit_and_predict_iterate_without_the_autotune_thread(tmp_path):
   """The runner hands Keras datasets with tf.data's autotuner off: its
   thread's teardown can add up to a call's own time at the end of every
-  fit and predict (dataset_options; bench_iterator_teardown)."""
+  fit and predict (dataset_options;
+  benchmarks.investigations.iterator_teardown)."""
   _, config_file = _config(tmp_path)
   params = _params(tmp_path, config_file, train_step=20, warmup_step=2,
                    save_checkpoints_steps=10)

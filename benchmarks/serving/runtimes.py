@@ -1,0 +1,428 @@
+"""Batch-1 serving: our SavedModel and LiteRT files against ONNX Runtime (#34).
+
+  python -m benchmarks.serving.runtimes --size=base --rounds=20 --write
+
+With --write: its BENCHMARKS.md section (the tables below, and each path's
+share of the float32 matmul peak at [128 or 32 x 128, H] x [H, I]
+measured in the same process by benchmarks.roofline), the first table's
+serving rows (batch 1 and 32: the SavedModel against the faster float32
+ONNX Runtime, the ceiling the batch's forward FLOPs at that peak) and
+benchmarks/charts/serving_latency.png (batch-1 latency against the fed
+length, a line per path).
+
+One ALBERT encoder (`--size`'s config, random weights with LayerNorm and
+biases away from 1 and 0, as trained ones are) exported once with
+tools.export_savedmodel's library, then converted from that export:
+LiteRT float32 and dynamic int8 (export_tflite, a signature per length
+bucket, auto: 32, 64, 128; batch 32 in a file of its own) and ONNX float32
+and dynamic int8 (export_onnx, the same weights). In one process, every
+contender with --threads threads (TensorFlow's intra-op pool, the LiteRT
+interpreter's, onnxruntime's intra-op pool, which spins by default; a
+second onnxruntime session of each file sets
+`session.intra_op.allow_spinning=0`):
+
+  TF SavedModel encoder       the export's serving_default (the encoder's
+                              inference graph, networks/inference_graph.py)
+  TF encoder, layers' ops     the same weights through the Keras layers'
+                              ops (the graph before #34), in memory
+  LiteRT float32 / int8       the bucketed files (LiteRTModel picks the
+                              smallest bucket)
+  ORT float32 / int8          onnxruntime, default graph optimizations
+
+Workloads (token ids, outputs read back): batch 1 at seq 128; a 20-token
+request, sent unpadded ([1, 20]) and padded to its bucket ([1, 32], as the
+raw-text exports and the LiteRT files run it); batch 32 at seq 128. A round
+calls each contender once on one workload, in turn, with a --pause before
+each call (onnxruntime's idle threads spin for a while after a run: without
+the pause they slowed whichever contender came next, by up to 1.7x at batch
+1); it records the CPU time other processes used over it (system-wide CPU
+time minus this process's, psutil) and is quiet when that stays under
+--quiet cores. Only
+quiet rounds are compared: onnxruntime's spinning pool slows 3-5x when
+another process takes a core, TensorFlow and LiteRT 1.4-2x. Each cell is
+the median over a workload's quiet rounds ("-": none, or not applicable:
+LiteRT files have fixed shapes); the all-round median is printed too.
+"""
+
+import argparse
+import os
+import tempfile
+import time
+from typing import Callable, Dict, List, Sequence
+
+import numpy as np
+
+from benchmarks import common
+
+# (column, batch, real tokens, sequence length fed)
+WORKLOADS = (("batch 1, seq 128", 1, 128, 128),
+             ("20 tokens, unpadded", 1, 20, 20),
+             ("20 tokens, bucket 32", 1, 20, 32),
+             ("batch 32, seq 128", 32, 128, 128))
+TINY = dict(vocab_size=2000, embedding_size=16, hidden_size=32,
+            num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+            max_position_embeddings=128)
+SEQ = 128
+
+
+def _config(size: str):
+  from albert_tf.config import AlbertConfig
+  if size == "tiny":
+    return AlbertConfig(**TINY)
+  return common.load_config(size)
+
+
+def token_inputs(batch: int, tokens: int, seq: int, vocab_size: int,
+                 seed: int = 0) -> Dict[str, np.ndarray]:
+  """[CLS] + random ids + [SEP] (`tokens` real), padded to `seq`."""
+  rng = np.random.default_rng(seed)
+  ids = rng.integers(5, vocab_size, size=(batch, seq)).astype(np.int32)
+  ids[:, 0], ids[:, tokens - 1] = 2, 3
+  mask = (np.arange(seq)[None, :] < tokens).astype(np.int32)
+  mask = np.repeat(mask, batch, axis=0)
+  types = np.zeros((batch, seq), np.int32)
+  return dict(input_word_ids=ids * mask, input_mask=mask,
+              input_type_ids=types)
+
+
+def build_exports(size: str, work: str) -> Dict:
+  """The encoder export, its LiteRT and ONNX files and the layers-only
+  encoder on the same weights."""
+  import tensorflow as tf
+  import tf_keras
+
+  from albert_tf import exports
+  from albert_tf.exports.litert import converter as litert
+  from albert_tf.exports.onnx.converter import OnnxConversion
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  config = _config(size)
+  tf_keras.utils.set_random_seed(0)
+  encoder = AlbertEncoder(config)
+  rng = np.random.default_rng(0)
+  for v in encoder.weights:
+    v.assign(v + rng.normal(0.0, 0.02, v.shape).astype(np.float32))
+  layers = AlbertEncoder(config, fused_inference=False)
+  layers.set_weights(encoder.get_weights())
+  vocab = os.path.join(work, "vocab.txt")
+  with open(vocab, "w") as f:
+    f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] +
+                      [f"w{i}" for i in range(95)]) + "\n")
+  checkpoint = tf.train.Checkpoint(encoder=encoder).write(
+      os.path.join(work, "ckpt", "ckpt"))
+  exports.export_savedmodel(config, checkpoint, None,
+                            os.path.join(work, "export"), vocab_file=vocab,
+                            seq_length=SEQ)
+  saved_model = os.path.join(work, "export", "encoder")
+  built = dict(config=config, saved_model=saved_model, layers=layers)
+  for quantize in ("none", "dynamic_int8"):
+    for batch, buckets in ((1, "auto"), (32, "none")):
+      path = os.path.join(work, f"{quantize}_{batch}.tflite")
+      litert.export_tflite(saved_model, path, seq_length=SEQ,
+                           batch_size=batch, quantize=quantize,
+                           length_buckets=buckets)
+      built[f"tflite_{quantize}_{batch}"] = path
+  conversion = OnnxConversion(saved_model)
+  built["onnx_none"] = conversion.serialized("none")
+  built["onnx_dynamic_int8"] = conversion.serialized("dynamic_int8")
+  built["sizes"] = {"onnx float32": len(built["onnx_none"]),
+                    "onnx int8": len(built["onnx_dynamic_int8"]),
+                    "float32 weights": conversion.weight_bytes}
+  return built
+
+
+def contenders(built: Dict, threads: int) -> Dict[str, Callable]:
+  """name -> f(inputs: dict of int32 arrays) -> outputs read back, or None
+  where the contender cannot take the shape."""
+  import tensorflow as tf
+
+  from albert_tf.exports import load_saved_model
+  from albert_tf.exports.litert.interpreter import LiteRTModel
+  from albert_tf.exports.onnx.runtime import OnnxModel
+  signature = load_saved_model(built["saved_model"]).signatures[
+      "serving_default"]
+  spec = {name: tf.TensorSpec([None, None], tf.int32, name=name)
+          for name in ("input_word_ids", "input_mask", "input_type_ids")}
+  layers = tf.function(lambda x: built["layers"](x, training=False),
+                       input_signature=[spec])
+
+  def tf_call(function, keyword):
+    def call(inputs):
+      tensors = {k: tf.constant(v) for k, v in inputs.items()}
+      out = function(**tensors) if keyword else function(tensors)
+      return {k: v.numpy() for k, v in out.items()
+              if k in ("pooled_output", "sequence_output")}
+    return call
+
+  def litert_call(quantize):
+    models = {b: LiteRTModel(open(built[f"tflite_{quantize}_{b}"],
+                                  "rb").read(), threads) for b in (1, 32)}
+
+    def call(inputs):
+      batch, seq = inputs["input_mask"].shape
+      if seq != SEQ and seq not in models[1].buckets:
+        return None  # fixed shapes: an unpadded request cannot run
+      padded = {k: np.pad(v, [(0, 0), (0, SEQ - seq)])
+                for k, v in inputs.items()}
+      return models[32 if batch == 32 else 1](padded)
+    return call
+
+  calls = {"TF SavedModel encoder": tf_call(signature, True),
+           "TF encoder, layers' ops (before #34)": tf_call(layers, False),
+           "LiteRT float32": litert_call("none"),
+           "LiteRT dynamic int8": litert_call("dynamic_int8")}
+  for quantize, label in (("none", "float32"), ("dynamic_int8", "int8")):
+    for spinning in (True, False):
+      model = OnnxModel(built[f"onnx_{quantize}"], threads, spinning)
+      name = f"ORT {label}" + ("" if spinning else ", no spinning")
+      calls[name] = model
+  return calls
+
+
+def run_rounds(calls: Dict[str, Callable], vocab_size: int, rounds: int,
+               batch32_rounds: int, pause: float = 0.05,
+               warmup: int = 2) -> Dict:
+  """{column: {"times": {name: [ms per round]}, "others": [cores]}}; the
+  pauses are not timed, and count in the others' CPU as idle time."""
+  meter = common.CpuWindow()
+  results = {}
+  for column, batch, tokens, seq in WORKLOADS:
+    inputs = token_inputs(batch, tokens, seq, vocab_size)
+    active = {n: c for n, c in calls.items() if c(inputs) is not None}
+    for call in active.values():
+      for _ in range(warmup - 1):
+        call(inputs)
+    times = {name: [] for name in active}
+    others = []
+    for _ in range(batch32_rounds if batch == 32 else rounds):
+      meter.start()
+      for name, call in active.items():
+        time.sleep(pause)
+        start = time.perf_counter()
+        call(inputs)
+        times[name].append((time.perf_counter() - start) * 1e3)
+      others.append(meter.others())
+    results[column] = dict(times=times, others=others)
+    print(f"{column}: other processes {np.median(others):.2f} cores "
+          f"(median), {sum(o < 0.05 for o in others)}/{len(others)} rounds "
+          "under 0.05", flush=True)
+  return results
+
+
+def _median(values: Sequence[float]):
+  return float(np.median(values)) if len(values) else None
+
+
+def _ms(value) -> str:
+  if value is None:
+    return "-"
+  return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def medians(results: Dict, names: List[str], quiet: float):
+  """({(name, column): ms over quiet rounds}, {...: ms over all rounds});
+  None where a path cannot take a workload or no round was quiet."""
+  quiet_ms, all_ms = {}, {}
+  for column, *_ in WORKLOADS:
+    result = results[column]
+    keep = common.quiet_rounds(result["others"], quiet)
+    for name in names:
+      values = result["times"].get(name)
+      quiet_ms[name, column] = (_median([values[i] for i in keep])
+                                if values and keep else None)
+      all_ms[name, column] = _median(values) if values else None
+  return quiet_ms, all_ms
+
+
+def forward_flops(config) -> Dict[str, float]:
+  """{column: forward FLOPs of the workload's batch at its fed length}."""
+  from albert_tf import parameters_and_flops
+  return {column: batch * seq * parameters_and_flops.flops_per_token(
+      config, seq)["encoder_forward"] for column, batch, _, seq in WORKLOADS}
+
+
+def peak_table(quiet_ms: Dict, names: List[str], flops: Dict,
+               peak: float) -> str:
+  """Each path's achieved FLOP/s as a share of the float32 matmul peak."""
+  from benchmarks import roofline
+  rows = [[name] + [roofline.percent(flops[c] / (quiet_ms[name, c] / 1e3),
+                                     peak) if quiet_ms.get((name, c))
+                    else "-" for c, *_ in WORKLOADS] for name in names]
+  return common.markdown_table(["path"] + [w[0] for w in WORKLOADS], rows)
+
+
+def tables(results: Dict, names: List[str], quiet: float,
+           flops: Dict = None, peak: float = None) -> str:
+  """The quiet-round medians, the ratios, % of the matmul peak (with
+  `flops` and `peak`) and the all-round medians."""
+  columns = [w[0] for w in WORKLOADS]
+  quiet_ms, all_ms = medians(results, names, quiet)
+  counts = [f"{len(common.quiet_rounds(results[c]['others'], quiet))}/"
+            f"{len(results[c]['others'])}" for c in columns]
+  quiet_rows = [[name] + [_ms(quiet_ms[name, c]) for c in columns]
+                for name in names] + [["quiet rounds"] + counts]
+  all_rows = [[name] + [_ms(all_ms[name, c]) for c in columns]
+              for name in names]
+  header = ["path"] + [f"{c} (ms)" for c in columns]
+  ratio_rows = []
+  for a, b in (("TF SavedModel encoder", "ORT float32"),
+               ("TF SavedModel encoder", "TF encoder, layers' ops "
+                "(before #34)"),
+               ("LiteRT float32", "ORT float32"),
+               ("LiteRT dynamic int8", "ORT int8"),
+               ("ORT float32", "ORT float32, no spinning"),
+               ("ORT int8", "ORT int8, no spinning")):
+    cells = []
+    for c in columns:
+      x, y = quiet_ms.get((a, c)), quiet_ms.get((b, c))
+      cells.append(f"{x / y:.2f}x" if x and y else "-")
+    ratio_rows.append([f"{a} / {b}"] + cells)
+  peak_part = [] if not peak else [
+      f"Share of the float32 matmul peak ({peak / 1e9:.1f} GFLOP/s at "
+      f"[{SEQ} or 32 x {SEQ}, H] x [H, I], measured in this run; forward "
+      "FLOPs at the fed length, quiet rounds; int8 paths can pass it):",
+      peak_table(quiet_ms, names, flops, peak)]
+  return "\n\n".join([
+      f"Medians of quiet rounds (other processes < {quiet:g} cores):",
+      common.markdown_table(header, quiet_rows),
+      "Time ratios (quiet rounds; below 1: the first is faster):",
+      common.markdown_table(["ratio"] + columns, ratio_rows)] + peak_part + [
+      "Medians of all rounds, quiet or not:",
+      common.markdown_table(header, all_rows)])
+
+
+def measure(size: str, rounds: int, threads: int,
+            batch32_rounds: int = None, pause: float = 0.05) -> Dict:
+  """Every path's times and the float32 matmul peak at [SEQ or 32 x SEQ,
+  H] x [H, I], in this process: {results, names, sizes, flops, peak}."""
+  from benchmarks import roofline
+  with tempfile.TemporaryDirectory() as work:
+    built = build_exports(size, work)
+    calls = contenders(built, threads)
+    config = built["config"]
+    peak = roofline.serving_peak(config.hidden_size,
+                                 config.intermediate_size, SEQ)
+    print(f"float32 matmul peak at [{SEQ} or 32 x {SEQ}, H] x [H, I]: "
+          f"{peak / 1e9:.1f} GFLOP/s", flush=True)
+    results = run_rounds(calls, config.vocab_size, rounds,
+                         batch32_rounds or rounds, pause)
+  return dict(results=results, names=list(calls), sizes=built["sizes"],
+              flops=forward_flops(config), peak=peak)
+
+
+def report(measured: Dict, quiet: float) -> str:
+  sizes = ", ".join(f"{k} {v / 1e6:.2f} MB"
+                    for k, v in measured["sizes"].items())
+  return tables(measured["results"], measured["names"], quiet,
+                measured["flops"], measured["peak"]) + f"\n\nSizes: {sizes}."
+
+
+def run(size: str, rounds: int, threads: int, quiet: float,
+        batch32_rounds: int = None, pause: float = 0.05) -> str:
+  """The report (see the module docstring)."""
+  return report(measure(size, rounds, threads, batch32_rounds, pause), quiet)
+
+
+OURS = "TF SavedModel encoder"
+PEERS = ("ORT float32", "ORT float32, no spinning")
+
+
+def chart(measured: Dict, quiet: float, path: str) -> str:
+  """Batch-1 latency against the fed length, one line per path."""
+  from benchmarks import charts
+  quiet_ms, _ = medians(measured["results"], measured["names"], quiet)
+  series = {name: [(seq, quiet_ms[name, column])
+                   for column, batch, _, seq in WORKLOADS
+                   if batch == 1 and quiet_ms.get((name, column))]
+            for name in measured["names"]}
+  return charts.lines(path, "Latency at batch 1 (quiet rounds)",
+                      "tokens a request (fed length)", "ms (lower is better)",
+                      {k: v for k, v in series.items() if v})
+
+
+def figures(measured: Dict, quiet: float, size: str, machine: str,
+            command: str) -> List[Dict]:
+  """The first table's rows: batch 1 and batch 32 at SEQ, ours (the
+  SavedModel) against the faster float32 ONNX Runtime, the ceiling the
+  batch's forward FLOPs at the matmul peak."""
+  quiet_ms, _ = medians(measured["results"], measured["names"], quiet)
+  rows = []
+  for order, column in ((40, "batch 1, seq 128"), (41, "batch 32, seq 128")):
+    others = measured["results"][column]["others"]
+    kept = len(common.quiet_rounds(others, quiet))
+    ours = quiet_ms.get((OURS, column))
+    peers = [(quiet_ms[p, column], p) for p in PEERS
+             if quiet_ms.get((p, column))]
+    if not ours or not peers:
+      continue
+    peer_ms, peer = min(peers)
+    ceiling = measured["flops"][column] / measured["peak"] * 1e3
+    rows.append(dict(
+        job=f"Serving, {column.replace('seq', 'sequence')} (ALBERT-{size}, "
+        "float32)", order=order,
+        ours=dict(label="TF SavedModel", value=round(ours, 1), unit="ms"),
+        peer=dict(label=peer, value=round(peer_ms, 1), unit="ms"),
+        higher_is_better=False,
+        ceiling=dict(label=f"matmul peak {measured['peak'] / 1e9:.0f} "
+                     "GFLOP/s, same run", value=round(ceiling, 1), unit="ms"),
+        reached=round(ours, 1), machine=machine,
+        date=time.strftime("%Y-%m-%d"), command=command,
+        conditions=f"quiet: {kept} of {len(others)} rounds"))
+  return rows
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--size", default="base",
+                      help="base, large, ... (configs/), a config .json, "
+                      "or tiny (H=32, 2 layers: a quick check)")
+  parser.add_argument("--rounds", type=int, default=20)
+  parser.add_argument("--batch32_rounds", type=int, default=None,
+                      help="rounds of the batch-32 workload (default "
+                      "--rounds)")
+  parser.add_argument("--threads", type=int, default=2)
+  parser.add_argument("--quiet", type=float, default=0.05,
+                      help="a round is quiet when other processes used "
+                      "less than this many cores over it")
+  parser.add_argument("--pause", type=float, default=0.05,
+                      help="seconds before each call (not timed): "
+                      "onnxruntime's spinning threads go idle")
+  parser.add_argument("--write", action="store_true",
+                      help="update BENCHMARKS.md")
+  args = parser.parse_args()
+  if args.size != "tiny":
+    args = common.parse_args(parser)
+  import tensorflow as tf
+  tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+  machine = common.machine_line()
+  measured = measure(args.size, args.rounds, args.threads,
+                     args.batch32_rounds, args.pause)
+  text = report(measured, args.quiet)
+  print(text)
+  if args.write:
+    from benchmarks import charts
+    command = (f"python -m benchmarks.serving.runtimes --size={args.size} "
+               f"--rounds={args.rounds} --threads={args.threads} "
+               f"--quiet={args.quiet:g} --pause={args.pause:g}" +
+               (f" --batch32_rounds={args.batch32_rounds}"
+                if args.batch32_rounds else "") + " --write")
+    chart(measured, args.quiet,
+          os.path.join(charts.CHARTS_DIR, "serving_latency.png"))
+    common.update_benchmarks_md(
+        "Serving latency against ONNX Runtime",
+        f"`{command}`; {machine}. " + _NOTE + "\n\n" + text +
+        "\n\n![serving latency](benchmarks/charts/serving_latency.png)",
+        figures=figures(measured, args.quiet, args.size, machine, command),
+        stage="Serving")
+
+
+_NOTE = (
+    "One encoder, random weights, exported once and converted from that "
+    "export (LiteRT: export_tflite with length buckets; ONNX: export_onnx, "
+    "tf2onnx, dynamic int8 per-channel), all in one process with the same "
+    "number of threads, calls alternating; a round is quiet when other "
+    "processes used less than the threshold over it, and only quiet rounds "
+    "are compared (benchmarks/serving/runtimes.py says why).")
+
+
+if __name__ == "__main__":
+  main()
