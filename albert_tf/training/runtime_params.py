@@ -33,8 +33,8 @@ class RuntimeParams(FlatConstructible):
   gradient_accumulation_steps: int = setting(
       1, "Compute each update's --train_batch_size in this many equal "
       "micro-batches (slices of the batch, looped inside the step) and "
-      "apply their summed gradient once: the same update as the whole "
-      "batch in 1/K of the activation memory.")
+      "apply their summed gradient once: the whole batch's update, with one "
+      "micro-batch's activations in memory.")
 
 
 def check_accumulation(runtime: RuntimeParams, train_batch_size: int,

@@ -11,6 +11,13 @@ process (devices must be set before TensorFlow initialises).
         resumed (a new model, the same output_dir): its largest weight
         difference from the uninterrupted mirrored run above.
       Writes both, with sanity numbers, to OUT_JSON.
+
+  python tests/scripts/distributed_script.py accumulated_runs PARAMS_JSON OUT_JSON
+      On 2 logical devices: the run under one_device with
+      --gradient_accumulation_steps=1 and under mirrored with 2 and 4 (each
+      replica's 8 sequences in slices of 4 and 2), from the same initial
+      weights (a config without dropout); their largest weight differences
+      from the one-device run, in OUT_JSON.
 """
 
 import json
@@ -83,6 +90,32 @@ def mirrored_runs(params_json, out_json):
                                     for v in weights["mirrored"].values()),
         num_weights=len(weights["mirrored"]),
         logical_cpus=len(tf.config.list_logical_devices("CPU"))), f)
+
+
+def accumulated_runs(params_json, out_json):
+  _two_logical_cpus()
+  from albert_tf.training.pretraining import driver as lib
+  params = lib.PretrainingParams.from_flat(**json.loads(params_json))
+  root = params.runtime.output_dir
+  one_device = settings_fields.replace(
+      params, strategy="one_device", output_dir=os.path.join(root, "whole"))
+  start = os.path.join(one_device.runtime.output_dir, "ckpt-0")
+  lib.run_pretraining(one_device)
+  whole = _weights(one_device.runtime.output_dir)
+  result = dict(largest_weight=max(float(np.abs(v).max())
+                                   for v in whole.values()),
+                num_weights=len(whole),
+                logical_cpus=len(tf.config.list_logical_devices("CPU")))
+  for steps in (2, 4):
+    run = settings_fields.replace(
+        params, strategy="mirrored", init_checkpoint=start,
+        gradient_accumulation_steps=steps,
+        output_dir=os.path.join(root, f"mirrored_k{steps}"))
+    lib.run_pretraining(run)
+    result[f"mirrored_k{steps}_vs_one_device"] = _largest_difference(
+        whole, _weights(run.runtime.output_dir))
+  with open(out_json, "w") as f:
+    json.dump(result, f)
 
 
 if __name__ == "__main__":

@@ -7,12 +7,15 @@ import pytest
 import tensorflow as tf
 import tf_keras
 
+from albert_common.errors import UserInputError
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training.pretraining.objective import replica_loss
 from albert_tf.training.pretraining.runner import PretrainingRunner
+from albert_tf.training.runtime_params import RuntimeParams
+from albert_tf.training.runtime_params import check_accumulation
 
 CONFIG = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32,
                       num_hidden_layers=2, num_attention_heads=2,
@@ -122,3 +125,55 @@ def test_three_updates_equal_the_whole_batch(name):
   assert moved > 1e-3
   for key, value in runs[1][1].items():
     assert runs[K][1][key] == pytest.approx(value, rel=1e-5), key
+
+
+def test_accumulated_step_compiles_with_xla_and_equals_the_whole_batch():
+  """The K-slice loop, its updates and the metrics: one XLA cluster (as a
+  TPU runs it), with the weights of the uncompiled whole-batch step."""
+  runs = {}
+  for steps, jit in ((1, False), (K, True)):
+    model = make_model()
+    optimizer = optimization.create_optimizer("lamb", 1e-2, 10, 2)
+    runner = runner_for(model, optimizer, steps)
+    step = tf.function(runner.replica_train_step, jit_compile=jit)
+    if jit:
+      hlo = step.experimental_get_compiler_ir(make_batch())(stage="hlo")
+      assert "while" in hlo and "dot(" in hlo
+    for seed in range(3):
+      step(make_batch(seed))
+    assert int(optimizer.iterations.numpy()) == 3
+    runs[steps] = [v.numpy() for v in model.trainable_variables]
+  for one, accumulated in zip(runs[1], runs[K]):
+    np.testing.assert_allclose(accumulated, one, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_accumulates_in_float32(policy):
+  """float16: the loss scale multiplies each slice's loss and is divided
+  out once from the float32 sum; the update is K=1's up to 16-bit
+  rounding."""
+  runs = {}
+  for steps in (1, K):
+    tf_keras.utils.set_random_seed(1)
+    model = AlbertPretrainer(AlbertEncoder(CONFIG, dtype=policy))
+    optimizer = optimization.create_optimizer("adamw", 1e-3, 10, 2)
+    if policy == "mixed_float16":
+      optimizer = tf_keras.mixed_precision.LossScaleOptimizer(optimizer)
+    runner = runner_for(model, optimizer, steps)
+    step = tf.function(runner.replica_train_step)
+    for seed in range(2):
+      step(make_batch(seed))
+    assert int(optimizer.iterations.numpy()) == 2
+    runs[steps] = [v.numpy() for v in model.trainable_variables]
+  assert all(v.dtype == np.float32 for v in runs[K])
+  worst = max(float(np.abs(a - b).max()) for a, b in zip(runs[1], runs[K]))
+  assert worst < 1e-4, worst  # one update moves weights by about 1e-3
+
+
+def test_steps_must_divide_the_per_replica_batch():
+  runtime = RuntimeParams(output_dir="x", gradient_accumulation_steps=4)
+  check_accumulation(runtime, 16, 2)  # 8 sequences a replica: 4 slices of 2
+  with pytest.raises(UserInputError, match=(
+      r"^--gradient_accumulation_steps=4 does not divide the per-replica "
+      r"batch 6 \(--train_batch_size=12 over 2 replicas\)$")):
+    check_accumulation(runtime, 12, 2)
