@@ -12,7 +12,7 @@ process (devices must be set before TensorFlow initialises).
         difference from the uninterrupted mirrored run above.
       Writes both, with sanity numbers, to OUT_JSON.
 
-  python tests/scripts/distributed_script.py accumulated_runs PARAMS_JSON OUT_JSON
+  python tests/scripts/distributed_script.py accumulated_runs PARAMS OUT_JSON
       On 2 logical devices: the run under one_device with
       --gradient_accumulation_steps=1 and under mirrored with 2 and 4 (each
       replica's 8 sequences in slices of 4 and 2), from the same initial
