@@ -177,3 +177,25 @@ def test_steps_must_divide_the_per_replica_batch():
       r"^--gradient_accumulation_steps=4 does not divide the per-replica "
       r"batch 6 \(--train_batch_size=12 over 2 replicas\)$")):
     check_accumulation(runtime, 12, 2)
+
+
+def test_length_bucketed_batches_accumulate_exactly():
+  """--length_buckets: the step is traced with an unknown sequence length
+  (a batch of 32 tokens, then one of 16); the slices keep it dynamic."""
+  runs = {}
+  for steps in (1, K):
+    model = make_model()
+    runner = runner_for(model, optimization.create_optimizer("lamb", 1e-2,
+                                                             10, 2), steps)
+    spec = {k: tf.TensorSpec([BATCH] + [None] * (v.shape.rank - 1), v.dtype)
+            for k, v in make_batch().items()}
+    step = tf.function(runner.replica_train_step, input_signature=[spec])
+    step(make_batch(0))
+    short = dict(make_batch(1))
+    for name in ("input_word_ids", "input_mask", "input_type_ids"):
+      short[name] = short[name][:, :16]
+    short["masked_lm_positions"] = tf.minimum(short["masked_lm_positions"], 15)
+    step(short)
+    runs[steps] = [v.numpy() for v in model.trainable_variables]
+  for one, accumulated in zip(runs[1], runs[K]):
+    np.testing.assert_allclose(accumulated, one, rtol=1e-5, atol=1e-5)
