@@ -21,6 +21,8 @@ from albert_tf.training.finetuning.ner import token_loss
 from albert_tf.training.finetuning.race import multiple_choice_loss
 from albert_tf.training.finetuning.squad import span_loss
 from data_pipeline.tasks import packing
+from tests.data_pipeline.tasks.test_length_buckets import _run
+from tests.data_pipeline.tasks.test_length_buckets import glue_setup  # noqa: F401 (fixture)
 
 CONFIG = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32,
                       num_hidden_layers=2, num_attention_heads=2,
@@ -168,3 +170,21 @@ def test_ner_micro_batch_token_means_are_not_the_whole_batch_mean():
   naive, _, _ = _train("ner_mean_of_means", K)
   gap = max(float(np.abs(a - w).max()) for a, w in zip(naive, whole))
   assert gap > 1e-3
+
+
+@pytest.mark.slow
+def test_run_classifier_packed_with_accumulation(glue_setup):  # noqa: F811
+  """run_classifier --pack_examples --gradient_accumulation_steps=2 on
+  SST-2-like data: packed rows a multiple of K (else the slices could not
+  be cut), updates counted as steps. (Its classifier has dropout, which a
+  micro-batch draws for itself: the equality with K=1 is the tests above.)"""
+  params, _ = _run(glue_setup, "accumulated_packed", pack_examples=True,
+                   gradient_accumulation_steps=2, train_step=10,
+                   warmup_step=2, save_checkpoints_steps=10,
+                   iterations_per_loop=5, do_eval=False, do_predict=False)
+  latest = tf.train.latest_checkpoint(params.runtime.output_dir)
+  assert latest.endswith("ckpt-10"), latest
+  reader = tf.train.load_checkpoint(latest)
+  names = [n for n in reader.get_variable_to_shape_map()
+           if n.startswith("optimizer/iter")]
+  assert int(reader.get_tensor(names[0])) == 10
