@@ -18,6 +18,11 @@ process (devices must be set before TensorFlow initialises).
       replica's 8 sequences in slices of 4 and 2), from the same initial
       weights (a config without dropout); their largest weight differences
       from the one-device run, in OUT_JSON.
+
+  python tests/scripts/distributed_script.py finetuning_accumulated
+      On 2 logical devices under mirrored: fine-tuning cases of
+      tests/albert_tf/training/finetuning/test_accumulation_finetuning.py
+      with K=2 against K=1; prints their largest weight differences as JSON.
 """
 
 import json
@@ -116,6 +121,22 @@ def accumulated_runs(params_json, out_json):
         whole, _weights(run.runtime.output_dir))
   with open(out_json, "w") as f:
     json.dump(result, f)
+
+
+def finetuning_accumulated():
+  _two_logical_cpus()
+  from tests.albert_tf.training.finetuning import (
+    test_accumulation_finetuning as cases,
+  )
+  strategy = tf.distribute.MirroredStrategy(
+      [d.name for d in tf.config.list_logical_devices("CPU")])
+  result = {"replicas": strategy.num_replicas_in_sync}
+  for case in ("packed_classifier", "ner", "squad"):
+    whole = cases._train(case, 1, strategy)[0]  # noqa: SLF001
+    accumulated = cases._train(case, 2, strategy)[0]  # noqa: SLF001
+    result[case] = max(float(np.abs(a - w).max())
+                       for a, w in zip(accumulated, whole))
+  print(json.dumps(result))
 
 
 if __name__ == "__main__":
