@@ -127,6 +127,7 @@ def test_three_updates_equal_the_whole_batch(name):
     assert runs[K][1][key] == pytest.approx(value, rel=1e-5), key
 
 
+@pytest.mark.slow  # XLA compiles for about 20 s
 def test_accumulated_step_compiles_with_xla_and_equals_the_whole_batch():
   """The K-slice loop, its updates and the metrics: one XLA cluster (as a
   TPU runs it), with the weights of the uncompiled whole-batch step."""
@@ -147,6 +148,7 @@ def test_accumulated_step_compiles_with_xla_and_equals_the_whole_batch():
     np.testing.assert_allclose(accumulated, one, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 def test_mixed_precision_accumulates_in_float32(policy):
   """float16: the loss scale multiplies each slice's loss and is divided
