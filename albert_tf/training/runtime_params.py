@@ -8,6 +8,7 @@ and the output folder. `PretrainingParams` and `FinetuningParams` hold one as
 import dataclasses
 from typing import Optional
 
+from albert_common.errors import UserInputError
 from albert_common.run_constants import DTYPES
 from albert_common.run_constants import STRATEGIES
 from albert_common.settings_fields import FlatConstructible
@@ -29,3 +30,30 @@ class RuntimeParams(FlatConstructible):
   jit_compile: bool = setting(False, "Compile the train step with XLA.")
   seed: Optional[int] = setting(
       None, "Seed for initialisation, dropout and shuffling.")
+  gradient_accumulation_steps: int = setting(
+      1, "Compute each update's --train_batch_size in this many equal "
+      "micro-batches (slices of the batch, looped inside the step) and "
+      "apply their summed gradient once: the whole batch's update, with one "
+      "micro-batch's activations in memory.")
+
+
+def check_accumulation(runtime: RuntimeParams, train_batch_size: int,
+                       num_replicas: int = 1) -> None:
+  """UserInputError (one line, flags quoted) unless
+  --gradient_accumulation_steps is at least 1 and divides the batch each
+  replica computes (--train_batch_size / num_replicas)."""
+  steps = runtime.gradient_accumulation_steps
+  if steps < 1:
+    raise UserInputError(
+        f"--gradient_accumulation_steps must be at least 1, got {steps}")
+  if train_batch_size % steps:
+    raise UserInputError(
+        f"--gradient_accumulation_steps={steps} does not divide "
+        f"--train_batch_size={train_batch_size} (micro-batches are equal "
+        "slices of the update's batch)")
+  per_replica = train_batch_size // max(num_replicas, 1)
+  if num_replicas > 1 and per_replica % steps:
+    raise UserInputError(
+        f"--gradient_accumulation_steps={steps} does not divide the "
+        f"per-replica batch {per_replica} (--train_batch_size="
+        f"{train_batch_size} over {num_replicas} replicas)")

@@ -3,6 +3,6 @@
 (resume). The step's figures sit beside the matmul peak measured in the same
 run (benchmarks.roofline).
 
-The gradient-accumulation overhead (K=1 against K=4, the accumulation
-issue's bench_accumulation) belongs here, written with stage="Pretraining".
+The gradient-accumulation overhead (accumulation: K=4 against K=1
+micro-batches of the same size, time per example and peak memory) too.
 """

@@ -154,15 +154,15 @@ def _kill_sequence(command, folder):
           reference_log)
 
 
-def _pretraining_command(records, config_file):
-  return lambda output_dir: (
+def _pretraining_command(records, config_file, *extra):
+  return lambda output_dir: (*(
       "tools.run_pretraining", f"--input_file={records}",
       f"--output_dir={output_dir}", f"--albert_config_file={config_file}",
       "--train_batch_size=8", f"--max_seq_length={SEQ}",
       f"--max_predictions_per_seq={PREDS}", "--learning_rate=1e-3",
       "--num_train_steps=60", "--num_warmup_steps=4",
       "--save_checkpoints_steps=10", "--iterations_per_loop=5", "--seed=11",
-      "--shuffle_buffer_size=100")
+      "--shuffle_buffer_size=100"), *extra)
 
 
 def _finetuning_command(sst2_dir, spm_model, config_file,
@@ -215,6 +215,11 @@ def kill_sequences(tmp_path_factory, pretraining_records, config_file,
   commands = {
       "pretraining": _pretraining_command(pretraining_records["path"],
                                           config_file),
+      # 4 micro-batches of 2 sequences an update, looped inside the step: a
+      # kill at a random moment lands between micro-batches of an update.
+      "pretraining_accumulated": _pretraining_command(
+          pretraining_records["path"], config_file,
+          "--gradient_accumulation_steps=4"),
       "finetuning": _finetuning_command(sst2_dir, spm_model, config_file),
       # The SST-2 rows (4 to 13 words) straddle 16 pieces: both buckets
       # train (the test checks the reference run's log).
@@ -231,6 +236,21 @@ def test_pretraining_killed_twice_and_cut_short_save_resumes_exactly(
     kill_sequences):
   reference, killed, kills, _ = kill_sequences["pretraining"].result()
   print(f"pretraining {kills}")
+  assert _latest_step(killed) == _latest_step(reference) == 60
+  _assert_same_weights(reference, killed)
+
+
+@pytest.mark.slow
+def test_accumulating_pretraining_killed_between_micro_batches_resumes_exactly(
+    kill_sequences):
+  """--gradient_accumulation_steps=4: checkpoints fall at update
+  boundaries; a run killed inside an update resumes to the uninterrupted
+  run's weights."""
+  reference, killed, kills, log = kill_sequences[
+      "pretraining_accumulated"].result()
+  print(f"accumulating pretraining {kills}")
+  assert "micro-batch(es) of 2 sequences (--gradient_accumulation_steps=4)" \
+      in log, log[-3000:]
   assert _latest_step(killed) == _latest_step(reference) == 60
   _assert_same_weights(reference, killed)
 

@@ -11,6 +11,18 @@ process (devices must be set before TensorFlow initialises).
         resumed (a new model, the same output_dir): its largest weight
         difference from the uninterrupted mirrored run above.
       Writes both, with sanity numbers, to OUT_JSON.
+
+  python tests/scripts/distributed_script.py accumulated_runs PARAMS OUT_JSON
+      On 2 logical devices: the run under one_device with
+      --gradient_accumulation_steps=1 and under mirrored with 2 and 4 (each
+      replica's 8 sequences in slices of 4 and 2), from the same initial
+      weights (a config without dropout); their largest weight differences
+      from the one-device run, in OUT_JSON.
+
+  python tests/scripts/distributed_script.py finetuning_accumulated
+      On 2 logical devices under mirrored: fine-tuning cases of
+      tests/albert_tf/training/finetuning/test_accumulation_finetuning.py
+      with K=2 against K=1; prints their largest weight differences as JSON.
 """
 
 import json
@@ -83,6 +95,48 @@ def mirrored_runs(params_json, out_json):
                                     for v in weights["mirrored"].values()),
         num_weights=len(weights["mirrored"]),
         logical_cpus=len(tf.config.list_logical_devices("CPU"))), f)
+
+
+def accumulated_runs(params_json, out_json):
+  _two_logical_cpus()
+  from albert_tf.training.pretraining import driver as lib
+  params = lib.PretrainingParams.from_flat(**json.loads(params_json))
+  root = params.runtime.output_dir
+  one_device = settings_fields.replace(
+      params, strategy="one_device", output_dir=os.path.join(root, "whole"))
+  start = os.path.join(one_device.runtime.output_dir, "ckpt-0")
+  lib.run_pretraining(one_device)
+  whole = _weights(one_device.runtime.output_dir)
+  result = dict(largest_weight=max(float(np.abs(v).max())
+                                   for v in whole.values()),
+                num_weights=len(whole),
+                logical_cpus=len(tf.config.list_logical_devices("CPU")))
+  for steps in (2, 4):
+    run = settings_fields.replace(
+        params, strategy="mirrored", init_checkpoint=start,
+        gradient_accumulation_steps=steps,
+        output_dir=os.path.join(root, f"mirrored_k{steps}"))
+    lib.run_pretraining(run)
+    result[f"mirrored_k{steps}_vs_one_device"] = _largest_difference(
+        whole, _weights(run.runtime.output_dir))
+  with open(out_json, "w") as f:
+    json.dump(result, f)
+
+
+def finetuning_accumulated():
+  _two_logical_cpus()
+  from tests.albert_tf.training.finetuning import (
+    test_accumulation_finetuning as cases,
+  )
+  strategy = tf.distribute.MirroredStrategy(
+      [d.name for d in tf.config.list_logical_devices("CPU")])
+  result = {"replicas": strategy.num_replicas_in_sync}
+  for case in ("packed_classifier", "ner", "squad"):
+    whole = cases._train(case, 1, strategy)[0]  # noqa: SLF001
+    accumulated = cases._train(case, 2, strategy)[0]  # noqa: SLF001
+    result[case] = max(float(np.abs(a - w).max())
+                       for a, w in zip(accumulated, whole))
+  print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -171,7 +171,9 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
       split)
   runner = finetuning_runner.FinetuningRunner(
       run, build_glue_task(data, params.eval_batch_size))
-  data.rows_multiple = runner.strategy.num_replicas_in_sync
+  # Each replica's rows split into --gradient_accumulation_steps slices.
+  data.rows_multiple = (runner.strategy.num_replicas_in_sync *
+                        runner.params.runtime.gradient_accumulation_steps)
   results = finetuning_runner.run_finetuning(params, runner.task, runner)
   restored = ""
   if params.do_predict or options.export_dir:

@@ -11,12 +11,20 @@ number varying from step to step) run through the model's `packed_call`;
 the loss is the mean over the real examples of the global batch (the
 example slots' weights summed over the replicas), so a step's loss and
 gradient are those of the same examples unpacked.
+
+With gradient accumulation (`accumulation_steps` K > 1,
+albert_tf.training.accumulation) the step loops over K row slices of the
+replica's batch (a packed row's example slots move with it); each slice's
+loss is its share of the whole update's (divided by the update's example
+count, or the whole batch's normaliser a task's loss declares: NER's tagged
+pieces), and the summed gradient is clipped and applied once.
 """
 
 import tensorflow as tf
 import tf_keras
 
 from albert_common.encoder_inputs import EXAMPLE_WEIGHTS
+from albert_tf.training import accumulation
 from albert_tf.training import gradient_update
 from albert_tf.training import mixed_precision
 from albert_tf.training.finetuning import bucketed_steps
@@ -27,9 +35,11 @@ class FinetuningTrainer(tf_keras.Model):
   """Wraps a task model for `fit`: our train step, the task's loss."""
 
   def __init__(self, model: tf_keras.Model, loss_fn: LossFn,
-               clip_norm: float = 1.0, per_shape_steps: bool = False):
+               clip_norm: float = 1.0, per_shape_steps: bool = False,
+               accumulation_steps: int = 1):
     super().__init__(name="finetuning")
     self.model = model
+    self.accumulation_steps = accumulation_steps
     self.loss_fn = loss_fn
     self.clip_norm = clip_norm
     self.loss_tracker = tf_keras.metrics.Mean("loss")
@@ -59,6 +69,8 @@ class FinetuningTrainer(tf_keras.Model):
   def train_step(self, data):
     features, labels = data
     context = tf.distribute.get_replica_context()
+    if self.accumulation_steps > 1:
+      return self._accumulated_step(features, labels, context)
     with tf.GradientTape() as tape:
       if EXAMPLE_WEIGHTS in features:
         loss, replica_loss = self._packed_loss(features, labels, context)
@@ -69,8 +81,13 @@ class FinetuningTrainer(tf_keras.Model):
         # Each replica's share of the mean over the global batch.
         replica_loss = loss / context.num_replicas_in_sync
       scaled = mixed_precision.scaled_loss(self.optimizer, replica_loss)
+    grads = tape.gradient(scaled, self.model.trainable_variables)
+    return self._apply(grads, loss)
+
+  def _apply(self, grads, loss):
+    """Clips and applies `grads` (one per trainable variable, None for an
+    unused one); the step's logs."""
     variables = self.model.trainable_variables
-    grads = tape.gradient(scaled, variables)
     # A variable the task's outputs do not use (a span model's pooler) has
     # no gradient: it is left out, as the optimizer would (and warn).
     used = [i for i, g in enumerate(grads) if g is not None]
@@ -82,6 +99,51 @@ class FinetuningTrainer(tf_keras.Model):
             "gradient_norm": norm,
             "learning_rate": gradient_update.current_learning_rate(
                 self.optimizer)}
+
+  def _accumulated_step(self, features, labels, context):
+    """The step in K row slices: normalisers of the whole replica batch
+    (and update) first, then the loop, then one update."""
+    rows = tf.shape(tf.nest.flatten(features)[0])[0]
+    if EXAMPLE_WEIGHTS in features:
+      count = tf.reduce_sum(features[EXAMPLE_WEIGHTS])
+      global_count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+      local, share = tf.maximum(count, 1.0), tf.maximum(global_count, 1.0)
+    else:
+      local = tf.cast(rows, tf.float32)
+      share = local * context.num_replicas_in_sync
+    loss_kwargs = {}
+    normaliser = getattr(self.loss_fn, "batch_normaliser", None)
+    if normaliser is not None:  # a loss normalised over the whole batch
+      loss_kwargs["normaliser"] = normaliser(labels)
+
+    if not self.model.built:  # variables are not created inside a loop
+      self._summed_loss(features, labels, loss_kwargs)
+
+    def micro_step(micro):
+      micro_features, micro_labels = micro
+      with tf.GradientTape() as tape:
+        total = self._summed_loss(micro_features, micro_labels, loss_kwargs)
+        scaled = mixed_precision.scaled_loss(self.optimizer, total / share)
+      return tape.gradient(scaled, self.model.trainable_variables), (total,)
+
+    grads, (total,) = accumulation.accumulate(
+        (features, labels), self.accumulation_steps, micro_step,
+        self.model.trainable_variables, num_sums=1)
+    return self._apply(grads, total / local)
+
+  def _summed_loss(self, features, labels, loss_kwargs):
+    """The sum of the per-example losses of a (micro-)batch (packed: over
+    its real example slots), float32."""
+    if EXAMPLE_WEIGHTS in features:
+      weights = tf.reshape(features[EXAMPLE_WEIGHTS], [-1])  # (R * K,)
+      outputs = self.model.packed_call(features, training=True)
+      labels = tf.reshape(labels, tf.concat([[-1], tf.shape(labels)[2:]], 0))
+      losses = tf.cast(self.loss_fn(labels, outputs, **loss_kwargs),
+                       tf.float32)
+      return tf.reduce_sum(losses * weights)
+    outputs = self.model(features, training=True)
+    return tf.reduce_sum(tf.cast(self.loss_fn(labels, outputs, **loss_kwargs),
+                                 tf.float32))
 
   def _packed_loss(self, features, labels, context):
     """(this replica's mean loss, its share of the global mean) of a

@@ -18,7 +18,7 @@ Metrics (data_pipeline.tasks.ner.metrics): seqeval precision, recall, f1
 """
 
 import dataclasses
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
 import numpy as np
@@ -48,19 +48,43 @@ from data_pipeline.tasks.ner import word_splitting
 from data_pipeline.tasks.ner.sentences import NerFile
 
 
-def token_loss(labels: Dict[str, tf.Tensor],
-               outputs: Dict[str, tf.Tensor]) -> tf.Tensor:
+def token_loss(labels: Dict[str, tf.Tensor], outputs: Dict[str, tf.Tensor],
+               normaliser: Optional[Tuple[tf.Tensor, tf.Tensor]] = None
+              ) -> tf.Tensor:
   """Cross-entropy at the tagged pieces (label_ids >= 0), [batch]: each
   window's sum, scaled so that the batch mean is the mean over the batch's
-  tagged pieces."""
+  tagged pieces.
+
+  Args:
+    labels: label_ids int32 [batch, seq], -1 where untagged.
+    outputs: logits [batch, seq, num_labels].
+    normaliser: (windows, tagged pieces), float32 scalars, of the whole batch
+      the mean is over (token_batch_normaliser); default this batch's. A
+      micro-batch of an accumulated update passes its update's, so that its
+      losses are its share of the update's mean, not a mean of its own.
+  """
   label_ids = labels[ner_features.LABEL_IDS]  # [batch, seq]
   tagged = tf.cast(label_ids >= 0, tf.float32)
   per_piece = tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=tf.maximum(label_ids, 0),
       logits=tf.cast(outputs["logits"], tf.float32)) * tagged
-  windows = tf.cast(tf.shape(label_ids)[0], tf.float32)
+  windows, tagged_total = normaliser or token_batch_normaliser(labels)
   return tf.reduce_sum(per_piece, axis=1) * windows / tf.maximum(
-      tf.reduce_sum(tagged), 1.0)
+      tagged_total, 1.0)
+
+
+def token_batch_normaliser(labels: Dict[str, tf.Tensor]
+                          ) -> Tuple[tf.Tensor, tf.Tensor]:
+  """(windows, tagged pieces) of a batch, float32: what token_loss's batch
+  mean divides by."""
+  label_ids = labels[ner_features.LABEL_IDS]  # [batch, seq]
+  return (tf.cast(tf.shape(label_ids)[0], tf.float32),
+          tf.reduce_sum(tf.cast(label_ids >= 0, tf.float32)))
+
+
+# Gradient accumulation normalises micro-batches by the whole batch's count
+# (albert_tf.training.finetuning.model).
+token_loss.batch_normaliser = token_batch_normaliser
 
 
 @dataclasses.dataclass

@@ -245,7 +245,9 @@ def run_own_data(run: finetuning_params.PreparedOrParams,
   data = read_own_data(options, params, run.tokenizer, train)
   runner = finetuning_runner.FinetuningRunner(
       run, build_own_data_task(data, params.eval_batch_size))
-  data.rows_multiple = runner.strategy.num_replicas_in_sync
+  # Each replica's rows split into --gradient_accumulation_steps slices.
+  data.rows_multiple = (runner.strategy.num_replicas_in_sync *
+                        runner.params.runtime.gradient_accumulation_steps)
   if params.do_train:
     label_list_lib.write(params.runtime.output_dir, data.label_list)
   results = finetuning_runner.run_finetuning(params, runner.task, runner)

@@ -36,6 +36,7 @@ from albert_common.settings_fields import setting
 from albert_tf import saved_model_inspection as inspection
 from albert_tf.config import AlbertConfig
 from albert_tf.training.runtime_params import RuntimeParams
+from albert_tf.training.runtime_params import check_accumulation
 from albert_tf.training.warmup import scaled_warmup
 from data_pipeline.tasks import bucket_boundaries
 from data_pipeline.tasks import length_buckets
@@ -88,8 +89,9 @@ class FinetuningParams(FlatConstructible):
   max_seq_length: int = setting(
       512, "Tokens per sequence after tokenization (at most the config's "
       "max_position_embeddings).", recipe=True)
-  train_batch_size: int = setting(32, "Global training batch size.",
-                                  recipe=True)
+  train_batch_size: int = setting(
+      32, "Examples per optimizer update over all replicas (computed in "
+      "--gradient_accumulation_steps micro-batches).", recipe=True)
   eval_batch_size: int = setting(
       8, "Global batch size for evaluation and prediction.")
   learning_rate: float = setting(5e-5, "Peak learning rate.", recipe=True)
@@ -181,6 +183,7 @@ def _check_numbers(params: FinetuningParams) -> None:
       params, ("max_seq_length", "train_batch_size", "eval_batch_size",
                "train_step", "save_checkpoints_steps", "keep_checkpoint_max",
                "iterations_per_loop", "log_steps", "max_length_buckets"))
+  check_accumulation(params.runtime, params.train_batch_size)
   length_buckets.parse_length_buckets(params.length_buckets,
                                       params.max_seq_length)
   if params.do_train and not params.learning_rate > 0:

@@ -72,6 +72,7 @@ from albert_tf.training.finetuning.model import FinetuningTrainer
 from albert_tf.training.finetuning.params import FinetuningParams
 from albert_tf.training.finetuning.task import FinetuningTask
 from albert_tf.training.gradient_update import NonFiniteLossError
+from albert_tf.training.runtime_params import check_accumulation
 from albert_tf.training.strategy import create_strategy
 from albert_tf.training.warm_start import warm_start
 from data_pipeline.tasks.length_buckets import EXAMPLE_INDEX
@@ -95,6 +96,19 @@ def build_encoder(params: FinetuningParams, config: AlbertConfig):
   return AlbertEncoder(config,
                        dtype=mixed_precision.DTYPE_POLICIES[params.runtime.dtype],
                        name="encoder")
+
+
+def _log_update(params: FinetuningParams, replicas: int) -> None:
+  """Checks --gradient_accumulation_steps against the per-replica batch and
+  logs what one update holds."""
+  check_accumulation(params.runtime, params.train_batch_size, replicas)
+  steps = params.runtime.gradient_accumulation_steps
+  if params.do_train:
+    logging.info(
+        "one update: %d examples; %d replica(s), each %d micro-batch(es) of "
+        "%d examples (--gradient_accumulation_steps=%d)",
+        params.train_batch_size, replicas, steps,
+        params.train_batch_size // replicas // steps, steps)
 
 
 def _is_better(value: float, best: Optional[float], higher: bool) -> bool:
@@ -163,6 +177,7 @@ class FinetuningRunner:
     if params.runtime.seed is not None:
       seeds.set_global_seeds(params.runtime.seed)
     self.strategy = create_strategy(params.runtime.strategy, params.runtime.tpu)
+    _log_update(params, self.strategy.num_replicas_in_sync)
     self.steps_per_execution = min(params.iterations_per_loop,
                                    params.save_checkpoints_steps)
     self._bucketed_predictor = None
@@ -189,7 +204,8 @@ class FinetuningRunner:
     self.trainer = FinetuningTrainer(
         self.model, self.task.loss_fn, params.clip_norm,
         per_shape_steps=(len(self.task.length_buckets) > 1 and
-                         not self.task.packed_training))
+                         not self.task.packed_training),
+        accumulation_steps=params.runtime.gradient_accumulation_steps)
     self.trainer.compile(optimizer=self.optimizer,
                          steps_per_execution=self.steps_per_execution,
                          jit_compile=params.runtime.jit_compile)

@@ -22,6 +22,7 @@ from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
 from albert_tf.config import AlbertConfig
 from albert_tf.training.runtime_params import RuntimeParams
+from albert_tf.training.runtime_params import check_accumulation
 from albert_tf.training.warmup import scaled_warmup
 from data_pipeline.tasks import length_buckets
 
@@ -43,7 +44,9 @@ class PretrainingParams(FlatConstructible):
       "released google-research/albert TF1 checkpoint, Hugging Face "
       "model.safetensors (file or folder) or a Model Garden checkpoint. "
       "Ignored when --output_dir already has one.")
-  train_batch_size: int = setting(4096, "Global training batch size.")
+  train_batch_size: int = setting(
+      4096, "Sequences per optimizer update over all replicas (computed in "
+      "--gradient_accumulation_steps micro-batches).")
   eval_batch_size: int = setting(64, "Global evaluation batch size.")
   max_seq_length: int = setting(
       512, "Sequence length the TFRecords were written with.")
@@ -100,6 +103,7 @@ def validate_params(params: PretrainingParams, config: AlbertConfig) -> None:
                "save_checkpoints_steps", "keep_checkpoint_max",
                "iterations_per_loop", "max_seq_length",
                "max_predictions_per_seq"))
+  check_accumulation(params.runtime, params.train_batch_size)
   buckets = length_buckets.parse_length_buckets(params.length_buckets,
                                                params.max_seq_length)
   if len(buckets) > 1 and params.runtime.strategy == "tpu":

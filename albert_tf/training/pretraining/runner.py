@@ -7,7 +7,10 @@ checkpoints every N steps through a CheckpointManager with restore-on-start,
 train and eval summaries in separate directories, progress lines and
 preemption actions. The step itself stays ours: explicit all-reduce of the
 gradients, clipping to global norm 1.0 after the all-reduce, and an optional
-XLA-compiled forward/backward.
+XLA-compiled forward/backward. With gradient accumulation
+(albert_tf.training.accumulation) the replica step loops over K slices of
+its batch, each loss normalised by the whole update's mask weights and
+sequence count, and applies the summed gradient once.
 """
 
 import math
@@ -19,6 +22,7 @@ import tensorflow as tf
 import tf_keras
 
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+from albert_tf.training import accumulation
 from albert_tf.training import gradient_update
 from albert_tf.training import mixed_precision
 from albert_tf.training.gradient_update import NonFiniteLossError
@@ -42,13 +46,16 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
     global_batch_size: sequences per step over all replicas.
     jit_compile: compile the forward/backward pass with XLA.
     clip_norm: global gradient norm after the all-reduce.
+    gradient_accumulation_steps: K; each replica computes its batch in K
+      equal slices (a multiple of K sequences per replica).
   """
 
   def __init__(self, strategy: tf.distribute.Strategy, model: tf_keras.Model,
                optimizer, train_dataset=None, eval_dataset=None,
                global_batch_size: int = 1, jit_compile: bool = False,
-               clip_norm: float = 1.0):
+               clip_norm: float = 1.0, gradient_accumulation_steps: int = 1):
     self.strategy = strategy
+    self.accumulation_steps = gradient_accumulation_steps
     self.model = model
     self.optimizer = optimizer
     self.global_batch_size = global_batch_size
@@ -94,13 +101,35 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
   def replica_train_step(self, batch):
     """One replica's whole step: forward, both losses, gradients, all-reduce,
     clipping, optimizer update, metrics. What a TPU compiles (XLA)."""
-    grads, outputs, per_token = self._forward_backward(
-        batch, _global_mlm_weight(batch))
+    if self.accumulation_steps > 1:
+      grads = self._accumulated_gradients(batch, _global_mlm_weight(batch))
+    else:
+      grads, outputs, per_token = self._forward_backward(
+          batch, _global_mlm_weight(batch))
     norm = gradient_update.apply_clipped_gradients(
         self.optimizer, grads, self.model.trainable_variables,
         self.clip_norm)
-    self.train_metrics.update(batch, outputs, per_token)
+    if self.accumulation_steps == 1:
+      self.train_metrics.update(batch, outputs, per_token)
     self.gradient_norm.update_state(norm)
+
+  def _accumulated_gradients(self, batch, global_mlm_weight):
+    """The summed float32 gradients of this replica's K slices (each loss
+    its share of the whole update's: the normalisers are the whole
+    update's), the metrics updated per slice."""
+    if not self.model.built:  # variables are not created inside a loop
+      self.model(self._model_inputs(batch), training=False)
+
+    def micro_step(micro):
+      grads, outputs, per_token = self._forward_backward(micro,
+                                                         global_mlm_weight)
+      self.train_metrics.update(micro, outputs, per_token)
+      return grads, ()
+
+    grads, _ = accumulation.accumulate(batch, self.accumulation_steps,
+                                       micro_step,
+                                       self.model.trainable_variables)
+    return grads
 
   def train_step(self, iterator):
     self.strategy.run(self.replica_train_step, args=(next(iterator),))

@@ -113,6 +113,24 @@ def test_the_clipped_update(dtype):
   assert float(gradient_update.current_learning_rate(optimizer)) == 0.5
 
 
+def test_the_clip_norm_of_an_embedding_lookup_gradient_is_the_dense_one():
+  """Row 0 gathered twice, gradient rows 3 and 4: the summed gradient is
+  (7, 0), norm 7. tf.clip_by_global_norm alone counts the IndexedSlices'
+  rows apart, norm 5."""
+  table = tf.Variable([[0.0], [0.0]])
+  with tf.GradientTape() as tape:
+    rows = tf.gather(table, [0, 0])[:, 0]
+    loss = tf.reduce_sum(rows * tf.constant([3.0, 4.0]))
+  grads = tape.gradient(loss, [table])
+  assert isinstance(grads[0], tf.IndexedSlices)
+  assert float(tf.linalg.global_norm(grads)) == pytest.approx(5.0)
+  norm = gradient_update.apply_clipped_gradients(
+      tf_keras.optimizers.legacy.SGD(learning_rate=1.0), grads, [table],
+      clip_norm=1.0)
+  assert float(norm) == pytest.approx(7.0)
+  np.testing.assert_allclose(table.numpy(), [[-1.0], [0.0]], rtol=1e-6)
+
+
 def test_seeds_outside_int64_are_one_clear_error():
   from albert_common.run_constants import check_seed
   for seed in (None, 0, 1, 2**63 - 1):

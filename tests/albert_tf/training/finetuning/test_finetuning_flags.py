@@ -140,6 +140,17 @@ def _cases(p):
           *pretrain[:-1], f"--albert_config_file={p['config']}",
           "--max_seq_length=128",
           r"--max_seq_length=128 exceeds max_position_embeddings=64", None),
+      "pretraining_accumulation_below_one": (
+          *pretrain, f"--albert_config_file={p['config']}",
+          "--gradient_accumulation_steps=0",
+          r"^error: --gradient_accumulation_steps must be at least 1, got 0$",
+          None),
+      "accumulation_not_dividing_the_batch": (
+          *glue, f"--albert_config_file={p['config']}",
+          "--train_batch_size=32", "--gradient_accumulation_steps=3",
+          r"^error: --gradient_accumulation_steps=3 does not divide "
+          r"--train_batch_size=32 \(micro-batches are equal slices of the "
+          r"update's batch\)$", None),
       "export_vocabulary": (
           "tools.export_savedmodel",
           f"--albert_config_file={p['small_vocab']}",
@@ -196,7 +207,8 @@ CASES = ("vocabulary_before_checkpoint", "missing_checkpoint", "no_action",
          "length_buckets_above_max_seq_length",
          "squad_query_longer_than_sequence", "squad_missing_train_file",
          "race_qa_longer_than_sequence", "pretraining_warmup_not_below_steps",
-         "pretraining_sequence_too_long", "export_vocabulary",
+         "pretraining_sequence_too_long", "pretraining_accumulation_below_one",
+         "accumulation_not_dividing_the_batch", "export_vocabulary",
          "convert_bad_config", "convert_keras_hub_without_spm",
          "model_summary_missing_config")
 

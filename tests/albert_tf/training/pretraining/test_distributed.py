@@ -17,11 +17,13 @@ pytestmark = pytest.mark.slow
 ROOT = os.path.abspath(os.path.join(__file__, "../../../../.."))
 
 
-def _settings(folder, records):
+def _settings(folder, records, dropout=0.1):
   config_path = os.path.join(folder, "albert_config.json")
   AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
                num_hidden_layers=2, num_attention_heads=2,
                intermediate_size=64, max_position_embeddings=32,
+               hidden_dropout_prob=dropout,
+               attention_probs_dropout_prob=dropout,
                ).to_json_file(config_path)
   return dict(input_file=records["path"],
               output_dir=os.path.join(folder, "run"),
@@ -74,6 +76,35 @@ def test_mirrored_interrupted_run_resumes_the_data_stream_exactly(
   assert result["logical_cpus"] == 2  # 2 replicas
   assert result["largest_mirrored_weight"] > 0.1
   assert result["resumed_vs_straight"] < 1e-5, result
+
+
+@pytest.fixture(scope="module")
+def accumulated_runs(tmp_path_factory, pretraining_records):
+  """tests/scripts/distributed_script.py accumulated_runs: one device at
+  K=1 against 2 mirrored replicas at K=2 and K=4, without dropout (a
+  micro-batch draws its own dropout masks)."""
+  folder = str(tmp_path_factory.mktemp("accumulated"))
+  out = os.path.join(folder, "result.json")
+  process = subprocess.run(
+      [sys.executable,
+       os.path.join(ROOT, "tests", "scripts", "distributed_script.py"),
+       "accumulated_runs",
+       json.dumps(_settings(folder, pretraining_records, dropout=0.0)), out],
+      cwd=ROOT, check=False, capture_output=True, text=True, timeout=900)
+  assert process.returncode == 0, process.stderr[-3000:]
+  with open(out) as f:
+    return json.load(f)
+
+
+def test_mirrored_accumulation_equals_the_one_device_whole_batch(
+    accumulated_runs):
+  """6 LAMB updates of 16 sequences (warmup 2, clipping, weight decay):
+  2 replicas x K slices give the one-device whole-batch weights."""
+  result = accumulated_runs
+  assert result["logical_cpus"] == 2
+  assert result["num_weights"] > 20 and result["largest_weight"] > 0.1
+  assert result["mirrored_k2_vs_one_device"] < 1e-5, result
+  assert result["mirrored_k4_vs_one_device"] < 1e-5, result
 
 
 def _free_ports(count):
@@ -133,6 +164,34 @@ def test_multi_worker_mirrored_two_processes(run_settings):
   names = os.listdir(settings["output_dir"])
   assert "ckpt-6.index" in names
   assert not [n for n in names if n.startswith(".worker_")]  # scratch removed
+
+
+def _checkpoint_weights(output_dir):
+  import tensorflow as tf
+  reader = tf.train.load_checkpoint(tf.train.latest_checkpoint(output_dir))
+  return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
+          if k.startswith("model/") and "OPTIMIZER_SLOT" not in k}
+
+
+def test_multi_worker_accumulation_equals_the_whole_batch(tmp_path,
+                                                          pretraining_records):
+  """2 worker processes, each replica's 8 sequences an update in 4 slices
+  of 2: the weights of the same 2-worker run without accumulation."""
+  weights, logs = {}, {}
+  for steps in (1, 4):
+    folder = str(tmp_path / f"k{steps}")
+    os.makedirs(folder)
+    settings = dict(_settings(folder, pretraining_records, dropout=0.0),
+                    gradient_accumulation_steps=steps)
+    settings, outputs = _two_worker_attempts(settings, "tools.run_pretraining")
+    weights[steps] = _checkpoint_weights(settings["output_dir"])
+    logs[steps] = outputs[0]
+  assert ("2 replica(s), each 4 micro-batch(es) of 2 sequences "
+          "(--gradient_accumulation_steps=4)") in logs[4], logs[4][-3000:]
+  assert sorted(weights[1]) == sorted(weights[4]) and len(weights[1]) > 20
+  worst = max(float(abs(weights[1][k] - weights[4][k]).max())
+              for k in weights[1])
+  assert worst < 1e-5, worst
 
 
 def test_multi_worker_finetuning_only_the_chief_writes(tmp_path, spm_model):

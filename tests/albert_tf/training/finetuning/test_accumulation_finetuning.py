@@ -1,0 +1,217 @@
+"""--gradient_accumulation_steps in fine-tuning: 3 updates at K=4 give the
+weights of K=1 (to 1e-5) for a classifier in two length buckets, a packed
+classifier, NER (a token mean over the whole batch, one micro-batch with no
+tagged piece), SQuAD spans and multiple choice; clipping, weight decay and
+warmup on."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from albert_tf import optimization
+from albert_tf.config import AlbertConfig
+from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
+from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
+from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
+from albert_tf.networks.albert_encoder import AlbertEncoder
+from albert_tf.training.finetuning.model import FinetuningTrainer
+from albert_tf.training.finetuning.ner import token_loss
+from albert_tf.training.finetuning.race import multiple_choice_loss
+from albert_tf.training.finetuning.squad import span_loss
+from data_pipeline.tasks import packing
+from tests.data_pipeline.tasks.test_length_buckets import _run
+from tests.data_pipeline.tasks.test_length_buckets import glue_setup  # noqa: F401 (fixture)
+
+CONFIG = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32,
+                      num_hidden_layers=2, num_attention_heads=2,
+                      intermediate_size=64, max_position_embeddings=32,
+                      hidden_dropout_prob=0.0,
+                      attention_probs_dropout_prob=0.0)
+BATCH, K, CLIP = 8, 4, 0.05
+
+
+def _features(rng, shape):
+  """input_word_ids / input_mask / input_type_ids int32 `shape` [..., seq],
+  uneven lengths."""
+  seq = shape[-1]
+  lengths = rng.integers(3, seq + 1, shape[:-1])[..., None]
+  mask = (np.arange(seq) < lengths).astype(np.int32)
+  ids = mask * rng.integers(5, 100, shape).astype(np.int32)
+  return dict(input_word_ids=ids, input_mask=mask,
+              input_type_ids=(np.arange(seq) >= lengths // 2).astype(
+                  np.int32) * mask)
+
+
+def _classifier_batches():
+  """Two length buckets, as --length_buckets=auto trains."""
+  rng = np.random.default_rng(0)
+  return [(_features(rng, (BATCH, seq)), rng.integers(0, 3, BATCH))
+          for seq in (16, 32, 16)]
+
+
+def _ner_batches():
+  rng = np.random.default_rng(1)
+  batches = []
+  for seq in (32, 32, 32):
+    features = _features(rng, (BATCH, seq))
+    tags = rng.integers(0, 5, (BATCH, seq))
+    tagged = (rng.random((BATCH, seq)) < 0.5) & (features["input_mask"] > 0)
+    tagged[4:6] = False  # micro-batch 2 has no tagged piece
+    tagged[0] = features["input_mask"][0] > 0  # micro-batch 0 many
+    batches.append((features, {"label_ids": np.where(tagged, tags, -1)}))
+  return batches
+
+
+def _squad_batches():
+  rng = np.random.default_rng(2)
+  return [(_features(rng, (BATCH, 32)),
+           {"start_positions": rng.integers(0, 32, BATCH),
+            "end_positions": rng.integers(0, 32, BATCH)}) for _ in range(3)]
+
+
+def _choice_batches():
+  rng = np.random.default_rng(3)
+  return [(_features(rng, (BATCH, 3, 16)),
+           {"label_ids": rng.integers(0, 3, BATCH)}) for _ in range(3)]
+
+
+def _packed_batches():
+  """3 packed batches, rows a multiple of K (what run_classifier plans)."""
+  rng = np.random.default_rng(4)
+  n = 200
+  features = _features(rng, (n, 32))
+  features["input_word_ids"][:, 0] = 2
+  lengths = features["input_mask"].sum(-1)
+  plan = packing.plan(lengths, 24, 32, rows_multiple=K)
+  assert plan.rows % K == 0
+  dataset = tf.data.Dataset.from_tensor_slices(
+      (features, rng.integers(0, 3, n).astype(np.int32)))
+  batches = list(packing.packed_batches(dataset, plan).take(3))
+  assert len(batches) == 3
+  return batches
+
+
+def _classifier(encoder):
+  return AlbertClassifier(encoder, 3, dropout_rate=0.0)
+
+
+def _classifier_loss(labels, outputs):
+  return tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=tf.cast(labels, tf.int32), logits=outputs["logits"])
+
+
+def _ner_mean_of_slice_means(labels, outputs):
+  """token_loss without its whole-batch normaliser: each micro-batch a
+  token mean of its own (Hugging Face's loss before transformers#34191)."""
+  return token_loss(labels, outputs)
+
+
+CASES = {
+    "classifier_buckets": (_classifier, _classifier_loss,
+                           _classifier_batches),
+    "packed_classifier": (_classifier, _classifier_loss, _packed_batches),
+    "ner": (lambda e: AlbertTokenClassifier(e, 5, dropout_rate=0.0),
+            token_loss, _ner_batches),
+    "ner_mean_of_means": (
+        lambda e: AlbertTokenClassifier(e, 5, dropout_rate=0.0),
+        _ner_mean_of_slice_means, _ner_batches),
+    "squad": (AlbertSpanLabeler, span_loss, _squad_batches),
+    "multiple_choice": (
+        lambda e: AlbertMultipleChoice(e, num_choices=3, dropout_rate=0.0),
+        multiple_choice_loss, _choice_batches),
+}
+
+
+def _train(case, steps, strategy=None):
+  """(weights after 3 updates, optimizer iterations, last gradient norm),
+  trained under `strategy` (default: the default strategy)."""
+  build, loss_fn, make_batches = CASES[case]
+  batches = make_batches()
+  strategy = strategy or tf.distribute.get_strategy()
+  tf_keras.utils.set_random_seed(7)
+  with strategy.scope():
+    model = build(AlbertEncoder(CONFIG))
+    if case == "packed_classifier":
+      model.packed_call(batches[0][0])
+    else:
+      model(tf.nest.map_structure(tf.constant, batches[0][0]))
+    trainer = FinetuningTrainer(model, loss_fn, CLIP,
+                                per_shape_steps=case == "classifier_buckets",
+                                accumulation_steps=steps)
+    optimizer = optimization.create_optimizer("adamw", 1e-2, 10, 2,
+                                              weight_decay_rate=0.1)
+    trainer.compile(optimizer=optimizer)
+  dataset = tf.data.Dataset.from_tensors(batches[0])
+  for batch in batches[1:]:
+    dataset = dataset.concatenate(tf.data.Dataset.from_tensors(batch))
+  history = trainer.fit(dataset, epochs=1, steps_per_epoch=3, verbose=0)
+  return ([v.numpy() for v in model.trainable_variables],
+          int(optimizer.iterations.numpy()),
+          history.history["gradient_norm"][-1])
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param("classifier_buckets", marks=pytest.mark.slow),
+    "packed_classifier", "ner", "squad", "multiple_choice"])
+def test_four_micro_batches_equal_the_whole_batch(case):
+  whole, iterations, norm = _train(case, 1)
+  accumulated, accumulated_iterations, accumulated_norm = _train(case, K)
+  assert iterations == accumulated_iterations == 3
+  assert norm > CLIP  # clipping is active
+  assert accumulated_norm == pytest.approx(norm, rel=1e-5)
+  assert len(whole) == len(accumulated) > 20
+  for a, w in zip(accumulated, whole):
+    np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-5)
+
+
+def test_ner_micro_batch_token_means_are_not_the_whole_batch_mean():
+  """Without the whole batch's tagged-piece count, the same check fails:
+  the micro-batches weigh equally whatever their tagged pieces."""
+  whole, _, _ = _train("ner", 1)
+  naive, _, _ = _train("ner_mean_of_means", K)
+  gap = max(float(np.abs(a - w).max()) for a, w in zip(naive, whole))
+  assert gap > 1e-3
+
+
+@pytest.mark.slow
+def test_run_classifier_packed_with_accumulation(glue_setup):  # noqa: F811
+  """run_classifier --pack_examples --gradient_accumulation_steps=2 on
+  SST-2-like data: packed rows a multiple of K (else the slices could not
+  be cut), updates counted as steps. (Its classifier has dropout, which a
+  micro-batch draws for itself: the equality with K=1 is the tests above.)"""
+  params, _ = _run(glue_setup, "accumulated_packed", pack_examples=True,
+                   gradient_accumulation_steps=2, train_step=10,
+                   warmup_step=2, save_checkpoints_steps=10,
+                   iterations_per_loop=5, do_eval=False, do_predict=False)
+  latest = tf.train.latest_checkpoint(params.runtime.output_dir)
+  assert latest.endswith("ckpt-10"), latest
+  reader = tf.train.load_checkpoint(latest)
+  names = [n for n in reader.get_variable_to_shape_map()
+           if n.startswith("optimizer/iter")]
+  assert int(reader.get_tensor(names[0])) == 10
+
+
+@pytest.mark.slow
+def test_mirrored_two_replicas_accumulate_as_they_step_whole():
+  """2 logical CPUs (tests/scripts/distributed_script.py
+  finetuning_accumulated): each replica's 4 rows in 2 slices give the
+  weights of the mirrored K=1 run, the packed count and NER's tagged
+  pieces normalised over the replica's whole batch."""
+  import json
+  import os
+  import subprocess
+  import sys
+  root = os.path.abspath(os.path.join(__file__, "../../../../.."))
+  process = subprocess.run(
+      [sys.executable, os.path.join(root, "tests", "scripts",
+                                    "distributed_script.py"),
+       "finetuning_accumulated"], cwd=root, capture_output=True, text=True,
+      timeout=900, check=False)
+  assert process.returncode == 0, process.stderr[-3000:]
+  result = json.loads(process.stdout.strip().splitlines()[-1])
+  assert result.pop("replicas") == 2
+  assert set(result) == {"packed_classifier", "ner", "squad"}
+  for case, worst in result.items():
+    assert worst < 1e-5, (case, worst)

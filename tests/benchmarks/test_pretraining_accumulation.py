@@ -1,0 +1,27 @@
+"""benchmarks/pretraining/accumulation.py runs on a tiny config and reports its
+table: K=4 against K=1 time per example, the best possible ratio, memory.
+Speed itself is not asserted (BENCHMARKS.md reports it)."""
+
+import numpy as np
+import pytest
+
+from albert_tf.config import AlbertConfig
+
+pytestmark = pytest.mark.slow
+
+
+def test_accumulation_benchmark_on_a_tiny_config(tmp_path):
+  from benchmarks.pretraining import accumulation as bench_accumulation
+  path = str(tmp_path / "tiny.json")
+  AlbertConfig(vocab_size=300, embedding_size=16, hidden_size=32,
+               num_hidden_layers=2, num_attention_heads=4,
+               intermediate_size=64, max_position_embeddings=32,
+               ).to_json_file(path)
+  result = bench_accumulation.run(path, micro_batch=2, seq=32, repeats=2)
+  lines = result["table"].splitlines()
+  assert lines[0].startswith("| model | accumulation | examples / update |")
+  assert [line.split("|")[2].strip() for line in lines[2:]] == ["K=1", "K=4"]
+  assert [line.split("|")[3].strip() for line in lines[2:]] == ["2", "8"]
+  assert 0 < result["ratio"] < 10
+  assert 0 < result["ceiling"] <= 1
+  assert all(np.isfinite(v) and v > 100 for v in result["memory_mb"].values())
