@@ -181,7 +181,8 @@ def _build_model_and_optimizer(params: PretrainingParams,
   """(AlbertPretrainer in the run's dtype, its optimizer). In the strategy's
   scope."""
   encoder = AlbertEncoder(config,
-                          dtype=mixed_precision.DTYPE_POLICIES[params.runtime.dtype])
+                          dtype=mixed_precision.DTYPE_POLICIES[params.runtime.dtype],
+                          recompute_layers=params.runtime.recompute_layers)
   model = AlbertPretrainer(encoder)
   optimizer = mixed_precision.with_loss_scaling(
       optimization.create_optimizer(
