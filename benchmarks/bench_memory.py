@@ -1,0 +1,215 @@
+"""Peak memory and step time of pretraining, recomputation on and off,
+against the memory plan (albert_tf/memory_plan.py).
+
+  python -m benchmarks.bench_memory --sizes=base,large --seq_lengths=128,512 \
+      --batch_sizes=2,4 --steps=3 --write
+
+Each configuration (size, sequence, batch, --recompute_layers) trains
+`--steps` LAMB steps of the real pretraining step (PretrainingRunner.
+train_step, float32, synthetic batches with 20 predictions) in a child
+process of its own. Memory: the child's peak resident memory (VmHWM) minus
+its resident memory once the model, the optimizer slots and the traced
+step exist: what the step adds, i.e. the plan's gradients + activations
+(+ cast weights) -- peak RSS is a fair proxy for tensors on this CPU.
+Recomputation's measured saving (peak off - peak on) is checked against the
+plan's (activations off - on): the goal is within 25%.
+
+Step time: the median of the steps after the first. The machine is shared
+while this runs, so times are loaded figures; memory peaks are not.
+
+With `--chart` (default on with --write) it draws benchmarks/memory.png:
+the plan's peak per replica against sequence length for batches 8 to 64,
+recomputation on and off (matplotlib; skipped with a message if it is not
+installed).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Dict, List
+
+from benchmarks import common
+
+SECTION = "Pretraining memory: recomputation and the memory plan"
+CHART = os.path.join(common.REPO_ROOT, "benchmarks", "memory.png")
+PREDICTIONS = 20
+MIB = 2**20
+
+
+def _rss_mb(field: str) -> float:
+  with open("/proc/self/status") as f:
+    for line in f:
+      if line.startswith(field + ":"):
+        return int(line.split()[1]) / 1024
+  raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def worker(size: str, batch: int, seq: int, recompute: bool,
+           steps: int) -> Dict[str, float]:
+  """In the child: baseline and peak RSS (MiB) and step seconds."""
+  import tensorflow as tf
+
+  from albert_tf import optimization
+  from albert_tf.models.albert_pretrainer import AlbertPretrainer
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  from albert_tf.training.pretraining.runner import PretrainingRunner
+  from benchmarks.bench_pretraining_step import synthetic_batch
+  config = common.load_config(size)
+  model = AlbertPretrainer(AlbertEncoder(config, recompute_layers=recompute))
+  optimizer = optimization.create_optimizer("lamb", 1e-4, 10**6, 0)
+  data = synthetic_batch(config, batch, seq, predictions=PREDICTIONS)
+  dataset = tf.data.Dataset.from_tensors(data).repeat()
+  runner = PretrainingRunner(tf.distribute.get_strategy(), model, optimizer,
+                             dataset, global_batch_size=batch)
+  optimizer._create_all_weights(model.trainable_variables)  # slots first
+  iterator = iter(dataset)
+  step = tf.function(lambda: runner.train_step(iterator))
+  step.get_concrete_function()  # traced before the baseline
+  baseline = _rss_mb("VmRSS")
+  times = []
+  for _ in range(steps):
+    start = time.perf_counter()
+    step()
+    float(runner.optimizer.iterations)
+    times.append(time.perf_counter() - start)
+  return dict(baseline_mib=baseline, peak_mib=_rss_mb("VmHWM"),
+              step_seconds=common.median(times[1:] or times))
+
+
+def measure(size: str, batch: int, seq: int, recompute: bool,
+            steps: int) -> Dict[str, float]:
+  """`worker` in a child process of its own."""
+  args = json.dumps(dict(size=size, batch=batch, seq=seq,
+                         recompute=recompute, steps=steps))
+  result = subprocess.run(
+      [sys.executable, "-m", "benchmarks.bench_memory", "--worker", args],
+      cwd=common.REPO_ROOT, capture_output=True, text=True, check=False,
+      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+  if result.returncode:
+    raise RuntimeError(f"worker {args} failed:\n{result.stderr[-2000:]}")
+  return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def planned(size: str, batch: int, seq: int, recompute: bool):
+  from albert_tf import memory_plan
+  return memory_plan.plan(common.load_config(size), batch, seq, PREDICTIONS,
+                          recompute_layers=recompute)
+
+
+def run(sizes: List[str], seqs: List[int], batches: List[int],
+        steps: int) -> Dict[str, object]:
+  """Rows of the table and each configuration's saving check."""
+  rows, checks = [], []
+  for size in sizes:
+    for seq in seqs:
+      for batch in batches:
+        by_mode = {}
+        for recompute in (False, True):
+          measured = measure(size, batch, seq, recompute, steps)
+          plan = planned(size, batch, seq, recompute)
+          step_mib = measured["peak_mib"] - measured["baseline_mib"]
+          plan_mib = (plan.gradient_bytes + plan.activation_bytes) / MIB
+          by_mode[recompute] = (step_mib, plan)
+          rows.append([common.size_label(size), seq, batch,
+                       "on" if recompute else "off", f"{step_mib:,.0f}",
+                       f"{plan_mib:,.0f}", f"{step_mib / plan_mib:.2f}",
+                       f"{measured['step_seconds']:.2f}"])
+        saving = by_mode[False][0] - by_mode[True][0]
+        plan_saving = (by_mode[False][1].activation_bytes
+                       - by_mode[True][1].activation_bytes) / MIB
+        checks.append(dict(size=size, seq=seq, batch=batch,
+                           measured_saving_mib=saving,
+                           plan_saving_mib=plan_saving,
+                           ratio=saving / plan_saving))
+  header = ["size", "seq", "batch", "recompute", "step peak MiB (measured)",
+            "plan: gradients + activations MiB", "measured / plan",
+            "step s (loaded machine)"]
+  return dict(table=common.markdown_table(header, rows), checks=checks)
+
+
+def savings_table(checks) -> str:
+  rows = [[common.size_label(c["size"]), c["seq"], c["batch"],
+           f"{c['measured_saving_mib']:,.0f}", f"{c['plan_saving_mib']:,.0f}",
+           f"{c['ratio']:.2f}"] for c in checks]
+  return common.markdown_table(
+      ["size", "seq", "batch", "saving measured MiB", "saving planned MiB",
+       "measured / planned"], rows)
+
+
+def draw_chart(size: str = "base", path: str = CHART) -> str:
+  """The plan's peak per replica against sequence length and batch, or a
+  sentence saying why there is no chart."""
+  try:
+    import matplotlib
+  except ImportError:
+    return "no chart: matplotlib is not installed (pip install matplotlib)"
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt
+
+  from albert_tf import memory_plan
+  config = common.load_config(size)
+  seqs = [64, 128, 256, 384, 512]
+  fig, ax = plt.subplots(figsize=(7, 4.2))
+  for batch in (8, 16, 32, 64):
+    for recompute, style in ((False, "-"), (True, "--")):
+      peaks = [memory_plan.plan(config, batch, seq, PREDICTIONS, "bfloat16",
+                                recompute_layers=recompute).peak_bytes / 2**30
+               for seq in seqs]
+      ax.plot(seqs, peaks, style, marker="o",
+              label=f"batch {batch}" + (", recompute" if recompute else ""))
+  for limit in (16, 80):
+    ax.axhline(limit * 0.9, color="grey", linewidth=0.8)
+    ax.text(seqs[0], limit * 0.9, f" 90% of {limit} GB", va="bottom",
+            fontsize=8)
+  ax.set_yscale("log")
+  ax.set_xlabel("sequence length")
+  ax.set_ylabel("planned peak per replica (GiB)")
+  ax.set_title(f"ALBERT-{size}, bfloat16, LAMB: memory per micro-batch")
+  ax.legend(fontsize=7, ncol=2)
+  fig.tight_layout()
+  fig.savefig(path, dpi=100)
+  plt.close(fig)
+  return path
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--sizes", default="base,large")
+  parser.add_argument("--seq_lengths", default="128,512")
+  parser.add_argument("--batch_sizes", default="2")
+  parser.add_argument("--steps", type=int, default=3)
+  parser.add_argument("--write", action="store_true",
+                      help="update BENCHMARKS.md and benchmarks/memory.png")
+  parser.add_argument("--worker", help=argparse.SUPPRESS)
+  if "--worker" in sys.argv:
+    args = parser.parse_args()
+    print(json.dumps(worker(**json.loads(args.worker))))
+    return
+  args = common.parse_args(parser)
+  result = run(args.sizes.split(","), [int(s) for s in
+                                       args.seq_lengths.split(",")],
+               [int(b) for b in args.batch_sizes.split(",")], args.steps)
+  within = all(abs(c["ratio"] - 1) <= 0.25 for c in result["checks"])
+  body = (result["table"] + "\n\nRecomputation's saving, measured against "
+          "the plan's (goal: within 25%: "
+          f"{'met' if within else 'NOT met'}):\n\n"
+          + savings_table(result["checks"]))
+  print(body)
+  if args.write:
+    chart = draw_chart()
+    picture = (f"\n\n![memory plan](benchmarks/{os.path.basename(chart)})"
+               if chart.endswith(".png") else f"\n\n{chart}")
+    common.update_benchmarks_md(
+        SECTION, f"`python -m benchmarks.bench_memory --sizes={args.sizes} "
+        f"--seq_lengths={args.seq_lengths} --batch_sizes={args.batch_sizes} "
+        f"--steps={args.steps} --write`; {common.machine_line()}. "
+        "Step peak: the child's VmHWM minus its RSS with the model, the "
+        "optimizer slots and the traced step built. Step times are loaded "
+        "figures (4 engineers shared 2 cores).\n\n" + body + picture)
+
+
+if __name__ == "__main__":
+  main()
