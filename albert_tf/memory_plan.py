@@ -241,3 +241,38 @@ def format_line(figures: MemoryPlan) -> str:
           f" (micro-batch {figures.micro_batch_size}, K="
           f"{figures.gradient_accumulation_steps}, recompute_layers="
           f"{figures.recompute_layers})")
+
+
+def fitting_steps(device_memory: int, **plan_args) -> Dict[bool, Optional[int]]:
+  """{recompute_layers: smallest fitting K or None} for False and True."""
+  plan_args = {k: v for k, v in plan_args.items()
+               if k not in ("recompute_layers", "gradient_accumulation_steps")}
+  return {recompute: smallest_fitting_steps(device_memory, recompute,
+                                            **plan_args)
+          for recompute in (False, True)}
+
+
+def format_fit(device_memory: int, steps: Dict[bool, Optional[int]]) -> str:
+  """One line: the smallest K with and without recomputation."""
+  def k(value):
+    return "none (one sequence does not fit)" if value is None else f"K={value}"
+  return (f"on {format_bytes(device_memory)} per device "
+          f"({USABLE_FRACTION:.0%} usable): smallest "
+          f"--gradient_accumulation_steps that fits: {k(steps[False])} "
+          f"without --recompute_layers, {k(steps[True])} with")
+
+
+def format_text(figures: MemoryPlan, header: str) -> str:
+  """The plan as a table of bytes per replica under `header`."""
+  rows = [("weights", figures.weights_bytes),
+          ("optimizer slots", figures.optimizer_bytes),
+          ("gradients", figures.gradient_bytes),
+          ("accumulators", figures.accumulator_bytes),
+          (f"activations (micro-batch {figures.micro_batch_size})",
+           figures.activation_bytes),
+          ("cast weights", figures.cast_weight_bytes),
+          ("peak", figures.peak_bytes)]
+  lines = [header]
+  lines += [f"  {name:<34}{format_bytes(size):>12}{size:>18,} B"
+            for name, size in rows]
+  return "\n".join(lines)
