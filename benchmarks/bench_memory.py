@@ -139,7 +139,7 @@ def savings_table(checks) -> str:
        "measured / planned"], rows)
 
 
-def draw_chart(size: str = "base", path: str = CHART) -> str:
+def draw_chart(sizes=("base", "large"), path: str = CHART) -> str:
   """The plan's peak per replica against sequence length and batch, or a
   sentence saying why there is no chart."""
   try:
@@ -150,25 +150,29 @@ def draw_chart(size: str = "base", path: str = CHART) -> str:
   import matplotlib.pyplot as plt
 
   from albert_tf import memory_plan
-  config = common.load_config(size)
   seqs = [64, 128, 256, 384, 512]
-  fig, ax = plt.subplots(figsize=(7, 4.2))
-  for batch in (8, 16, 32, 64):
-    for recompute, style in ((False, "-"), (True, "--")):
-      peaks = [memory_plan.plan(config, batch, seq, PREDICTIONS, "bfloat16",
-                                recompute_layers=recompute).peak_bytes / 2**30
-               for seq in seqs]
-      ax.plot(seqs, peaks, style, marker="o",
-              label=f"batch {batch}" + (", recompute" if recompute else ""))
-  for limit in (16, 80):
-    ax.axhline(limit * 0.9, color="grey", linewidth=0.8)
-    ax.text(seqs[0], limit * 0.9, f" 90% of {limit} GB", va="bottom",
-            fontsize=8)
-  ax.set_yscale("log")
-  ax.set_xlabel("sequence length")
-  ax.set_ylabel("planned peak per replica (GiB)")
-  ax.set_title(f"ALBERT-{size}, bfloat16, LAMB: memory per micro-batch")
-  ax.legend(fontsize=7, ncol=2)
+  fig, axes = plt.subplots(1, len(sizes), figsize=(5.5 * len(sizes), 4.2),
+                           sharey=True)
+  for ax, size in zip(axes, sizes):
+    config = common.load_config(size)
+    for color, batch in zip(("C0", "C1", "C2", "C3"), (8, 16, 32, 64)):
+      for recompute, style in ((False, "-"), (True, "--")):
+        peaks = [memory_plan.plan(config, batch, seq, PREDICTIONS,
+                                  "bfloat16", recompute_layers=recompute
+                                  ).peak_bytes / 2**30 for seq in seqs]
+        ax.plot(seqs, peaks, style, color=color, marker="o",
+                label=f"batch {batch}" + (", recompute" if recompute
+                                          else ""))
+    for limit in (16, 80):
+      ax.axhline(limit * memory_plan.USABLE_FRACTION, color="grey",
+                 linewidth=0.8)
+      ax.text(seqs[0], limit * memory_plan.USABLE_FRACTION,
+              f" 90% of {limit} GiB", va="bottom", fontsize=8)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length")
+    ax.set_title(f"ALBERT-{size}, bfloat16, LAMB, one replica")
+  axes[0].set_ylabel("planned peak per micro-batch (GiB)")
+  axes[0].legend(fontsize=7, ncol=2, loc="lower right")
   fig.tight_layout()
   fig.savefig(path, dpi=100)
   plt.close(fig)
