@@ -6,6 +6,11 @@ The plan counts, per replica, in bytes:
   optimizer: LAMB's / AdamW's two float32 slots per weight;
   gradients: one float32 gradient per weight, and with
     --gradient_accumulation_steps K > 1 one float32 accumulator more;
+  shared gradients: a weight shared by several block applications gets one
+    float32 gradient per application, which TensorFlow's autodiff sums only
+    once all are computed (measured: ALBERT-base's 12 applications of one
+    shared block keep 11 extra copies of its gradient, with or without
+    recomputation);
   activations: what the backward pass keeps of one micro-batch
     (train_batch_size / num_replicas / K sequences), below;
   cast weights: under mixed precision each block application keeps its
@@ -75,12 +80,13 @@ class MemoryPlan:
   accumulator_bytes: int
   activation_bytes: int
   cast_weight_bytes: int
+  shared_gradient_bytes: int
 
   @property
   def peak_bytes(self) -> int:
     return (self.weights_bytes + self.optimizer_bytes + self.gradient_bytes
             + self.accumulator_bytes + self.activation_bytes
-            + self.cast_weight_bytes)
+            + self.cast_weight_bytes + self.shared_gradient_bytes)
 
   def to_dict(self) -> Dict[str, object]:
     return dict(dataclasses.asdict(self), peak_bytes=self.peak_bytes)
@@ -102,25 +108,41 @@ def parse_bytes(text: str, flag: str = "device_memory") -> int:
 
 def block_parameters(config: AlbertConfig) -> int:
   """Parameters of one attention + feed-forward block."""
+  return sum(_sublayer_parameters(config).values())
+
+
+def _sublayer_parameters(config: AlbertConfig) -> Dict[str, int]:
   h, i = config.hidden_size, config.intermediate_size
-  return 4 * (h * h + h) + 2 * h + (h * i + i + i * h + h) + 2 * h
+  return dict(attention=4 * (h * h + h) + 2 * h,
+              ffn=h * i + i + i * h + h + 2 * h)
+
+
+def _distinct_sublayers(config: AlbertConfig) -> Dict[str, int]:
+  """How many distinct (differently weighted) sublayers of each kind."""
+  return {kind: len({name for names in config.sublayer_names(kind)
+                     for name in names}) for kind in ("attention", "ffn")}
+
+
+def shared_gradient_bytes(config: AlbertConfig) -> int:
+  """Float32 gradients of shared sublayers beyond one per weight."""
+  applications = config.num_hidden_layers * config.inner_group_num
+  distinct = _distinct_sublayers(config)
+  return sum(4 * (applications - distinct[kind]) * params
+             for kind, params in _sublayer_parameters(config).items())
 
 
 def pretrainer_parameters(config: AlbertConfig) -> int:
   """Trainable parameters of AlbertPretrainer (encoder + MLM + SOP)."""
-  h, e, i, v = (config.hidden_size, config.embedding_size,
-                config.intermediate_size, config.vocab_size)
+  h, e, v = config.hidden_size, config.embedding_size, config.vocab_size
   embeddings = ((v + config.max_position_embeddings + config.type_vocab_size)
                 * e + 2 * e + (e * h + h if e != h else 0))
-  attention = 4 * (h * h + h) + 2 * h
-  ffn = h * i + i + i * h + h + 2 * h
-  distinct = {kind: len({name for names in config.sublayer_names(kind)
-                         for name in names}) for kind in ("attention", "ffn")}
+  sublayers = _sublayer_parameters(config)
+  distinct = _distinct_sublayers(config)
   pooler = h * h + h
   mlm_head = h * e + e + 2 * e + v
   sop_head = 2 * h + 2
-  return (embeddings + distinct["attention"] * attention
-          + distinct["ffn"] * ffn + pooler + mlm_head + sop_head)
+  return (embeddings + distinct["attention"] * sublayers["attention"]
+          + distinct["ffn"] * sublayers["ffn"] + pooler + mlm_head + sop_head)
 
 
 def block_activation_bytes(config: AlbertConfig, batch: int, seq: int,
@@ -181,7 +203,8 @@ def plan(config: AlbertConfig, train_batch_size: int, max_seq_length: int,
       activation_bytes=activation_bytes(
           config, micro, max_seq_length, max_predictions_per_seq, dtype,
           recompute_layers),
-      cast_weight_bytes=cast_copies * c * block_parameters(config))
+      cast_weight_bytes=cast_copies * c * block_parameters(config),
+      shared_gradient_bytes=shared_gradient_bytes(config))
 
 
 def check_division(train_batch_size: int, gradient_accumulation_steps: int,
@@ -238,6 +261,8 @@ def format_line(figures: MemoryPlan) -> str:
           f" + accumulators {format_bytes(figures.accumulator_bytes)}"
           f" + activations {format_bytes(figures.activation_bytes)}"
           f" + cast weights {format_bytes(figures.cast_weight_bytes)}"
+          f" + shared gradients "
+          f"{format_bytes(figures.shared_gradient_bytes)}"
           f" (micro-batch {figures.micro_batch_size}, K="
           f"{figures.gradient_accumulation_steps}, recompute_layers="
           f"{figures.recompute_layers})")
@@ -271,6 +296,8 @@ def format_text(figures: MemoryPlan, header: str) -> str:
           (f"activations (micro-batch {figures.micro_batch_size})",
            figures.activation_bytes),
           ("cast weights", figures.cast_weight_bytes),
+          ("shared gradients (per application)",
+           figures.shared_gradient_bytes),
           ("peak", figures.peak_bytes)]
   lines = [header]
   lines += [f"  {name:<34}{format_bytes(size):>12}{size:>18,} B"

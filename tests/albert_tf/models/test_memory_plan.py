@@ -165,3 +165,17 @@ def test_cli_bad_plan_flags_are_one_line(flag, message):
   lines = [line for line in result.stderr.strip().splitlines()
            if "cuInit" not in line]
   assert lines == [message]
+
+
+def test_shared_gradients_count_each_application_beyond_the_first(
+    tiny_config):
+  # tiny: 2 layers sharing one block: one extra float32 gradient of it.
+  plan = memory_plan.plan(tiny_config, 2, 8)
+  assert plan.shared_gradient_bytes == 4 * memory_plan.block_parameters(
+      tiny_config)
+  unshared = dataclasses.replace(tiny_config, share_parameters="none")
+  assert memory_plan.plan(unshared, 2, 8).shared_gradient_bytes == 0
+  ffn_only = dataclasses.replace(tiny_config, share_parameters="ffn")
+  h, i = 32, 64
+  assert memory_plan.plan(ffn_only, 2, 8).shared_gradient_bytes == 4 * (
+      h * i + i + i * h + h + 2 * h)
