@@ -188,7 +188,8 @@ def draw_chart(sizes=("base", "large"), path: str = CHART) -> str:
               f" 90% of {limit} GiB", va="bottom", fontsize=8)
     ax.set_yscale("log")
     ax.set_xlabel("sequence length")
-    ax.set_title(f"ALBERT-{size}, bfloat16, LAMB, one replica")
+    ax.set_title(f"ALBERT-{common.size_label(size)}, bfloat16, LAMB, "
+                 "one replica")
   axes[0].set_ylabel("planned peak per micro-batch (GiB)")
   axes[0].legend(fontsize=7, ncol=2, loc="lower right")
   fig.tight_layout()

@@ -179,3 +179,15 @@ def test_shared_gradients_count_each_application_beyond_the_first(
   h, i = 32, 64
   assert memory_plan.plan(ffn_only, 2, 8).shared_gradient_bytes == 4 * (
       h * i + i + i * h + h + 2 * h)
+
+
+def test_the_recipe_page_table_is_generated_by_the_plan():
+  """docs/recipe-on-your-hardware.md's table (regenerate: the command in
+  albert_tf/recipe_on_hardware.py)."""
+  from albert_tf import recipe_on_hardware
+  with open(os.path.join(ROOT, "docs", "recipe-on-your-hardware.md")) as f:
+    page = f.read()
+  begin, end = "<!-- recipe table: begin -->\n", "<!-- recipe table: end -->"
+  section = page[page.index(begin) + len(begin):page.index(end)]
+  assert section == recipe_on_hardware.markdown_table(
+      os.path.join(ROOT, "configs")) + "\n"
