@@ -191,3 +191,48 @@ def test_the_recipe_page_table_is_generated_by_the_plan():
   section = page[page.index(begin) + len(begin):page.index(end)]
   assert section == recipe_on_hardware.markdown_table(
       os.path.join(ROOT, "configs")) + "\n"
+
+
+def test_run_pretraining_rejects_an_unparseable_device_memory(tmp_path):
+  result = subprocess.run(
+      [sys.executable, "-m", "tools.run_pretraining",
+       f"--input_file={tmp_path}/none.tfrecord", f"--albert_config_file={BASE}",
+       f"--output_dir={tmp_path}/run", "--device_memory=lots"],
+      cwd=ROOT, capture_output=True, text=True, check=False,
+      env=dict(os.environ, PYTHONPATH=ROOT))
+  assert result.returncode == 1
+  lines = [line for line in result.stderr.strip().splitlines()
+           if "cuInit" not in line]
+  assert lines == ["error: --device_memory must be a size such as 16GiB, "
+                   "80GB or 512MiB, got 'lots'"]
+
+
+def test_run_pretraining_logs_the_plan_and_warns_when_it_does_not_fit(
+    caplog):
+  from albert_tf.config import AlbertConfig
+  from albert_tf.training.pretraining import driver
+  from albert_tf.training.pretraining.params import PretrainingParams
+  from albert_tf.training.runtime_params import RuntimeParams
+  config = AlbertConfig.from_json_file(BASE)
+  params = PretrainingParams(
+      runtime=RuntimeParams(output_dir="ram://run"),
+      input_file="x", albert_config_file=BASE, train_batch_size=64,
+      max_seq_length=512, device_memory="16GiB")
+  with caplog.at_level("INFO"):
+    driver._log_memory_plan(params, config, num_replicas=2)
+  messages = [r.getMessage() for r in caplog.records]
+  plan = memory_plan.plan(config, 64, 512, num_replicas=2)
+  assert memory_plan.format_line(plan) in messages
+  assert plan.peak_bytes > 0.9 * 16 * 2**30  # 32 sequences of 512
+  (warning,) = [m for m in messages if "will not fit" in m]
+  steps = memory_plan.fitting_steps(16 * 2**30, config=config,
+                                    train_batch_size=64, max_seq_length=512,
+                                    num_replicas=2)
+  assert (f"fits: K={steps[False]} without --recompute_layers, "
+          f"K={steps[True]} with") in warning
+  caplog.clear()
+  with caplog.at_level("INFO"):
+    driver._log_memory_plan(dataclasses.replace(params,
+                                                device_memory="80GiB"),
+                            config, num_replicas=2)
+  assert not [r for r in caplog.records if "will not fit" in r.getMessage()]
