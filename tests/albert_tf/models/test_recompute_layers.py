@@ -130,3 +130,18 @@ def test_recompute_layers_is_a_constructor_option(tiny_config):
   assert config["recompute_layers"] is True
   assert "recompute_layers" not in config["config"]  # not albert_config.json
   assert AlbertEncoder.from_config(config).recompute_layers
+
+
+def test_finetuning_builds_the_encoder_with_recompute_layers(tiny_config):
+  from albert_common.errors import UserInputError
+  from albert_tf.training.finetuning import params as finetuning_params
+  from albert_tf.training.finetuning.runner import build_encoder
+  from albert_tf.training.runtime_params import RuntimeParams
+  params = finetuning_params.FinetuningParams(
+      runtime=RuntimeParams(output_dir="ram://ft", recompute_layers=True),
+      do_train=True)
+  assert build_encoder(params, tiny_config).recompute_layers
+  exported = dataclasses.replace(params, init_savedmodel="ram://export")
+  with pytest.raises(UserInputError,
+                     match="--recompute_layers needs the encoder built here"):
+    finetuning_params._check_actions_and_sources(exported)
