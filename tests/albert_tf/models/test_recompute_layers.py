@@ -145,3 +145,40 @@ def test_finetuning_builds_the_encoder_with_recompute_layers(tiny_config):
   with pytest.raises(UserInputError,
                      match="--recompute_layers needs the encoder built here"):
     finetuning_params._check_actions_and_sources(exported)
+
+
+@pytest.mark.slow
+def test_the_recomputed_training_step_compiles_with_xla_in_bfloat16(
+    pretraining_records):
+  """The whole pretraining step with dropout, recomputation, bfloat16 and
+  jit_compile (as a TPU runs it): every variable gets a finite gradient."""
+  from albert_tf import optimization
+  from albert_tf.config import AlbertConfig
+  from albert_tf.models.albert_pretrainer import AlbertPretrainer
+  from albert_tf.training.pretraining.runner import PretrainingRunner
+  from data_pipeline.pretraining import reader as pretraining_input
+  config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=32,
+                        hidden_dropout_prob=0.1,
+                        attention_probs_dropout_prob=0.1)
+  model = AlbertPretrainer(AlbertEncoder(config, dtype="mixed_bfloat16",
+                                         recompute_layers=True))
+  optimizer = optimization.create_optimizer("lamb", 1e-2, 100, 10)
+  runner = PretrainingRunner(tf.distribute.get_strategy(), model, optimizer,
+                             global_batch_size=8)
+  batch = next(iter(pretraining_input.pretraining_dataset(
+      pretraining_records["path"], 8, pretraining_records["max_seq_length"],
+      pretraining_records["max_predictions_per_seq"], seed=1)))
+  step = tf.function(runner.replica_train_step, jit_compile=True)
+  before = [v.numpy() for v in model.trainable_variables]
+  num_variables = len(model.variables)
+  for _ in range(2):
+    step(batch)
+  assert int(optimizer.iterations.numpy()) == 2
+  assert len(model.variables) == num_variables
+  assert np.isfinite(float(runner.gradient_norm.result()))
+  moved = [np.abs(v.numpy() - b).max()
+           for v, b in zip(model.trainable_variables, before)]
+  assert min(moved) > 0  # every variable had a gradient
+  tf_keras.backend.clear_session()
