@@ -140,12 +140,33 @@ def run(sizes: List[str], seqs: List[int], batches: List[int],
                            measured_saving_mib=saving,
                            plan_saving_mib=plan_saving,
                            ratio=saving / plan_saving))
+  checks += _marginal_checks(checks)
   header = ["size", "seq", "batch", "recompute",
             "first step's peak MiB (measured)", "later steps' peak MiB",
             "plan: gradients + shared + activations MiB",
             "measured (first) / plan",
             "step s (loaded machine)"]
   return dict(table=common.markdown_table(header, rows), checks=checks)
+
+
+def _marginal_checks(checks) -> List[Dict[str, object]]:
+  """Per (size, seq) with two batches or more: the saving's growth from
+  the smallest to the largest batch, in which what does not grow with the
+  batch (kernels, the graph's runtime state) cancels."""
+  marginal = []
+  for key in sorted({(c["size"], c["seq"]) for c in checks}):
+    rows = sorted((c for c in checks if (c["size"], c["seq"]) == key),
+                  key=lambda c: c["batch"])
+    if len(rows) < 2:
+      continue
+    small, large = rows[0], rows[-1]
+    measured = large["measured_saving_mib"] - small["measured_saving_mib"]
+    planned = large["plan_saving_mib"] - small["plan_saving_mib"]
+    marginal.append(dict(size=key[0], seq=key[1],
+                         batch=f"{small['batch']} -> {large['batch']}",
+                         measured_saving_mib=measured,
+                         plan_saving_mib=planned, ratio=measured / planned))
+  return marginal
 
 
 def savings_table(checks) -> str:
@@ -206,6 +227,8 @@ def main():
   parser.add_argument("--steps", type=int, default=3)
   parser.add_argument("--write", action="store_true",
                       help="update BENCHMARKS.md and benchmarks/memory.png")
+  parser.add_argument("--section", default=SECTION,
+                      help="the BENCHMARKS.md section to write")
   parser.add_argument("--worker", help=argparse.SUPPRESS)
   if "--worker" in sys.argv:
     args = parser.parse_args()
@@ -215,9 +238,14 @@ def main():
   result = run(args.sizes.split(","), [int(s) for s in
                                        args.seq_lengths.split(",")],
                [int(b) for b in args.batch_sizes.split(",")], args.steps)
-  within = all(abs(c["ratio"] - 1) <= 0.25 for c in result["checks"])
+  checks = result["checks"]
+  # The goal is judged on the savings' growth with the batch when measured.
+  judged = [c for c in checks if "->" in str(c["batch"])] or checks
+  within = all(abs(c["ratio"] - 1) <= 0.25 for c in judged)
   body = (result["table"] + "\n\nRecomputation's saving, measured against "
-          "the plan's (goal: within 25%: "
+          "the plan's, per batch and (rows 'a -> b') its growth from batch a "
+          "to b, where what does not grow with the batch cancels (goal: "
+          "within 25% on the growth when measured, else per batch: "
           f"{'met' if within else 'NOT met'}):\n\n"
           + savings_table(result["checks"]))
   print(body)
@@ -226,9 +254,12 @@ def main():
     picture = (f"\n\n![memory plan](benchmarks/{os.path.basename(chart)})"
                if chart.endswith(".png") else f"\n\n{chart}")
     common.update_benchmarks_md(
-        SECTION, f"`python -m benchmarks.bench_memory --sizes={args.sizes} "
+        args.section, f"`python -m benchmarks.bench_memory "
+        f"--sizes={args.sizes} "
         f"--seq_lengths={args.seq_lengths} --batch_sizes={args.batch_sizes} "
-        f"--steps={args.steps} --write`; {common.machine_line()}. "
+        f"--steps={args.steps}"
+        + (f" --section='{args.section}'" if args.section != SECTION else "")
+        + f" --write`; {common.machine_line()}. "
         "Step peak: the child's VmHWM minus its RSS with the model, the "
         "optimizer slots and the traced step built; float32. Step times "
         "are loaded figures (4 engineers shared 2 cores).\n\n" + body + picture)
