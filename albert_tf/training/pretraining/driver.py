@@ -181,7 +181,8 @@ def _check_input_files(params: PretrainingParams) -> None:
 def _log_memory_plan(params: PretrainingParams, config: AlbertConfig,
                      num_replicas: int) -> None:
   """The memory plan's line; a warning when --device_memory is too small."""
-  steps = getattr(params, "gradient_accumulation_steps", 1)
+  # A RuntimeParams field once accumulation (#41) is merged; 1 before.
+  steps = getattr(params.runtime, "gradient_accumulation_steps", 1)
   if params.train_batch_size % (num_replicas * steps):
     return  # the batch checks of the run say so
   figures = memory_plan.plan(
