@@ -8,6 +8,8 @@ import collections
 import dataclasses
 from typing import Dict, List, Optional, Tuple
 
+from albert_common.run_constants import DTYPES
+from albert_common.run_constants import OPTIMIZERS
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
 from albert_tf.config import SHARE_PARAMETERS
@@ -24,6 +26,27 @@ class ModelSummaryParams(FlatConstructible):
   share_parameters: Optional[str] = setting(
       None, "Override the config's share_parameters.",
       choices=SHARE_PARAMETERS)
+  # The memory plan (albert_tf/memory_plan.py) of a pretraining step.
+  train_batch_size: int = setting(
+      4096, "Memory plan: sequences of one update, over all replicas.")
+  max_predictions_per_seq: int = setting(
+      20, "Memory plan: masked positions per sequence.")
+  dtype: str = setting("float32", "Memory plan: compute dtype (weights, "
+                       "slots and gradients stay float32).", choices=DTYPES)
+  optimizer: str = setting("lamb", "Memory plan: optimizer (two float32 "
+                           "slots per weight).", choices=OPTIMIZERS)
+  recompute_layers: bool = setting(
+      False, "Memory plan: with activation recomputation.")
+  gradient_accumulation_steps: int = setting(
+      1, "Memory plan: micro-batches per update (K).")
+  num_replicas: int = setting(1, "Memory plan: replicas (devices) the "
+                              "batch splits over.")
+  device_memory: str = setting(
+      "", "Memory plan: memory per device, e.g. 16GiB, 80GB; prints the "
+      "smallest --gradient_accumulation_steps that fits, with and without "
+      "--recompute_layers.")
+  format: str = setting("text", "Output: a text table or one JSON object.",
+                        choices=("text", "json"))
 
 
 def parameter_breakdown(encoder) -> List[Tuple[str, int]]:

@@ -1,6 +1,45 @@
 """Dropout whose random state is saved in checkpoints."""
 
+import contextlib
+import threading
+
+import tensorflow as tf
 import tf_keras
+from tf_keras.src.utils import control_flow_util
+
+# The seed of the innermost `seeded` scope of this thread and its next index.
+_scope = threading.local()
+
+
+@contextlib.contextmanager
+def seeded(seed):
+  """Inside, each CheckpointedDropout call draws a stateless mask.
+
+  The k-th dropout call (rate > 0) inside the scope draws its mask from
+  `fold_in(seed, k)`: running the same code again under the same seed draws
+  the same masks, as a recomputed forward pass must
+  (networks/training_graph.py). Outside any scope, or with `seed` None,
+  dropout draws from its checkpointed generator as before.
+
+  Args:
+    seed: int64 [2] tensor (e.g. `Generator.make_seeds(1)[:, 0]`), or None.
+  """
+  previous = getattr(_scope, "state", None)
+  _scope.state = None if seed is None else [seed, 0]
+  try:
+    yield
+  finally:
+    _scope.state = previous
+
+
+def _next_seed():
+  """The seed of the next dropout call in the current scope, or None."""
+  state = getattr(_scope, "state", None)
+  if state is None:
+    return None
+  seed, index = state
+  state[1] = index + 1
+  return tf.random.experimental.stateless_fold_in(seed, index)
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -12,6 +51,10 @@ class CheckpointedDropout(tf_keras.layers.Dropout):
   generator as an attribute puts its state variable in the checkpoint. With
   rate 0 (ALBERT v2 pretraining) no generator is made.
 
+  Inside a `seeded(seed)` scope the mask is stateless (a function of the
+  scope's seed and the call's index in the scope); the encoder draws that
+  seed from this generator, so resumed runs still draw the same masks.
+
   Args:
     rate: float in [0, 1), as Dropout.
   """
@@ -22,3 +65,22 @@ class CheckpointedDropout(tf_keras.layers.Dropout):
     if rate > 0:
       self._random_generator._maybe_init()
       self.rng = self._random_generator._generator
+
+  def call(self, inputs, training=None):
+    seed = _next_seed() if self.rate > 0 else None
+    if seed is None:
+      return super().call(inputs, training=training)
+    if training is None:
+      training = tf_keras.backend.learning_phase()
+
+    noise_shape = self._get_noise_shape(inputs)
+    if noise_shape is None:
+      noise_shape = tf.shape(inputs)
+
+    def dropped():
+      uniform = tf.random.stateless_uniform(noise_shape, seed)  # float32
+      keep = tf.cast(uniform >= self.rate, inputs.dtype)
+      return inputs * keep * tf.cast(1.0 / (1.0 - self.rate), inputs.dtype)
+
+    return control_flow_util.smart_cond(training, dropped,
+                                        lambda: tf.identity(inputs))

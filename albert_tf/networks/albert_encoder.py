@@ -17,6 +17,7 @@ from albert_tf.layers.albert_embeddings import AlbertEmbeddings
 from albert_tf.layers.attention_sublayer import AttentionSublayer
 from albert_tf.layers.feed_forward_sublayer import FeedForwardSublayer
 from albert_tf.networks import inference_graph
+from albert_tf.networks import training_graph
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -40,6 +41,10 @@ class AlbertEncoder(tf_keras.Model):
       float32.
     fused_inference: bool, run the inference graph when not training (see
       below); False: the layers' ops always.
+    recompute_layers: bool, when training, keep only each block's input for
+      the backward pass and recompute the rest (networks/training_graph.py):
+      the same gradients for less memory and about one more forward pass.
+      Not a key of albert_config.json.
 
   Inputs (dict, int32 [batch, seq]):
     input_word_ids, input_mask (1 = token, 0 = padding), input_type_ids.
@@ -110,7 +115,7 @@ class AlbertEncoder(tf_keras.Model):
 
   def __init__(self, config: Union[AlbertConfig, Dict],
                dtype: Optional[str] = None, fused_inference: bool = True,
-               **kwargs):
+               recompute_layers: bool = False, **kwargs):
     if not isinstance(config, AlbertConfig):
       config = AlbertConfig.from_dict(config)
     inputs = {
@@ -165,6 +170,7 @@ class AlbertEncoder(tf_keras.Model):
     self.embedding_layer = embedding_layer
     self._dtype_arg = dtype
     self.fused_inference = fused_inference
+    self.recompute_layers = recompute_layers
 
   def call(self, inputs, training=None, mask=None, output_positions=None):
     if (self.fused_inference and inference_graph.applies(self, training)
@@ -172,9 +178,13 @@ class AlbertEncoder(tf_keras.Model):
       _check_length(inputs[INPUT_WORD_IDS], self.config)
       return inference_graph.outputs(self, self._blocks(), inputs,
                                      output_positions)
-    if output_positions is None:
+    if output_positions is None and not training_graph.applies(self,
+                                                               training):
       return super().call(inputs, training=training, mask=mask)
-    return self._call_at_positions(inputs, output_positions, training)
+    # Dropout seeds per block, recomputation, or the last block at
+    # output_positions only.
+    return training_graph.outputs(self, self._blocks(), inputs,
+                                  output_positions, training)
 
   def _blocks(self):
     """Per block in order, its (AttentionSublayer, FeedForwardSublayer)."""
@@ -184,33 +194,14 @@ class AlbertEncoder(tf_keras.Model):
             _sublayers_by_layer(self.config, "ffn", self.get_layer))
         for block in zip(attention, ffn)]
 
-  def _call_at_positions(self, inputs, output_positions, training):
-    """[CLS] + `output_positions` outputs; see the class docstring."""
-    input_mask = inputs[INPUT_MASK]  # (B, S), or (B, S, S) for packed rows
-    blocks = self._blocks()
-    x = self.embedding_layer(inputs[INPUT_WORD_IDS], inputs[INPUT_TYPE_IDS],
-                             inputs.get(INPUT_POSITIONS), training=training)
-    for attention, ffn in blocks[:-1]:
-      x = ffn(attention(x, input_mask, training=training), training=training)
-    positions = tf.cast(output_positions, tf.int32)
-    cls = tf.zeros([tf.shape(positions)[0], 1], tf.int32)
-    rows = tf.concat([cls, positions], axis=1)
-    query = tf.gather(x, rows, batch_dims=1)  # (B, 1 + P, H)
-    if input_mask.shape.rank == 3:  # the queries' rows of the mask
-      input_mask = tf.gather(input_mask, rows, batch_dims=1)  # (B, 1 + P, S)
-    attention, ffn = blocks[-1]
-    y = ffn(attention(x, input_mask, query=query, training=training),
-            training=training)
-    return dict(pooled_output=self.get_layer("pooler")(y[:, 0, :]),
-                sequence_output_at_positions=y[:, 1:, :])
-
   def get_embedding_table(self) -> tf.Variable:
     """The word-embedding table [V, E]."""
     return self.embedding_layer.embedding_table
 
   def get_config(self):
     return dict(config=self.config.to_dict(), dtype=self._dtype_arg,
-                fused_inference=self.fused_inference, name=self.name)
+                fused_inference=self.fused_inference,
+                recompute_layers=self.recompute_layers, name=self.name)
 
   @classmethod
   def from_config(cls, config, custom_objects=None):

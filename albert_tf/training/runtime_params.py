@@ -28,6 +28,11 @@ class RuntimeParams(FlatConstructible):
   dtype: str = setting("float32", "Compute dtype (mixed precision; float16 "
                        "with loss scaling).", choices=DTYPES)
   jit_compile: bool = setting(False, "Compile the train step with XLA.")
+  recompute_layers: bool = setting(
+      False, "Keep only each transformer block's input for the backward "
+      "pass and recompute the rest: activation memory of one block instead "
+      "of num_hidden_layers, for about one more forward pass (the same "
+      "gradients and dropout masks). See tools.model_summary's memory plan.")
   seed: Optional[int] = setting(
       None, "Seed for initialisation, dropout and shuffling.")
   gradient_accumulation_steps: int = setting(

@@ -44,7 +44,8 @@ def test_every_field_is_one_flag_with_its_default_and_help():
   # The shared runtime settings are defined once, in RuntimeParams.
   runtime = {f.name for f in dataclasses.fields(runtime_params.RuntimeParams)}
   assert runtime == {"output_dir", "strategy", "tpu", "dtype", "jit_compile",
-                     "seed", "gradient_accumulation_steps"}
+                     "recompute_layers", "seed",
+                     "gradient_accumulation_steps"}
   assert runtime <= {f.name for f in fields}
   assert runtime <= set(settings_fields.leaf_names(FinetuningParams))
 

@@ -193,8 +193,11 @@ def readme_flag_tables() -> str:
   parts = []
   for title, classes in sections:
     table = flag_table(*classes)
+    # The training tools' tables leave out the RuntimeParams they hold
+    # (listed once above); model_summary's --dtype is its own.
     if classes[0] not in (runtime_params.RuntimeParams,
-                          data_creation_params.DataCreationParams):
+                          data_creation_params.DataCreationParams,
+                          parameters_and_flops.ModelSummaryParams):
       table = "\n".join(row for row in table.splitlines()
                         if not any(f"`--{n}`" in row for n in shared))
     parts.append(f"#### {title}\n\n{table}")

@@ -171,6 +171,10 @@ def _check_actions_and_sources(params: FinetuningParams) -> None:
                          "(--albert_config_file, --init_checkpoint): an "
                          "exported encoder (--init_savedmodel) takes no "
                          "[batch, seq, seq] attention mask")
+  if params.runtime.recompute_layers and params.init_savedmodel:
+    raise UserInputError("--recompute_layers needs the encoder built here "
+                         "(--albert_config_file, --init_checkpoint), not an "
+                         "exported encoder (--init_savedmodel)")
   if params.init_savedmodel and params.runtime.dtype != "float32":
     raise UserInputError("--init_savedmodel runs in float32 (the exported "
                          "encoder's dtype); got "

@@ -95,6 +95,7 @@ def build_encoder(params: FinetuningParams, config: AlbertConfig):
   from albert_tf.networks.albert_encoder import AlbertEncoder
   return AlbertEncoder(config,
                        dtype=mixed_precision.DTYPE_POLICIES[params.runtime.dtype],
+                       recompute_layers=params.runtime.recompute_layers,
                        name="encoder")
 
 

@@ -29,6 +29,7 @@ import tf_keras
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_tf import memory_plan
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -144,6 +145,7 @@ def build_pretraining(run: Union[PretrainingParams, PreparedPretraining]
   chief = write_dir == params.runtime.output_dir
   # A worker starts from the chief's checkpoint when its scratch has none.
   chief_latest = output_dir.chief_latest_checkpoint(write_dir)
+  _log_memory_plan(params, config, strategy.num_replicas_in_sync)
   with strategy.scope():
     model, optimizer = _build_model_and_optimizer(params, config)
     manager = _checkpoint_manager(params, model, optimizer, write_dir,
@@ -193,12 +195,43 @@ def _check_input_files(params: PretrainingParams) -> None:
     pretraining_input.resolve_files(params.eval_file)
 
 
+def _log_memory_plan(params: PretrainingParams, config: AlbertConfig,
+                     num_replicas: int) -> None:
+  """The memory plan's line; a warning when --device_memory is too small."""
+  # A RuntimeParams field once accumulation (#41) is merged; 1 before.
+  steps = getattr(params.runtime, "gradient_accumulation_steps", 1)
+  if params.train_batch_size % (num_replicas * steps):
+    return  # the batch checks of the run say so
+  figures = memory_plan.plan(
+      config, params.train_batch_size, params.max_seq_length,
+      params.max_predictions_per_seq, params.runtime.dtype, params.optimizer,
+      params.runtime.recompute_layers, steps, num_replicas)
+  logging.info("%s", memory_plan.format_line(figures))
+  if not params.device_memory:
+    return
+  device_memory = memory_plan.parse_bytes(params.device_memory)
+  if figures.peak_bytes > memory_plan.USABLE_FRACTION * device_memory:
+    logging.warning(
+        "the memory plan says a step will not fit: %s per replica > %.0f%% "
+        "of --device_memory=%s; %s", memory_plan.format_bytes(
+            figures.peak_bytes), 100 * memory_plan.USABLE_FRACTION,
+        params.device_memory, memory_plan.format_fit(
+            device_memory, memory_plan.fitting_steps(
+                device_memory, config=config,
+                train_batch_size=params.train_batch_size,
+                max_seq_length=params.max_seq_length,
+                max_predictions_per_seq=params.max_predictions_per_seq,
+                dtype=params.runtime.dtype, optimizer=params.optimizer,
+                num_replicas=num_replicas)))
+
+
 def _build_model_and_optimizer(params: PretrainingParams,
                                config: AlbertConfig):
   """(AlbertPretrainer in the run's dtype, its optimizer). In the strategy's
   scope."""
   encoder = AlbertEncoder(config,
-                          dtype=mixed_precision.DTYPE_POLICIES[params.runtime.dtype])
+                          dtype=mixed_precision.DTYPE_POLICIES[params.runtime.dtype],
+                          recompute_layers=params.runtime.recompute_layers)
   model = AlbertPretrainer(encoder)
   optimizer = mixed_precision.with_loss_scaling(
       optimization.create_optimizer(

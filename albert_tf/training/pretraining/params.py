@@ -20,6 +20,7 @@ from albert_common.run_constants import OPTIMIZERS
 from albert_common.run_constants import check_seed
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
+from albert_tf import memory_plan
 from albert_tf.config import AlbertConfig
 from albert_tf.training.runtime_params import RuntimeParams
 from albert_tf.training.runtime_params import check_accumulation
@@ -76,6 +77,9 @@ class PretrainingParams(FlatConstructible):
       "--max_seq_length (the official recipe); auto: powers of two from 32, "
       "then --max_seq_length; or increasing lengths, e.g. 128,256,512. "
       "Not with --strategy=tpu (a TPU loop needs one static shape).")
+  device_memory: str = setting(
+      "", "Memory per device, e.g. 16GiB or 80GB: warn at start when the "
+      "memory plan (tools.model_summary) says a step will not fit.")
   resume_data_stream: bool = setting(
       True, "Resume the data stream where the restored step left it "
       "(data_pipeline.pretraining.record_stream); false restarts it from its "
@@ -95,6 +99,8 @@ def validate_params(params: PretrainingParams, config: AlbertConfig) -> None:
         f"max_position_embeddings={config.max_position_embeddings} in "
         f"{params.albert_config_file}")
   check_seed(params.runtime.seed)
+  if params.device_memory:
+    memory_plan.parse_bytes(params.device_memory)
   if params.runtime.dtype not in DTYPES:
     raise UserInputError(f"--dtype must be one of {sorted(DTYPES)}, "
                          f"got {params.runtime.dtype!r}")
