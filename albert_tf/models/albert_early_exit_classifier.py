@@ -106,19 +106,33 @@ class AlbertEarlyExitClassifier(EncoderModelConfig, tf_keras.Model):
         compact=compact)
 
   def loss(self, labels, outputs):
-    """PABEE's loss: sum_j j * L_j / sum_j j over the applications,
-    per example, float32 [batch] (cross entropy; squared error when C=1)."""
-    all_logits = tf.cast(outputs["all_logits"], tf.float32)  # (B, L, C)
-    if self.num_classes == 1:
-      target = tf.cast(labels, tf.float32)[:, tf.newaxis]
-      losses = tf.square(all_logits[:, :, 0] - target)  # (B, L)
-    else:
-      target = tf.tile(tf.cast(labels, tf.int32)[:, tf.newaxis],
-                       [1, self.num_layers])
-      losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
-          labels=target, logits=all_logits)  # (B, L)
-    weights = tf.range(1, self.num_layers + 1, dtype=tf.float32)
-    return tf.reduce_sum(losses * weights, axis=1) / tf.reduce_sum(weights)
+    """PABEE's per-example loss (see `early_exit_loss`)."""
+    return early_exit_loss(labels, outputs, self.num_classes == 1)
+
+
+def early_exit_loss(labels, outputs, regression: bool) -> tf.Tensor:
+  """PABEE's loss: sum_j j * L_j / sum_j j over the L applications.
+
+  Args:
+    labels: int [batch] classes, or float [batch] regression targets.
+    outputs: the model's, with all_logits float [batch, L, C].
+    regression: L_j is the squared error of all_logits[:, j, 0], else
+      the softmax cross entropy.
+
+  Returns:
+    float32 [batch].
+  """
+  all_logits = tf.cast(outputs["all_logits"], tf.float32)  # (B, L, C)
+  layers = all_logits.shape[1]
+  if regression:
+    target = tf.cast(labels, tf.float32)[:, tf.newaxis]
+    losses = tf.square(all_logits[:, :, 0] - target)  # (B, L)
+  else:
+    target = tf.tile(tf.cast(labels, tf.int32)[:, tf.newaxis], [1, layers])
+    losses = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=target, logits=all_logits)  # (B, L)
+  weights = tf.range(1, layers + 1, dtype=tf.float32)
+  return tf.reduce_sum(losses * weights, axis=1) / tf.reduce_sum(weights)
 
 
 def _packed_inputs(features):
