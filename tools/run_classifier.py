@@ -30,7 +30,7 @@ model.safetensors or Model Garden; `--init_savedmodel` an exported encoder.
 """
 
 from albert_common.errors import UserInputError
-from albert_tf.training.finetuning import early_exit
+from albert_tf.training import early_exit
 from albert_tf.training.finetuning import own_data_settings
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import task_settings

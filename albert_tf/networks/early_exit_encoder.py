@@ -145,19 +145,7 @@ def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
   threshold = tf.cast(threshold, tf.float32)
   kernel = tf.convert_to_tensor(head_kernel)  # (L, H, C)
   bias = tf.convert_to_tensor(head_bias)  # (L, C)
-  x = _embedded(encoder, inputs)  # (B, S, H)
-  batch = tf.shape(x)[0]
-  mask = tf.cast(inputs[INPUT_MASK], tf.float32)
-  mask_bias = ((1.0 - mask) *
-               inference_graph._MASKED_SCORE)[:, tf.newaxis, tf.newaxis, :]
-  state = dict(
-      x=x, mask_bias=mask_bias,
-      rows=tf.range(batch),  # each running row's index in the batch
-      running=tf.ones([batch], tf.bool),
-      previous=tf.zeros([batch], tf.float32),
-      streak=tf.zeros([batch], tf.int32),
-      logits=tf.zeros([batch, kernel.shape[-1]], tf.float32),
-      exit_layer=tf.zeros([batch], tf.int32))
+  state = _initial_state(encoder, inputs, kernel.shape[-1])
 
   def step(index, state):
     x = layer(state["x"], state["mask_bias"])
@@ -197,7 +185,7 @@ def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
 
   invariants = {key: tf.TensorShape([None] + list(value.shape[1:]))
                 for key, value in state.items()}
-  invariants["x"] = tf.TensorShape([None, None, x.shape[-1]])
+  invariants["x"] = tf.TensorShape([None, None, state["x"].shape[-1]])
   invariants["mask_bias"] = tf.TensorShape([None, 1, 1, None])
   _, state = tf.while_loop(
       more, step, (tf.constant(0), state),
@@ -206,8 +194,22 @@ def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
   return dict(logits=state["logits"], exit_layer=state["exit_layer"])
 
 
-def _embedded(encoder, inputs) -> tf.Tensor:
-  """The embedding layer's output (inference), float32 [batch, seq, H]."""
-  return tf.cast(encoder.embedding_layer(
+def _initial_state(encoder, inputs, num_classes: int) -> Dict:
+  """The loop's variables before the first application: the embeddings
+  x [B, S, H], the mask's additive bias [B, 1, 1, S], and per row its index
+  in the batch, whether it runs, its last prediction and streak; per
+  example the logits [B, C] and exit layer [B] written so far."""
+  x = tf.cast(encoder.embedding_layer(
       inputs[INPUT_WORD_IDS], inputs[INPUT_TYPE_IDS], training=False),
-      tf.float32)
+      tf.float32)  # (B, S, H)
+  batch = tf.shape(x)[0]
+  mask = tf.cast(inputs[INPUT_MASK], tf.float32)
+  mask_bias = ((1.0 - mask) *
+               inference_graph._MASKED_SCORE)[:, tf.newaxis, tf.newaxis, :]
+  return dict(
+      x=x, mask_bias=mask_bias, rows=tf.range(batch),
+      running=tf.ones([batch], tf.bool),
+      previous=tf.zeros([batch], tf.float32),
+      streak=tf.zeros([batch], tf.int32),
+      logits=tf.zeros([batch, num_classes], tf.float32),
+      exit_layer=tf.zeros([batch], tf.int32))

@@ -25,7 +25,7 @@ from albert_tf.models.albert_early_exit_classifier import (
     AlbertEarlyExitClassifier,
 )
 from albert_tf.models.albert_early_exit_classifier import early_exit_loss
-from albert_tf.training.finetuning import early_exit
+from albert_tf.training import early_exit
 from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import multi_worker
 from albert_tf.training.finetuning import params as finetuning_params
@@ -105,7 +105,7 @@ def build_glue_task(data: GlueData, eval_batch_size: int,
   data and dev metrics (MNLI: `accuracy` on matched, `mismatched_*` on
   mismatched). With `early.early_exit`: AlbertEarlyExitClassifier, PABEE's
   loss, the metrics at the patience chosen on the first dev split
-  (training/finetuning/early_exit.py)."""
+  (training/early_exit.py)."""
   task = data.task
   exits = early is not None and early.early_exit
   limit = early_exit.threshold(early) if exits else 0.0

@@ -26,11 +26,11 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_early_exit_classifier import (
-    AlbertEarlyExitClassifier,
+  AlbertEarlyExitClassifier,
 )
 from albert_tf.models.albert_early_exit_classifier import early_exit_loss
+from albert_tf.training import early_exit
 from albert_tf.training import output_dir
-from albert_tf.training.finetuning import early_exit
 from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import multi_worker
 from albert_tf.training.finetuning import params as finetuning_params
@@ -195,7 +195,7 @@ def build_own_data_task(data: OwnData, eval_batch_size: int,
   for regression), the task type's loss, the training records and the dev
   metrics (dev_predictions.jsonl kept for the best checkpoint). With
   `early.early_exit`: AlbertEarlyExitClassifier, PABEE's loss, and the dev
-  metrics at the patience chosen (training/finetuning/early_exit.py)."""
+  metrics at the patience chosen (training/early_exit.py)."""
   labels = data.label_list
   last = {}
   exits = early is not None and early.early_exit

@@ -12,10 +12,10 @@ import pytest
 import tensorflow as tf
 
 from albert_common.errors import UserInputError
-from albert_tf.training.finetuning import early_exit
+from albert_tf.training import early_exit
+from albert_tf.training.early_exit import EarlyExitOptions
 from albert_tf.training.finetuning import own_data
 from albert_tf.training.finetuning import runner as finetuning_runner
-from albert_tf.training.finetuning.early_exit import EarlyExitOptions
 from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
 from tests.albert_tf.models.test_early_exit import reference_exit
 from tests.albert_tf.training.finetuning import own_data_kit as kit
