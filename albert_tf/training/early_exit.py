@@ -185,3 +185,11 @@ def chosen_patience(options: EarlyExitOptions,
   if results and "exit_patience" in results:
     return int(results["exit_patience"])
   return 0
+
+
+def export_settings(options: EarlyExitOptions, patience: int) -> Dict:
+  """export_classifier's exit_patience and exit_threshold ({} without
+  --early_exit: the export has no exit loop)."""
+  if not options.early_exit:
+    return {}
+  return dict(exit_patience=patience, exit_threshold=threshold(options))

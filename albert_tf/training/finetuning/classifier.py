@@ -236,7 +236,8 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
   if options.export_dir and multi_worker.writes_shared_outputs(params):
     export_once.export_restored(
         options.export_dir, params.runtime.output_dir, restored,
-        lambda folder: _export(runner, params, task, folder, data.buckets))
+        lambda folder: _export(runner, params, task, folder, data.buckets,
+                               early_exit.export_settings(early, patience)))
   return {"eval": results, "predictions": predictions,
           "export_dir": options.export_dir}
 
@@ -263,7 +264,7 @@ def _read_needed_splits(data: GlueData,
 def _export(runner: finetuning_runner.FinetuningRunner,
             params: finetuning_params.FinetuningParams,
             task: glue_examples.GlueTask,
-            export_dir: str, buckets=()) -> None:
+            export_dir: str, buckets=(), exit_settings=None) -> None:
   """The restored (best) weights as a raw-text SavedModel
   (albert_tf.exports.serving.classifier); requests run at the smallest of
   `buckets` that holds them."""
@@ -272,6 +273,7 @@ def _export(runner: finetuning_runner.FinetuningRunner,
   classifier_export.export_classifier(
       runner.model, export_dir, params.spm_model_file, task.labels,
       task.num_segments, params.max_seq_length, params.do_lower_case,
-      config_file, vocab_file=params.vocab_file, length_buckets=buckets)
+      config_file, vocab_file=params.vocab_file, length_buckets=buckets,
+      **(exit_settings or {}))
   logging.info("exported %s", export_dir)
 

@@ -309,14 +309,15 @@ def run_own_data(run: finetuning_params.PreparedOrParams,
   if options.export_dir and multi_worker.writes_shared_outputs(params):
     export_once.export_restored(
         options.export_dir, params.runtime.output_dir, restored,
-        lambda folder: _export(runner, params, data, folder))
+        lambda folder: _export(runner, params, data, folder,
+                               early_exit.export_settings(early, patience)))
   return {"eval": results, "predictions": predictions,
           "export_dir": options.export_dir, "labels": data.label_list}
 
 
 def _export(runner: finetuning_runner.FinetuningRunner,
             params: finetuning_params.FinetuningParams, data: OwnData,
-            export_dir: str) -> None:
+            export_dir: str, exit_settings=None) -> None:
   """The restored (best) weights as a raw-text SavedModel returning label
   names (albert_tf.exports.serving.classifier)."""
   from albert_tf.exports.serving import classifier as classifier_export
@@ -326,5 +327,5 @@ def _export(runner: finetuning_runner.FinetuningRunner,
       params.max_seq_length, params.do_lower_case,
       file_io.join(params.runtime.output_dir, "albert_config.json"),
       vocab_file=params.vocab_file, length_buckets=data.buckets,
-      label_list=data.label_list)
+      label_list=data.label_list, **(exit_settings or {}))
   logging.info("exported %s", export_dir)

@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from albert_common.errors import UserInputError
+from albert_tf import exports
 from albert_tf.training import early_exit
 from albert_tf.training.early_exit import EarlyExitOptions
 from albert_tf.training.finetuning import own_data
@@ -156,6 +157,12 @@ def _settings(out, files, **kwargs):
   return kit.run_settings(out, files["config"], files["spm"], **values)
 
 
+def _read_csv(path):
+  import csv
+  with open(path, encoding="utf-8", newline="") as f:
+    return list(csv.DictReader(f))
+
+
 def _read_jsonl(path):
   with open(path, encoding="utf-8") as f:
     return [json.loads(line) for line in f]
@@ -165,7 +172,7 @@ def test_tiny_early_exit_run_end_to_end(files, tmp_path):
   out = tmp_path / "run"
   options = OwnDataOptions.from_flat(
       train_file=files["train"], dev_file=files["dev"],
-      test_file=files["test"])
+      test_file=files["test"], export_dir=str(tmp_path / "export"))
   early = EarlyExitOptions.from_flat(early_exit=True)
   result = own_data.run_own_data(_settings(out, files, do_predict=True),
                                  options, early=early)
@@ -187,6 +194,18 @@ def test_tiny_early_exit_run_end_to_end(files, tmp_path):
   dev = _read_jsonl(out / "dev_predictions.jsonl")
   assert np.mean([r["exit_layer"] for r in dev]) == pytest.approx(
       results["mean_exit_layer"])
+  # The export exits at the chosen patience: the test file's labels and
+  # exit layers, from raw text.
+  serving = exports.load_saved_model(result["export_dir"]).signatures
+  assert "early_exit" in serving
+  texts = [r["text"] for r in _read_csv(files["test"])]
+  got = serving["serving_default"](sentences=tf.constant(texts))
+  assert got["exit_layer"].numpy().tolist() == layers
+  assert [s.decode() for s in got["label"].numpy()] == [
+      r["label"] for r in records]
+  full = serving["early_exit"](sentences=tf.constant(texts),
+                               exit_patience=tf.constant(0))
+  assert set(full["exit_layer"].numpy().tolist()) == {4}
 
 
 @pytest.mark.slow
