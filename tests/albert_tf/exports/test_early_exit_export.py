@@ -3,6 +3,8 @@ token_ids exit at the export's patience and return exit_layer; the
 `early_exit` signature takes the patience per request; a classifier without
 early exit exports the same signatures and outputs as before."""
 
+import types
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -61,7 +63,9 @@ def early_export(early_model, spm_model, tmp_path_factory):
   classifier_export.export_classifier(
       early_model, path, spm_model, ["a", "b", "c"], 1, SEQ,
       exit_patience=1)
-  return exports.load_saved_model(path)
+  loaded = exports.load_saved_model(path)
+  return types.SimpleNamespace(export_dir=path, loaded=loaded,
+                               signatures=loaded.signatures)
 
 
 def test_signatures_exit_at_the_patience_and_say_where(early_model,
@@ -98,10 +102,19 @@ def test_patience_0_is_the_full_depth_classifier(early_model, early_export):
   full.classifier.dense.kernel.assign(early_model.head_kernel[-1])
   full.classifier.dense.bias.assign(early_model.head_bias[-1])
   want = full(inputs, training=False)["logits"].numpy()
-  # The export's early_exit signature at patience 0 reads raw text; the
-  # loop on the same token ids is what it runs.
   got = tf.function(lambda x: early_model.early_exit(x, 0))(inputs)
   np.testing.assert_allclose(got["logits"].numpy(), want, atol=1e-5)
+  # The export's early_exit signature at patience 0, on raw text: the
+  # full-depth classifier on the export's own token ids.
+  text = tf.constant(SENTENCES)
+  preprocessor = early_export.loaded.preprocessor
+  ids = preprocessor.bert_pack_inputs([preprocessor.tokenize(text)])
+  want = full(ids, training=False)["logits"].numpy()
+  got = early_export.signatures["early_exit"](sentences=text,
+                                              exit_patience=tf.constant(0))
+  # (logits up to ~10 here: 1e-5 of them)
+  np.testing.assert_allclose(got["logits"].numpy(), want, rtol=1e-5,
+                             atol=1e-5)
 
 
 def test_without_early_exit_the_export_is_as_before(spm_model, tmp_path):
@@ -118,3 +131,53 @@ def test_without_early_exit_the_export_is_as_before(spm_model, tmp_path):
   ids = loaded.signatures["token_ids"](**{
       k: tf.constant(v) for k, v in _ids(2).items()})
   assert set(ids) == {"logits", "probabilities"}
+
+
+def _saved_model_outputs(export, inputs):
+  outputs = export.signatures["token_ids"](**{
+      k: tf.constant(v) for k, v in inputs.items()})
+  return {k: v.numpy() for k, v in outputs.items()}
+
+
+@pytest.mark.slow
+def test_litert_file_carries_the_loop(early_export, tmp_path):
+  """export_tflite converts the token-ids signature with its WHILE loop:
+  float32 gives the SavedModel's exit layers and labels, logits to 1e-4;
+  dynamic int8 the same exits and labels on most examples (its weights
+  are rounded: a crafted model with large heads, logits differ by ~0.5)."""
+  from albert_tf.exports.litert import converter
+  from albert_tf.exports.litert.interpreter import LiteRTModel
+  inputs = _ids(32, seed=3)
+  want = _saved_model_outputs(early_export, inputs)
+  path = early_export.export_dir
+  for quantize, batch in (("none", 8), ("none", 1), ("dynamic_int8", 8)):
+    out = str(tmp_path / f"model_{quantize}_{batch}.tflite")
+    converter.export_tflite(path, out, seq_length=SEQ, batch_size=batch,
+                            quantize=quantize)
+    model = LiteRTModel(open(out, "rb").read())
+    assert "WHILE" in model.op_names()
+    got = model(inputs)
+    same_exit = np.mean(got["exit_layer"] == want["exit_layer"])
+    same_label = np.mean(got["logits"].argmax(-1) ==
+                         want["logits"].argmax(-1))
+    if quantize == "none":
+      assert same_exit == 1.0 and same_label == 1.0, (quantize, batch)
+      np.testing.assert_allclose(got["logits"], want["logits"], atol=1e-4)
+    else:
+      assert same_exit >= 0.8 and same_label >= 0.8, (same_exit, same_label)
+
+
+def test_onnx_file_carries_the_loop(early_export, tmp_path):
+  from albert_tf.exports.onnx import converter
+  from albert_tf.exports.onnx.runtime import OnnxModel
+  out = str(tmp_path / "model.onnx")
+  converter.export_onnx(early_export.export_dir, out)
+  model = OnnxModel(open(out, "rb").read())
+  import onnx
+  assert "Loop" in {n.op_type for n in onnx.load(out).graph.node}
+  for batch in (1, 32):
+    inputs = _ids(batch, seed=4)
+    want = _saved_model_outputs(early_export, inputs)
+    got = model(inputs)
+    np.testing.assert_array_equal(got["exit_layer"], want["exit_layer"])
+    np.testing.assert_allclose(got["logits"], want["logits"], atol=1e-4)
