@@ -156,3 +156,41 @@ def test_unshared_layers_are_refused():
                         share_parameters="none")
   with pytest.raises(ValueError, match="share_parameters='none'"):
     AlbertEarlyExitClassifier(AlbertEncoder(config), 2)
+
+
+def test_packed_rows_give_every_application_as_unpacked():
+  """--pack_examples: each slot's per-application logits, the PABEE loss
+  and its gradients equal those of the examples unpacked."""
+  from albert_tf.models.albert_early_exit_classifier import early_exit_loss
+  from albert_tf.training.finetuning.model import FinetuningTrainer
+  from tests.albert_tf.training.finetuning.test_packing_finetuning import (
+    _packed_batch,
+  )
+  packed, packed_labels, unpacked, labels, real = _packed_batch()
+  tf_keras.utils.set_random_seed(1)
+  config = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=3, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=32,
+                        hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
+  model = AlbertEarlyExitClassifier(AlbertEncoder(config), 3,
+                                    dropout_rate=0.0)
+
+  def loss_fn(y, outputs):
+    return early_exit_loss(y, outputs, regression=False)
+  trainer = FinetuningTrainer(model, loss_fn)
+  context = tf.distribute.get_replica_context()
+  with tf.GradientTape() as tape:
+    packed_all = model.packed_call(packed, training=True)["all_logits"]
+    packed_loss, _ = trainer._packed_loss(packed, packed_labels, context)  # noqa: SLF001
+  packed_grads = tape.gradient(packed_loss, model.trainable_variables)
+  with tf.GradientTape() as tape:
+    outputs = model(unpacked, training=True)
+    loss = tf.reduce_mean(loss_fn(labels, outputs))
+  grads = tape.gradient(loss, model.trainable_variables)
+  np.testing.assert_allclose(packed_all.numpy()[real],
+                             outputs["all_logits"].numpy(), atol=1e-5)
+  assert float(packed_loss) == pytest.approx(float(loss), abs=1e-6)
+  for a, b in zip(packed_grads, grads):
+    np.testing.assert_allclose(tf.convert_to_tensor(a).numpy(),
+                               tf.convert_to_tensor(b).numpy(), atol=1e-5)
