@@ -20,6 +20,7 @@ from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
 from tests.albert_tf.models.test_early_exit import reference_exit
 from tests.albert_tf.training.finetuning import own_data_kit as kit
+from tests.data_pipeline.tasks.test_length_buckets import glue_setup  # noqa: F401 (fixture)
 
 
 def _row(patience, accuracy, depth):
@@ -247,3 +248,31 @@ def test_stopped_and_rerun_equals_uninterrupted(files, tmp_path,
                                reference.get_tensor(name), atol=1e-5,
                                err_msg=name)
   assert os.path.exists(tmp_path / "killed" / "labels.json")
+
+
+@pytest.mark.slow
+def test_glue_early_exit_run_packed(glue_setup, tmp_path):  # noqa: F811
+  """A GLUE task (SST-2-like) with --early_exit and --pack_examples:
+  the table in eval_results.json, the test split's exit layers beside its
+  submission file."""
+  from albert_common import settings_fields
+  from albert_tf.training.finetuning import classifier
+  from albert_tf.training.finetuning.task_settings import GlueOptions
+  out = tmp_path / "glue"
+  params = settings_fields.replace(
+      glue_setup["params"], output_dir=str(out), train_step=20,
+      warmup_step=2, save_checkpoints_steps=20, iterations_per_loop=10,
+      do_predict=True, pack_examples=True)
+  result = classifier.run_classifier(
+      params, GlueOptions(task_name="SST-2", data_dir=glue_setup["data_dir"]),
+      EarlyExitOptions.from_flat(early_exit=True, exit_patience="1"))
+  results = json.loads((out / "eval_results.json").read_text())
+  assert results["exit_patience"] == 1
+  assert [row["patience"] for row in results["exit_table"]] == [0, 1]
+  assert results["accuracy"] == pytest.approx(
+      results["exit_table"][1]["accuracy"])
+  assert result["eval"]["mean_exit_layer"] == results["mean_exit_layer"]
+  layers = (out / "test_exit_layers.txt").read_text().split()
+  submission = (out / "SST-2.tsv").read_text().splitlines()
+  assert len(layers) == len(submission) - 1 > 50
+  assert set(layers) <= {"1", "2"}
