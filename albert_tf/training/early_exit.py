@@ -90,6 +90,32 @@ def check(options: EarlyExitOptions, task_type: str) -> None:
                            f"{options.exit_threshold}")
 
 
+def check_model(options: EarlyExitOptions, init_savedmodel: str,
+                config) -> None:
+  """UserInputError unless the loop can run this model: the encoder built
+  here (not an exported one) and one block set shared by every layer.
+
+  Args:
+    options: the run's.
+    init_savedmodel: --init_savedmodel ("" if not given).
+    config: the encoder's AlbertConfig.
+  """
+  if not options.early_exit:
+    return
+  if init_savedmodel:
+    raise UserInputError(
+        "--early_exit runs the encoder's own layers in a loop: give "
+        "--albert_config_file / --init_checkpoint, not --init_savedmodel")
+  for kind in ("attention", "ffn"):
+    names = config.sublayer_names(kind)
+    if any(layer != names[0] for layer in names):
+      raise UserInputError(
+          "--early_exit loops over one shared layer: it needs "
+          "share_parameters=all and num_hidden_groups=1 in the model config, "
+          f"got share_parameters={config.share_parameters} and "
+          f"num_hidden_groups={config.num_hidden_groups}")
+
+
 def threshold(options: EarlyExitOptions) -> float:
   return (DEFAULT_THRESHOLD if options.exit_threshold is None
           else options.exit_threshold)

@@ -203,6 +203,7 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
   early = early or early_exit.EarlyExitOptions()
   early_exit.check(early, "regression" if task.is_regression
                    else "classification")
+  early_exit.check_model(early, params.init_savedmodel, run.config)
   export_once.check_export_dir(options.export_dir, params.runtime.output_dir)
   if run.tokenizer is None:
     raise UserInputError("give --spm_model_file (SentencePiece) or "

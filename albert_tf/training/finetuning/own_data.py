@@ -282,6 +282,7 @@ def run_own_data(run: finetuning_params.PreparedOrParams,
   data = read_own_data(options, params, run.tokenizer, train)
   early = early or early_exit.EarlyExitOptions()
   early_exit.check(early, data.label_list.task_type)
+  early_exit.check_model(early, params.init_savedmodel, run.config)
   runner = finetuning_runner.FinetuningRunner(
       run, build_own_data_task(data, params.eval_batch_size, early))
   data.rows_multiple = runner.strategy.num_replicas_in_sync

@@ -83,6 +83,16 @@ def test_flag_checks():
   for task_type, values, message in cases:
     with pytest.raises(UserInputError, match=message):
       check(task_type, **values)
+  from albert_tf.config import AlbertConfig
+  on = EarlyExitOptions.from_flat(early_exit=True)
+  shared = AlbertConfig(vocab_size=10, num_hidden_layers=4)
+  early_exit.check_model(on, "", shared)
+  with pytest.raises(UserInputError, match="not --init_savedmodel"):
+    early_exit.check_model(on, "exported/encoder", shared)
+  for changes in (dict(share_parameters="ffn"), dict(num_hidden_groups=2)):
+    config = AlbertConfig(vocab_size=10, num_hidden_layers=4, **changes)
+    with pytest.raises(UserInputError, match="needs share_parameters=all"):
+      early_exit.check_model(on, "", config)
 
 
 def _run_tool(tool, *args):
