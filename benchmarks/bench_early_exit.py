@@ -332,10 +332,16 @@ def main():
   parser.add_argument("--learning_rate", type=float, default=3e-4)
   parser.add_argument("--threads", type=int, default=2)
   parser.add_argument("--repeats", type=int, default=3)
+  parser.add_argument("--patiences", default="",
+                      help="comma-separated patiences to time (default: "
+                      "1, 2, 3 and auto's)")
   parser.add_argument("--write", action="store_true")
   args = common.parse_args(parser)
+  patiences = ([int(p) for p in args.patiences.split(",")]
+               if args.patiences else None)
   report, _, _ = run(args.size, args.seq_length, args.train_steps,
-                     args.repeats, args.threads, args.learning_rate)
+                     args.repeats, args.threads, args.learning_rate,
+                     patiences)
   print(report)
   if args.write:
     common.update_benchmarks_md(
