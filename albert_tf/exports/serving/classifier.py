@@ -32,7 +32,9 @@ at that patience (networks/early_exit_encoder.py: each example stops at its
 own depth) and return `exit_layer` int32 [batch] (1..L) beside the outputs
 above; the signature `early_exit` takes the raw-text inputs plus
 `exit_patience` (int32 scalar, 0 = full depth) and returns the same, so a
-caller trades accuracy for speed per request. Without an early-exit model
+caller trades accuracy for speed per request; `token_ids_full_depth` is
+`token_ids` without the loop (what export_onnx converts: ONNX Runtime ran
+the loop slower than full depth). Without an early-exit model
 the signatures and outputs are as before.
 
 Assets: the SentencePiece model, `albert_config.json`, `labels.txt` and
@@ -98,6 +100,16 @@ class _ClassifierServing(tf.Module):
   @property
   def _task_type(self) -> Optional[str]:
     return self.label_list.task_type if self.label_list else None
+
+  def classify_ids_full_depth(self, inputs):
+    """classify_ids without the exit loop: every example at full depth
+    (exit_layer = L)."""
+    logits = tf.cast(self.model(inputs, training=False)["logits"],
+                     tf.float32)
+    layers = tf.fill(tf.shape(logits)[:1], self.model.num_layers)
+    return dict(token_ids.classification_outputs(
+        logits, self.labels is None, multi_label=self._task_type ==
+        "multi_label"), exit_layer=layers)
 
   def classify(self, segments, patience=None):
     tokens = [self.preprocessor.tokenize(s) for s in segments]
@@ -194,6 +206,8 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
             serving.classify_ids)}
     if exit_patience is not None:
       signatures[EARLY_EXIT] = _early_exit_signature(serving, num_segments)
+      signatures[token_ids.TOKEN_IDS_FULL_DEPTH] = (
+          token_ids.token_ids_signature(serving.classify_ids_full_depth))
     return serving, signatures
 
   return atomic_export.save_serving_model(
