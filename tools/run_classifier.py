@@ -27,6 +27,10 @@ Spearman; micro/macro F1) and test_predictions.jsonl.
 `--init_checkpoint` may be ours, a released TF1 checkpoint, Hugging Face
 model.safetensors or Model Garden; `--init_savedmodel` an exported encoder.
 `--export_dir` writes a SavedModel serving raw strings.
+`--early_exit` (classification, regression) trains a classifier per
+application of the shared layer and lets each example stop at its own
+depth (docs/early-exit.md): eval_results.json gains the patience chosen
+and the table per patience; predictions and the export give exit_layer.
 """
 
 from albert_common.errors import UserInputError

@@ -54,6 +54,16 @@ def check_loopable(config: AlbertConfig) -> None:
           f"num_hidden_groups={config.num_hidden_groups}")
 
 
+def encoder_blocks(encoder):
+  """Per block in order, its (AttentionSublayer, FeedForwardSublayer) of
+  an AlbertEncoder (shared sublayers once per use), by the config's names."""
+  return [block for attention, ffn in zip(
+      encoder.config.sublayer_names("attention"),
+      encoder.config.sublayer_names("ffn"))
+          for block in zip(map(encoder.get_layer, attention),
+                           map(encoder.get_layer, ffn))]
+
+
 def per_layer_pooled(encoder, inputs: Dict[str, tf.Tensor], training=None,
                      cls_positions: Optional[tf.Tensor] = None) -> tf.Tensor:
   """The pooler on every application's [CLS], each application in full.
@@ -74,14 +84,14 @@ def per_layer_pooled(encoder, inputs: Dict[str, tf.Tensor], training=None,
   packed = INPUT_POSITIONS in inputs or len(inputs[INPUT_MASK].shape) == 3
   if (inference_graph.applies(encoder, training) and not packed
       and cls_positions is None):
-    layers = inference_graph.outputs(encoder, encoder._blocks(),
+    layers = inference_graph.outputs(encoder, encoder_blocks(encoder),
                                      inputs)["encoder_outputs"]
     return tf.stack([pooler(x[:, 0, :]) for x in layers], axis=1)
   x = encoder.embedding_layer(inputs[INPUT_WORD_IDS], inputs[INPUT_TYPE_IDS],
                               inputs.get(INPUT_POSITIONS), training=training)
   per_layer = encoder.config.inner_group_num
   pooled = []
-  for index, (attention, ffn) in enumerate(encoder._blocks()):
+  for index, (attention, ffn) in enumerate(encoder_blocks(encoder)):
     x = ffn(attention(x, inputs[INPUT_MASK], training=training),
             training=training)
     if (index + 1) % per_layer == 0:
@@ -96,9 +106,9 @@ class _Layer:
   rows [batch, seq, H] -> [batch, seq, H] under a mask bias [b, 1, 1, s]."""
 
   def __init__(self, encoder):
-    blocks = encoder._blocks()[:encoder.config.inner_group_num]
-    self.blocks = [(inference_graph._Attention(attention),
-                    inference_graph._FeedForward(ffn))
+    blocks = encoder_blocks(encoder)[:encoder.config.inner_group_num]
+    self.blocks = [(inference_graph.FusedAttention(attention),
+                    inference_graph.FusedFeedForward(ffn))
                    for attention, ffn in blocks]
     self.hidden = encoder.config.hidden_size
 
@@ -205,7 +215,7 @@ def _initial_state(encoder, inputs, num_classes: int) -> Dict:
   batch = tf.shape(x)[0]
   mask = tf.cast(inputs[INPUT_MASK], tf.float32)
   mask_bias = ((1.0 - mask) *
-               inference_graph._MASKED_SCORE)[:, tf.newaxis, tf.newaxis, :]
+               inference_graph.MASKED_SCORE)[:, tf.newaxis, tf.newaxis, :]
   return dict(
       x=x, mask_bias=mask_bias, rows=tf.range(batch),
       running=tf.ones([batch], tf.bool),
