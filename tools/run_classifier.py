@@ -27,9 +27,14 @@ Spearman; micro/macro F1) and test_predictions.jsonl.
 `--init_checkpoint` may be ours, a released TF1 checkpoint, Hugging Face
 model.safetensors or Model Garden; `--init_savedmodel` an exported encoder.
 `--export_dir` writes a SavedModel serving raw strings.
+`--early_exit` (classification, regression) trains a classifier per
+application of the shared layer and lets each example stop at its own
+depth (docs/early-exit.md): eval_results.json gains the patience chosen
+and the table per patience; predictions and the export give exit_layer.
 """
 
 from albert_common.errors import UserInputError
+from albert_tf.training import early_exit
 from albert_tf.training.finetuning import own_data_settings
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import task_settings
@@ -41,6 +46,7 @@ from .support import settings_flags
 settings_flags.define_flags(finetuning_params.FinetuningParams, __name__)
 settings_flags.define_flags(task_settings.GlueOptions, __name__)
 settings_flags.define_flags(own_data_settings.OwnDataOptions, __name__)
+settings_flags.define_flags(early_exit.EarlyExitOptions, __name__)
 
 
 def main(argv):
@@ -50,13 +56,19 @@ def main(argv):
   # at once.
   own, _ = settings_flags.read_settings(own_data_settings.OwnDataOptions)
   options, _ = settings_flags.read_settings(task_settings.GlueOptions)
+  early, _ = settings_flags.read_settings(early_exit.EarlyExitOptions)
   if own.given:
     if options.task_name or options.data_dir:
       raise UserInputError("give --task_name / --data_dir (GLUE) or "
                            "--train_file / --dev_file / --test_file (your "
                            "own data), not both")
-    return _run_own_data(own)
+    # The task type may be known only once the labels are read.
+    early_exit.check(early, own.task_type if own.task_type != "auto"
+                     else "classification" if early.exit_threshold is None
+                     else "regression")
+    return _run_own_data(own, early)
   recipe = task_settings.check_glue(options)
+  early_exit.check(early, task_settings.glue_task_type(options.task_name))
   params, user_set = settings_flags.read_settings(
       finetuning_params.FinetuningParams, recipe)
   prepared = finetuning_params.prepare(params, user_set, recipe,
@@ -64,11 +76,11 @@ def main(argv):
   from albert_tf.training.finetuning import (
     classifier as classifier_finetuning,  # TensorFlow
   )
-  result = classifier_finetuning.run_classifier(prepared, options)
+  result = classifier_finetuning.run_classifier(prepared, options, early)
   settings_flags.print_results(result["eval"])
 
 
-def _run_own_data(options):
+def _run_own_data(options, early):
   params, user_set = settings_flags.read_settings(
       finetuning_params.FinetuningParams)
   train, recipe = own_data_settings.read_own_training(params, options,
@@ -78,7 +90,7 @@ def _run_own_data(options):
   prepared = finetuning_params.prepare(params, user_set, recipe,
                                        require_vocabulary=True)
   from albert_tf.training.finetuning import own_data  # TensorFlow
-  result = own_data.run_own_data(prepared, options, train)
+  result = own_data.run_own_data(prepared, options, train, early)
   settings_flags.print_results(result["eval"])
 
 

@@ -37,6 +37,10 @@ from albert_tf.exports import serving_kinds
 from albert_tf.exports.saved_model_loading import load_saved_model
 
 TOKEN_IDS = "token_ids"
+# An early-exit export's token-ids signature without the loop (every
+# example at full depth): what export_onnx converts (ONNX Runtime ran the
+# loop slower than the layers it saves; docs/early-exit.md).
+TOKEN_IDS_FULL_DEPTH = "token_ids_full_depth"
 
 
 def token_ids_signature(fn: Callable[[Dict[str, tf.Tensor]], Dict],

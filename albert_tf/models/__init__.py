@@ -5,6 +5,9 @@ albert_common.
 """
 
 from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.models.albert_early_exit_classifier import (
+    AlbertEarlyExitClassifier,
+)
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
@@ -13,6 +16,7 @@ from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
 
 __all__ = [
     "AlbertClassifier",
+    "AlbertEarlyExitClassifier",
     "AlbertMultipleChoice",
     "AlbertPretrainer",
     "AlbertSpanLabeler",

@@ -203,3 +203,11 @@ def outputs(encoder, blocks, inputs: Dict[str, tf.Tensor],
   return dict(sequence_output=sequence_output,
               pooled_output=pooler(sequence_output[:, 0, :]),
               encoder_outputs=encoder_outputs)
+
+
+# The fused sublayers and the masked score under public names, for the
+# early-exit loop (networks/early_exit_encoder.py): it applies the same
+# graph one layer per loop iteration.
+FusedAttention = _Attention
+FusedFeedForward = _FeedForward
+MASKED_SCORE = _MASKED_SCORE

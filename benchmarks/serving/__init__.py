@@ -3,7 +3,8 @@
 length-bucketed raw-text exports (length_buckets) and LiteRT file sizes and
 latency (litert).
 
-Early exit (the early-exit issue's bench_early_exit) belongs here too: its
-section with stage="Serving", a first-table row of order 60, and its chart
-(accuracy against latency) through benchmarks.charts.
+early_exit: patience-based early exit against full depth and static cuts
+in the SavedModel, LiteRT int8 and ONNX Runtime (its section with
+stage="Serving"; a first-table row of order 60 once measured on a quiet
+machine, and its accuracy-against-latency chart, are still to come).
 """

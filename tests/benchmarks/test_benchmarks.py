@@ -179,3 +179,28 @@ def test_pretraining_buckets_benchmark(tiny_config_file):
   for column in (3, 4):
     assert float(bucketed[column]) / float(padded[column]) == pytest.approx(
         gain, rel=0.05)
+
+
+@pytest.mark.slow
+def test_early_exit_benchmark(tmp_path):
+  """benchmarks.serving.early_exit on a tiny 4-layer model, one patience:
+  every variant in every runtime; a runtime's exits agree with the
+  SavedModel's."""
+  from benchmarks.serving import early_exit as bench_early_exit
+  path = str(tmp_path / "tiny4.json")
+  AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+               num_hidden_layers=4, num_attention_heads=2,
+               intermediate_size=64, max_position_embeddings=32
+               ).to_json_file(path)
+  report, rows, compaction = bench_early_exit.run(
+      path, seq_length=32, train_steps=20, repeats=1, patiences=[1])
+  variants = {r["variant"] for r in rows}
+  assert "full depth" in variants and "patience 1" in variants
+  assert {r["runtime"] for r in rows} == {"SavedModel", "LiteRT int8",
+                                          "ONNX Runtime"}
+  exits = {r["runtime"]: r["mean_exit_layer"] for r in rows
+           if r["variant"] == "patience 1"}
+  assert exits["ONNX Runtime"] == exits["SavedModel"]
+  assert all(1 <= r["mean_exit_layer"] <= 4 for r in rows)
+  assert set(compaction) == {"compaction", "masking"}
+  assert "| patience | dev accuracy |" in report

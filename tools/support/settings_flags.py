@@ -145,6 +145,7 @@ def readme_flag_tables() -> str:
   from albert_tf.exports import options
   from albert_tf.exports import options as export_options
   from albert_tf.exports.onnx import options as onnx_options
+  from albert_tf.training import early_exit
   from albert_tf.training import runtime_params
   from albert_tf.training.finetuning import ner_settings
   from albert_tf.training.finetuning import own_data_settings
@@ -168,6 +169,8 @@ def readme_flag_tables() -> str:
       ("run_classifier on your own files (`OwnDataOptions`, with its "
        "`RecordFileOptions` and `TextColumns`)",
        (own_data_settings.OwnDataOptions,)),
+      ("run_classifier --early_exit (`EarlyExitOptions`)",
+       (early_exit.EarlyExitOptions,)),
       ("run_squad (`SquadOptions`)", (task_settings.SquadOptions,)),
       ("run_race (`RaceOptions`)", (task_settings.RaceOptions,)),
       ("run_multiple_choice (`MultipleChoiceOptions`, with its "

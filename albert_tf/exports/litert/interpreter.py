@@ -91,6 +91,8 @@ class LiteRTModel:
     full = self._full_output_shapes[name]
     if value.shape == full:
       return value
-    pad = [(0, f - v) for v, f in zip(value.shape, full)]
+    # A dynamic output (an early-exit loop's) reports a placeholder shape
+    # before the first call: nothing to pad where the value is as large.
+    pad = [(0, max(f - v, 0)) for v, f in zip(value.shape, full)]
     fill = _PAD_LOGITS if name.endswith("logits") else 0
     return np.pad(value, pad, constant_values=np.array(fill, value.dtype))

@@ -14,6 +14,11 @@ the GLUE, SQuAD and RACE exports, token_ids.py) with tf2onnx
            `start_logits`, `end_logits` (SQuAD; the v2.0 beam outputs);
            `tag_logits`, `tag_probabilities` [batch, sequence, tags] (NER)
 
+An early-exit classifier's export (run_classifier --early_exit) is
+converted at full depth, from its `token_ids_full_depth` signature
+(`exit_layer` = L): its exit loop converts to an ONNX `Loop`, but ONNX
+Runtime ran that loop slower than the layers it skips (docs/early-exit.md).
+
 Standard ONNX operators only (no onnxruntime contrib ops), so TensorRT,
 OpenVINO and Triton's backends read it too; onnxruntime applies its own
 graph optimizations when it loads the file. ALBERT's shared layer is stored
@@ -135,6 +140,11 @@ class OnnxConversion:
     self.saved_model = saved_model
     self.opset = opset
     self.loaded, self.function = token_ids.token_ids_function(saved_model)
+    full_depth = self.loaded.signatures.get(token_ids.TOKEN_IDS_FULL_DEPTH)
+    if full_depth is not None:
+      # An early-exit export: ONNX Runtime ran its Loop slower than the
+      # layers it saves (docs/early-exit.md), so the file is full depth.
+      self.function = full_depth
     self.spec = token_ids.model_spec(self.function, saved_model=saved_model)
     self.max_positions = token_ids.max_positions(self.function)
     self.vocab_size = token_ids.vocab_size(self.function)

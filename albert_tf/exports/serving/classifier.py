@@ -26,6 +26,17 @@ Signature `token_ids` (for on-device runtimes, see token_ids.py): int32
 [batch, seq] `input_word_ids`, `input_mask`, `input_type_ids` -> `logits`
 and `probabilities` (regression: `predictions`).
 
+An early-exit model (run_classifier --early_exit, AlbertEarlyExitClassifier;
+`exit_patience` given): `serving_default` and `token_ids` run the exit loop
+at that patience (networks/early_exit_encoder.py: each example stops at its
+own depth) and return `exit_layer` int32 [batch] (1..L) beside the outputs
+above; the signature `early_exit` takes the raw-text inputs plus
+`exit_patience` (int32 scalar, 0 = full depth) and returns the same, so a
+caller trades accuracy for speed per request; `token_ids_full_depth` is
+`token_ids` without the loop (what export_onnx converts: ONNX Runtime ran
+the loop slower than full depth). Without an early-exit model
+the signatures and outputs are as before.
+
 Assets: the SentencePiece model, `albert_config.json`, `labels.txt` and
 (own data) `labels.json`.
 Load with `albert_tf.exports.load_saved_model(path)` (it registers the
@@ -46,6 +57,8 @@ from albert_tf.exports.preprocessor import build_preprocessor
 from data_pipeline.tasks import label_list as label_list_lib
 from data_pipeline.tasks.label_list import LabelList
 
+EARLY_EXIT = "early_exit"
+
 
 class _ClassifierServing(tf.Module):
   """Preprocessor + classifier, tracked together for tf.saved_model.save."""
@@ -53,8 +66,12 @@ class _ClassifierServing(tf.Module):
   def __init__(self, model: tf_keras.Model, preprocessor: tf_keras.Model,
                labels: Optional[Sequence[str]],
                length_buckets: Tuple[int, ...] = (),
-               label_list: Optional[LabelList] = None):
+               label_list: Optional[LabelList] = None,
+               exit_patience: Optional[int] = None,
+               exit_threshold: float = 0.0):
     super().__init__(name="classifier_serving")
+    self.exit_patience = exit_patience
+    self.exit_threshold = float(exit_threshold)
     self.label_list = label_list
     self.length_buckets = tuple(length_buckets)
     self.model = model
@@ -63,31 +80,51 @@ class _ClassifierServing(tf.Module):
     self.label_table = (tf.constant(list(labels), tf.string)
                         if labels is not None else None)
 
+  def _logits(self, inputs, patience=None):
+    """(logits float32 [batch, C], {} or {"exit_layer": int32 [batch]})."""
+    if self.exit_patience is None:
+      return tf.cast(self.model(inputs, training=False)["logits"],
+                     tf.float32), {}
+    patience = self.exit_patience if patience is None else patience
+    outputs = self.model.early_exit(inputs, patience, self.exit_threshold)
+    return outputs["logits"], {"exit_layer": outputs["exit_layer"]}
+
   def classify_ids(self, inputs):
-    """Encoder inputs (int32 [batch, seq]) -> logits and probabilities."""
-    logits = self.model(inputs, training=False)["logits"]
-    return token_ids.classification_outputs(
+    """Encoder inputs (int32 [batch, seq]) -> logits and probabilities
+    (and exit_layer)."""
+    logits, exits = self._logits(inputs)
+    return dict(token_ids.classification_outputs(
         logits, self.labels is None, multi_label=self._task_type ==
-        "multi_label")
+        "multi_label"), **exits)
 
   @property
   def _task_type(self) -> Optional[str]:
     return self.label_list.task_type if self.label_list else None
 
-  def classify(self, segments):
+  def classify_ids_full_depth(self, inputs):
+    """classify_ids without the exit loop: every example at full depth
+    (exit_layer = L)."""
+    logits = tf.cast(self.model(inputs, training=False)["logits"],
+                     tf.float32)
+    layers = tf.fill(tf.shape(logits)[:1], self.model.num_layers)
+    return dict(token_ids.classification_outputs(
+        logits, self.labels is None, multi_label=self._task_type ==
+        "multi_label"), exit_layer=layers)
+
+  def classify(self, segments, patience=None):
     tokens = [self.preprocessor.tokenize(s) for s in segments]
     # The wrapper's __call__ is an instance attribute (a tf.function).
     inputs = self.preprocessor.bert_pack_inputs.__call__(tokens)
     inputs = cut_to_bucket(inputs, self.length_buckets)
-    logits = tf.cast(self.model(inputs, training=False)["logits"], tf.float32)
+    logits, exits = self._logits(inputs, patience)
     if self.label_list is not None:
-      return self._named_outputs(logits)
+      return dict(self._named_outputs(logits), **exits)
     if self.labels is None:
-      return dict(predictions=logits[:, 0])
+      return dict(predictions=logits[:, 0], **exits)
     label_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
     return dict(logits=logits, probabilities=tf.nn.softmax(logits, axis=-1),
                 label_ids=label_ids,
-                labels=tf.gather(self.label_table, label_ids))
+                labels=tf.gather(self.label_table, label_ids), **exits)
 
   def _named_outputs(self, logits):
     """One's own data: names, not indices (module docstring)."""
@@ -112,7 +149,9 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
                       albert_config_file: str = "",
                       vocab_file: str = "",
                       length_buckets: Sequence[int] = (),
-                      label_list: Optional[LabelList] = None) -> str:
+                      label_list: Optional[LabelList] = None,
+                      exit_patience: Optional[int] = None,
+                      exit_threshold: float = 0.0) -> str:
   """Writes the serving SavedModel of a fine-tuned classifier.
 
   Args:
@@ -133,6 +172,10 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
     label_list: a model of one's own data: its labels (their order =
       `labels`), task type and threshold; the outputs are named (module
       docstring) and the list is kept as the asset labels.json.
+    exit_patience: an AlbertEarlyExitClassifier's patience for
+      serving_default and token_ids (0 = full depth); adds the signature
+      `early_exit` (module docstring). None: no exit loop.
+    exit_threshold: regression: a change below it is "the same".
 
   Returns:
     export_dir.
@@ -155,16 +198,37 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
         vocab_copy if spm_model_file else None, do_lower_case, seq_length,
         vocab_file=None if spm_model_file else vocab_copy)
     serving = _ClassifierServing(model, preprocessor, labels,
-                                 tuple(length_buckets), label_list)
-    return serving, {
+                                 tuple(length_buckets), label_list,
+                                 exit_patience, exit_threshold)
+    signatures = {
         "serving_default": _signature(serving, num_segments),
         token_ids.TOKEN_IDS: token_ids.token_ids_signature(
             serving.classify_ids)}
+    if exit_patience is not None:
+      signatures[EARLY_EXIT] = _early_exit_signature(serving, num_segments)
+      signatures[token_ids.TOKEN_IDS_FULL_DEPTH] = (
+          token_ids.token_ids_signature(serving.classify_ids_full_depth))
+    return serving, signatures
 
   return atomic_export.save_serving_model(
       export_dir, spm_model_file or vocab_file, build, albert_config_file,
       text_assets=text_assets,
       vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
+
+
+def _early_exit_signature(serving: _ClassifierServing, num_segments: int):
+  """early_exit: the raw-text inputs plus exit_patience (int32 scalar)."""
+  text = tf.TensorSpec([None], tf.string)
+  patience = tf.TensorSpec([], tf.int32)
+  if num_segments == 1:
+    @tf.function(input_signature=[text, patience])
+    def early_exit(sentences, exit_patience):
+      return serving.classify([sentences], exit_patience)
+  else:
+    @tf.function(input_signature=[text, text, patience])
+    def early_exit(text_a, text_b, exit_patience):
+      return serving.classify([text_a, text_b], exit_patience)
+  return early_exit
 
 
 def _signature(serving: _ClassifierServing, num_segments: int):

@@ -21,6 +21,11 @@ import tensorflow as tf
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.models.albert_early_exit_classifier import (
+    AlbertEarlyExitClassifier,
+)
+from albert_tf.models.albert_early_exit_classifier import early_exit_loss
+from albert_tf.training import early_exit
 from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import multi_worker
 from albert_tf.training.finetuning import params as finetuning_params
@@ -93,29 +98,54 @@ class GlueData:
                              buckets=self.buckets, packing=plan)
 
 
-def build_glue_task(data: GlueData, eval_batch_size: int
+def build_glue_task(data: GlueData, eval_batch_size: int,
+                    early: Optional[early_exit.EarlyExitOptions] = None
                    ) -> finetuning_task.FinetuningTask:
   """The FinetuningTask of a GLUE task: AlbertClassifier, its loss, train
   data and dev metrics (MNLI: `accuracy` on matched, `mismatched_*` on
-  mismatched)."""
+  mismatched). With `early.early_exit`: AlbertEarlyExitClassifier, PABEE's
+  loss, the metrics at the patience chosen on the first dev split
+  (training/early_exit.py)."""
   task = data.task
+  exits = early is not None and early.early_exit
+  limit = early_exit.threshold(early) if exits else 0.0
 
   def evaluate(predict):
     results = {}
+    patience = None
     for i, split in enumerate(task.dev_splits):
       features = data.features(split)
-      outputs = predict(data.dataset(split, eval_batch_size))["logits"]
-      metrics = glue_metrics.compute_metrics(task, features.labels, outputs)
+      outputs = predict(data.dataset(split, eval_batch_size))
+
+      def metrics(logits, labels=features.labels):
+        return glue_metrics.compute_metrics(task, labels, logits)
+      if not exits:
+        split_results = metrics(outputs["logits"])
+      elif patience is None:
+        split_results, patience = early_exit.evaluate(
+            outputs["all_logits"], metrics, task.main_metric, early,
+            task.is_regression)
+      else:
+        logits, layers = early_exit.exit_at(
+            outputs["all_logits"], patience, limit, task.is_regression)
+        split_results = dict(metrics(logits),
+                             mean_exit_layer=float(layers.mean()))
       prefix = "" if i == 0 else split.replace("dev_", "") + "_"
-      results.update({prefix + k: v for k, v in metrics.items()})
+      results.update({prefix + k: v for k, v in split_results.items()})
     return results
+
+  def build_model(encoder, config):
+    model_class = AlbertEarlyExitClassifier if exits else AlbertClassifier
+    return model_class(encoder, task.num_classes,
+                       initializer_range=config.initializer_range)
+
+  def pabee_loss(labels, outputs):
+    return early_exit_loss(labels, outputs, task.is_regression)
 
   return finetuning_task.FinetuningTask(
       name=task.name,
-      build_model=lambda encoder, config: AlbertClassifier(
-          encoder, task.num_classes,
-          initializer_range=config.initializer_range),
-      loss_fn=_loss_fn(task),
+      build_model=build_model,
+      loss_fn=pabee_loss if exits else _loss_fn(task),
       train_dataset=lambda batch_size, seed: data.dataset(
           "train", batch_size, is_training=True, seed=seed),
       evaluate=evaluate, main_metric=task.main_metric,
@@ -123,22 +153,33 @@ def build_glue_task(data: GlueData, eval_batch_size: int
 
 
 def predict_test(runner: finetuning_runner.FinetuningRunner, data: GlueData,
-                 eval_batch_size: int, output_dir: str) -> Dict[str, str]:
+                 eval_batch_size: int, output_dir: str,
+                 exit_rule=None) -> Dict[str, str]:
   """Writes GLUE submission files for every available test split with the
-  runner's current weights; returns split -> path."""
+  runner's current weights; returns split -> path. `exit_rule`
+  (all_logits -> (logits, exit layers)): an early-exit model's; each
+  split's exit layers go to <split>_exit_layers.txt, one a line."""
   paths = {}
   for split in glue_examples.available_test_splits(data.task, data.data_dir):
     features = data.features(split)
-    outputs = runner.predict(data.dataset(split, eval_batch_size))["logits"]
+    outputs = runner.predict(data.dataset(split, eval_batch_size))
+    logits = outputs["logits"]
+    if exit_rule is not None:
+      logits, layers = exit_rule(outputs["all_logits"])
+      file_io.write_atomic(
+          file_io.join(output_dir, f"{split}_exit_layers.txt"),
+          "".join(f"{int(layer)}\n" for layer in layers))
     paths[split] = glue_metrics.write_submission(
-        data.task, split, features.guids, outputs, output_dir)
+        data.task, split, features.guids, logits, output_dir)
     logging.info("wrote %s", paths[split])
   return paths
 
 
 @multi_worker.per_worker_output_dir
 def run_classifier(run: finetuning_params.PreparedOrParams,
-                   options: task_settings.GlueOptions) -> Dict[str, object]:
+                   options: task_settings.GlueOptions,
+                   early: Optional[early_exit.EarlyExitOptions] = None
+                  ) -> Dict[str, object]:
   """Fine-tunes / evaluates / predicts one GLUE task.
 
   Args:
@@ -149,6 +190,7 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
       albert_tf.exports.serving.classifier; under --strategy=multi_worker, by
       the chief only) and whether malformed rows are skipped (with a warning)
       instead of failing.
+    early: --early_exit and its settings (None: off).
 
   Returns:
     {"eval": eval results or None, "predictions": split -> file,
@@ -158,6 +200,10 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
   params = run.params
   task = glue_examples.get_task(options.task_name)
   task_settings.check_glue(options)
+  early = early or early_exit.EarlyExitOptions()
+  early_exit.check(early, "regression" if task.is_regression
+                   else "classification")
+  early_exit.check_model(early, params.init_savedmodel, run.config)
   export_once.check_export_dir(options.export_dir, params.runtime.output_dir)
   if run.tokenizer is None:
     raise UserInputError("give --spm_model_file (SentencePiece) or "
@@ -170,7 +216,7 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
       params, (lambda: data.features(split).lengths) if split else None,
       split)
   runner = finetuning_runner.FinetuningRunner(
-      run, build_glue_task(data, params.eval_batch_size))
+      run, build_glue_task(data, params.eval_batch_size, early))
   # Each replica's rows split into --gradient_accumulation_steps slices.
   data.rows_multiple = (runner.strategy.num_replicas_in_sync *
                         runner.params.runtime.gradient_accumulation_steps)
@@ -179,13 +225,22 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
   if params.do_predict or options.export_dir:
     restored = runner.restore_best()
   predictions = {}
+  patience = early_exit.chosen_patience(early,
+                                        results or runner.best_results())
+  exit_rule = None
+  if early.early_exit:
+    def exit_rule(all_logits):
+      return early_exit.exit_at(all_logits, patience,
+                                early_exit.threshold(early),
+                                task.is_regression)
   if params.do_predict:
     predictions = predict_test(runner, data, params.eval_batch_size,
-                               params.runtime.output_dir)
+                               params.runtime.output_dir, exit_rule)
   if options.export_dir and multi_worker.writes_shared_outputs(params):
     export_once.export_restored(
         options.export_dir, params.runtime.output_dir, restored,
-        lambda folder: _export(runner, params, task, folder, data.buckets))
+        lambda folder: _export(runner, params, task, folder, data.buckets,
+                               early_exit.export_settings(early, patience)))
   return {"eval": results, "predictions": predictions,
           "export_dir": options.export_dir}
 
@@ -212,7 +267,7 @@ def _read_needed_splits(data: GlueData,
 def _export(runner: finetuning_runner.FinetuningRunner,
             params: finetuning_params.FinetuningParams,
             task: glue_examples.GlueTask,
-            export_dir: str, buckets=()) -> None:
+            export_dir: str, buckets=(), exit_settings=None) -> None:
   """The restored (best) weights as a raw-text SavedModel
   (albert_tf.exports.serving.classifier); requests run at the smallest of
   `buckets` that holds them."""
@@ -221,6 +276,7 @@ def _export(runner: finetuning_runner.FinetuningRunner,
   classifier_export.export_classifier(
       runner.model, export_dir, params.spm_model_file, task.labels,
       task.num_segments, params.max_seq_length, params.do_lower_case,
-      config_file, vocab_file=params.vocab_file, length_buckets=buckets)
+      config_file, vocab_file=params.vocab_file, length_buckets=buckets,
+      **(exit_settings or {}))
   logging.info("exported %s", export_dir)
 

@@ -25,6 +25,11 @@ import tensorflow as tf
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.models.albert_early_exit_classifier import (
+  AlbertEarlyExitClassifier,
+)
+from albert_tf.models.albert_early_exit_classifier import early_exit_loss
+from albert_tf.training import early_exit
 from albert_tf.training import output_dir
 from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import multi_worker
@@ -183,32 +188,55 @@ def read_own_data(options: OwnDataOptions,
   return data
 
 
-def build_own_data_task(data: OwnData, eval_batch_size: int
+def build_own_data_task(data: OwnData, eval_batch_size: int,
+                        early: Optional[early_exit.EarlyExitOptions] = None
                        ) -> finetuning_task.FinetuningTask:
   """The FinetuningTask: AlbertClassifier with one output per label (one
   for regression), the task type's loss, the training records and the dev
-  metrics (dev_predictions.jsonl kept for the best checkpoint)."""
+  metrics (dev_predictions.jsonl kept for the best checkpoint). With
+  `early.early_exit`: AlbertEarlyExitClassifier, PABEE's loss, and the dev
+  metrics at the patience chosen (training/early_exit.py)."""
   labels = data.label_list
   last = {}
+  exits = early is not None and early.early_exit
+  regression = labels.task_type == "regression"
 
   def evaluate(predict):
-    logits = last["logits"] = predict(data.dataset("dev", eval_batch_size))[
-        "logits"]
-    return own_metrics.compute_metrics(labels, data.features("dev").labels,
-                                       logits)
+    outputs = predict(data.dataset("dev", eval_batch_size))
+    targets = data.features("dev").labels
+
+    def metrics(logits):
+      return own_metrics.compute_metrics(labels, targets, logits)
+    if not exits:
+      last["logits"] = outputs["logits"]
+      return metrics(last["logits"])
+    results, patience = early_exit.evaluate(
+        outputs["all_logits"], metrics, own_metrics.MAIN_METRIC[
+            labels.task_type], early, regression)
+    last["logits"], last["exit_layer"] = early_exit.exit_at(
+        outputs["all_logits"], patience, early_exit.threshold(early),
+        regression)
+    return results
 
   def write_eval_outputs(directory):
     own_metrics.write_predictions(
         file_io.join(directory, DEV_PREDICTIONS),
-        own_metrics.prediction_records(labels, last["logits"],
-                                       data.record_ids("dev")))
+        _with_exit_layers(own_metrics.prediction_records(
+            labels, last["logits"], data.record_ids("dev")),
+                          last.get("exit_layer")))
+
+  def build_model(encoder, config):
+    model_class = AlbertEarlyExitClassifier if exits else AlbertClassifier
+    return model_class(encoder, labels.num_labels,
+                       initializer_range=config.initializer_range)
+
+  def pabee_loss(targets, outputs):
+    return early_exit_loss(targets, outputs, regression)
 
   return finetuning_task.FinetuningTask(
       name=f"own data ({labels.task_type})",
-      build_model=lambda encoder, config: AlbertClassifier(
-          encoder, labels.num_labels,
-          initializer_range=config.initializer_range),
-      loss_fn=loss_fn(labels.task_type),
+      build_model=build_model,
+      loss_fn=pabee_loss if exits else loss_fn(labels.task_type),
       train_dataset=(lambda batch_size, seed: data.dataset(
           "train", batch_size, is_training=True, seed=seed))
       if "train" in data.files else None,
@@ -218,10 +246,18 @@ def build_own_data_task(data: OwnData, eval_batch_size: int
       packed_training=data.pack_examples)
 
 
+def _with_exit_layers(records, exit_layers):
+  """Each record with its "exit_layer" (an early-exit model's)."""
+  if exit_layers is None:
+    return records
+  return [dict(r, exit_layer=int(e)) for r, e in zip(records, exit_layers)]
+
+
 @multi_worker.per_worker_output_dir
 def run_own_data(run: finetuning_params.PreparedOrParams,
                  options: OwnDataOptions,
-                 train: Optional[own_examples.TextFile] = None
+                 train: Optional[own_examples.TextFile] = None,
+                 early: Optional[early_exit.EarlyExitOptions] = None
                 ) -> Dict[str, object]:
   """Fine-tunes / evaluates / predicts on one's own files.
 
@@ -230,6 +266,7 @@ def run_own_data(run: finetuning_params.PreparedOrParams,
       FinetuningParams are prepared here), recipe defaults filled in.
     options: the files, columns, task type and export folder.
     train: the training file, if the caller read it already.
+    early: --early_exit and its settings (None: off).
 
   Returns:
     {"eval": the best dev checkpoint's metrics or None, "predictions":
@@ -243,8 +280,11 @@ def run_own_data(run: finetuning_params.PreparedOrParams,
     raise UserInputError("give --spm_model_file (SentencePiece) or "
                          "--vocab_file (WordPiece vocab.txt)")
   data = read_own_data(options, params, run.tokenizer, train)
+  early = early or early_exit.EarlyExitOptions()
+  early_exit.check(early, data.label_list.task_type)
+  early_exit.check_model(early, params.init_savedmodel, run.config)
   runner = finetuning_runner.FinetuningRunner(
-      run, build_own_data_task(data, params.eval_batch_size))
+      run, build_own_data_task(data, params.eval_batch_size, early))
   # Each replica's rows split into --gradient_accumulation_steps slices.
   data.rows_multiple = (runner.strategy.num_replicas_in_sync *
                         runner.params.runtime.gradient_accumulation_steps)
@@ -255,25 +295,32 @@ def run_own_data(run: finetuning_params.PreparedOrParams,
   if params.do_predict or options.export_dir:
     restored = runner.restore_best()
   predictions = ""
+  patience = early_exit.chosen_patience(
+      early, results or runner.best_results())
   if params.do_predict:
-    logits = runner.predict(data.dataset("test", params.eval_batch_size))[
-        "logits"]
+    outputs = runner.predict(data.dataset("test", params.eval_batch_size))
+    logits, exit_layers = outputs["logits"], None
+    if early.early_exit:
+      logits, exit_layers = early_exit.exit_at(
+          outputs["all_logits"], patience, early_exit.threshold(early),
+          data.label_list.task_type == "regression")
     predictions = own_metrics.write_predictions(
         file_io.join(params.runtime.output_dir, PREDICTIONS),
-        own_metrics.prediction_records(data.label_list, logits,
-                                       data.record_ids("test")))
+        _with_exit_layers(own_metrics.prediction_records(
+            data.label_list, logits, data.record_ids("test")), exit_layers))
     logging.info("wrote %s", predictions)
   if options.export_dir and multi_worker.writes_shared_outputs(params):
     export_once.export_restored(
         options.export_dir, params.runtime.output_dir, restored,
-        lambda folder: _export(runner, params, data, folder))
+        lambda folder: _export(runner, params, data, folder,
+                               early_exit.export_settings(early, patience)))
   return {"eval": results, "predictions": predictions,
           "export_dir": options.export_dir, "labels": data.label_list}
 
 
 def _export(runner: finetuning_runner.FinetuningRunner,
             params: finetuning_params.FinetuningParams, data: OwnData,
-            export_dir: str) -> None:
+            export_dir: str, exit_settings=None) -> None:
   """The restored (best) weights as a raw-text SavedModel returning label
   names (albert_tf.exports.serving.classifier)."""
   from albert_tf.exports.serving import classifier as classifier_export
@@ -283,5 +330,5 @@ def _export(runner: finetuning_runner.FinetuningRunner,
       params.max_seq_length, params.do_lower_case,
       file_io.join(params.runtime.output_dir, "albert_config.json"),
       vocab_file=params.vocab_file, length_buckets=data.buckets,
-      label_list=data.label_list)
+      label_list=data.label_list, **(exit_settings or {}))
   logging.info("exported %s", export_dir)

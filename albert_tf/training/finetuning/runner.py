@@ -348,14 +348,18 @@ class FinetuningRunner:
     if self.task.evaluate is None:
       raise UserInputError(f"{self.task.name}: no evaluation data")
     step = self.step if step is None else step
-    results = {k: float(v) for k, v in self.task.evaluate(self.predict).items()}
+    # Numbers as floats; a table (run_classifier --early_exit's
+    # exit_table) kept as it is, out of the summaries.
+    results = {k: v if isinstance(v, (list, dict)) else float(v)
+               for k, v in self.task.evaluate(self.predict).items()}
     if self.task.main_metric not in results:
       raise ValueError(f"{self.task.name}: evaluate() returned no "
                        f"{self.task.main_metric!r}: {sorted(results)}")
     if summary:
       with self.eval_writer.as_default(step=step):
         for key, value in results.items():
-          tf.summary.scalar(key, value)
+          if isinstance(value, float):
+            tf.summary.scalar(key, value)
       self.eval_writer.flush()
     logging.info("%s eval at step %d: %s", self.task.name, step, results)
     if write:

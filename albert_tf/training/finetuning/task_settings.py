@@ -88,6 +88,12 @@ def check_glue(options: GlueOptions) -> Dict:
   return task_defaults(task.name)
 
 
+def glue_task_type(task_name: str) -> str:
+  """"regression" (STS-B) or "classification"."""
+  task = glue_examples.get_task(task_name)
+  return "regression" if task.is_regression else "classification"
+
+
 def check_not_packed(params, what: str) -> None:
   """--pack_examples is for sentence-level classification only."""
   if getattr(params, "pack_examples", False):

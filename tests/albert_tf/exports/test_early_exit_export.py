@@ -1,0 +1,203 @@
+"""The raw-text SavedModel of an early-exit classifier: serving_default and
+token_ids exit at the export's patience and return exit_layer; the
+`early_exit` signature takes the patience per request; a classifier without
+early exit exports the same signatures and outputs as before."""
+
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from albert_tf import AlbertConfig
+from albert_tf import AlbertEncoder
+from albert_tf import exports
+from albert_tf.exports.serving import classifier as classifier_export
+from albert_tf.models import AlbertClassifier
+from albert_tf.models import AlbertEarlyExitClassifier
+from albert_tf.networks import early_exit_encoder
+
+LAYERS = 4
+SEQ = 16
+SENTENCES = ["the banana was ripe", "a guitar played all night long",
+             "lava flowed", "bananas and guitars and lava on a sunny day",
+             "nothing", "the old man sold fruit at the market"]
+
+
+def _config():
+  return AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                      num_hidden_layers=LAYERS, num_attention_heads=2,
+                      intermediate_size=64, max_position_embeddings=SEQ,
+                      initializer_range=0.2)
+
+
+def _ids(batch, seed=0):
+  rng = np.random.default_rng(seed)
+  lengths = rng.integers(3, SEQ + 1, batch)
+  mask = (np.arange(SEQ)[None, :] < lengths[:, None]).astype(np.int32)
+  ids = rng.integers(5, 2000, (batch, SEQ)).astype(np.int32) * mask
+  return dict(input_word_ids=ids, input_mask=mask,
+              input_type_ids=np.zeros((batch, SEQ), np.int32))
+
+
+@pytest.fixture(scope="module")
+def early_model():
+  """Random weights, heads that centre the pooled vectors (mixed exits)."""
+  tf_keras.utils.set_random_seed(5)
+  model = AlbertEarlyExitClassifier(AlbertEncoder(_config()), 3)
+  rng = np.random.default_rng(5)
+  shape = model.head_kernel.shape
+  kernel = 4.0 * (rng.normal(size=shape[1:]) + 0.6 * rng.normal(size=shape))
+  pooled = early_exit_encoder.per_layer_pooled(
+      model.encoder, _ids(32), training=False).numpy()
+  model.head_kernel.assign(kernel.astype(np.float32))
+  model.head_bias.assign(
+      -np.einsum("lh,lhc->lc", pooled.mean(0), kernel).astype(np.float32))
+  return model
+
+
+@pytest.fixture(scope="module")
+def early_export(early_model, spm_model, tmp_path_factory):
+  path = str(tmp_path_factory.mktemp("early_exit_export") / "export")
+  classifier_export.export_classifier(
+      early_model, path, spm_model, ["a", "b", "c"], 1, SEQ,
+      exit_patience=1)
+  loaded = exports.load_saved_model(path)
+  return types.SimpleNamespace(export_dir=path, loaded=loaded,
+                               signatures=loaded.signatures)
+
+
+def test_signatures_exit_at_the_patience_and_say_where(early_model,
+                                                       early_export):
+  signatures = early_export.signatures
+  assert set(signatures) == {"serving_default", "token_ids", "early_exit",
+                             "token_ids_full_depth"}
+  inputs = _ids(32, seed=1)
+  got = signatures["token_ids"](**{k: tf.constant(v)
+                                   for k, v in inputs.items()})
+  want = early_model.early_exit(inputs, 1)
+  np.testing.assert_array_equal(got["exit_layer"].numpy(),
+                                want["exit_layer"].numpy())
+  assert len(set(want["exit_layer"].numpy().tolist())) >= 2
+  np.testing.assert_allclose(got["logits"].numpy(), want["logits"].numpy(),
+                             atol=1e-5)
+  text = tf.constant(SENTENCES)
+  default = signatures["serving_default"](sentences=text)
+  assert set(default) == {"logits", "probabilities", "label_ids", "labels",
+                          "exit_layer"}
+  per_request = signatures["early_exit"](sentences=text,
+                                         exit_patience=tf.constant(1))
+  for key in ("exit_layer", "label_ids"):
+    np.testing.assert_array_equal(per_request[key].numpy(),
+                                  default[key].numpy())
+  full = signatures["early_exit"](sentences=text,
+                                  exit_patience=tf.constant(0))
+  np.testing.assert_array_equal(full["exit_layer"].numpy(),
+                                [LAYERS] * len(SENTENCES))
+
+
+def test_patience_0_is_the_full_depth_classifier(early_model, early_export):
+  inputs = _ids(8, seed=2)
+  full = AlbertClassifier(early_model.encoder, 3)
+  full.classifier.dense.kernel.assign(early_model.head_kernel[-1])
+  full.classifier.dense.bias.assign(early_model.head_bias[-1])
+  want = full(inputs, training=False)["logits"].numpy()
+  got = tf.function(lambda x: early_model.early_exit(x, 0))(inputs)
+  np.testing.assert_allclose(got["logits"].numpy(), want, atol=1e-5)
+  # The export's early_exit signature at patience 0, on raw text: the
+  # full-depth classifier on the export's own token ids.
+  text = tf.constant(SENTENCES)
+  preprocessor = early_export.loaded.preprocessor
+  ids = preprocessor.bert_pack_inputs([preprocessor.tokenize(text)])
+  want = full(ids, training=False)["logits"].numpy()
+  got = early_export.signatures["early_exit"](sentences=text,
+                                              exit_patience=tf.constant(0))
+  # (logits up to ~10 here: 1e-5 of them)
+  np.testing.assert_allclose(got["logits"].numpy(), want, rtol=1e-5,
+                             atol=1e-5)
+
+
+def test_without_early_exit_the_export_is_as_before(spm_model, tmp_path):
+  tf_keras.utils.set_random_seed(0)
+  model = AlbertClassifier(AlbertEncoder(_config()), 2)
+  path = str(tmp_path / "plain")
+  classifier_export.export_classifier(model, path, spm_model, ["x", "y"], 1,
+                                      SEQ)
+  loaded = exports.load_saved_model(path)
+  assert set(loaded.signatures) == {"serving_default", "token_ids"}
+  got = loaded.signatures["serving_default"](
+      sentences=tf.constant(SENTENCES[:2]))
+  assert set(got) == {"logits", "probabilities", "label_ids", "labels"}
+  ids = loaded.signatures["token_ids"](**{
+      k: tf.constant(v) for k, v in _ids(2).items()})
+  assert set(ids) == {"logits", "probabilities"}
+
+
+def _saved_model_outputs(export, inputs):
+  outputs = export.signatures["token_ids"](**{
+      k: tf.constant(v) for k, v in inputs.items()})
+  return {k: v.numpy() for k, v in outputs.items()}
+
+
+@pytest.mark.slow
+def test_litert_file_carries_the_loop(early_export, tmp_path):
+  """export_tflite converts the token-ids signature with its WHILE loop:
+  float32 gives the SavedModel's exit layers and labels, logits to 1e-4;
+  dynamic int8 the same exits and labels on most examples (its weights
+  are rounded: a crafted model with large heads, logits differ by ~0.5)."""
+  from albert_tf.exports.litert import converter
+  from albert_tf.exports.litert.interpreter import LiteRTModel
+  inputs = _ids(32, seed=3)
+  want = _saved_model_outputs(early_export, inputs)
+  path = early_export.export_dir
+  for quantize, batch in (("none", 8), ("none", 1), ("dynamic_int8", 8)):
+    out = str(tmp_path / f"model_{quantize}_{batch}.tflite")
+    converter.export_tflite(path, out, seq_length=SEQ, batch_size=batch,
+                            quantize=quantize)
+    model = LiteRTModel(open(out, "rb").read())
+    assert "WHILE" in model.op_names()
+    got = model(inputs)
+    same_exit = np.mean(got["exit_layer"] == want["exit_layer"])
+    same_label = np.mean(got["logits"].argmax(-1) ==
+                         want["logits"].argmax(-1))
+    if quantize == "none":
+      assert same_exit == 1.0 and same_label == 1.0, (quantize, batch)
+      np.testing.assert_allclose(got["logits"], want["logits"], atol=1e-4)
+    else:
+      assert same_exit >= 0.8 and same_label >= 0.8, (same_exit, same_label)
+
+
+def test_onnx_loop_converts_and_the_file_is_full_depth(early_export,
+                                                       tmp_path):
+  """The loop converts to an ONNX Loop that gives the SavedModel's exit
+  layers and logits (1e-4); export_onnx writes the full-depth graph
+  (token_ids_full_depth: ONNX Runtime ran the loop slower than the layers
+  it saves, docs/early-exit.md)."""
+  import onnx
+
+  from albert_tf.exports import token_ids
+  from albert_tf.exports.onnx import converter
+  from albert_tf.exports.onnx.runtime import OnnxModel
+  function = early_export.signatures["token_ids"]
+  spec = token_ids.model_spec(function)
+  looped = converter.to_onnx(function, spec, 17)
+  assert "Loop" in {n.op_type for n in looped.graph.node}
+  loop_model = OnnxModel(looped.SerializeToString())
+  out = str(tmp_path / "model.onnx")
+  converter.export_onnx(early_export.export_dir, out)
+  assert "Loop" not in {n.op_type for n in onnx.load(out).graph.node}
+  file_model = OnnxModel(open(out, "rb").read())
+  full = early_export.signatures["token_ids_full_depth"]
+  for batch in (1, 32):
+    inputs = _ids(batch, seed=4)
+    want = _saved_model_outputs(early_export, inputs)
+    got = loop_model(inputs)
+    np.testing.assert_array_equal(got["exit_layer"], want["exit_layer"])
+    np.testing.assert_allclose(got["logits"], want["logits"], atol=1e-4)
+    want_full = {k: v.numpy() for k, v in full(**{
+        k: tf.constant(v) for k, v in inputs.items()}).items()}
+    got_full = file_model(inputs)
+    np.testing.assert_array_equal(got_full["exit_layer"], [LAYERS] * batch)
+    np.testing.assert_allclose(got_full["logits"], want_full["logits"],
+                               atol=1e-4)

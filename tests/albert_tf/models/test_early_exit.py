@@ -1,0 +1,196 @@
+"""The early-exit loop (networks/early_exit_encoder.py) and its model."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras
+
+from albert_tf import AlbertConfig
+from albert_tf import AlbertEncoder
+from albert_tf.models import AlbertClassifier
+from albert_tf.models import AlbertEarlyExitClassifier
+from albert_tf.networks import early_exit_encoder
+
+LAYERS = 6
+
+
+def _model(num_classes, seed=3):
+  """A tiny model whose per-application predictions differ between
+  examples and change from layer to layer, so that exits are mixed: heads
+  share a part (predictions persist) plus a per-application part, and their
+  biases centre the pooled vectors of `_inputs(32)` (a random model's
+  [CLS] vectors are much alike)."""
+  tf_keras.utils.set_random_seed(seed)
+  config = AlbertConfig(vocab_size=50, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=LAYERS, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=32,
+                        hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0,
+                        initializer_range=0.2)
+  model = AlbertEarlyExitClassifier(AlbertEncoder(config), num_classes)
+  rng = np.random.default_rng(seed)
+  shape = model.head_kernel.shape
+  kernel = 4.0 * (rng.normal(size=shape[1:]) + 0.6 * rng.normal(size=shape))
+  pooled = early_exit_encoder.per_layer_pooled(
+      model.encoder, _inputs(32), training=False).numpy()  # (B, L, H)
+  bias = -np.einsum("lh,lhc->lc", pooled.mean(0), kernel)
+  model.head_kernel.assign(kernel.astype(np.float32))
+  model.head_bias.assign(bias.astype(np.float32))
+  return model
+
+
+def _inputs(batch, seq=16, seed=0):
+  rng = np.random.default_rng(seed)
+  lengths = rng.integers(3, seq + 1, batch)
+  mask = (np.arange(seq)[None, :] < lengths[:, None]).astype(np.int32)
+  word_ids = rng.integers(4, 50, (batch, seq)).astype(np.int32) * mask
+  word_ids[:, 0] = 2
+  return dict(input_word_ids=word_ids, input_mask=mask,
+              input_type_ids=np.zeros((batch, seq), np.int32))
+
+
+def reference_exit(all_logits, patience, threshold=0.0, regression=False):
+  """The PABEE rule in NumPy on every application's logits [b, L, C]:
+  (logits at the exit [b, C], exit layer 1..L [b])."""
+  logits, layers = [], []
+  for example in all_logits:
+    streak, previous, exit_index = 0, None, len(example) - 1
+    for j, out in enumerate(example):
+      prediction = out[0] if regression else int(np.argmax(out))
+      if previous is not None and (
+          abs(prediction - previous) < threshold if regression
+          else prediction == previous):
+        streak += 1
+      else:
+        streak = 0
+      previous = prediction
+      if patience > 0 and streak >= patience:
+        exit_index = j
+        break
+    logits.append(example[exit_index])
+    layers.append(exit_index + 1)
+  return np.array(logits), np.array(layers)
+
+
+@pytest.mark.parametrize("compact", [True, False])
+@pytest.mark.parametrize("num_classes,threshold", [(3, 0.0), (1, 0.5)])
+def test_loop_equals_the_numpy_rule(num_classes, threshold, compact):
+  model = _model(num_classes)
+  inputs = _inputs(32)
+  all_logits = model(inputs, training=False)["all_logits"].numpy()
+  regression = num_classes == 1
+  seen = set()
+  for patience in range(LAYERS):
+    want_logits, want_layers = reference_exit(all_logits, patience,
+                                              threshold, regression)
+    got = model.early_exit(inputs, patience, threshold, compact=compact)
+    np.testing.assert_array_equal(got["exit_layer"].numpy(), want_layers)
+    np.testing.assert_allclose(got["logits"].numpy(), want_logits,
+                               atol=1e-5)
+    seen.add(len(set(want_layers.tolist())))
+  assert max(seen) >= 3  # mixed exits in one batch were exercised
+
+
+def test_patience_0_is_the_full_depth_classifier():
+  model = _model(3)
+  inputs = _inputs(8)
+  full = AlbertClassifier(model.encoder, 3)
+  full.classifier.dense.kernel.assign(model.head_kernel[-1])
+  full.classifier.dense.bias.assign(model.head_bias[-1])
+  want = full(inputs, training=False)["logits"].numpy()
+  got = model.early_exit(inputs, 0)
+  np.testing.assert_allclose(got["logits"].numpy(), want, atol=1e-5)
+  np.testing.assert_array_equal(got["exit_layer"].numpy(), [LAYERS] * 8)
+  # The model's full-depth output (every application computed) agrees.
+  np.testing.assert_allclose(
+      model(inputs, training=False)["logits"].numpy(), want, atol=1e-5)
+
+
+def test_an_example_exits_the_same_alone_and_in_any_batch():
+  model = _model(3)
+  inputs = _inputs(32)
+  batched = model.early_exit(inputs, 2)
+  layers = batched["exit_layer"].numpy()
+  assert len(set(layers.tolist())) >= 3
+  for i in (0, 7, 31):
+    alone = model.early_exit({k: v[i:i + 1] for k, v in inputs.items()}, 2)
+    assert alone["exit_layer"].numpy()[0] == layers[i]
+    np.testing.assert_allclose(alone["logits"].numpy()[0],
+                               batched["logits"].numpy()[i], atol=1e-5)
+  shuffled = np.random.default_rng(1).permutation(32)
+  mixed = model.early_exit({k: v[shuffled] for k, v in inputs.items()}, 2)
+  np.testing.assert_array_equal(mixed["exit_layer"].numpy(), layers[shuffled])
+
+
+def test_the_loop_creates_no_variables_and_cuts_at_max_layers():
+  model = _model(3)
+  before = len(model.variables)
+  got = tf.function(lambda x: model.early_exit(x, 0, max_layers=2))(
+      _inputs(4))
+  assert len(model.variables) == before
+  np.testing.assert_array_equal(got["exit_layer"].numpy(), [2] * 4)
+  all_logits = model(_inputs(4), training=False)["all_logits"].numpy()
+  np.testing.assert_allclose(got["logits"].numpy(), all_logits[:, 1],
+                             rtol=1e-5, atol=1e-5)
+
+
+def test_pabee_loss_weighs_application_j_by_j():
+  model = _model(2)
+  all_logits = tf.constant(np.random.default_rng(0).normal(
+      size=(4, LAYERS, 2)), tf.float32)
+  labels = tf.constant([0, 1, 1, 0])
+  per_layer = tf.nn.sparse_softmax_cross_entropy_with_logits(
+      labels=tf.tile(labels[:, None], [1, LAYERS]), logits=all_logits)
+  j = np.arange(1, LAYERS + 1)
+  want = (per_layer.numpy() * j).sum(1) / j.sum()
+  got = model.loss(labels, dict(all_logits=all_logits)).numpy()
+  np.testing.assert_allclose(got, want, rtol=1e-6)
+  # Not the plain mean over applications.
+  assert not np.allclose(got, per_layer.numpy().mean(1), rtol=1e-3)
+
+
+def test_unshared_layers_are_refused():
+  config = AlbertConfig(vocab_size=50, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=32,
+                        share_parameters="none")
+  with pytest.raises(ValueError, match="share_parameters='none'"):
+    AlbertEarlyExitClassifier(AlbertEncoder(config), 2)
+
+
+def test_packed_rows_give_every_application_as_unpacked():
+  """--pack_examples: each slot's per-application logits, the PABEE loss
+  and its gradients equal those of the examples unpacked."""
+  from albert_tf.models.albert_early_exit_classifier import early_exit_loss
+  from albert_tf.training.finetuning.model import FinetuningTrainer
+  from tests.albert_tf.training.finetuning.test_packing_finetuning import (
+    _packed_batch,
+  )
+  packed, packed_labels, unpacked, labels, real = _packed_batch()
+  tf_keras.utils.set_random_seed(1)
+  config = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=3, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=32,
+                        hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
+  model = AlbertEarlyExitClassifier(AlbertEncoder(config), 3,
+                                    dropout_rate=0.0)
+
+  def loss_fn(y, outputs):
+    return early_exit_loss(y, outputs, regression=False)
+  trainer = FinetuningTrainer(model, loss_fn)
+  context = tf.distribute.get_replica_context()
+  with tf.GradientTape() as tape:
+    packed_all = model.packed_call(packed, training=True)["all_logits"]
+    packed_loss, _ = trainer._packed_loss(packed, packed_labels, context)  # noqa: SLF001
+  packed_grads = tape.gradient(packed_loss, model.trainable_variables)
+  with tf.GradientTape() as tape:
+    outputs = model(unpacked, training=True)
+    loss = tf.reduce_mean(loss_fn(labels, outputs))
+  grads = tape.gradient(loss, model.trainable_variables)
+  np.testing.assert_allclose(packed_all.numpy()[real],
+                             outputs["all_logits"].numpy(), atol=1e-5)
+  assert float(packed_loss) == pytest.approx(float(loss), abs=1e-6)
+  for a, b in zip(packed_grads, grads):
+    np.testing.assert_allclose(tf.convert_to_tensor(a).numpy(),
+                               tf.convert_to_tensor(b).numpy(), atol=1e-5)
