@@ -5,6 +5,7 @@ import threading
 
 import tensorflow as tf
 import tf_keras
+from tf_keras.src.saving.legacy.saved_model import save_impl
 from tf_keras.src.utils import control_flow_util
 
 # The seed of the innermost `seeded` scope of this thread and its next index.
@@ -33,9 +34,14 @@ def seeded(seed):
 
 
 def _next_seed():
-  """The seed of the next dropout call in the current scope, or None."""
+  """The seed of the next dropout call in the current scope, or None.
+
+  None while Keras traces layer call functions for a SavedModel: it traces
+  each sublayer's call on its own, where the encoder's seed (a tensor of
+  the enclosing trace) cannot be saved; an export needs no recomputed
+  masks."""
   state = getattr(_scope, "state", None)
-  if state is None:
+  if state is None or save_impl.tracing_enabled():
     return None
   seed, index = state
   state[1] = index + 1

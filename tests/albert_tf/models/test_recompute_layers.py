@@ -182,3 +182,20 @@ def test_the_recomputed_training_step_compiles_with_xla_in_bfloat16(
            for v, b in zip(model.trainable_variables, before)]
   assert min(moved) > 0  # every variable had a gradient
   tf_keras.backend.clear_session()
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_an_encoder_with_dropout_saves_after_training(tiny_config,
+                                                      encoder_inputs,
+                                                      recompute, tmp_path):
+  """Keras traces each sublayer's call on its own when saving; the seeded
+  dropout's seed (a tensor of the encoder's trace) must not be captured
+  there, or every export of a model with dropout fails ('captures graph
+  tensor ... from a parent function')."""
+  encoder = _encoder(tiny_config, recompute, dropout=0.1)
+  encoder(encoder_inputs, training=True)
+  tf.saved_model.save(encoder, str(tmp_path / "encoder"))
+  reloaded = tf.saved_model.load(str(tmp_path / "encoder"))
+  np.testing.assert_allclose(
+      reloaded(encoder_inputs, training=False)["pooled_output"],
+      encoder(encoder_inputs, training=False)["pooled_output"], atol=1e-5)
