@@ -36,19 +36,25 @@ from absl import app
 from absl import flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_string("workers", "1,2", "Comma-separated worker counts.")
-flags.DEFINE_string("beam_workers", "2",
-                    "Comma-separated DirectRunner worker counts (empty: no "
-                    "Beam rows).")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
-flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions.")
-flags.DEFINE_integer("dupe_factor", 5, "Dupe factor.")
-flags.DEFINE_integer("corpus_copies", 1,
-                     "Repeat the stdlib corpus this many times.")
-flags.DEFINE_string("spm_model_file", None,
-                    "SentencePiece model; default: train a 5000-piece one.")
-flags.DEFINE_string("work_dir", None, "Where to write (default: a temp dir).")
-flags.DEFINE_bool("write", False, "Update BENCHMARKS.md with the table.")
+
+
+def define_flags():
+  """The command's flags, defined when it runs (not on import: a test
+  that imports this module must not define flags other tools share)."""
+  flags.DEFINE_string("workers", "1,2", "Comma-separated worker counts.")
+  flags.DEFINE_string("beam_workers", "2",
+                      "Comma-separated DirectRunner worker counts (empty: no "
+                      "Beam rows).")
+  flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
+  flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions.")
+  flags.DEFINE_integer("dupe_factor", 5, "Dupe factor.")
+  flags.DEFINE_integer("corpus_copies", 1,
+                       "Repeat the stdlib corpus this many times.")
+  flags.DEFINE_string("spm_model_file", None,
+                      "SentencePiece model; default: train a 5000-piece one.")
+  flags.DEFINE_string("work_dir", None, "Where to write (default: a temp dir).")
+  flags.DEFINE_bool("write", False, "Update BENCHMARKS.md with the table.")
+
 
 _CHILD = r"""
 import json, resource, sys, time
@@ -223,4 +229,5 @@ def figures(rates, command, corpus_copies, beam_workers):
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)

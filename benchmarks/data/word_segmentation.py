@@ -20,10 +20,15 @@ from absl import app
 from absl import flags
 
 FLAGS = flags.FLAGS
-flags.DEFINE_float("megabytes", 2.0, "Corpus size (UTF-8 MB).")
-flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
-flags.DEFINE_integer("dupe_factor", 5, "Dupe factor.")
-flags.DEFINE_integer("repeats", 2, "Runs of each segmenter (best kept).")
+
+
+def define_flags():
+  """The command's flags, defined when it runs (not on import: a test
+  that imports this module must not define flags other tools share)."""
+  flags.DEFINE_float("megabytes", 2.0, "Corpus size (UTF-8 MB).")
+  flags.DEFINE_integer("max_seq_length", 128, "Maximum sequence length.")
+  flags.DEFINE_integer("dupe_factor", 5, "Dupe factor.")
+  flags.DEFINE_integer("repeats", 2, "Runs of each segmenter (best kept).")
 
 
 def _write_corpus(folder: str, megabytes: float) -> str:
@@ -107,4 +112,5 @@ def _run(folder: str) -> None:
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)

@@ -183,7 +183,7 @@ def _model_and_data(size, seq_length, train_steps, learning_rate, work):
   from albert_tf.exports.litert.runner import TextRunner
   from albert_tf.models import AlbertEarlyExitClassifier
   from albert_tf.networks.albert_encoder import AlbertEncoder
-  from benchmarks.bench_tflite import _words
+  from benchmarks.serving.litert import _words
   from data_pipeline.corpora import stdlib_corpus
   from data_pipeline.tokenization import sentencepiece_trainer
   from data_pipeline.tokenization.sentencepiece_tokenizer import (
