@@ -10,6 +10,7 @@ classes are discovered by import, so a new class without a case here fails
 `test_every_class_has_a_case`.
 """
 
+import dataclasses
 import importlib
 import inspect
 import json
@@ -38,6 +39,9 @@ from albert_tf.layers.span_head import SpanHead
 from albert_tf.layers.squad_v2_head import SquadV2Head
 from albert_tf.layers.token_classification_head import TokenClassificationHead
 from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.models.albert_early_exit_classifier import (
+  AlbertEarlyExitClassifier,
+)
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
@@ -133,6 +137,12 @@ CASES = {
         dict(encoder=lambda: AlbertEncoder(_encoder_config()), num_classes=3,
              dropout_rate=0.2, initializer_range=0.07),
         lambda layer: layer(ENCODER_INPUTS, training=False)),
+    AlbertEarlyExitClassifier: (
+        dict(encoder=lambda: AlbertEncoder(dataclasses.replace(
+            _encoder_config(), share_parameters="all")), num_classes=3,
+             dropout_rate=0.2, initializer_range=0.07),
+        lambda layer: (layer(ENCODER_INPUTS, training=False),
+                       layer.early_exit(ENCODER_INPUTS, patience=1))),
     AlbertMultipleChoice: (
         dict(encoder=lambda: AlbertEncoder(_encoder_config()), num_choices=2,
              dropout_rate=0.2, initializer_range=0.07),
