@@ -218,7 +218,7 @@ def test_run_pretraining_logs_the_plan_and_warns_when_it_does_not_fit(
       runtime=RuntimeParams(output_dir="ram://run"),
       input_file="x", albert_config_file=BASE, train_batch_size=64,
       max_seq_length=512, device_memory="16GiB")
-  with caplog.at_level("INFO"):
+  with caplog.at_level("INFO", logger="absl"):
     driver._log_memory_plan(params, config, num_replicas=2)
   messages = [r.getMessage() for r in caplog.records]
   plan = memory_plan.plan(config, 64, 512, num_replicas=2)
@@ -231,7 +231,7 @@ def test_run_pretraining_logs_the_plan_and_warns_when_it_does_not_fit(
   assert (f"fits: K={steps[False]} without --recompute_layers, "
           f"K={steps[True]} with") in warning
   caplog.clear()
-  with caplog.at_level("INFO"):
+  with caplog.at_level("INFO", logger="absl"):
     driver._log_memory_plan(dataclasses.replace(params,
                                                 device_memory="80GiB"),
                             config, num_replicas=2)
