@@ -233,7 +233,7 @@ def test_own_data_packed_run_and_auto_buckets_equal_none(
       train_file=own_files["classes_train"], dev_file=own_files["classes_dev"],
       test_file=own_files["classes_test"])
   result = own_data.run_own_data(
-      kit.run_settings(out, own_files["config"], own_files["spm"],
+      kit.run_settings(out, own_files["config_64"], own_files["spm"],
                        do_predict=True, pack_examples=True,
                        train_step=600, save_checkpoints_steps=300,
                        learning_rate=2e-3), options)
@@ -248,7 +248,7 @@ def test_own_data_packed_run_and_auto_buckets_equal_none(
                "test_predictions.jsonl"):
     files[name] = (out / name).read_text()
   again = own_data.run_own_data(
-      kit.run_settings(out, own_files["config"], own_files["spm"],
+      kit.run_settings(out, own_files["config_64"], own_files["spm"],
                        do_train=False, do_predict=True,
                        length_buckets="none"), options)
   assert again["eval"]["accuracy"] == result["eval"]["accuracy"]

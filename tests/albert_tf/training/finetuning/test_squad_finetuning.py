@@ -138,16 +138,26 @@ def test_squad_v2_runs_and_reports_official_metrics(squad_setup, null_score):
   # The threshold tuned on dev is the best-F1 one, and predictions.json (the
   # scores above) applies it: its F1 is the best of the search, its EM at
   # most the best EM (whose threshold may differ).
+  # Unless (the official script's quirk above) an unanswerable question
+  # got a non-empty answer that normalises to "": the F1 counts it right,
+  # the threshold search wrong, so the F1 is above the best by 100 / 60 a
+  # question.
+  from official.nlp.tools import squad_evaluate_v2_0
+  with open(squad_setup["files"][("dev", True)]) as f:
+    dev = json.load(f)["data"]
+  unanswerable = [qa["id"] for article in dev for paragraph in
+                  article["paragraphs"] for qa in paragraph["qas"]
+                  if not qa["answers"]]
+  quirks = sum(1 for q in unanswerable if predictions[q] and
+               not squad_evaluate_v2_0._normalize_answer(predictions[q]))  # noqa: SLF001
   assert results["null_score_diff_threshold"] == results["best_f1_thresh"]
-  assert results["f1"] == pytest.approx(results["best_f1"])
+  assert results["f1"] == pytest.approx(results["best_f1"] + 100 * quirks /
+                                        60)
   assert results["exact"] <= results["best_exact"] + 1e-9
   with open(os.path.join(params.runtime.output_dir, "null_odds.json")) as f:
     assert set(json.load(f)) == set(predictions)
   # The reported EM / F1 are the official scores of predictions.json.
-  from official.nlp.tools import squad_evaluate_v2_0
-  with open(squad_setup["files"][("dev", True)]) as f:
-    official = squad_evaluate_v2_0.evaluate(json.load(f)["data"],
-                                            predictions)
+  official = squad_evaluate_v2_0.evaluate(dev, predictions)
   assert results["exact"] == pytest.approx(official["exact"])
   assert results["f1"] == pytest.approx(official["f1"])
 
