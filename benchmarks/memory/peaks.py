@@ -17,8 +17,9 @@ heap the first step left fragmented and are reported beside it.
 Recomputation's measured saving (peak off - peak on) is checked against the
 plan's (activations off - on): the goal is within 25%.
 
-Step time: the median of the steps after the first. The machine is shared
-while this runs, so times are loaded figures; memory peaks are not.
+Step time: the median of the steps after the first; the section gives the
+load average at the start (other processes change the times, not the
+memory peaks).
 
 With `--chart` (default on with --write) it draws benchmarks/charts/memory.png:
 the plan's peak per replica against sequence length for batches 8 to 64,
@@ -145,7 +146,7 @@ def run(sizes: List[str], seqs: List[int], batches: List[int],
             "first step's peak MiB (measured)", "later steps' peak MiB",
             "plan: gradients + shared + activations MiB",
             "measured (first) / plan",
-            "step s (loaded machine)"]
+            "step s"]
   return dict(table=common.markdown_table(header, rows), checks=checks)
 
 
@@ -263,8 +264,8 @@ def main():
         + (f' --section="{args.section}"' if args.section != SECTION else "")
         + f" --write`; {common.machine_line()}. "
         "Step peak: the child's VmHWM minus its RSS with the model, the "
-        "optimizer slots and the traced step built; float32. Step times "
-        "are loaded figures (4 engineers shared 2 cores).\n\n" + body + picture,
+        "optimizer slots and the traced step built; float32.\n\n" + body
+        + picture,
         stage="Memory")
 
 
