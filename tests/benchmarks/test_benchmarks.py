@@ -192,8 +192,10 @@ def test_early_exit_benchmark(tmp_path):
                num_hidden_layers=4, num_attention_heads=2,
                intermediate_size=64, max_position_embeddings=32
                ).to_json_file(path)
-  report, rows, compaction = bench_early_exit.run(
-      path, seq_length=32, train_steps=20, repeats=1, patiences=[1])
+  result = bench_early_exit.run(path, seq_length=32, train_steps=20,
+                                repeats=1, patiences=[1],
+                                batch1_examples=8)
+  report, rows, compaction = result.report, result.rows, result.compaction
   variants = {r["variant"] for r in rows}
   assert "full depth" in variants and "patience 1" in variants
   assert {r["runtime"] for r in rows} == {"SavedModel", "LiteRT int8",
@@ -204,3 +206,61 @@ def test_early_exit_benchmark(tmp_path):
   assert all(1 <= r["mean_exit_layer"] <= 4 for r in rows)
   assert set(compaction) == {"compaction", "masking"}
   assert "| patience | dev accuracy |" in report
+  # The curve: every patience 1..3 and every static depth 1..4, each at
+  # its dev table's accuracy; the chart and the first table's row.
+  assert [p for _, _, p in result.curve["early exit"]] == [1, 2, 3]
+  assert [d for _, _, d in result.curve["static cut"]] == [1, 2, 3, 4]
+  for _, accuracy, patience in result.curve["early exit"]:
+    assert accuracy == result.table[patience]["accuracy"]
+  chart = bench_early_exit.chart_spec(result.curve, "tiny")
+  from benchmarks import charts
+  assert os.path.getsize(charts.from_spec(chart, str(tmp_path))) > 1000
+  row, = bench_early_exit.figures(result.rows, result.table, 1, 4, "m",
+                                  "cmd", "quiet", "tiny")
+  full = next(r for r in rows if r["variant"] == "full depth" and
+              r["runtime"] == "SavedModel")
+  assert row["peer"]["value"] == round(full["ms_batch_1"], 2)
+  assert row["ceiling"]["value"] == round(
+      full["ms_batch_1"] * result.table[1]["mean_exit_layer"] / 4, 2)
+
+
+def test_early_exit_benchmark_loads_a_finetuned_run(tmp_path, spm_model):
+  """--run_dir: the best checkpoint of a run_classifier --early_exit run
+  (albert_config.json, labels.json, best/) is the model timed, with the
+  dev CSV's labels in labels.json's order."""
+  import numpy as np
+  import tensorflow as tf
+
+  from albert_tf.models import AlbertEarlyExitClassifier
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  from benchmarks.serving import early_exit as bench_early_exit
+  from data_pipeline.tasks import label_list
+  config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=3, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=32)
+  run = tmp_path / "run"
+  config.to_json_file(str(tmp_path / "albert_config.json"))
+  run.mkdir()
+  config.to_json_file(str(run / "albert_config.json"))
+  label_list.write(str(run), label_list.LabelList(
+      "classification", ("gui", "email", "files")))
+  tf.random.set_seed(3)
+  trained = AlbertEarlyExitClassifier(AlbertEncoder(config), 3,
+                                      dropout_rate=0.0)
+  trained.head_bias.assign(np.arange(9, dtype=np.float32).reshape(3, 3))
+  tf.train.Checkpoint(model=trained).save(str(run / "best" / "ckpt"))
+  dev = tmp_path / "dev.csv"
+  dev.write_text("text,label\nClose the mailbox.,email\n"
+                 '"Return the widget, then draw it.",gui\n'
+                 "Remove the file.,files\n")
+  model, inputs, labels = bench_early_exit._finetuned_model_and_data(
+      str(run), str(dev), spm_model, 32)
+  np.testing.assert_array_equal(labels, [1, 0, 2])
+  assert inputs["input_word_ids"].shape == (3, 32)
+  want = trained(inputs, training=False)["all_logits"].numpy()
+  got = model(inputs, training=False)["all_logits"].numpy()
+  np.testing.assert_allclose(got, want, atol=1e-6)
+  # A fresh model would differ: the restore is what made them equal.
+  fresh = AlbertEarlyExitClassifier(AlbertEncoder(config), 3,
+                                    dropout_rate=0.0)
+  assert not np.allclose(fresh(inputs, training=False)["all_logits"], want)
