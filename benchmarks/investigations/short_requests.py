@@ -1,0 +1,179 @@
+"""Which part of the fused inference graph costs a short request (#40)?
+
+  python -m benchmarks.investigations.short_requests --size=base --rounds=30
+
+The fused graph (networks/inference_graph.py) was 1.07x (Intel) and 1.12x
+(AMD) slower than the layers' ops on a 20-token request, and as fast or
+faster from 128 rows. One process, one ALBERT encoder (random weights),
+2 threads; contenders called in turn (alternating), medians of quiet
+rounds, ms per call, outputs read back:
+
+  fused, in memory          AlbertEncoder's call (the fused graph) in a
+                            tf.function
+  fused, QKV prepared       the same graph with the shared attention's
+                            concatenated, scaled [H, 3H] query-key-value
+                            kernel computed once outside the call (what
+                            the per-call preparation costs)
+  layers, in memory         fused_inference=False: the Keras layers' ops
+  fused, SavedModel         the encoder's call saved as a signature and
+                            reloaded
+  layers, SavedModel        the same, fused_inference=False
+
+at [1, 20], [1, 32], [1, 64], [1, 128] and [8, 128].
+"""
+
+import argparse
+import os
+import tempfile
+import time
+
+import numpy as np
+
+from benchmarks import common
+
+SHAPES = ((1, 20), (1, 32), (1, 64), (1, 128), (8, 128))
+
+
+def _inputs(batch, seq, vocab, rng):
+  return {"input_word_ids": rng.integers(5, vocab, (batch, seq)).astype(
+              np.int32),
+          "input_mask": np.ones((batch, seq), np.int32),
+          "input_type_ids": np.zeros((batch, seq), np.int32)}
+
+
+def _prepared_once(encoder):
+  """A tf.function of the fused graph whose _Attention weights are
+  prepared once, here, and reused by every call."""
+  import tensorflow as tf
+
+  from albert_tf.networks import inference_graph
+  original = inference_graph._Attention.__init__  # pylint: disable=protected-access
+  # Prepared here, eagerly: the traced graph captures the results.
+  cache = {}
+  for attention, _ in encoder._blocks():  # pylint: disable=protected-access
+    if id(attention) not in cache:
+      prepared = inference_graph._Attention(attention)  # pylint: disable=protected-access
+      cache[id(attention)] = dict(prepared.__dict__)
+
+  def init(self, sublayer):
+    self.__dict__.update(cache[id(sublayer)])
+
+  def call(inputs):
+    inference_graph._Attention.__init__ = init  # pylint: disable=protected-access
+    try:
+      return inference_graph.outputs(encoder, encoder._blocks(), inputs)  # pylint: disable=protected-access
+    finally:
+      inference_graph._Attention.__init__ = original  # pylint: disable=protected-access
+  return tf.function(call)
+
+
+def _repeated(fn, calls):
+  def repeated():
+    for _ in range(calls):
+      common._block(fn())  # pylint: disable=protected-access
+  return repeated
+
+
+def _serving(encoder):
+  def serve(input_word_ids, input_mask, input_type_ids):
+    outputs = encoder(dict(input_word_ids=input_word_ids,
+                           input_mask=input_mask,
+                           input_type_ids=input_type_ids), training=False)
+    return {k: outputs[k] for k in ("pooled_output", "sequence_output")}
+  return serve
+
+
+def run(size: str, rounds: int, threads: int, quiet: float):
+  import tensorflow as tf
+  import tf_keras
+
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  tf.config.threading.set_intra_op_parallelism_threads(threads)
+  tf.config.threading.set_inter_op_parallelism_threads(1)
+  config = common.load_config(size)
+  tf_keras.utils.set_random_seed(0)
+  fused = AlbertEncoder(config)
+  layers = AlbertEncoder(config, fused_inference=False)
+  layers.set_weights(fused.get_weights())
+  work = tempfile.mkdtemp()
+  spec = [tf.TensorSpec([None, None], tf.int32, name=k)
+          for k in ("input_word_ids", "input_mask", "input_type_ids")]
+  saved = {}
+  for name, encoder in (("fused", fused), ("layers", layers)):
+    module = tf.Module()
+    module.encoder = encoder
+    module.serve = tf.function(_serving(encoder), input_signature=spec)
+    path = os.path.join(work, name)
+    tf.saved_model.save(module, path, signatures={
+        "serving_default": module.serve.get_concrete_function()})
+    saved[name] = tf.saved_model.load(path).signatures["serving_default"]
+  in_memory = {name: tf.function(lambda x, e=e: e(x, training=False))
+               for name, e in (("fused", fused), ("layers", layers))}
+  prepared = _prepared_once(fused)
+  rng = np.random.default_rng(0)
+  results = {}
+  for batch, seq in SHAPES:
+    x = {k: tf.constant(v) for k, v in
+         _inputs(batch, seq, config.vocab_size, rng).items()}
+    contenders = {
+        "fused, in memory": lambda: in_memory["fused"](x),
+        "fused, QKV prepared": lambda: prepared(x),
+        "layers, in memory": lambda: in_memory["layers"](x),
+        "fused, SavedModel": lambda: saved["fused"](**x),
+        "layers, SavedModel": lambda: saved["layers"](**x),
+    }
+    want = in_memory["layers"](x)["pooled_output"].numpy()
+    for name, fn in contenders.items():
+      got = fn()["pooled_output"].numpy()
+      np.testing.assert_allclose(got, want, atol=1e-4, err_msg=name)
+    # A round calls each contender `calls` times (about 0.3 s each), long
+    # enough for /proc/stat's ticks to see another process.
+    start = time.perf_counter()
+    common._block(contenders["layers, in memory"]())  # pylint: disable=protected-access
+    calls = max(1, int(0.3 / (time.perf_counter() - start)))
+    times = {name: [] for name in contenders}
+    others = []
+    for _ in range(rounds):
+      with common.CpuWindow() as window:
+        one = common.time_alternating(
+            {name: _repeated(fn, calls) for name, fn in contenders.items()},
+            1, warmup=0)
+      others.append(window.other_cores)
+      for name in contenders:
+        times[name].append(one[name][0] * 1e3 / calls)
+    quiet_ones = common.quiet_rounds(others, quiet)
+    kept = quiet_ones or list(range(rounds))  # none quiet: all, marked 0
+    results[(batch, seq)] = (
+        {name: common.median([t[i] for i in kept])
+         for name, t in times.items()}, len(quiet_ones))
+    print(f"[{batch}, {seq}]", {k: round(v, 2) for k, v in
+                                results[(batch, seq)][0].items()},
+          f"quiet rounds {len(quiet_ones)} of {rounds}", flush=True)
+  return results
+
+
+def report(results) -> str:
+  names = list(next(iter(results.values()))[0])
+  rows = [[f"[{b}, {s}]"] + [f"{t[n]:.2f}" for n in names] +
+          [f"{t['fused, in memory'] / t['layers, in memory']:.3f}",
+           f"{quiet}"]
+          for (b, s), (t, quiet) in results.items()]
+  return common.markdown_table(
+      ["shape"] + names + ["fused / layers (in memory)",
+                           "quiet rounds (0: all rounds, loaded)"],
+      rows)
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+  parser.add_argument("--size", default="base")
+  parser.add_argument("--rounds", type=int, default=30)
+  parser.add_argument("--threads", type=int, default=2)
+  parser.add_argument("--quiet", type=float, default=0.1)
+  args = common.parse_args(parser)
+  print(report(run(args.size, args.rounds, args.threads, args.quiet)))
+  print(common.machine_line())
+
+
+if __name__ == "__main__":
+  main()
