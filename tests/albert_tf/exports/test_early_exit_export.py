@@ -201,3 +201,37 @@ def test_onnx_loop_converts_and_the_file_is_full_depth(early_export,
     np.testing.assert_array_equal(got_full["exit_layer"], [LAYERS] * batch)
     np.testing.assert_allclose(got_full["logits"], want_full["logits"],
                                atol=1e-4)
+
+
+@pytest.mark.slow
+def test_patience_0_files_are_the_full_depth_classifier(early_model,
+                                                        spm_model, tmp_path):
+  """An export at patience 0: its LiteRT float32 file (the WHILE loop run
+  to L) and its ONNX file (written at full depth) give the full-depth
+  AlbertClassifier's logits with the same weights, to 1e-5, and exit
+  layer L for every example."""
+  from albert_tf.exports.litert import converter as litert
+  from albert_tf.exports.litert.interpreter import LiteRTModel
+  from albert_tf.exports.onnx import converter as onnx_converter
+  from albert_tf.exports.onnx.runtime import OnnxModel
+  path = str(tmp_path / "export")
+  classifier_export.export_classifier(
+      early_model, path, spm_model, ["a", "b", "c"], 1, SEQ,
+      exit_patience=0)
+  full = AlbertClassifier(early_model.encoder, 3)
+  full.classifier.dense.kernel.assign(early_model.head_kernel[-1])
+  full.classifier.dense.bias.assign(early_model.head_bias[-1])
+  inputs = _ids(8, seed=6)
+  want = full(inputs, training=False)["logits"].numpy()
+  tflite = str(tmp_path / "model.tflite")
+  litert.export_tflite(path, tflite, seq_length=SEQ, batch_size=8)
+  onnx_file = str(tmp_path / "model.onnx")
+  onnx_converter.export_onnx(path, onnx_file)
+  for name, model in (("LiteRT", LiteRTModel(open(tflite, "rb").read())),
+                      ("ONNX", OnnxModel(open(onnx_file, "rb").read()))):
+    got = model(inputs)
+    np.testing.assert_array_equal(got["exit_layer"], [LAYERS] * 8,
+                                  err_msg=name)
+    # (logits up to ~10 here: 1e-5 of them)
+    np.testing.assert_allclose(got["logits"], want, rtol=1e-5, atol=1e-5,
+                               err_msg=name)
