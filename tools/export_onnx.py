@@ -44,7 +44,7 @@ def main(argv):
   result = export_and_report(
       params.saved_model, params.output_file, params.opset, params.quantize,
       params.verify_seq_length, params.num_threads, params.eval_data,
-      params.task_name, squad_settings, columns)
+      params.task_name, squad_settings, columns, params.exit_loop)
   print("\n".join(result["lines"]))
 
 

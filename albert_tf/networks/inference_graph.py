@@ -13,11 +13,9 @@ a batch-1 serving call, where the layers' per-op cost shows:
   and a Reshape between the MatMul and its BiasAdd, which blocks the
   fusion); the feed-forward's tanh GELU is `tf.nn.gelu(approximate=True)`,
   the form grappler fuses into that kernel too;
-- the query, key and value projections of a shared attention sublayer are
-  one MatMul on a [H, 3H] kernel concatenated once per call (with the
-  1/sqrt(head size) scale folded into the query columns), not three per
-  layer; every weight is read once per call, not once per layer that
-  shares it;
+- the query, key and value projections are MatMuls on the variables
+  reshaped to 2-D (a [H, 3H] kernel concatenated per call cost a copy of
+  the weights each call: slower at every shape measured);
 - the attention is two batched MatMuls on [batch, heads, seq, head size]
   and an additive mask [batch, 1, 1, seq] built once.
 
@@ -79,21 +77,19 @@ def _dense(x, kernel, bias):
 
 
 class _Attention:
-  """An AttentionSublayer's weights as the fused graph uses them."""
+  """An AttentionSublayer's weights as the fused graph uses them: the
+  variables themselves, reshaped to 2-D (no per-call copy)."""
 
   def __init__(self, sublayer):
     attention = sublayer.attention
     heads = sublayer.num_attention_heads
     self.hidden = sublayer.hidden_size
     self.heads, self.head_size = heads, self.hidden // heads
-    scale = 1.0 / math.sqrt(float(self.head_size))
+    self.scale = 1.0 / math.sqrt(float(self.head_size))
     *projections, output = attention.projections
-    self.qkv_kernel = tf.concat(
-        [tf.reshape(p.kernel, [self.hidden, self.hidden]) * s
-         for p, s in zip(projections, (scale, 1.0, 1.0))], axis=1)  # (H, 3H)
-    self.qkv_bias = tf.concat(
-        [tf.reshape(p.bias, [self.hidden]) * s
-         for p, s in zip(projections, (scale, 1.0, 1.0))], axis=0)  # (3H,)
+    self.projections = [
+        (tf.reshape(p.kernel, [self.hidden, self.hidden]),
+         tf.reshape(p.bias, [self.hidden])) for p in projections]  # q, k, v
     self.output_kernel = tf.reshape(output.kernel, [self.hidden, self.hidden])
     self.output_bias = tf.convert_to_tensor(output.bias)
     self.layer_norm = _LayerNorm(sublayer.layer_norm)
@@ -101,22 +97,27 @@ class _Attention:
   def __call__(self, x, batch, seq, mask_bias, query_rows=None):
     """x: [batch * seq, H] rows -> [batch * T, H] (T = seq, or the number
     of query_rows: int32 [batch, T] positions of the rows to compute)."""
-    qkv = _dense(x, self.qkv_kernel, self.qkv_bias)  # (B*S, 3H)
-    # Split, then 4-D transposes: with one 5-D transpose of [B, S, 3, N, D]
-    # and its slices, LiteRT ran ALBERT-base's dynamic-int8 file 1.7x
-    # slower at batch 1, seq 128 (29.5 -> 17.3 ms); TensorFlow's times
-    # stayed within their run-to-run spread.
+    # Three MatMuls on the variables, not one on a [H, 3H] kernel: that
+    # concatenation (and the scale folded into it) was a copy of the
+    # weights per call, 1.0-1.5 ms of an ALBERT-base call on this machine,
+    # 3-6% of a 20-32-token request; the three MatMuls were 3% faster from
+    # [1, 20] to [8, 128] (benchmarks.investigations.short_requests).
+    # Then 4-D transposes: with one 5-D transpose of [B, S, 3, N, D] and
+    # its slices, LiteRT ran ALBERT-base's dynamic-int8 file 1.7x slower.
     query, key, value = (
-        tf.transpose(tf.reshape(t, [batch, seq, self.heads, self.head_size]),
+        tf.transpose(tf.reshape(_dense(x, kernel, bias),
+                                [batch, seq, self.heads, self.head_size]),
                      [0, 2, 1, 3])  # (B, N, S, D)
-        for t in tf.split(qkv, 3, axis=1))
+        for kernel, bias in self.projections)
     residual = x
     if query_rows is not None:
       query = tf.gather(query, query_rows, axis=2, batch_dims=1)  # (B,N,T,D)
       residual = tf.reshape(
           tf.gather(tf.reshape(x, [batch, seq, self.hidden]), query_rows,
                     batch_dims=1), [-1, self.hidden])  # (B*T, H)
-    scores = tf.matmul(query, key, transpose_b=True) + mask_bias  # (B,N,T,S)
+    # The scale on the query, as tf_keras's MultiHeadAttention applies it.
+    scores = tf.matmul(query * self.scale, key,
+                       transpose_b=True) + mask_bias  # (B, N, T, S)
     context = tf.matmul(tf.nn.softmax(scores), value)  # (B, N, T, D)
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]),
                          [-1, self.hidden])  # (B*T, H)

@@ -9,11 +9,11 @@ faster from 128 rows. One process, one ALBERT encoder (random weights),
 rounds, ms per call, outputs read back:
 
   fused, in memory          AlbertEncoder's call (the fused graph) in a
-                            tf.function
-  fused, QKV prepared       the same graph with the shared attention's
-                            concatenated, scaled [H, 3H] query-key-value
-                            kernel computed once outside the call (what
-                            the per-call preparation costs)
+                            tf.function: query, key and value projected
+                            by three MatMuls on the variables
+  fused, [H, 3H] per call   the fused graph as it was before #40: one
+  (before)                  MatMul on the three kernels concatenated (and
+                            the query's scaled) on every call
   layers, in memory         fused_inference=False: the Keras layers' ops
   fused, SavedModel         the encoder's call saved as a signature and
                             reloaded
@@ -23,6 +23,7 @@ at [1, 20], [1, 32], [1, 64], [1, 128] and [8, 128].
 """
 
 import argparse
+import math
 import os
 import tempfile
 import time
@@ -41,29 +42,60 @@ def _inputs(batch, seq, vocab, rng):
           "input_type_ids": np.zeros((batch, seq), np.int32)}
 
 
-def _prepared_once(encoder):
-  """A tf.function of the fused graph whose _Attention weights are
-  prepared once, here, and reused by every call."""
+class _ConcatenatedAttention:
+  """The fused graph's attention before #40: one MatMul on the query, key
+  and value kernels concatenated (the scale folded into the query columns)
+  on every call."""
+
+  def __init__(self, sublayer):
+    import tensorflow as tf
+
+    from albert_tf.networks import inference_graph
+    attention = sublayer.attention
+    self.hidden = sublayer.hidden_size
+    self.heads = sublayer.num_attention_heads
+    self.head_size = self.hidden // self.heads
+    scale = 1.0 / math.sqrt(float(self.head_size))
+    *projections, output = attention.projections
+    self.qkv_kernel = tf.concat(
+        [tf.reshape(p.kernel, [self.hidden, self.hidden]) * s
+         for p, s in zip(projections, (scale, 1.0, 1.0))], axis=1)
+    self.qkv_bias = tf.concat(
+        [tf.reshape(p.bias, [self.hidden]) * s
+         for p, s in zip(projections, (scale, 1.0, 1.0))], axis=0)
+    self.output_kernel = tf.reshape(output.kernel, [self.hidden, self.hidden])
+    self.output_bias = tf.convert_to_tensor(output.bias)
+    self.layer_norm = inference_graph._LayerNorm(sublayer.layer_norm)  # pylint: disable=protected-access
+    self.dense = inference_graph._dense  # pylint: disable=protected-access
+
+  def __call__(self, x, batch, seq, mask_bias, query_rows=None):
+    import tensorflow as tf
+    del query_rows  # not used here
+    qkv = self.dense(x, self.qkv_kernel, self.qkv_bias)
+    query, key, value = (
+        tf.transpose(tf.reshape(t, [batch, seq, self.heads, self.head_size]),
+                     [0, 2, 1, 3]) for t in tf.split(qkv, 3, axis=1))
+    scores = tf.matmul(query, key, transpose_b=True) + mask_bias
+    context = tf.matmul(tf.nn.softmax(scores), value)
+    context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]),
+                         [-1, self.hidden])
+    y = self.dense(context, self.output_kernel, self.output_bias)
+    return self.layer_norm(x + y)
+
+
+def _concatenated(encoder):
+  """A tf.function of the fused graph with _ConcatenatedAttention."""
   import tensorflow as tf
 
   from albert_tf.networks import inference_graph
-  original = inference_graph._Attention.__init__  # pylint: disable=protected-access
-  # Prepared here, eagerly: the traced graph captures the results.
-  cache = {}
-  for attention, _ in encoder._blocks():  # pylint: disable=protected-access
-    if id(attention) not in cache:
-      prepared = inference_graph._Attention(attention)  # pylint: disable=protected-access
-      cache[id(attention)] = dict(prepared.__dict__)
-
-  def init(self, sublayer):
-    self.__dict__.update(cache[id(sublayer)])
 
   def call(inputs):
-    inference_graph._Attention.__init__ = init  # pylint: disable=protected-access
+    current = inference_graph._Attention  # pylint: disable=protected-access
+    inference_graph._Attention = _ConcatenatedAttention  # pylint: disable=protected-access
     try:
       return inference_graph.outputs(encoder, encoder._blocks(), inputs)  # pylint: disable=protected-access
     finally:
-      inference_graph._Attention.__init__ = original  # pylint: disable=protected-access
+      inference_graph._Attention = current  # pylint: disable=protected-access
   return tf.function(call)
 
 
@@ -109,7 +141,7 @@ def run(size: str, rounds: int, threads: int, quiet: float):
     saved[name] = tf.saved_model.load(path).signatures["serving_default"]
   in_memory = {name: tf.function(lambda x, e=e: e(x, training=False))
                for name, e in (("fused", fused), ("layers", layers))}
-  prepared = _prepared_once(fused)
+  concatenated = _concatenated(fused)
   rng = np.random.default_rng(0)
   results = {}
   for batch, seq in SHAPES:
@@ -117,7 +149,7 @@ def run(size: str, rounds: int, threads: int, quiet: float):
          _inputs(batch, seq, config.vocab_size, rng).items()}
     contenders = {
         "fused, in memory": lambda: in_memory["fused"](x),
-        "fused, QKV prepared": lambda: prepared(x),
+        "fused, [H, 3H] per call (before)": lambda: concatenated(x),
         "layers, in memory": lambda: in_memory["layers"](x),
         "fused, SavedModel": lambda: saved["fused"](**x),
         "layers, SavedModel": lambda: saved["layers"](**x),
@@ -170,9 +202,21 @@ def main():
   parser.add_argument("--rounds", type=int, default=30)
   parser.add_argument("--threads", type=int, default=2)
   parser.add_argument("--quiet", type=float, default=0.1)
+  parser.add_argument("--write", action="store_true")
   args = common.parse_args(parser)
-  print(report(run(args.size, args.rounds, args.threads, args.quiet)))
-  print(common.machine_line())
+  machine = common.machine_line()
+  table = report(run(args.size, args.rounds, args.threads, args.quiet))
+  print(table)
+  print(machine)
+  if args.write:
+    common.update_benchmarks_md(
+        "Short requests: the fused graph against the layers' ops",
+        "`python -m benchmarks.investigations.short_requests "
+        f"--size={args.size} --rounds={args.rounds} --write`; "
+        f"ALBERT-{common.size_label(args.size)}, {machine}. Milliseconds "
+        "per call, medians of the quiet rounds (other processes below "
+        f"{args.quiet} cores), contenders alternating.\n\n" + table,
+        stage="Investigations")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ report).
 import argparse
 import collections
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -466,7 +467,7 @@ def chart_spec(curve, title: str) -> Dict:
 
 
 def figures(rows, table, auto, layers, machine: str, command: str,
-            conditions: str, title: str) -> List[Dict]:
+            conditions: str, title: str, curve=None) -> List[Dict]:
   """The first table's row: auto's batch-1 time in the SavedModel against
   full depth's (same weights, same run); the ceiling is full depth's time
   scaled by the layers auto runs (mean exit layer / L): what computing
@@ -490,7 +491,9 @@ def figures(rows, table, auto, layers, machine: str, command: str,
                    unit="ms"),
       reached=round(ours["ms_batch_1"], 2), machine=machine,
       date=time.strftime("%Y-%m-%d"), command=command,
-      conditions=conditions)]
+      conditions=conditions,
+      **({"chart": chart_spec(curve, f"Early exit: {title}")} if curve
+         else {}))]
 
 
 def main():
@@ -547,7 +550,7 @@ def _write(args, result, conditions, quiet) -> None:
   """BENCHMARKS.md's section, the chart, and (a quiet run of a fine-tuned
   model only) the first table's row."""
   command = ("python -m benchmarks.serving.early_exit " +
-             " ".join(sys.argv[1:]))
+             shlex.join(sys.argv[1:]))
   if args.run_dir:
     what = args.task or "a fine-tuned run"
   else:
@@ -562,7 +565,7 @@ def _write(args, result, conditions, quiet) -> None:
   if quiet and args.run_dir:
     rows = figures(result.rows, result.table, result.auto, result.layers,
                    common.machine_line(), command, conditions,
-                   args.task or "a fine-tuned run")
+                   args.task or "a fine-tuned run", result.curve)
   common.update_benchmarks_md("Early exit (PABEE)", body, figures=rows,
                               stage="Serving")
 

@@ -16,16 +16,16 @@ the GLUE, SQuAD and RACE exports, token_ids.py) with tf2onnx
 
 An early-exit classifier's export (run_classifier --early_exit) is
 converted at full depth, from its `token_ids_full_depth` signature
-(`exit_layer` = L): its exit loop converts to an ONNX `Loop`, but ONNX
-Runtime ran that loop slower than the layers it skips (docs/early-exit.md).
+(`exit_layer` = L), unless `exit_loop`: then its exit loop, an ONNX
+`Loop`. ONNX Runtime runs the loop faster than full depth when it saves
+about a third of the layers or more, slower when it saves fewer
+(docs/early-exit.md).
 
 Standard ONNX operators only (no onnxruntime contrib ops), so TensorRT,
 OpenVINO and Triton's backends read it too; onnxruntime applies its own
 graph optimizations when it loads the file. ALBERT's shared layer is stored
 once: every layer's nodes read the same initializers, so the file is about
-the float32 weights (the encoder's inference graph concatenates the shared
-query, key and value kernels once, and tf2onnx folds that into one [H, 3H]
-initializer in place of the three). `quantize="dynamic_int8"` writes
+the float32 weights. `quantize="dynamic_int8"` writes
 onnxruntime's dynamic int8 variant of it (runtime.py).
 
 Beside the file, as for LiteRT: the export's assets (vocabulary,
@@ -134,16 +134,23 @@ class OnnxConversion:
   Args:
     saved_model: the export (checked with options.check_onnx_request).
     opset: the ONNX opset.
+    exit_loop: an early-exit export's file keeps its exit loop (else it is
+      written at full depth).
   """
 
-  def __init__(self, saved_model: str, opset: int = options.DEFAULT_OPSET):
+  def __init__(self, saved_model: str, opset: int = options.DEFAULT_OPSET,
+               exit_loop: bool = False):
     self.saved_model = saved_model
     self.opset = opset
     self.loaded, self.function = token_ids.token_ids_function(saved_model)
     full_depth = self.loaded.signatures.get(token_ids.TOKEN_IDS_FULL_DEPTH)
-    if full_depth is not None:
-      # An early-exit export: ONNX Runtime ran its Loop slower than the
-      # layers it saves (docs/early-exit.md), so the file is full depth.
+    # None (not an early-exit export), "exit loop" or "full depth".
+    self.early_exit = (None if full_depth is None else
+                       "exit loop" if exit_loop else "full depth")
+    if full_depth is not None and not exit_loop:
+      # An early-exit export: ONNX Runtime runs its Loop slower than full
+      # depth when it saves few layers (docs/early-exit.md), so the default
+      # file never costs more than the model without early exit.
       self.function = full_depth
     self.spec = token_ids.model_spec(self.function, saved_model=saved_model)
     self.max_positions = token_ids.max_positions(self.function)
@@ -208,7 +215,8 @@ class OnnxConversion:
 def export_onnx(saved_model: str, output_file: str,
                 opset: int = options.DEFAULT_OPSET,
                 quantize: str = "none",
-                conversion: Optional[OnnxConversion] = None) -> Dict:
+                conversion: Optional[OnnxConversion] = None,
+                exit_loop: bool = False) -> Dict:
   """Converts an export's token-ids signature and writes it (module doc).
 
   Args:
@@ -217,6 +225,7 @@ def export_onnx(saved_model: str, output_file: str,
     opset: one of options.OPSETS.
     quantize: "none" or "dynamic_int8".
     conversion: an OnnxConversion of saved_model at opset, to reuse.
+    exit_loop: an early-exit export keeps its loop (OnnxConversion).
 
   Returns:
     The description written beside the file: kind, inputs, input_shape,
@@ -229,5 +238,5 @@ def export_onnx(saved_model: str, output_file: str,
       output file, an op tf2onnx cannot convert.
   """
   options.check_onnx_request(saved_model, output_file, opset, quantize)
-  conversion = conversion or OnnxConversion(saved_model, opset)
+  conversion = conversion or OnnxConversion(saved_model, opset, exit_loop)
   return conversion.write(output_file, quantize)

@@ -42,6 +42,12 @@ class OnnxExportParams(EvalDataParams):
       "SavedModel, and the length --eval_data's texts are packed to (at "
       "most the model's max_position_embeddings).")
   num_threads: int = setting(2, "onnxruntime intra-op threads (checks).")
+  exit_loop: bool = setting(
+      False, "An early-exit export (run_classifier --early_exit): write its "
+      "exit loop (an ONNX Loop, exit_layer per example) instead of the "
+      "full-depth graph. ONNX Runtime ran the loop faster than full depth "
+      "when it saved about a third of the layers or more, slower when it "
+      "saved fewer (docs/early-exit.md). Ignored by other exports.")
 
 
 def check_onnx_request(saved_model: str, output_file: str, opset: int,

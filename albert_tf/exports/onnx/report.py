@@ -44,11 +44,13 @@ def export_and_report(saved_model: str, output_file: str,
                       task_name: Optional[str] = None,
                       squad_settings: SquadSettings = SquadSettings(),
                       eval_columns: dev_evaluation.EvalColumns = (
-                          dev_evaluation.EvalColumns())) -> Dict:
+                          dev_evaluation.EvalColumns()),
+                      exit_loop: bool = False) -> Dict:
   """Writes `output_file` as converter.export_onnx and checks it.
 
   Args:
-    saved_model, output_file, opset, quantize: as converter.export_onnx.
+    saved_model, output_file, opset, quantize, exit_loop: as
+      converter.export_onnx.
     verify_seq_length: the longest random-token check, and the length
       `eval_data`'s texts are packed to (both at most the model's
       max_position_embeddings).
@@ -63,7 +65,7 @@ def export_and_report(saved_model: str, output_file: str,
   """
   options.check_onnx_request(saved_model, output_file, opset, quantize,
                              verify_seq_length, eval_data)
-  conversion = OnnxConversion(saved_model, opset)
+  conversion = OnnxConversion(saved_model, opset, exit_loop)
   description = conversion.write(output_file, quantize)
   try:
     return _verify(conversion, description, output_file, quantize,
@@ -89,7 +91,11 @@ def _verify(conversion: OnnxConversion, description: Dict,
            f"{what}, {size / 1e6:.2f} MB (float32 weights "
            f"{weights / 1e6:.2f} MB), int32 inputs "
            f"{', '.join(spec.input_names)} {description['input_shape']}, "
-           f"outputs {', '.join(spec.output_names)}"]
+           f"outputs {', '.join(spec.output_names)}" + (
+               "" if conversion.early_exit is None else
+               f"; early exit: {conversion.early_exit}" + (
+                   " (--exit_loop writes the loop)"
+                   if conversion.early_exit == "full depth" else ""))]
   models = {"none": OnnxModel(conversion.serialized("none"), num_threads)}
   if quantize != "none":
     models[quantize] = OnnxModel(conversion.serialized(quantize),

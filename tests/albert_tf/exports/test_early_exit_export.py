@@ -170,20 +170,18 @@ def test_litert_file_carries_the_loop(early_export, tmp_path):
 
 def test_onnx_loop_converts_and_the_file_is_full_depth(early_export,
                                                        tmp_path):
-  """The loop converts to an ONNX Loop that gives the SavedModel's exit
-  layers and logits (1e-4); export_onnx writes the full-depth graph
-  (token_ids_full_depth: ONNX Runtime ran the loop slower than the layers
-  it saves, docs/early-exit.md)."""
+  """export_onnx writes the full-depth graph by default (token_ids_full_
+  depth: ONNX Runtime runs the loop slower than full depth when it saves
+  few layers, docs/early-exit.md); with exit_loop the loop, an ONNX Loop
+  that gives the SavedModel's exit layers and logits (1e-4)."""
   import onnx
 
-  from albert_tf.exports import token_ids
   from albert_tf.exports.onnx import converter
   from albert_tf.exports.onnx.runtime import OnnxModel
-  function = early_export.signatures["token_ids"]
-  spec = token_ids.model_spec(function)
-  looped = converter.to_onnx(function, spec, 17)
-  assert "Loop" in {n.op_type for n in looped.graph.node}
-  loop_model = OnnxModel(looped.SerializeToString())
+  looped = str(tmp_path / "loop.onnx")
+  converter.export_onnx(early_export.export_dir, looped, exit_loop=True)
+  assert "Loop" in {n.op_type for n in onnx.load(looped).graph.node}
+  loop_model = OnnxModel(open(looped, "rb").read())
   out = str(tmp_path / "model.onnx")
   converter.export_onnx(early_export.export_dir, out)
   assert "Loop" not in {n.op_type for n in onnx.load(out).graph.node}

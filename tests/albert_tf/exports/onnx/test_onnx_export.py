@@ -115,11 +115,11 @@ def test_the_shared_layer_is_stored_once(encoder_onnx, spm_model, tmp_path):
   size = len(encoder_onnx.serialized())
   weights = encoder_onnx.weight_bytes
   assert 0.95 * weights < size < 1.10 * weights, (size, weights)
-  # The layer's kernels appear once among the initializers, not per layer:
-  # one [H, 3H] query-key-value kernel (the inference graph's concat,
-  # folded), one intermediate kernel.
+  # The layer's kernels appear once among the initializers, not per layer
+  # (2 layers here): the query, key, value and output kernels and the
+  # pooler's, [H, H] each; one intermediate kernel.
   shapes = [tuple(i.dims) for i in encoder_onnx.model.graph.initializer]
-  assert shapes.count((64, 192)) == 1 and shapes.count((64, 128)) == 1
+  assert shapes.count((64, 64)) == 5 and shapes.count((64, 128)) == 1
 
 
 @pytest.mark.slow
