@@ -23,7 +23,8 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'])")
 _CODE_LINE = re.compile(r"^\s*(>>>|\.\.\.|\$ |[-=~^*]{3,}$|:\w+:)")
 
 
-def _python_files(root: str) -> Iterator[str]:
+def python_files(root: str) -> Iterator[str]:
+  """The .py files below root, in sorted order, skipping tests and tools."""
   for dirpath, dirnames, filenames in os.walk(root):
     dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS)
     for name in sorted(filenames):
@@ -31,7 +32,9 @@ def _python_files(root: str) -> Iterator[str]:
         yield os.path.join(dirpath, name)
 
 
-def _docstrings(path: str) -> Iterator[str]:
+def docstrings(path: str) -> Iterator[str]:
+  """The module, class and function docstrings of a source file (parsed
+  with ast; nothing is imported); none for a file that does not parse."""
   try:
     with open(path, encoding="utf-8") as f:
       tree = ast.parse(f.read(), filename=path)
@@ -74,8 +77,8 @@ def iter_documents(stdlib_dir: Optional[str] = None,
       documents as encyclopedia articles are) instead of one per docstring.
   """
   root = stdlib_dir or sysconfig.get_paths()["stdlib"]
-  for path in _python_files(root):
-    docs = [docstring_to_sentences(doc) for doc in _docstrings(path)]
+  for path in python_files(root):
+    docs = [docstring_to_sentences(doc) for doc in docstrings(path)]
     if per_module:
       docs = [[sentence for doc in docs for sentence in doc]]
     for sentences in docs:

@@ -80,13 +80,13 @@ def build_records(stdlib_dir: Optional[str] = None,
   root = stdlib_dir or sysconfig.get_paths()["stdlib"]
   files = collections.defaultdict(list)  # topic -> [(key, [texts])]
   counts = collections.Counter()
-  for path in stdlib_corpus._python_files(root):  # pylint: disable=protected-access
+  for path in stdlib_corpus.python_files(root):
     relative = os.path.relpath(path, root)
     topic = _topic_of(relative)
     if topic is None:
       continue
     texts = []
-    for doc in stdlib_corpus._docstrings(path):  # pylint: disable=protected-access
+    for doc in stdlib_corpus.docstrings(path):
       sentences = stdlib_corpus.docstring_to_sentences(doc)
       if sentences:
         texts.append(" ".join(sentences[:MAX_SENTENCES]))
