@@ -130,11 +130,21 @@ def main() -> None:
   parser.add_argument("--dev_fraction", type=float, default=0.2)
   parser.add_argument("--max_per_topic", type=int, default=400)
   args = parser.parse_args()
-  sizes = write_task(args.output_dir, dev_fraction=args.dev_fraction,
-                     max_per_topic=args.max_per_topic)
+  if not 0 < args.dev_fraction < 1:
+    parser.exit(1, f"error: --dev_fraction={args.dev_fraction} must be "
+                "between 0 and 1\n")
+  if args.max_per_topic < 1:
+    parser.exit(1, f"error: --max_per_topic={args.max_per_topic} must be "
+                "at least 1\n")
+  try:
+    sizes = write_task(args.output_dir, dev_fraction=args.dev_fraction,
+                       max_per_topic=args.max_per_topic)
+  except Exception as e:  # pylint: disable=broad-except
+    # OSError locally, tf.errors.OpError on other filesystems: one line.
+    parser.exit(1, f"error: cannot write --output_dir={args.output_dir}: "
+                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}\n")
   print(f"train.csv: {sizes['train']:,} records, dev.csv: {sizes['dev']:,} "
         f"records in {args.output_dir}")
-
 
 if __name__ == "__main__":
   main()

@@ -31,3 +31,21 @@ def test_write_task_round_trips_through_csv():
   assert len(rows) == sizes["dev"] == 8 * 10
   assert {r["label"] for r in rows} == set(stdlib_topics.TOPICS)
   assert all(r["text"].strip() for r in rows)
+
+
+def test_bad_flags_are_one_line_and_exit_1(tmp_path):
+  import subprocess
+  import sys
+  root = __file__.rsplit("/tests/", 1)[0]
+  for args, said in ((["--dev_fraction=1.5"], "--dev_fraction=1.5"),
+                     (["--max_per_topic=0"], "--max_per_topic=0"),
+                     ([], "--output_dir=" + str(tmp_path / "file.txt"))):
+    (tmp_path / "file.txt").write_text("a file, not a folder")
+    out = tmp_path / "file.txt" if not args else tmp_path / "out"
+    run = subprocess.run(
+        [sys.executable, "-m", "data_pipeline.corpora.stdlib_topics",
+         f"--output_dir={out}"] + args, cwd=root, capture_output=True,
+        text=True, check=False)
+    assert run.returncode == 1, run.stderr
+    assert run.stderr.count("\n") == 1 and said in run.stderr, run.stderr
+    assert not (tmp_path / "out").exists()
