@@ -19,6 +19,13 @@ An example's prediction and exit do not depend on its batch-mates. With
 `compact=False` keeps the whole batch to the end and masks the finished
 rows' results (the reference the measurements compare against).
 
+With compaction an application where a row may exit (its streak is one
+short of the patience, or the last one) computes [CLS] first and the rest
+of the layer only for the rows that go on: an exit costs what the
+full-depth classifier's last layer costs (its last block at [CLS] only),
+not a whole layer. The other applications run the whole layer with no
+exit bookkeeping (a tf.cond between the two).
+
 The loop needs every layer to apply the same blocks (share_parameters="all"
 with one group: the released ALBERT models); it creates no variables.
 
@@ -102,8 +109,15 @@ def per_layer_pooled(encoder, inputs: Dict[str, tf.Tensor], training=None,
 
 
 class _Layer:
-  """One application of the shared layer by the fused inference graph:
-  rows [batch, seq, H] -> [batch, seq, H] under a mask bias [b, 1, 1, s]."""
+  """One application of the shared layer by the fused inference graph, in
+  two parts, so that an example's exit application costs what the
+  full-depth classifier's last one does (its last block at [CLS] only):
+
+    at_cls(x, mask_bias) -> the application's [CLS] [b, H], and a carry;
+    rest(carry, mask_bias, keep) -> the whole application [b', seq, H] for
+      the rows `keep` that go on (the last block's keys and values reused).
+
+  x [b, seq, H]; mask_bias [b, 1, 1, seq]."""
 
   def __init__(self, encoder):
     blocks = encoder_blocks(encoder)[:encoder.config.inner_group_num]
@@ -112,13 +126,39 @@ class _Layer:
                    for attention, ffn in blocks]
     self.hidden = encoder.config.hidden_size
 
-  def __call__(self, x, mask_bias):
+  def at_cls(self, x, mask_bias):
     shape = tf.shape(x)
     batch, seq = shape[0], shape[1]
-    rows = tf.reshape(x, [-1, self.hidden])  # (B*S, H)
+    rows = tf.reshape(x, [-1, self.hidden])  # (b*S, H)
+    for attention, ffn in self.blocks[:-1]:
+      rows = ffn(attention(rows, batch, seq, mask_bias))
+    attention, ffn = self.blocks[-1]
+    key, value = attention.keys_values(rows, batch, seq)  # (b, S, H)
+    first = tf.reshape(rows, [batch, seq, self.hidden])[:, 0, :]  # (b, H)
+    cls = ffn(attention.attend(first, key, value, mask_bias, batch, 1))
+    return cls, (rows, key, value)
+
+  def __call__(self, x, mask_bias):
+    """The whole application [b, seq, H]."""
+    shape = tf.shape(x)
+    batch, seq = shape[0], shape[1]
+    rows = tf.reshape(x, [-1, self.hidden])  # (b*S, H)
     for attention, ffn in self.blocks:
       rows = ffn(attention(rows, batch, seq, mask_bias))
     return tf.reshape(rows, [batch, seq, self.hidden])
+
+  def rest(self, carry, mask_bias, keep=None):
+    rows, key, value = carry
+    seq = tf.shape(key)[1]
+    if keep is not None:
+      rows = tf.reshape(tf.gather(
+          tf.reshape(rows, [-1, seq, self.hidden]), keep), [-1, self.hidden])
+      key, value, mask_bias = (tf.gather(t, keep)
+                               for t in (key, value, mask_bias))
+    batch = tf.shape(key)[0]
+    attention, ffn = self.blocks[-1]
+    rows = ffn(attention.attend(rows, key, value, mask_bias, batch, seq))
+    return tf.reshape(rows, [batch, seq, self.hidden]), mask_bias
 
 
 def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
@@ -145,48 +185,18 @@ def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
     logits: float32 [batch, C], those of each example's exit application.
     exit_layer: int32 [batch], that application, 1..L.
   """
-  layer = _Layer(encoder)
-  pooler = encoder.get_layer("pooler")
   num_layers = encoder.config.num_hidden_layers
   depth = tf.constant(num_layers, tf.int32)
   if max_layers is not None:
     depth = tf.clip_by_value(tf.cast(max_layers, tf.int32), 1, depth)
-  patience = tf.cast(patience, tf.int32)
-  threshold = tf.cast(threshold, tf.float32)
-  kernel = tf.convert_to_tensor(head_kernel)  # (L, H, C)
-  bias = tf.convert_to_tensor(head_bias)  # (L, C)
-  state = _initial_state(encoder, inputs, kernel.shape[-1])
-
-  def step(index, state):
-    x = layer(state["x"], state["mask_bias"])
-    pooled = pooler(x[:, 0, :])  # (b, H)
-    logits = tf.matmul(pooled, kernel[index]) + bias[index]  # (b, C)
-    prediction = (logits[:, 0] if regression else tf.cast(
-        tf.argmax(logits, axis=-1, output_type=tf.int32), tf.float32))
-    same = (tf.abs(prediction - state["previous"]) < threshold
-            if regression else tf.equal(prediction, state["previous"]))
-    same = tf.logical_and(same, index > 0)
-    streak = tf.where(same, state["streak"] + 1, 0)
-    done = tf.logical_or(tf.logical_and(patience > 0, streak >= patience),
-                         index + 1 >= depth)
-    new = dict(state, x=x, previous=prediction, streak=streak)
-    if compact:
-      where = state["rows"][:, tf.newaxis]  # (b, 1)
-      new["logits"] = tf.tensor_scatter_nd_update(state["logits"], where,
-                                                  logits)
-      new["exit_layer"] = tf.tensor_scatter_nd_update(
-          state["exit_layer"], where,
-          tf.fill(tf.shape(state["rows"]), index + 1))
-      keep = tf.reshape(tf.where(tf.logical_not(done)), [-1])  # (b',)
-      for key in ("x", "mask_bias", "rows", "previous", "streak"):
-        new[key] = tf.gather(new[key], keep)
-    else:
-      running = state["running"]
-      new["logits"] = tf.where(running[:, tf.newaxis], logits,
-                               state["logits"])
-      new["exit_layer"] = tf.where(running, index + 1, state["exit_layer"])
-      new["running"] = tf.logical_and(running, tf.logical_not(done))
-    return index + 1, new
+  rule = _Rule(encoder, head_kernel, head_bias, patience, threshold,
+               regression, depth)
+  state = _initial_state(encoder, inputs, rule.kernel.shape[-1])
+  if compact:
+    del state["running"]  # the rows left say which run
+    step = rule.compacting_step
+  else:
+    step = rule.masking_step
 
   def more(index, state):
     left = (tf.size(state["rows"]) > 0 if compact
@@ -198,10 +208,103 @@ def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
   invariants["x"] = tf.TensorShape([None, None, state["x"].shape[-1]])
   invariants["mask_bias"] = tf.TensorShape([None, 1, 1, None])
   _, state = tf.while_loop(
-      more, step, (tf.constant(0), state),
+      more, lambda index, state: (index + 1, step(index, state)),
+      (tf.constant(0), state),
       shape_invariants=(tf.TensorShape([]), invariants),
       maximum_iterations=num_layers)
   return dict(logits=state["logits"], exit_layer=state["exit_layer"])
+
+
+class _Rule:
+  """One loop iteration: application `index` (0-based) of the shared
+  layer, its head's prediction, and the exit rule, on the loop's state
+  (see _initial_state); `depth` is the last application (int32 scalar)."""
+
+  def __init__(self, encoder, head_kernel, head_bias, patience, threshold,
+               regression: bool, depth):
+    self.layer = _Layer(encoder)
+    self.pooler = encoder.get_layer("pooler")
+    self.kernel = tf.convert_to_tensor(head_kernel)  # (L, H, C)
+    self.bias = tf.convert_to_tensor(head_bias)  # (L, C)
+    self.patience = tf.cast(patience, tf.int32)
+    self.threshold = tf.cast(threshold, tf.float32)
+    self.regression = regression
+    self.depth = depth
+
+  def predict(self, index, cls):
+    """[CLS] [b, H] -> logits [b, C], prediction [b] (float32)."""
+    logits = tf.matmul(self.pooler(cls), self.kernel[index]
+                       ) + self.bias[index]
+    prediction = (logits[:, 0] if self.regression else tf.cast(
+        tf.argmax(logits, axis=-1, output_type=tf.int32), tf.float32))
+    return logits, prediction
+
+  def streak(self, index, state, prediction):
+    """[b]: consecutive applications with the same prediction."""
+    same = (tf.abs(prediction - state["previous"]) < self.threshold
+            if self.regression else tf.equal(prediction, state["previous"]))
+    same = tf.logical_and(same, index > 0)
+    return tf.where(same, state["streak"] + 1, 0)
+
+  def done(self, index, streak):
+    return tf.logical_or(
+        tf.logical_and(self.patience > 0, streak >= self.patience),
+        index + 1 >= self.depth)
+
+  def compacting_step(self, index, state):
+    # A row exits when its streak reaches the patience, so none can
+    # before then or before its streak is one short of it.
+    may_exit = tf.logical_or(index + 1 >= self.depth, tf.logical_and(
+        tf.logical_and(self.patience > 0, index >= self.patience),
+        tf.reduce_any(state["streak"] >= self.patience - 1)))
+    return tf.cond(may_exit, lambda: self._step_exits(index, state),
+                   lambda: self._step_on(index, state))
+
+  def _step_on(self, index, state):
+    """An application where no row can exit: the whole layer, no
+    bookkeeping of exits."""
+    x = self.layer(state["x"], state["mask_bias"])
+    _, prediction = self.predict(index, x[:, 0, :])
+    return dict(state, x=x, previous=prediction,
+                streak=self.streak(index, state, prediction))
+
+  def _step_exits(self, index, state):
+    """An application where rows may exit: [CLS] first, then the rest of
+    the layer only for the rows that go on (the others leave the batch)."""
+    cls, carry = self.layer.at_cls(state["x"], state["mask_bias"])
+    logits, prediction = self.predict(index, cls)
+    streak = self.streak(index, state, prediction)
+    new = dict(state, previous=prediction, streak=streak)
+    where = state["rows"][:, tf.newaxis]  # (b, 1)
+    new["logits"] = tf.tensor_scatter_nd_update(state["logits"], where,
+                                                logits)
+    new["exit_layer"] = tf.tensor_scatter_nd_update(
+        state["exit_layer"], where,
+        tf.fill(tf.shape(state["rows"]), index + 1))
+    keep = tf.reshape(tf.where(tf.logical_not(self.done(index, streak))),
+                      [-1])  # (b',)
+    # (Not on zero rows: LiteRT's XNNPack cannot reshape to them.)
+    new["x"], new["mask_bias"] = tf.cond(
+        tf.size(keep) > 0,
+        lambda: self.layer.rest(carry, state["mask_bias"], keep),
+        lambda: (tf.gather(state["x"], keep),
+                 tf.gather(state["mask_bias"], keep)))
+    for key in ("rows", "previous", "streak"):
+      new[key] = tf.gather(new[key], keep)
+    return new
+
+  def masking_step(self, index, state):
+    """The whole batch to the end; finished rows' results are kept."""
+    x = self.layer(state["x"], state["mask_bias"])
+    logits, prediction = self.predict(index, x[:, 0, :])
+    streak = self.streak(index, state, prediction)
+    running = state["running"]
+    return dict(
+        state, x=x, previous=prediction, streak=streak,
+        logits=tf.where(running[:, tf.newaxis], logits, state["logits"]),
+        exit_layer=tf.where(running, index + 1, state["exit_layer"]),
+        running=tf.logical_and(running, tf.logical_not(
+            self.done(index, streak))))
 
 
 def _initial_state(encoder, inputs, num_classes: int) -> Dict:

@@ -20,7 +20,8 @@ a batch-1 serving call, where the layers' per-op cost shows:
   and an additive mask [batch, 1, 1, seq] built once.
 
 With `output_positions`, the last block runs only at [CLS] and those
-positions, as in the layers' path. Not used under a mixed-precision policy
+positions (keys and values at every position, queries and all after them
+only there), as in the layers' path. Not used under a mixed-precision policy
 (the layers cast per sublayer) or with dropout (training=True).
 """
 
@@ -97,24 +98,35 @@ class _Attention:
   def __call__(self, x, batch, seq, mask_bias, query_rows=None):
     """x: [batch * seq, H] rows -> [batch * T, H] (T = seq, or the number
     of query_rows: int32 [batch, T] positions of the rows to compute)."""
+    key, value = self.keys_values(x, batch, seq)
+    if query_rows is None:
+      return self.attend(x, key, value, mask_bias, batch, seq)
+    rows = tf.reshape(
+        tf.gather(tf.reshape(x, [batch, seq, self.hidden]), query_rows,
+                  batch_dims=1), [-1, self.hidden])  # (B*T, H)
+    return self.attend(rows, key, value, mask_bias, batch,
+                       tf.shape(query_rows)[1])
+
+  def keys_values(self, x, batch, seq):
+    """x: [batch * seq, H] rows -> key, value [batch, seq, H] (split into
+    heads by `attend`: rows of a batch can be gathered before it)."""
     # Three MatMuls on the variables, not one on a [H, 3H] kernel: that
     # concatenation (and the scale folded into it) was a copy of the
     # weights per call, 1.0-1.5 ms of an ALBERT-base call on this machine,
     # 3-6% of a 20-32-token request; the three MatMuls were 3% faster from
     # [1, 20] to [8, 128] (benchmarks.investigations.short_requests).
-    # Then 4-D transposes: with one 5-D transpose of [B, S, 3, N, D] and
-    # its slices, LiteRT ran ALBERT-base's dynamic-int8 file 1.7x slower.
-    query, key, value = (
-        tf.transpose(tf.reshape(_dense(x, kernel, bias),
-                                [batch, seq, self.heads, self.head_size]),
-                     [0, 2, 1, 3])  # (B, N, S, D)
-        for kernel, bias in self.projections)
-    residual = x
-    if query_rows is not None:
-      query = tf.gather(query, query_rows, axis=2, batch_dims=1)  # (B,N,T,D)
-      residual = tf.reshape(
-          tf.gather(tf.reshape(x, [batch, seq, self.hidden]), query_rows,
-                    batch_dims=1), [-1, self.hidden])  # (B*T, H)
+    return [tf.reshape(_dense(x, kernel, bias), [batch, seq, self.hidden])
+            for kernel, bias in self.projections[1:]]
+
+  def attend(self, rows, key, value, mask_bias, batch, length):
+    """The sublayer's output at the query rows [batch * length, H] (its
+    input there, the residual) over key, value [batch, seq, H]:
+    [batch * length, H]."""
+    seq = tf.shape(key)[1]
+    # 4-D transposes: with one 5-D transpose of [B, S, 3, N, D] and its
+    # slices, LiteRT ran ALBERT-base's dynamic-int8 file 1.7x slower.
+    query = self._heads(_dense(rows, *self.projections[0]), batch, length)
+    key, value = (self._heads(t, batch, seq) for t in (key, value))
     # The scale on the query, as tf_keras's MultiHeadAttention applies it.
     scores = tf.matmul(query * self.scale, key,
                        transpose_b=True) + mask_bias  # (B, N, T, S)
@@ -122,7 +134,14 @@ class _Attention:
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]),
                          [-1, self.hidden])  # (B*T, H)
     y = _dense(context, self.output_kernel, self.output_bias)
-    return self.layer_norm(residual + y)
+    return self.layer_norm(rows + y)
+
+  def _heads(self, projected, batch, length):
+    """[batch * length, H] or [batch, length, H] -> [batch, heads, length,
+    size]."""
+    return tf.transpose(tf.reshape(
+        projected, [batch, length, self.heads, self.head_size]),
+                        [0, 2, 1, 3])
 
 
 class _FeedForward:

@@ -24,8 +24,10 @@ one that comes last. Then, on 192 crafted dev sentences:
   - on the SavedModel at batch 32: the loop that compacts exited rows out
     of the batch (tf.gather) against the one that keeps and masks them.
 
-The machine is shared: timings are as loaded (the load average is in the
-report).
+With --run_dir, a user's fine-tuned run and dev file instead
+(early_exit_models.py). The report says whether the machine was quiet
+(other processes' cores over the run); only a quiet run of a fine-tuned
+model writes the first table's row (early_exit_report.py).
 """
 
 import argparse
@@ -35,17 +37,15 @@ import shlex
 import sys
 import tempfile
 import time
-from typing import Dict, List
 
 import numpy as np
 import tensorflow as tf
-import tf_keras
 
 from benchmarks import charts
 from benchmarks import common
+from benchmarks.serving import early_exit_models as models
+from benchmarks.serving import early_exit_report
 
-KEYWORDS = ("module", "function", "object")
-DEV_SIZE = 192
 BATCH = 32
 BATCH1_EXAMPLES = 96  # default; 0: the whole dev set
 
@@ -62,63 +62,6 @@ def _picks(n: int, limit: int) -> np.ndarray:
   or >= n): the batch-1 timings' examples."""
   return np.linspace(0, n - 1, n if limit <= 0 else min(n, limit)
                      ).astype(int)
-
-
-def crafted_task(words, n: int, seed: int):
-  """(sentences, labels): 3-9 filler words; one keyword (the label) or,
-  in half the sentences, two different keywords: the later one is the
-  label."""
-  rng = np.random.default_rng(seed)
-  texts, labels = [], []
-  for i in range(n):
-    chosen = list(rng.choice(words, int(rng.integers(3, 10))))
-    first, last = rng.choice(len(KEYWORDS), 2, replace=False)
-    if i % 2:
-      at = sorted(rng.choice(len(chosen) + 1, 2, replace=False))
-      chosen.insert(at[0], KEYWORDS[first])
-      chosen.insert(at[1] + 1, KEYWORDS[last])
-    else:
-      chosen.insert(int(rng.integers(len(chosen) + 1)), KEYWORDS[last])
-    texts.append(" ".join(chosen))
-    labels.append(int(last))
-  return texts, np.array(labels)
-
-
-def _train(model, inputs, labels, steps: int, learning_rate: float):
-  """PABEE's loss, Adam, batch 16."""
-  from albert_tf.models.albert_early_exit_classifier import early_exit_loss
-  data = tf.data.Dataset.from_tensor_slices((inputs, labels)).shuffle(
-      len(labels), seed=0).repeat().batch(16)
-  optimizer = tf_keras.optimizers.Adam(learning_rate)
-
-  @tf.function
-  def step(x, y):
-    with tf.GradientTape() as tape:
-      loss = tf.reduce_mean(early_exit_loss(y, model(x, training=True),
-                                            regression=False))
-    grads = tape.gradient(loss, model.trainable_variables)
-    optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    return loss
-
-  for x, y in data.take(steps):
-    loss = step(x, y)
-  return float(loss)
-
-
-def _cut_classifier(model, depth: int):
-  """The full-depth AlbertClassifier of `depth` applications, sharing the
-  early-exit model's encoder weights, with application depth's head."""
-  from albert_tf.config import AlbertConfig
-  from albert_tf.models.albert_classifier import AlbertClassifier
-  from albert_tf.networks.albert_encoder import AlbertEncoder
-  config = AlbertConfig.from_dict(dict(model.encoder.config.to_dict(),
-                                       num_hidden_layers=depth))
-  encoder = AlbertEncoder(config)
-  encoder.set_weights(model.encoder.get_weights())
-  classifier = AlbertClassifier(encoder, model.num_classes, dropout_rate=0.0)
-  classifier.classifier.dense.kernel.assign(model.head_kernel[depth - 1])
-  classifier.classifier.dense.bias.assign(model.head_bias[depth - 1])
-  return classifier
 
 
 class _TokenIds(tf.Module):
@@ -201,73 +144,6 @@ def _measure(call_1, call_32, inputs, labels, repeats: int,
   return accuracy, mean_layer, 1000 * best_1, len(labels) / best_32
 
 
-def _model_and_data(size, seq_length, train_steps, learning_rate, work):
-  """The fine-tuned early-exit model and the dev inputs / labels."""
-  from albert_tf.exports.litert.runner import TextRunner
-  from albert_tf.models import AlbertEarlyExitClassifier
-  from albert_tf.networks.albert_encoder import AlbertEncoder
-  from benchmarks.serving.litert import _words
-  from data_pipeline.corpora import stdlib_corpus
-  from data_pipeline.tokenization import sentencepiece_trainer
-  from data_pipeline.tokenization.sentencepiece_tokenizer import (
-    SentencePieceTokenizer,
-  )
-  tf_keras.utils.set_random_seed(0)
-  corpus = os.path.join(work, "corpus.txt")
-  stdlib_corpus.write_stdlib_corpus(corpus, max_bytes=300_000)
-  spm = os.path.join(work, "spm")
-  sentencepiece_trainer.train_sentencepiece(corpus, spm, vocab_size=2000)
-  words = _words(corpus)
-  packer = TextRunner.__new__(TextRunner)  # its packing, no model
-  packer.tokenizer = SentencePieceTokenizer(spm + ".model")
-  packer.seq_length, packer.labels = seq_length, list(map(str, range(3)))
-  config = common.load_config(size)
-  model = AlbertEarlyExitClassifier(AlbertEncoder(config), len(KEYWORDS),
-                                    dropout_rate=0.0)
-  texts, labels = crafted_task(words, 3000, seed=0)
-  loss = _train(model, packer.classify_inputs(texts), labels, train_steps,
-                learning_rate)
-  dev_texts, dev_labels = crafted_task(words, DEV_SIZE, seed=1)
-  return model, packer.classify_inputs(dev_texts), dev_labels, loss
-
-
-def _finetuned_model_and_data(run_dir, dev_file, spm_model_file,
-                              seq_length):
-  """The best checkpoint of a `run_classifier --early_exit` run (its
-  albert_config.json, labels.json and best/) and the dev file's inputs and
-  label indices (columns text, label), packed as fine-tuning packs them."""
-  import csv
-  import io
-
-  from albert_common import file_io
-  from albert_tf.config import AlbertConfig
-  from albert_tf.exports.text_runner import TextRunner
-  from albert_tf.models import AlbertEarlyExitClassifier
-  from albert_tf.networks.albert_encoder import AlbertEncoder
-  from data_pipeline.tasks import label_list
-  from data_pipeline.tokenization.sentencepiece_tokenizer import (
-    SentencePieceTokenizer,
-  )
-  config = AlbertConfig.from_json_file(
-      file_io.join(run_dir, "albert_config.json"))
-  labels = list(label_list.read(run_dir).labels)
-  model = AlbertEarlyExitClassifier(AlbertEncoder(config), len(labels),
-                                    dropout_rate=0.0)
-  best = tf.train.latest_checkpoint(file_io.join(run_dir, "best"))
-  if best is None:
-    raise SystemExit(f"--run_dir {run_dir}: no best/ checkpoint (was it run "
-                     "with --do_eval?)")
-  tf.train.Checkpoint(model=model).restore(best).expect_partial(
-      ).assert_existing_objects_matched()
-  rows = list(csv.DictReader(io.StringIO(file_io.read_text(dev_file))))
-  packer = TextRunner.__new__(TextRunner)  # its packing, no model
-  packer.tokenizer = SentencePieceTokenizer(spm_model_file)
-  packer.seq_length, packer.labels = seq_length, labels
-  dev = packer.classify_inputs([row["text"] for row in rows])
-  dev_labels = np.array([labels.index(row["label"]) for row in rows])
-  return model, dev, dev_labels
-
-
 def _dev_table(model, dev, dev_labels):
   """Per patience (0..L-1) accuracy and mean exit layer; per depth the
   static cut's accuracy (from one pass of per-application logits)."""
@@ -300,11 +176,11 @@ def run(size: str, seq_length: int = 64, train_steps: int = 600,
   from albert_tf.training import early_exit
   with tempfile.TemporaryDirectory() as work:
     if run_dir:
-      model, dev, dev_labels = _finetuned_model_and_data(
+      model, dev, dev_labels = models.finetuned_model_and_data(
           run_dir, dev_file, spm_model_file, seq_length)
       loss = None
     else:
-      model, dev, dev_labels, loss = _model_and_data(
+      model, dev, dev_labels, loss = models.crafted_model_and_data(
           size, seq_length, train_steps, learning_rate, work)
     layers = model.num_layers
     table, cuts = _dev_table(model, dev, dev_labels)
@@ -312,15 +188,17 @@ def run(size: str, seq_length: int = 64, train_steps: int = 600,
     if patiences is None:
       patiences = sorted({1, 2, 3, auto} - {0})
     patiences = [p for p in patiences if 0 < p < layers]
-    depth_rows = [_table_row(table, cuts, p, auto) for p in range(layers)]
-    variants = {"full depth": (_cut_classifier(model, layers), None, None)}
+    depth_rows = [early_exit_report.table_row(table, cuts, p, auto)
+                  for p in range(layers)]
+    variants = {"full depth": (models.cut_classifier(model, layers), None,
+                               None)}
     for p in patiences:
       mean = table[p]["mean_exit_layer"]
       cut = max(1, int(round(mean)))
       variants[f"patience {p}"] = (model, p, None)
       if cut < layers:  # a cut at L is the full depth
         variants.setdefault(f"static cut {cut}",
-                            (_cut_classifier(model, cut), None, cut))
+                            (models.cut_classifier(model, cut), None, cut))
     rows = []
     for name, (variant, patience, _) in variants.items():
       folder = os.path.join(work, name.replace(" ", "_"))
@@ -340,8 +218,8 @@ def run(size: str, seq_length: int = 64, train_steps: int = 600,
                                   work, repeats)
     curve = _curve(model, dev, dev_labels, table, cuts, repeats,
                    batch1_examples)
-  report = _report(depth_rows, rows, compaction, layers, loss, auto, curve,
-                   batch1_examples)
+  report = early_exit_report.report(depth_rows, rows, compaction, layers,
+                                    loss, auto, curve, batch1_examples)
   return Result(report, rows, compaction, curve, table, auto, layers)
 
 
@@ -379,21 +257,12 @@ def _curve(model, dev, dev_labels, table, cuts, repeats: int,
                     repeats)
     curve["early exit"].append((ms, table[patience]["accuracy"], patience))
   for depth in range(1, layers + 1):
-    cut = _cut_classifier(model, depth)
+    cut = models.cut_classifier(model, depth)
     function = tf.function(lambda x, m=cut: m(x, training=False),
                            input_signature=[spec])
     ms = _batch1_ms(lambda **x: function(x), singles, repeats)
     curve["static cut"].append((ms, cuts[depth - 1], depth))
   return curve
-
-
-def _table_row(table, cuts, patience, auto):
-  row = table[patience]
-  mean = row["mean_exit_layer"]
-  cut = max(1, int(round(mean)))
-  return [str(patience) + (" (auto)" if patience == auto else ""),
-          f"{row['accuracy']:.3f}", f"{mean:.2f}",
-          f"{cuts[cut - 1]:.3f} (cut {cut})"]
 
 
 def _compaction_rows(model, patience, dev, dev_labels, work, repeats):
@@ -415,85 +284,6 @@ def _compaction_rows(model, patience, dev, dev_labels, work, repeats):
       best = min(best, time.perf_counter() - start)
     results["compaction" if compact else "masking"] = len(dev_labels) / best
   return results
-
-
-def _report(depth_rows, rows, compaction, layers, loss, auto, curve,
-            batch1_examples) -> str:
-  trained = ("" if loss is None else
-             f"final training loss {loss:.3f}; ")
-  parts = [f"Dev accuracy per patience ({layers} applications; "
-           f"{trained}auto = patience {auto}):",
-           common.markdown_table(
-               ["patience", "dev accuracy", "mean exit layer",
-                "static cut at that depth"], depth_rows)]
-  examples = ("the whole dev set" if batch1_examples <= 0 else
-              f"{batch1_examples} dev examples spread over the file")
-  table_rows = [[r["variant"], r["runtime"], f"{r['accuracy']:.3f}",
-                 f"{r['mean_exit_layer']:.2f}", f"{r['ms_batch_1']:.2f}",
-                 f"{r['examples_per_s_32']:.0f}"] for r in rows]
-  parts += [f"Per runtime (ms per example at batch 1, {examples}, one at "
-            "a time; examples/s at batch 32 over the whole dev set; the "
-            "best of the repeats):",
-            common.markdown_table(
-                ["variant", "runtime", "dev accuracy", "mean exit layer",
-                 "ms at batch 1", "examples/s at batch 32"], table_rows),
-            "SavedModel at batch 32, the exit loop: compaction "
-            f"{compaction['compaction']:.0f} examples/s, masking "
-            f"{compaction['masking']:.0f} examples/s."]
-  curve_rows = (
-      [[f"patience {p}", f"{acc:.3f}", f"{ms:.2f}"]
-       for ms, acc, p in curve["early exit"]] +
-      [[f"static cut {d}" + (" (full depth)" if d == layers else ""),
-        f"{acc:.3f}", f"{ms:.2f}"] for ms, acc, d in curve["static cut"]])
-  parts += [f"Accuracy against batch-1 latency, every patience and every "
-            f"static depth (TensorFlow, in process, {examples}):",
-            common.markdown_table(["variant", "dev accuracy",
-                                   "ms at batch 1"], curve_rows)]
-  return "\n\n".join(parts)
-
-
-def chart_spec(curve, title: str) -> Dict:
-  """The accuracy-against-latency chart (benchmarks.charts "lines")."""
-  full = curve["static cut"][-1]
-  return dict(name="early_exit", kind="lines", title=title,
-              x_label="ms per example at batch 1", unit="dev accuracy",
-              series={"early exit (patience 1..L-1)":
-                      [[round(ms, 3), acc] for ms, acc, _ in
-                       curve["early exit"]],
-                      "static cut (depth 1..L)":
-                      [[round(ms, 3), acc] for ms, acc, _ in
-                       curve["static cut"]],
-                      "full depth": [[round(full[0], 3), full[1]]]})
-
-
-def figures(rows, table, auto, layers, machine: str, command: str,
-            conditions: str, title: str, curve=None) -> List[Dict]:
-  """The first table's row: auto's batch-1 time in the SavedModel against
-  full depth's (same weights, same run); the ceiling is full depth's time
-  scaled by the layers auto runs (mean exit layer / L): what computing
-  less could give if the loop cost nothing but its layers."""
-  saved = {r["variant"]: r for r in rows if r["runtime"] == "SavedModel"}
-  ours, full = saved.get(f"patience {auto}"), saved.get("full depth")
-  if ours is None or full is None:
-    return []
-  mean = table[auto]["mean_exit_layer"]
-  return [dict(
-      job=f"Early exit, batch 1 ({title})", order=60,
-      ours=dict(label=f"patience {auto} (auto), {mean:.2f} of {layers} "
-                f"layers, accuracy {ours['accuracy']:.3f}",
-                value=round(ours["ms_batch_1"], 2), unit="ms"),
-      peer=dict(label=f"full depth, same weights, accuracy "
-                f"{full['accuracy']:.3f}",
-                value=round(full["ms_batch_1"], 2), unit="ms"),
-      higher_is_better=False,
-      ceiling=dict(label=f"full depth x {mean:.2f}/{layers} layers",
-                   value=round(full["ms_batch_1"] * mean / layers, 2),
-                   unit="ms"),
-      reached=round(ours["ms_batch_1"], 2), machine=machine,
-      date=time.strftime("%Y-%m-%d"), command=command,
-      conditions=conditions,
-      **({"chart": chart_spec(curve, f"Early exit: {title}")} if curve
-         else {}))]
 
 
 def main():
@@ -557,15 +347,17 @@ def _write(args, result, conditions, quiet) -> None:
     what = (f"ALBERT-{common.size_label(args.size)} from random "
             "initialisation on a crafted task of mixed difficulty (not a "
             "pretrained model, not a real task)")
-  charts.from_spec(chart_spec(result.curve, f"Early exit: {what}"))
+  charts.from_spec(early_exit_report.chart_spec(result.curve,
+                                                f"Early exit: {what}"))
   body = (f"`{command}`; {what}; {common.machine_line()}; {conditions}."
           "\n\n![accuracy against latency](benchmarks/charts/"
           "early_exit.png)\n\n" + result.report)
   rows = []
   if quiet and args.run_dir:
-    rows = figures(result.rows, result.table, result.auto, result.layers,
-                   common.machine_line(), command, conditions,
-                   args.task or "a fine-tuned run", result.curve)
+    rows = early_exit_report.figures(
+        result.rows, result.table, result.auto, result.layers,
+        common.machine_line(), command, conditions,
+        args.task or "a fine-tuned run", result.curve)
   common.update_benchmarks_md("Early exit (PABEE)", body, figures=rows,
                               stage="Serving")
 

@@ -212,11 +212,12 @@ def test_early_exit_benchmark(tmp_path):
   assert [d for _, _, d in result.curve["static cut"]] == [1, 2, 3, 4]
   for _, accuracy, patience in result.curve["early exit"]:
     assert accuracy == result.table[patience]["accuracy"]
-  chart = bench_early_exit.chart_spec(result.curve, "tiny")
+  from benchmarks.serving import early_exit_report
+  chart = early_exit_report.chart_spec(result.curve, "tiny")
   from benchmarks import charts
   assert os.path.getsize(charts.from_spec(chart, str(tmp_path))) > 1000
-  row, = bench_early_exit.figures(result.rows, result.table, 1, 4, "m",
-                                  "cmd", "quiet", "tiny")
+  row, = early_exit_report.figures(result.rows, result.table, 1, 4, "m",
+                                   "cmd", "quiet", "tiny")
   full = next(r for r in rows if r["variant"] == "full depth" and
               r["runtime"] == "SavedModel")
   assert row["peer"]["value"] == round(full["ms_batch_1"], 2)
@@ -233,7 +234,7 @@ def test_early_exit_benchmark_loads_a_finetuned_run(tmp_path, spm_model):
 
   from albert_tf.models import AlbertEarlyExitClassifier
   from albert_tf.networks.albert_encoder import AlbertEncoder
-  from benchmarks.serving import early_exit as bench_early_exit
+  from benchmarks.serving import early_exit_models
   from data_pipeline.tasks import label_list
   config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
                         num_hidden_layers=3, num_attention_heads=2,
@@ -253,7 +254,7 @@ def test_early_exit_benchmark_loads_a_finetuned_run(tmp_path, spm_model):
   dev.write_text("text,label\nClose the mailbox.,email\n"
                  '"Return the widget, then draw it.",gui\n'
                  "Remove the file.,files\n")
-  model, inputs, labels = bench_early_exit._finetuned_model_and_data(
+  model, inputs, labels = early_exit_models.finetuned_model_and_data(
       str(run), str(dev), spm_model, 32)
   np.testing.assert_array_equal(labels, [1, 0, 2])
   assert inputs["input_word_ids"].shape == (3, 32)

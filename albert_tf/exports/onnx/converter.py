@@ -87,8 +87,26 @@ def to_onnx(function, spec: ModelSpec, opset: int):
         f"op {', '.join(unknown)} has no ONNX equivalent in tf2onnx "
         f"{tf2onnx.__version__}; this model cannot be converted")
   _name_dynamic_axes(model, function)
+  _scalar_loop_counters(model.graph)
   onnx.checker.check_model(model)
   return model
+
+
+def _scalar_loop_counters(graph) -> None:
+  """Gives each Loop body's iteration-number input its scalar shape.
+
+  tf2onnx leaves it without one when the body holds an If (the early-exit
+  loop's), and ONNX Runtime then refuses the Loop ("subgraph input 0 has
+  unknown shape"); the ONNX spec defines it as an int64 scalar."""
+  for node in graph.node:
+    for attribute in node.attribute:
+      if attribute.g.node:
+        _scalar_loop_counters(attribute.g)
+    if node.op_type == "Loop":
+      body = next(a.g for a in node.attribute if a.name == "body")
+      counter = body.input[0].type.tensor_type
+      if not counter.HasField("shape"):
+        counter.shape.SetInParent()  # rank 0
 
 
 def _name_dynamic_axes(model, function) -> None:

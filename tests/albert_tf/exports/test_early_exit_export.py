@@ -81,7 +81,7 @@ def test_signatures_exit_at_the_patience_and_say_where(early_model,
                                 want["exit_layer"].numpy())
   assert len(set(want["exit_layer"].numpy().tolist())) >= 2
   np.testing.assert_allclose(got["logits"].numpy(), want["logits"].numpy(),
-                             atol=1e-5)
+                             rtol=1e-5, atol=1e-5)
   text = tf.constant(SENTENCES)
   default = signatures["serving_default"](sentences=text)
   assert set(default) == {"logits", "probabilities", "label_ids", "labels",

@@ -85,8 +85,13 @@ def test_loop_equals_the_numpy_rule(num_classes, threshold, compact):
                                               threshold, regression)
     got = model.early_exit(inputs, patience, threshold, compact=compact)
     np.testing.assert_array_equal(got["exit_layer"].numpy(), want_layers)
+    # The loop computes an exit application's [CLS] as a one-row query
+    # (as the full-depth classifier's last block), the reference in full
+    # rows: float32 rounding of other MatMul shapes, ~1e-6 of the pooled
+    # vector, which these heads (32 weights of ~4 per class) scale to
+    # ~1e-5 of a logit. A wrong exit layer moves a logit by ~1.
     np.testing.assert_allclose(got["logits"].numpy(), want_logits,
-                               atol=1e-5)
+                               rtol=1e-5, atol=3e-5)
     seen.add(len(set(want_layers.tolist())))
   assert max(seen) >= 3  # mixed exits in one batch were exercised
 

@@ -1,0 +1,144 @@
+"""The models and dev sets `benchmarks.serving.early_exit` times.
+
+  crafted_model_and_data: an AlbertEarlyExitClassifier from random
+    initialisation, fine-tuned here with PABEE's loss on a crafted task of
+    mixed difficulty (crafted_task);
+  finetuned_model_and_data: a user's `run_classifier --early_exit` run
+    (its best checkpoint) and dev file;
+  cut_classifier: the static-depth baseline on the same weights.
+"""
+
+import os
+
+import numpy as np
+import tensorflow as tf
+import tf_keras
+
+from benchmarks import common
+
+KEYWORDS = ("module", "function", "object")
+DEV_SIZE = 192
+
+
+def crafted_task(words, n: int, seed: int):
+  """(sentences, labels): 3-9 filler words; one keyword (the label) or,
+  in half the sentences, two different keywords: the later one is the
+  label."""
+  rng = np.random.default_rng(seed)
+  texts, labels = [], []
+  for i in range(n):
+    chosen = list(rng.choice(words, int(rng.integers(3, 10))))
+    first, last = rng.choice(len(KEYWORDS), 2, replace=False)
+    if i % 2:
+      at = sorted(rng.choice(len(chosen) + 1, 2, replace=False))
+      chosen.insert(at[0], KEYWORDS[first])
+      chosen.insert(at[1] + 1, KEYWORDS[last])
+    else:
+      chosen.insert(int(rng.integers(len(chosen) + 1)), KEYWORDS[last])
+    texts.append(" ".join(chosen))
+    labels.append(int(last))
+  return texts, np.array(labels)
+
+
+def train(model, inputs, labels, steps: int, learning_rate: float):
+  """PABEE's loss, Adam, batch 16."""
+  from albert_tf.models.albert_early_exit_classifier import early_exit_loss
+  data = tf.data.Dataset.from_tensor_slices((inputs, labels)).shuffle(
+      len(labels), seed=0).repeat().batch(16)
+  optimizer = tf_keras.optimizers.Adam(learning_rate)
+
+  @tf.function
+  def step(x, y):
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_mean(early_exit_loss(y, model(x, training=True),
+                                            regression=False))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+  for x, y in data.take(steps):
+    loss = step(x, y)
+  return float(loss)
+
+
+def cut_classifier(model, depth: int):
+  """The full-depth AlbertClassifier of `depth` applications, sharing the
+  early-exit model's encoder weights, with application depth's head."""
+  from albert_tf.config import AlbertConfig
+  from albert_tf.models.albert_classifier import AlbertClassifier
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  config = AlbertConfig.from_dict(dict(model.encoder.config.to_dict(),
+                                       num_hidden_layers=depth))
+  encoder = AlbertEncoder(config)
+  encoder.set_weights(model.encoder.get_weights())
+  classifier = AlbertClassifier(encoder, model.num_classes, dropout_rate=0.0)
+  classifier.classifier.dense.kernel.assign(model.head_kernel[depth - 1])
+  classifier.classifier.dense.bias.assign(model.head_bias[depth - 1])
+  return classifier
+
+
+def crafted_model_and_data(size, seq_length, train_steps, learning_rate, work):
+  """The fine-tuned early-exit model and the dev inputs / labels."""
+  from albert_tf.exports.litert.runner import TextRunner
+  from albert_tf.models import AlbertEarlyExitClassifier
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  from benchmarks.serving.litert import _words
+  from data_pipeline.corpora import stdlib_corpus
+  from data_pipeline.tokenization import sentencepiece_trainer
+  from data_pipeline.tokenization.sentencepiece_tokenizer import (
+    SentencePieceTokenizer,
+  )
+  tf_keras.utils.set_random_seed(0)
+  corpus = os.path.join(work, "corpus.txt")
+  stdlib_corpus.write_stdlib_corpus(corpus, max_bytes=300_000)
+  spm = os.path.join(work, "spm")
+  sentencepiece_trainer.train_sentencepiece(corpus, spm, vocab_size=2000)
+  words = _words(corpus)
+  packer = TextRunner.__new__(TextRunner)  # its packing, no model
+  packer.tokenizer = SentencePieceTokenizer(spm + ".model")
+  packer.seq_length, packer.labels = seq_length, list(map(str, range(3)))
+  config = common.load_config(size)
+  model = AlbertEarlyExitClassifier(AlbertEncoder(config), len(KEYWORDS),
+                                    dropout_rate=0.0)
+  texts, labels = crafted_task(words, 3000, seed=0)
+  loss = train(model, packer.classify_inputs(texts), labels, train_steps,
+                learning_rate)
+  dev_texts, dev_labels = crafted_task(words, DEV_SIZE, seed=1)
+  return model, packer.classify_inputs(dev_texts), dev_labels, loss
+
+
+def finetuned_model_and_data(run_dir, dev_file, spm_model_file,
+                              seq_length):
+  """The best checkpoint of a `run_classifier --early_exit` run (its
+  albert_config.json, labels.json and best/) and the dev file's inputs and
+  label indices (columns text, label), packed as fine-tuning packs them."""
+  import csv
+  import io
+
+  from albert_common import file_io
+  from albert_tf.config import AlbertConfig
+  from albert_tf.exports.text_runner import TextRunner
+  from albert_tf.models import AlbertEarlyExitClassifier
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  from data_pipeline.tasks import label_list
+  from data_pipeline.tokenization.sentencepiece_tokenizer import (
+    SentencePieceTokenizer,
+  )
+  config = AlbertConfig.from_json_file(
+      file_io.join(run_dir, "albert_config.json"))
+  labels = list(label_list.read(run_dir).labels)
+  model = AlbertEarlyExitClassifier(AlbertEncoder(config), len(labels),
+                                    dropout_rate=0.0)
+  best = tf.train.latest_checkpoint(file_io.join(run_dir, "best"))
+  if best is None:
+    raise SystemExit(f"--run_dir {run_dir}: no best/ checkpoint (was it run "
+                     "with --do_eval?)")
+  tf.train.Checkpoint(model=model).restore(best).expect_partial(
+      ).assert_existing_objects_matched()
+  rows = list(csv.DictReader(io.StringIO(file_io.read_text(dev_file))))
+  packer = TextRunner.__new__(TextRunner)  # its packing, no model
+  packer.tokenizer = SentencePieceTokenizer(spm_model_file)
+  packer.seq_length, packer.labels = seq_length, labels
+  dev = packer.classify_inputs([row["text"] for row in rows])
+  dev_labels = np.array([labels.index(row["label"]) for row in rows])
+  return model, dev, dev_labels

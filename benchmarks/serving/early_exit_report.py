@@ -1,0 +1,95 @@
+"""The early-exit benchmark's report: the markdown tables, the
+accuracy-against-latency chart and the first table's row."""
+
+import time
+from typing import Dict, List
+
+from benchmarks import common
+
+
+def table_row(table, cuts, patience, auto):
+  row = table[patience]
+  mean = row["mean_exit_layer"]
+  cut = max(1, int(round(mean)))
+  return [str(patience) + (" (auto)" if patience == auto else ""),
+          f"{row['accuracy']:.3f}", f"{mean:.2f}",
+          f"{cuts[cut - 1]:.3f} (cut {cut})"]
+
+
+def report(depth_rows, rows, compaction, layers, loss, auto, curve,
+            batch1_examples) -> str:
+  trained = ("" if loss is None else
+             f"final training loss {loss:.3f}; ")
+  parts = [f"Dev accuracy per patience ({layers} applications; "
+           f"{trained}auto = patience {auto}):",
+           common.markdown_table(
+               ["patience", "dev accuracy", "mean exit layer",
+                "static cut at that depth"], depth_rows)]
+  examples = ("the whole dev set" if batch1_examples <= 0 else
+              f"{batch1_examples} dev examples spread over the file")
+  table_rows = [[r["variant"], r["runtime"], f"{r['accuracy']:.3f}",
+                 f"{r['mean_exit_layer']:.2f}", f"{r['ms_batch_1']:.2f}",
+                 f"{r['examples_per_s_32']:.0f}"] for r in rows]
+  parts += [f"Per runtime (ms per example at batch 1, {examples}, one at "
+            "a time; examples/s at batch 32 over the whole dev set; the "
+            "best of the repeats):",
+            common.markdown_table(
+                ["variant", "runtime", "dev accuracy", "mean exit layer",
+                 "ms at batch 1", "examples/s at batch 32"], table_rows),
+            "SavedModel at batch 32, the exit loop: compaction "
+            f"{compaction['compaction']:.0f} examples/s, masking "
+            f"{compaction['masking']:.0f} examples/s."]
+  curve_rows = (
+      [[f"patience {p}", f"{acc:.3f}", f"{ms:.2f}"]
+       for ms, acc, p in curve["early exit"]] +
+      [[f"static cut {d}" + (" (full depth)" if d == layers else ""),
+        f"{acc:.3f}", f"{ms:.2f}"] for ms, acc, d in curve["static cut"]])
+  parts += [f"Accuracy against batch-1 latency, every patience and every "
+            f"static depth (TensorFlow, in process, {examples}):",
+            common.markdown_table(["variant", "dev accuracy",
+                                   "ms at batch 1"], curve_rows)]
+  return "\n\n".join(parts)
+
+
+def chart_spec(curve, title: str) -> Dict:
+  """The accuracy-against-latency chart (benchmarks.charts "lines")."""
+  full = curve["static cut"][-1]
+  return dict(name="early_exit", kind="lines", title=title,
+              x_label="ms per example at batch 1", unit="dev accuracy",
+              series={"early exit (patience 1..L-1)":
+                      [[round(ms, 3), acc] for ms, acc, _ in
+                       curve["early exit"]],
+                      "static cut (depth 1..L)":
+                      [[round(ms, 3), acc] for ms, acc, _ in
+                       curve["static cut"]],
+                      "full depth": [[round(full[0], 3), full[1]]]})
+
+
+def figures(rows, table, auto, layers, machine: str, command: str,
+            conditions: str, title: str, curve=None) -> List[Dict]:
+  """The first table's row: auto's batch-1 time in the SavedModel against
+  full depth's (same weights, same run); the ceiling is full depth's time
+  scaled by the layers auto runs (mean exit layer / L): what computing
+  less could give if the loop cost nothing but its layers."""
+  saved = {r["variant"]: r for r in rows if r["runtime"] == "SavedModel"}
+  ours, full = saved.get(f"patience {auto}"), saved.get("full depth")
+  if ours is None or full is None:
+    return []
+  mean = table[auto]["mean_exit_layer"]
+  return [dict(
+      job=f"Early exit, batch 1 ({title})", order=60,
+      ours=dict(label=f"patience {auto} (auto), {mean:.2f} of {layers} "
+                f"layers, accuracy {ours['accuracy']:.3f}",
+                value=round(ours["ms_batch_1"], 2), unit="ms"),
+      peer=dict(label=f"full depth, same weights, accuracy "
+                f"{full['accuracy']:.3f}",
+                value=round(full["ms_batch_1"], 2), unit="ms"),
+      higher_is_better=False,
+      ceiling=dict(label=f"full depth x {mean:.2f}/{layers} layers",
+                   value=round(full["ms_batch_1"] * mean / layers, 2),
+                   unit="ms"),
+      reached=round(ours["ms_batch_1"], 2), machine=machine,
+      date=time.strftime("%Y-%m-%d"), command=command,
+      conditions=conditions,
+      **({"chart": chart_spec(curve, f"Early exit: {title}")} if curve
+         else {}))]
