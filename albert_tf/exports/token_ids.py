@@ -41,6 +41,11 @@ TOKEN_IDS = "token_ids"
 # example at full depth): what export_onnx converts (ONNX Runtime ran the
 # loop slower than the layers it saves; docs/early-exit.md).
 TOKEN_IDS_FULL_DEPTH = "token_ids_full_depth"
+# An early-exit export's token-ids signature with the exit loop in its
+# unbranched form (early_exit_encoder.early_exit(branches=False)): what
+# export_tflite converts (LiteRT prepares an IF's branch again on each
+# call: the branched loop ran 3x slower there; docs/early-exit.md).
+TOKEN_IDS_UNBRANCHED = "token_ids_unbranched"
 
 
 def token_ids_signature(fn: Callable[[Dict[str, tf.Tensor]], Dict],

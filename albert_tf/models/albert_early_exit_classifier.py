@@ -98,12 +98,13 @@ class AlbertEarlyExitClassifier(EncoderModelConfig, tf_keras.Model):
     return dict(logits=all_logits[:, -1, :], all_logits=all_logits)
 
   def early_exit(self, inputs, patience, threshold=0.0, max_layers=None,
-                 compact: bool = True):
-    """Each example at its own exit (see the class docstring)."""
+                 compact: bool = True, branches: bool = True):
+    """Each example at its own exit (see the class docstring and
+    early_exit_encoder.early_exit for compact and branches)."""
     return early_exit_encoder.early_exit(
         self.encoder, self.head_kernel, self.head_bias, inputs, patience,
         threshold, regression=self.num_classes == 1, max_layers=max_layers,
-        compact=compact)
+        compact=compact, branches=branches)
 
   def loss(self, labels, outputs):
     """PABEE's per-example loss (see `early_exit_loss`)."""

@@ -164,7 +164,8 @@ class _Layer:
 def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
                inputs: Dict[str, tf.Tensor], patience, threshold=0.0,
                regression: bool = False, max_layers=None,
-               compact: bool = True) -> Dict[str, tf.Tensor]:
+               compact: bool = True, branches: bool = True
+               ) -> Dict[str, tf.Tensor]:
   """Runs the shared layer until each example exits (module docstring).
 
   Args:
@@ -180,6 +181,11 @@ def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
     max_layers: optional int32 scalar: stop every example after this many
       applications (a static-depth cut; None = L).
     compact: drop exited rows from the batch (else mask them).
+    branches: with compact, the tf.cond between an application where rows
+      may exit ([CLS] first) and one where none can (module docstring);
+      False: every application whole, the exits decided after it, no
+      branch (LiteRT runs that faster: it prepares an IF's branch again
+      on each call).
 
   Returns:
     logits: float32 [batch, C], those of each example's exit application.
@@ -194,7 +200,7 @@ def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
   state = _initial_state(encoder, inputs, rule.kernel.shape[-1])
   if compact:
     del state["running"]  # the rows left say which run
-    step = rule.compacting_step
+    step = rule.compacting_step if branches else rule.unbranched_step
   else:
     step = rule.masking_step
 
@@ -273,6 +279,28 @@ class _Rule:
     the layer only for the rows that go on (the others leave the batch)."""
     cls, carry = self.layer.at_cls(state["x"], state["mask_bias"])
     logits, prediction = self.predict(index, cls)
+    new, keep = self._exits(index, state, logits, prediction)
+    # (Not on zero rows: LiteRT's XNNPack cannot reshape to them.)
+    new["x"], new["mask_bias"] = tf.cond(
+        tf.size(keep) > 0,
+        lambda: self.layer.rest(carry, state["mask_bias"], keep),
+        lambda: (tf.gather(state["x"], keep),
+                 tf.gather(state["mask_bias"], keep)))
+    return new
+
+  def unbranched_step(self, index, state):
+    """The whole application, then the exits: the rows that exit leave."""
+    x = self.layer(state["x"], state["mask_bias"])
+    logits, prediction = self.predict(index, x[:, 0, :])
+    new, keep = self._exits(index, state, logits, prediction)
+    new["x"], new["mask_bias"] = (tf.gather(x, keep),
+                                  tf.gather(state["mask_bias"], keep))
+    return new
+
+  def _exits(self, index, state, logits, prediction):
+    """The state after application `index` but x and mask_bias (those of
+    the rows that go on are the caller's): exited rows' logits and exit
+    layer written, the rows left; and `keep` int64 [b'], their indices."""
     streak = self.streak(index, state, prediction)
     new = dict(state, previous=prediction, streak=streak)
     where = state["rows"][:, tf.newaxis]  # (b, 1)
@@ -283,15 +311,9 @@ class _Rule:
         tf.fill(tf.shape(state["rows"]), index + 1))
     keep = tf.reshape(tf.where(tf.logical_not(self.done(index, streak))),
                       [-1])  # (b',)
-    # (Not on zero rows: LiteRT's XNNPack cannot reshape to them.)
-    new["x"], new["mask_bias"] = tf.cond(
-        tf.size(keep) > 0,
-        lambda: self.layer.rest(carry, state["mask_bias"], keep),
-        lambda: (tf.gather(state["x"], keep),
-                 tf.gather(state["mask_bias"], keep)))
     for key in ("rows", "previous", "streak"):
       new[key] = tf.gather(new[key], keep)
-    return new
+    return new, keep
 
   def masking_step(self, index, state):
     """The whole batch to the end; finished rows' results are kept."""

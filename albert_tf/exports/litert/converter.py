@@ -158,6 +158,9 @@ class Conversion:
                buckets: Sequence[int] = ()):
     self.saved_model = saved_model
     self.loaded, self.function = token_ids.token_ids_function(saved_model)
+    # An early-exit export: its loop without tf.cond (the same exits).
+    self.function = self.loaded.signatures.get(
+        token_ids.TOKEN_IDS_UNBRANCHED, self.function)
     positions = token_ids.max_positions(self.function)
     if positions is not None:
       options.check_tflite_seq_length(seq_length, positions)

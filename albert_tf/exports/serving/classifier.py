@@ -33,9 +33,11 @@ own depth) and return `exit_layer` int32 [batch] (1..L) beside the outputs
 above; the signature `early_exit` takes the raw-text inputs plus
 `exit_patience` (int32 scalar, 0 = full depth) and returns the same, so a
 caller trades accuracy for speed per request; `token_ids_full_depth` is
-`token_ids` without the loop (what export_onnx converts: ONNX Runtime ran
-the loop slower than full depth). Without an early-exit model
-the signatures and outputs are as before.
+`token_ids` without the loop (what export_onnx converts by default: ONNX
+Runtime ran the loop slower than full depth when it saved few layers);
+`token_ids_unbranched` is `token_ids` with the loop's unbranched form
+(what export_tflite converts, early_exit_encoder.early_exit's `branches`).
+Without an early-exit model the signatures and outputs are as before.
 
 Assets: the SentencePiece model, `albert_config.json`, `labels.txt` and
 (own data) `labels.json`.
@@ -80,19 +82,20 @@ class _ClassifierServing(tf.Module):
     self.label_table = (tf.constant(list(labels), tf.string)
                         if labels is not None else None)
 
-  def _logits(self, inputs, patience=None):
+  def _logits(self, inputs, patience=None, branches=True):
     """(logits float32 [batch, C], {} or {"exit_layer": int32 [batch]})."""
     if self.exit_patience is None:
       return tf.cast(self.model(inputs, training=False)["logits"],
                      tf.float32), {}
     patience = self.exit_patience if patience is None else patience
-    outputs = self.model.early_exit(inputs, patience, self.exit_threshold)
+    outputs = self.model.early_exit(inputs, patience, self.exit_threshold,
+                                    branches=branches)
     return outputs["logits"], {"exit_layer": outputs["exit_layer"]}
 
-  def classify_ids(self, inputs):
+  def classify_ids(self, inputs, branches=True):
     """Encoder inputs (int32 [batch, seq]) -> logits and probabilities
     (and exit_layer)."""
-    logits, exits = self._logits(inputs)
+    logits, exits = self._logits(inputs, branches=branches)
     return dict(token_ids.classification_outputs(
         logits, self.labels is None, multi_label=self._task_type ==
         "multi_label"), **exits)
@@ -100,6 +103,10 @@ class _ClassifierServing(tf.Module):
   @property
   def _task_type(self) -> Optional[str]:
     return self.label_list.task_type if self.label_list else None
+
+  def classify_ids_unbranched(self, inputs):
+    """classify_ids with the exit loop's unbranched form (LiteRT's)."""
+    return self.classify_ids(inputs, branches=False)
 
   def classify_ids_full_depth(self, inputs):
     """classify_ids without the exit loop: every example at full depth
@@ -208,6 +215,8 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
       signatures[EARLY_EXIT] = _early_exit_signature(serving, num_segments)
       signatures[token_ids.TOKEN_IDS_FULL_DEPTH] = (
           token_ids.token_ids_signature(serving.classify_ids_full_depth))
+      signatures[token_ids.TOKEN_IDS_UNBRANCHED] = (
+          token_ids.token_ids_signature(serving.classify_ids_unbranched))
     return serving, signatures
 
   return atomic_export.save_serving_model(

@@ -72,7 +72,7 @@ def test_signatures_exit_at_the_patience_and_say_where(early_model,
                                                        early_export):
   signatures = early_export.signatures
   assert set(signatures) == {"serving_default", "token_ids", "early_exit",
-                             "token_ids_full_depth"}
+                             "token_ids_full_depth", "token_ids_unbranched"}
   inputs = _ids(32, seed=1)
   got = signatures["token_ids"](**{k: tf.constant(v)
                                    for k, v in inputs.items()})
@@ -82,6 +82,13 @@ def test_signatures_exit_at_the_patience_and_say_where(early_model,
   assert len(set(want["exit_layer"].numpy().tolist())) >= 2
   np.testing.assert_allclose(got["logits"].numpy(), want["logits"].numpy(),
                              rtol=1e-5, atol=1e-5)
+  # LiteRT's form of the loop: the same exits.
+  unbranched = signatures["token_ids_unbranched"](**{
+      k: tf.constant(v) for k, v in inputs.items()})
+  np.testing.assert_array_equal(unbranched["exit_layer"].numpy(),
+                                want["exit_layer"].numpy())
+  np.testing.assert_allclose(unbranched["logits"].numpy(),
+                             want["logits"].numpy(), rtol=1e-5, atol=1e-5)
   text = tf.constant(SENTENCES)
   default = signatures["serving_default"](sentences=text)
   assert set(default) == {"logits", "probabilities", "label_ids", "labels",
@@ -140,10 +147,19 @@ def _saved_model_outputs(export, inputs):
   return {k: v.numpy() for k, v in outputs.items()}
 
 
+def _analysis(path, capsys) -> str:
+  """LiteRT's analyzer text of every subgraph of a file."""
+  capsys.readouterr()
+  tf.lite.experimental.Analyzer.analyze(model_path=path)
+  return capsys.readouterr().out
+
+
 @pytest.mark.slow
-def test_litert_file_carries_the_loop(early_export, tmp_path):
-  """export_tflite converts the token-ids signature with its WHILE loop:
-  float32 gives the SavedModel's exit layers and labels, logits to 1e-4;
+def test_litert_file_carries_the_loop(early_export, tmp_path, capsys):
+  """export_tflite converts the token-ids signature's unbranched loop
+  (token_ids_unbranched: a WHILE without IF, which LiteRT would prepare
+  again on each call): float32 gives the SavedModel's exit layers and
+  labels, logits to 1e-4;
   dynamic int8 the same exits and labels on most examples (its weights
   are rounded: a crafted model with large heads, logits differ by ~0.5)."""
   from albert_tf.exports.litert import converter
@@ -157,6 +173,7 @@ def test_litert_file_carries_the_loop(early_export, tmp_path):
                             quantize=quantize)
     model = LiteRTModel(open(out, "rb").read())
     assert "WHILE" in model.op_names()
+    assert " IF(" not in _analysis(out, capsys)
     got = model(inputs)
     same_exit = np.mean(got["exit_layer"] == want["exit_layer"])
     same_label = np.mean(got["logits"].argmax(-1) ==

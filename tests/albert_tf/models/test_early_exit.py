@@ -72,9 +72,16 @@ def reference_exit(all_logits, patience, threshold=0.0, regression=False):
   return np.array(logits), np.array(layers)
 
 
-@pytest.mark.parametrize("compact", [True, False])
+# The three forms of the loop: compaction with its [CLS]-first branch,
+# compaction unbranched (LiteRT's), masking.
+LOOPS = {"branched": dict(compact=True, branches=True),
+         "unbranched": dict(compact=True, branches=False),
+         "masking": dict(compact=False)}
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
 @pytest.mark.parametrize("num_classes,threshold", [(3, 0.0), (1, 0.5)])
-def test_loop_equals_the_numpy_rule(num_classes, threshold, compact):
+def test_loop_equals_the_numpy_rule(num_classes, threshold, loop):
   model = _model(num_classes)
   inputs = _inputs(32)
   all_logits = model(inputs, training=False)["all_logits"].numpy()
@@ -83,7 +90,7 @@ def test_loop_equals_the_numpy_rule(num_classes, threshold, compact):
   for patience in range(LAYERS):
     want_logits, want_layers = reference_exit(all_logits, patience,
                                               threshold, regression)
-    got = model.early_exit(inputs, patience, threshold, compact=compact)
+    got = model.early_exit(inputs, patience, threshold, **LOOPS[loop])
     np.testing.assert_array_equal(got["exit_layer"].numpy(), want_layers)
     # The loop computes an exit application's [CLS] as a one-row query
     # (as the full-depth classifier's last block), the reference in full
@@ -111,19 +118,22 @@ def test_patience_0_is_the_full_depth_classifier():
       model(inputs, training=False)["logits"].numpy(), want, atol=1e-5)
 
 
-def test_an_example_exits_the_same_alone_and_in_any_batch():
+@pytest.mark.parametrize("loop", sorted(LOOPS))
+def test_an_example_exits_the_same_alone_and_in_any_batch(loop):
   model = _model(3)
   inputs = _inputs(32)
-  batched = model.early_exit(inputs, 2)
+  batched = model.early_exit(inputs, 2, **LOOPS[loop])
   layers = batched["exit_layer"].numpy()
   assert len(set(layers.tolist())) >= 3
   for i in (0, 7, 31):
-    alone = model.early_exit({k: v[i:i + 1] for k, v in inputs.items()}, 2)
+    alone = model.early_exit({k: v[i:i + 1] for k, v in inputs.items()}, 2,
+                             **LOOPS[loop])
     assert alone["exit_layer"].numpy()[0] == layers[i]
     np.testing.assert_allclose(alone["logits"].numpy()[0],
                                batched["logits"].numpy()[i], atol=1e-5)
   shuffled = np.random.default_rng(1).permutation(32)
-  mixed = model.early_exit({k: v[shuffled] for k, v in inputs.items()}, 2)
+  mixed = model.early_exit({k: v[shuffled] for k, v in inputs.items()}, 2,
+                           **LOOPS[loop])
   np.testing.assert_array_equal(mixed["exit_layer"].numpy(), layers[shuffled])
 
 
