@@ -65,7 +65,9 @@ def _picks(n: int, limit: int) -> np.ndarray:
 
 
 class _TokenIds(tf.Module):
-  """A token-ids SavedModel (the signature the converters read)."""
+  """A token-ids SavedModel (the signatures the converters read, as an
+  early-exit export has them: export_tflite converts the unbranched loop,
+  ONNX here the token-ids one)."""
 
   def __init__(self, model, patience=None, compact=True):
     super().__init__()
@@ -73,21 +75,28 @@ class _TokenIds(tf.Module):
     self.patience = patience
     self.compact = compact
 
-  def outputs(self, inputs):
+  def outputs(self, inputs, branches=True):
     if self.patience is None:
       logits = self.model(inputs, training=False)["logits"]
       return dict(logits=logits, probabilities=tf.nn.softmax(logits))
-    out = self.model.early_exit(inputs, self.patience, compact=self.compact)
+    out = self.model.early_exit(inputs, self.patience, compact=self.compact,
+                                branches=branches)
     return dict(logits=out["logits"],
                 probabilities=tf.nn.softmax(out["logits"]),
                 exit_layer=out["exit_layer"])
 
+  def unbranched_outputs(self, inputs):
+    return self.outputs(inputs, branches=False)
+
 
 def _save(module, path: str) -> str:
   from albert_tf.exports import token_ids
-  function = token_ids.token_ids_signature(module.outputs)
-  tf.saved_model.save(module, path,
-                      signatures={token_ids.TOKEN_IDS: function})
+  signatures = {
+      token_ids.TOKEN_IDS: token_ids.token_ids_signature(module.outputs)}
+  if module.patience is not None:
+    signatures[token_ids.TOKEN_IDS_UNBRANCHED] = (
+        token_ids.token_ids_signature(module.unbranched_outputs))
+  tf.saved_model.save(module, path, signatures=signatures)
   return path
 
 
