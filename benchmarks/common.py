@@ -211,6 +211,28 @@ def machine_line() -> str:
           f"load average {load:.1f} at the start, numpy {np.__version__}")
 
 
+def machine_label(cpuinfo: Optional[str] = None,
+                  cores: Optional[int] = None) -> str:
+  """A short name for the first table, e.g. "2-core Intel Xeon (AMX)":
+  the core count, the CPU family, and AMX when the CPU has it (float32
+  matmuls then reach a higher peak). cpuinfo: /proc/cpuinfo's text."""
+  if cpuinfo is None:
+    try:
+      with open("/proc/cpuinfo") as f:
+        cpuinfo = f.read()
+    except OSError:
+      cpuinfo = ""
+  fields = dict(line.split(":", 1) for line in cpuinfo.splitlines()
+                if ":" in line)
+  fields = {k.strip(): v.strip() for k, v in fields.items()}
+  name = fields.get("model name", "")
+  family = next((family for key, family in (
+      ("Xeon", "Intel Xeon"), ("EPYC", "AMD EPYC"), ("Intel", "Intel"),
+      ("AMD", "AMD")) if key in name), name or "CPU")
+  amx = " (AMX)" if "amx_tile" in fields.get("flags", "").split() else ""
+  return f"{cores or os.cpu_count()}-core {family}{amx}"
+
+
 def cpu_model() -> str:
   """The CPU's model name (/proc/cpuinfo): sections measured on different
   machines of the same size differ by up to 2x."""

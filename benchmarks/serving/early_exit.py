@@ -365,8 +365,8 @@ def _write(args, result, conditions, quiet) -> None:
   if quiet and args.run_dir:
     rows = early_exit_report.figures(
         result.rows, result.table, result.auto, result.layers,
-        common.machine_line(), command, conditions,
-        args.task or "a fine-tuned run", result.curve)
+        common.machine_label(), command, conditions,
+        args.task or "a fine-tuned run", result.curve, args.seq_length)
   common.update_benchmarks_md("Early exit (PABEE)", body, figures=rows,
                               stage="Serving")
 

@@ -2,7 +2,7 @@
 accuracy-against-latency chart and the first table's row."""
 
 import time
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from benchmarks import common
 
@@ -66,7 +66,8 @@ def chart_spec(curve, title: str) -> Dict:
 
 
 def figures(rows, table, auto, layers, machine: str, command: str,
-            conditions: str, title: str, curve=None) -> List[Dict]:
+            conditions: str, title: str, curve=None,
+            seq_length: Optional[int] = None) -> List[Dict]:
   """The first table's row: auto's batch-1 time in the SavedModel against
   full depth's (same weights, same run); the ceiling is full depth's time
   scaled by the layers auto runs (mean exit layer / L): what computing
@@ -77,7 +78,8 @@ def figures(rows, table, auto, layers, machine: str, command: str,
     return []
   mean = table[auto]["mean_exit_layer"]
   return [dict(
-      job=f"Early exit, batch 1 ({title})", order=60,
+      job=f"Early exit, batch 1 ({title}"
+      + (f", seq {seq_length})" if seq_length else ")"), order=60,
       ours=dict(label=f"patience {auto} (auto), {mean:.2f} of {layers} "
                 f"layers, accuracy {ours['accuracy']:.3f}",
                 value=round(ours["ms_batch_1"], 2), unit="ms"),

@@ -217,7 +217,8 @@ def test_early_exit_benchmark(tmp_path):
   from benchmarks import charts
   assert os.path.getsize(charts.from_spec(chart, str(tmp_path))) > 1000
   row, = early_exit_report.figures(result.rows, result.table, 1, 4, "m",
-                                   "cmd", "quiet", "tiny")
+                                   "cmd", "quiet", "tiny", seq_length=32)
+  assert row["job"] == "Early exit, batch 1 (tiny, seq 32)"
   full = next(r for r in rows if r["variant"] == "full depth" and
               r["runtime"] == "SavedModel")
   assert row["peer"]["value"] == round(full["ms_batch_1"], 2)

@@ -207,3 +207,17 @@ def test_pretraining_step_write_feeds_the_first_table(tmp_path, monkeypatch):
   assert row["command"].startswith("python -m benchmarks.pretraining.step")
   png = tmp_path / "charts" / "pretraining_step.png"
   assert png.read_bytes()[:8] == PNG
+
+
+@pytest.mark.parametrize("model,flags,want", [
+    ("Intel(R) Xeon(R) Processor", "fpu avx512f amx_bf16 amx_tile amx_int8",
+     "2-core Intel Xeon (AMX)"),
+    ("Intel(R) Xeon(R) Platinum 8375C CPU @ 2.90GHz", "fpu avx512f",
+     "2-core Intel Xeon"),
+    ("AMD EPYC 9R14 96-Core Processor", "fpu avx512f", "2-core AMD EPYC"),
+    ("Apple M2", "", "2-core Apple M2"),
+])
+def test_machine_label_names_cores_family_and_amx(model, flags, want):
+  cpuinfo = (f"processor\t: 0\nmodel name\t: {model}\nflags\t\t: {flags}\n"
+             f"\nprocessor\t: 1\nmodel name\t: {model}\nflags\t\t: {flags}\n")
+  assert common.machine_label(cpuinfo, cores=2) == want
