@@ -24,7 +24,10 @@ short of the patience, or the last one) computes [CLS] first and the rest
 of the layer only for the rows that go on: an exit costs what the
 full-depth classifier's last layer costs (its last block at [CLS] only),
 not a whole layer. The other applications run the whole layer with no
-exit bookkeeping (a tf.cond between the two).
+exit bookkeeping (a tf.cond between the two). `branches=False` runs every
+application whole and decides the exits after it, with no tf.cond: the
+same exits, the form LiteRT runs fastest (the export's
+token_ids_unbranched signature).
 
 The loop needs every layer to apply the same blocks (share_parameters="all"
 with one group: the released ALBERT models); it creates no variables.
