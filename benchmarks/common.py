@@ -217,11 +217,7 @@ def machine_label(cpuinfo: Optional[str] = None,
   the core count, the CPU family, and AMX when the CPU has it (float32
   matmuls then reach a higher peak). cpuinfo: /proc/cpuinfo's text."""
   if cpuinfo is None:
-    try:
-      with open("/proc/cpuinfo") as f:
-        cpuinfo = f.read()
-    except OSError:
-      cpuinfo = ""
+    cpuinfo = _cpuinfo()
   fields = dict(line.split(":", 1) for line in cpuinfo.splitlines()
                 if ":" in line)
   fields = {k.strip(): v.strip() for k, v in fields.items()}
@@ -233,15 +229,21 @@ def machine_label(cpuinfo: Optional[str] = None,
   return f"{cores or os.cpu_count()}-core {family}{amx}"
 
 
+def _cpuinfo() -> str:
+  """/proc/cpuinfo's text ("" where there is none)."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      return f.read()
+  except OSError:
+    return ""
+
+
 def cpu_model() -> str:
   """The CPU's model name (/proc/cpuinfo): sections measured on different
   machines of the same size differ by up to 2x."""
-  try:
-    with open("/proc/cpuinfo") as f:
-      names = [line.split(":", 1)[1].strip() for line in f
-               if line.startswith("model name")]
-  except OSError:
-    names = []
+  names = [line.split(":", 1)[1].strip()
+           for line in _cpuinfo().splitlines()
+           if line.startswith("model name")]
   return names[0] if names else "CPU model unknown"
 
 

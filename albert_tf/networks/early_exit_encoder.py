@@ -150,15 +150,14 @@ class _Layer:
       rows = ffn(attention(rows, batch, seq, mask_bias))
     return tf.reshape(rows, [batch, seq, self.hidden])
 
-  def rest(self, carry, mask_bias, keep=None):
+  def rest(self, carry, mask_bias, keep):
     rows, key, value = carry
     seq = tf.shape(key)[1]
-    if keep is not None:
-      rows = tf.reshape(tf.gather(
-          tf.reshape(rows, [-1, seq, self.hidden]), keep), [-1, self.hidden])
-      key, value, mask_bias = (tf.gather(t, keep)
-                               for t in (key, value, mask_bias))
-    batch = tf.shape(key)[0]
+    rows = tf.reshape(tf.gather(
+        tf.reshape(rows, [-1, seq, self.hidden]), keep), [-1, self.hidden])
+    key, value, mask_bias = (tf.gather(t, keep)
+                             for t in (key, value, mask_bias))
+    batch = tf.shape(keep)[0]
     attention, ffn = self.blocks[-1]
     rows = ffn(attention.attend(rows, key, value, mask_bias, batch, seq))
     return tf.reshape(rows, [batch, seq, self.hidden]), mask_bias
