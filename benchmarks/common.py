@@ -23,6 +23,9 @@ def load_config(size: str):
   from albert_tf.config import AlbertConfig
   path = size if size.endswith(".json") else os.path.join(
       REPO_ROOT, "configs", f"albert_{size}.json")
+  if not os.path.exists(path) and os.path.exists(os.path.join(REPO_ROOT,
+                                                              path)):
+    path = os.path.join(REPO_ROOT, path)  # configs/... from anywhere
   return AlbertConfig.from_json_file(path)
 
 
@@ -187,8 +190,47 @@ def update_benchmarks_md(section: str, body: str,
                         text.find("\n## ", start + len(marker))) if i >= 0]
     end = min(ends) if ends else len(text)
   text = text[:start] + block + text[end:]
+  orders = {row.get("order") for row in figures or ()}
+  text = drop_figures(text, orders, keep_from=start, keep_to=start +
+                      len(block))
   with open(path, "w") as f:
     f.write(text)
+
+
+def drop_figures(text: str, orders, keep_from: int = 0,
+                 keep_to: int = 0) -> str:
+  """`text` without the figures blocks of these first-table `orders`
+  outside [keep_from, keep_to) (the section just written): a row is
+  written by one run, so a new run's row supersedes the one an older run
+  left in another section (e.g. "Data creation (corpus x16)" after a
+  corpus x4 run)."""
+  if not orders:
+    return text
+  out, at = [], 0
+  while True:
+    start = text.find(FIGURES_START + "\n", at)
+    if start < 0:
+      break
+    end = text.find("\n-->", start)
+    if end < 0:
+      break
+    end += len("\n-->")
+    body = text[start + len(FIGURES_START):end - len("-->")]
+    try:
+      order = json.loads(body).get("order")
+    except ValueError:
+      order = None
+    inside = keep_from <= start < keep_to
+    if order in orders and not inside:
+      out.append(text[at:start].rstrip("\n") + "\n")
+      at = end
+      while text.startswith("\n\n", at):
+        at += 1
+    else:
+      out.append(text[at:end])
+      at = end
+  out.append(text[at:])
+  return "".join(out)
 
 
 def _new_section_at(text: str, stage: Optional[str]) -> int:
@@ -209,6 +251,18 @@ def machine_line() -> str:
   load = os.getloadavg()[0]
   return (f"{cpus} CPU cores ({cpu_model()}), TensorFlow {tf.__version__}, "
           f"load average {load:.1f} at the start, numpy {np.__version__}")
+
+
+def today() -> str:
+  """The date of a run, as the first table gives it (YYYY-MM-DD)."""
+  return time.strftime("%Y-%m-%d")
+
+
+def command_line(module: str, argv: Sequence[str]) -> str:
+  """The exact command of a run, as run: `python -m module` and its
+  arguments (quoted where the shell needs it)."""
+  import shlex
+  return " ".join(["python -m", module] + [shlex.quote(a) for a in argv])
 
 
 def machine_label(cpuinfo: Optional[str] = None,

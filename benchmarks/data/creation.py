@@ -19,10 +19,16 @@ loading) included; "inst/CPU-s" divides by the CPU time of all processes, so
 it shows per-process throughput even when other load on the machine keeps
 the workers from scaling in wall time.
 
-For reference (issue 3): the official google-research/albert script made
-about 985 instances/s in one process (907 MB peak RSS) for max_seq_length 128,
-dupe_factor 5 on a 2.7 MB corpus of this kind. It needs TF1, so it is not run
-here.
+The peer: the official google-research/albert script
+(benchmarks.data.official_creation), run on the same corpus, SentencePiece
+model and settings when a checkout of it is given (--official_dir, default
+$ALBERT_OFFICIAL_DIR); without it the first table's row names the peer's
+recorded run, machine and date.
+
+The first table's row (with --write; local runs of 1 and N > 1 workers,
+no Beam, corpus x4 or more): ours in one process against the official
+script in one process, instances/s; the ceiling N processes x one
+process's rate, all measured in this run.
 """
 
 import hashlib
@@ -31,9 +37,12 @@ import os
 import subprocess
 import sys
 import tempfile
+from typing import Dict, List, Optional
 
 from absl import app
 from absl import flags
+
+from benchmarks.data import official_creation
 
 FLAGS = flags.FLAGS
 
@@ -53,7 +62,21 @@ def define_flags():
   flags.DEFINE_string("spm_model_file", None,
                       "SentencePiece model; default: train a 5000-piece one.")
   flags.DEFINE_string("work_dir", None, "Where to write (default: a temp dir).")
+  flags.DEFINE_string(
+      "official_dir", None,
+      "A checkout of google-research/albert: its create_pretraining_data.py "
+      "runs on the same corpus and settings, the row's peer (default: "
+      f"${official_creation.OFFICIAL_DIR_ENV}).")
   flags.DEFINE_bool("write", False, "Update BENCHMARKS.md with the table.")
+
+
+# The first table's row: local runs of 1 and N > 1 workers on a corpus of
+# at least this many copies (smaller ones are mostly start-up).
+MIN_COPIES = 4
+# `python -m benchmarks.summary --run`'s short mode: about 3 minutes on 2
+# cores with the official script (2 of them its run), 1 without.
+SHORT_ARGS = ["--corpus_copies=4", "--workers=1,2", "--beam_workers=",
+              "--max_seq_length=128", "--dupe_factor=5", "--write"]
 
 
 _CHILD = r"""
@@ -122,7 +145,12 @@ def _digest(path):
 
 
 def main(argv):
-  del argv
+  from benchmarks import common
+  try:
+    checkout = official_creation.official_dir(FLAGS.official_dir)
+  except official_creation.OfficialScriptError as e:
+    sys.stderr.write(f"error: {e}\n")
+    sys.exit(1)
   work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="bench_data_")
   os.makedirs(work_dir, exist_ok=True)
   corpus, model, info = _prepare(work_dir)
@@ -130,6 +158,32 @@ def main(argv):
   print(f"corpus: {size_mb:.2f} MB ({info['documents'] * FLAGS.corpus_copies:,}"
         f" documents), max_seq_length {FLAGS.max_seq_length}, dupe_factor "
         f"{FLAGS.dupe_factor}, {os.cpu_count()} cores")
+  rows, rates = _run_ours(work_dir, corpus, model)
+  official = None
+  if checkout:
+    official = _run_official(checkout, work_dir, corpus, model)
+  if FLAGS.write:
+    table = common.markdown_table(
+        ["corpus copies", "runner", "workers", "seconds", "instances",
+         "inst/s", "tokens/s", "CPU s", "inst/CPU-s", "s/GB", "CPU-h/GB",
+         "main RSS MB", "worker RSS MB", "same bytes"], rows)
+    title = "Data creation: local path and Beam" if FLAGS.beam_workers else (
+        "Data creation")
+    command = common.command_line("benchmarks.data.creation", argv[1:])
+    common.update_benchmarks_md(
+        f"{title} (corpus x{FLAGS.corpus_copies})", f"`{command}`; "
+        f"{common.machine_line()}. {_official_sentence(official)} "
+        "\"Beam Direct\": the same job on Apache Beam's DirectRunner "
+        "(multi_processing); \"same bytes\": the run's output has the "
+        "first row's sha256.\n\n" + table,
+        figures=figures(rates, official, command, FLAGS.corpus_copies,
+                        FLAGS.beam_workers, common.machine_label()),
+        stage="Data")
+
+
+def _run_ours(work_dir, corpus, model):
+  """Every local and Beam run in a fresh process: (the table's rows,
+  {(runner, workers): instances/s})."""
   script = os.path.join(work_dir, "child.py")
   with open(script, "w") as f:
     f.write(_CHILD)
@@ -172,60 +226,82 @@ def main(argv):
              f"{r['cpu_seconds'] / 3600 / gb:.2f}",
              f"{r['main_rss_mb']:.0f}", f"{r['worker_rss_mb']:.0f}", same]
     widths = [12, 7, 8, 10, 9, 11, 6, 10, 7, 8, 11, 13, 10]
-    print(" ".join(f"{c:>{w}}" for c, w in zip(map(str, cells), widths)))
+    print(" ".join(f"{c:>{w}}" for c, w in zip(map(str, cells), widths)),
+          flush=True)
     rows.append([FLAGS.corpus_copies] + cells)
-  if FLAGS.write:
-    from benchmarks import common
-    table = common.markdown_table(
-        ["corpus copies", "runner", "workers", "seconds", "instances",
-         "inst/s", "tokens/s", "CPU s", "inst/CPU-s", "s/GB", "CPU-h/GB",
-         "main RSS MB", "worker RSS MB", "same bytes"], rows)
-    title = "Data creation: local path and Beam" if FLAGS.beam_workers else (
-        "Data creation")
-    command = (
-        f"python -m benchmarks.data.creation --workers={FLAGS.workers}"
-        f" --beam_workers={FLAGS.beam_workers}"
-        f" --corpus_copies={FLAGS.corpus_copies} --max_seq_length="
-        f"{FLAGS.max_seq_length} --dupe_factor={FLAGS.dupe_factor} --write")
-    common.update_benchmarks_md(
-        f"{title} (corpus x{FLAGS.corpus_copies})", f"`{command}`; "
-        f"{common.machine_line()}. The official script: about 985 "
-        f"instances/s in one process, 907 MB peak RSS, on a 2.7 MB corpus "
-        f"of this kind (measured when the issue was filed; it needs TF1 and "
-        f"is not run here). \"Beam Direct\": the same job on Apache Beam's "
-        f"DirectRunner (multi_processing); \"same bytes\": the run's output "
-        f"has the first row's sha256.\n\n" + table,
-        figures=figures(rates, command, FLAGS.corpus_copies,
-                        FLAGS.beam_workers), stage="Data")
+  return rows, rates
 
 
-OFFICIAL_PER_PROCESS = 985  # instances/s, measured when the issue was filed
+def _run_official(checkout, work_dir, corpus, model) -> Dict[str, float]:
+  """The official script on the same corpus and settings, one process."""
+  from data_pipeline.pretraining import instance_options
+  options = instance_options.InstanceOptions(
+      max_seq_length=FLAGS.max_seq_length,
+      max_predictions_per_seq=FLAGS.max_predictions_per_seq)
+  flags_ = official_creation.official_flags(options, FLAGS.dupe_factor)
+  print(f"the official script ({checkout}) on the same corpus...",
+        flush=True)
+  try:
+    result = official_creation.run_official(
+        checkout, corpus, model,
+        os.path.join(work_dir, "out_official", "train.tfrecord"), flags_)
+  except official_creation.OfficialScriptError as e:
+    sys.stderr.write(f"error: {e}\n")
+    sys.exit(1)
+  result["rate"] = result["instances"] / result["seconds"]
+  print(f"official: {result['seconds']:.2f} s, {result['instances']:,} "
+        f"instances, {result['rate']:,.0f} instances/s, peak RSS "
+        f"{result['rss_mb']:.0f} MB", flush=True)
+  return result
 
 
-def figures(rates, command, corpus_copies, beam_workers):
+def _official_sentence(official: Optional[Dict[str, float]]) -> str:
+  if official is None:
+    return ("The official script was not run (no --official_dir); its "
+            "recorded run: " + official_creation.RECORDED_RUN["run"] + ".")
+  return (f"The official script, same corpus and settings, one process, "
+          f"in this run: {official['seconds']:.2f} s, "
+          f"{official['instances']:,} instances, {official['rate']:,.0f} "
+          f"instances/s, {official['rss_mb']:.0f} MB peak RSS.")
+
+
+def figures(rates, official, command, corpus_copies, beam_workers,
+            machine: str) -> List[Dict]:
   """The first table's row, from a local run with 1 and with N > 1
-  workers on a large corpus (x16 or more, no Beam): one process against
-  the official script's, the ceiling N x one process's rate."""
-  many = max((w for runner, w in rates if runner == "local"), default=1)
-  if (corpus_copies < 16 or beam_workers or
-      ("local", 1) not in rates or many < 2):
+  workers (no Beam) on corpus x MIN_COPIES or more: one process against
+  the official script's one process (this run's, else its recorded run,
+  named in "peer_run"); the ceiling N processes x one process's rate,
+  reached: the N workers' rate."""
+  many = min(max((w for runner, w in rates if runner == "local"),
+                 default=1), os.cpu_count() or 1)
+  if (corpus_copies < MIN_COPIES or beam_workers or
+      ("local", 1) not in rates or ("local", many) not in rates or
+      many < 2):
     return []
-  import time
-
   from benchmarks import common
   one = rates["local", 1]
-  return [dict(
-      job="Data creation (instances/s, one process)", order=10,
+  row = dict(
+      job=f"Data creation (instances/s, one process, corpus x"
+      f"{corpus_copies})", order=10,
       ours=dict(label="one process", value=round(one), unit="instances/s"),
-      peer=dict(label="official script, measured when the issue was filed",
-                value=OFFICIAL_PER_PROCESS, unit="instances/s"),
-      higher_is_better=True,
-      ceiling=dict(label=f"{many} cores x one process; {many} workers: "
-                   f"{rates['local', many]:,.0f}", value=round(many * one),
-                   unit="instances/s"),
-      reached=round(rates["local", many]), machine=common.machine_line(),
-      date=time.strftime("%Y-%m-%d"), command=command,
-      conditions=f"load average {os.getloadavg()[0]:.1f} at the end")]
+      higher_is_better=True, contender="peer",
+      ceiling=dict(label=f"{many} cores x one process's rate",
+                   value=round(many * one), unit="instances/s"),
+      reached=round(rates["local", many]), machine=machine,
+      date=common.today(), command=command,
+      conditions=f"{many} workers: {rates['local', many]:,.0f} instances/s;"
+      f" load average {os.getloadavg()[0]:.1f} at the end")
+  if official is not None:
+    row["peer"] = dict(label="official create_pretraining_data.py, one "
+                       "process, same corpus and settings",
+                       value=round(official["rate"]), unit="instances/s")
+  else:
+    recorded = official_creation.RECORDED_RUN
+    row["peer"] = dict(label="official create_pretraining_data.py, its "
+                       "recorded run (not run here)",
+                       value=recorded["value"], unit=recorded["unit"])
+    row["peer_run"] = recorded["run"]
+  return [row]
 
 
 if __name__ == "__main__":

@@ -51,6 +51,13 @@ SECTION_BFLOAT16 = ("Fine-tuning against Hugging Face in bfloat16 "
                     "(SST-2-like and MRPC-like)")
 TASK_LABELS = {"sst2": "SST-2-like", "mrpc": "MRPC-like pairs"}
 REFERENCE = "hf_dynamic"
+# `python -m benchmarks.summary --run`'s short mode: the first table's two
+# rows from our fastest contender (--pack_examples) and Hugging Face's
+# (dynamic padding), 2 rounds of 4 timed steps, each in a fresh process:
+# 8 processes of about 40 s, about 6 minutes on 2 cores.
+SHORT_ARGS = ["--size=base", "--batch_size=32", "--seq_length=128",
+              "--steps=4", "--rounds=2", "--tasks=sst2,mrpc",
+              "--contenders=pack,hf_dynamic", "--dtype=float32", "--write"]
 
 
 def torch_available() -> bool:
@@ -142,7 +149,9 @@ def ceiling(args) -> dict:
   config = AlbertConfig.from_dict(worker.config_dict(args.size))
   dtype = ("bfloat16" if args.dtype == "bfloat16" and
            roofline.bfloat16_supported() else "float32")
-  rows = 8 * args.seq_length  # about a packed or bucketed step's rows
+  # The row's own shapes: its batch of --seq_length positions (a packed
+  # or bucketed step runs fewer rows, and smaller matmuls reach less).
+  rows = args.batch_size * args.seq_length
   peak = roofline.step_peak(config.hidden_size, config.intermediate_size,
                             rows, dtype)
   full = parameters_and_flops.flops_per_token(
@@ -235,7 +244,6 @@ def chart(stats, roof, path: str) -> str:
 def figures(stats, roof, args, machine: str, command: str):
   """The first table's rows, one per task: our fastest contender against
   Hugging Face's, in real tokens/s, beside the peak's."""
-  import time
   rows = []
   for i, (task, s) in enumerate(stats.items()):
     ours = max((r[1], c) for c, r in s["rates"].items() if c in worker.OURS)
@@ -250,17 +258,18 @@ def figures(stats, roof, args, machine: str, command: str):
         f"batch {args.batch_size})", order=30 + i,
         ours=dict(label=f"`{ours[1]}`, {s['rates'][ours[1]][0]:.3g} "
                   "examples/s", value=round(ours[0], 1),
-                  unit="real tokens/s"),
+                  unit="real tokens/s"), contender="peer",
         peer=dict(label=f"Hugging Face `{peer[1]}`, "
                   f"{s['rates'][peer[1]][0]:.3g} examples/s",
                   value=round(peer[0], 1), unit="real tokens/s"),
         higher_is_better=True,
-        ceiling=dict(label=f"matmul peak {roof['peak'] / 1e9:.0f} GFLOP/s,"
-                     " same run, no padding",
+        ceiling=dict(label=f"matmul peak at [{roof['rows']}, H] x [H, I]: "
+                     f"{roof['peak'] / 1e9:.0f} GFLOP/s, same run, no "
+                     "padding",
                      value=round(roof["tokens_per_s"], 1),
                      unit="real tokens/s"),
         reached=round(ours[0], 1), machine=machine,
-        date=time.strftime("%Y-%m-%d"), command=command,
+        date=common.today(), command=command,
         conditions=f"{s['kind']}: {s['quiet']} of {s['rounds']} rounds "
         "quiet"))
   return rows
@@ -322,15 +331,11 @@ def main(argv=None):
   print(table)
   print("\n".join(notes))
   if args.write:
-    command = ("python -m benchmarks.finetuning.peers "
-               f"--size={args.size} --batch_size={args.batch_size} "
-               f"--seq_length={args.seq_length} --steps={args.steps} "
-               f"--rounds={args.rounds} --tasks={','.join(tasks)} "
-               f"--dtype={args.dtype} --quiet_cores={args.quiet_cores}")
-    if contenders != list(worker.OURS + worker.THEIRS):
-      command += f" --contenders={','.join(contenders)}"
-    _write(args, command + " --write", machine, results, contenders,
-           roof, table, notes, skipped)
+    command = common.command_line(
+        "benchmarks.finetuning.peers",
+        sys.argv[1:] if argv is None else argv)
+    _write(args, command, machine, results, contenders, roof, table, notes,
+           skipped)
   return results
 
 
@@ -352,7 +357,8 @@ def _write(args, command, machine, results, contenders, roof, table, notes,
           "round after a warm-up that runs every batch shape once. "
           + "; ".join(notes) + ". " + skipped + "\n\n" + table +
           f"\n\n![fine-tuning against peers](benchmarks/charts/{name}.png)"),
-      figures=[] if bf16 else figures(stats, roof, args, machine, command),
+      figures=[] if bf16 else figures(stats, roof, args,
+                                      common.machine_label(), command),
       stage="Fine-tuning")
 
 

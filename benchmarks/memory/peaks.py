@@ -38,6 +38,10 @@ from typing import Dict, List
 from benchmarks import common
 
 SECTION = "Pretraining memory: recomputation and the memory plan"
+# `python -m benchmarks.summary --run`'s short mode: the first table's
+# configuration only, two fresh processes; about 3 minutes on 2 cores.
+SHORT_ARGS = ["--sizes=base", "--seq_lengths=512", "--batch_sizes=4",
+              "--steps=2", "--write"]
 CHART = os.path.join(common.REPO_ROOT, "benchmarks", "charts", "memory.png")
 PREDICTIONS = 20
 MIB = 2**20
@@ -116,7 +120,7 @@ def planned(size: str, batch: int, seq: int, recompute: bool):
 def run(sizes: List[str], seqs: List[int], batches: List[int],
         steps: int) -> Dict[str, object]:
   """Rows of the table and each configuration's saving check."""
-  rows, checks = [], []
+  rows, checks, configs = [], [], []
   for size in sizes:
     for seq in seqs:
       for batch in batches:
@@ -125,8 +129,7 @@ def run(sizes: List[str], seqs: List[int], batches: List[int],
           measured = measure(size, batch, seq, recompute, steps)
           plan = planned(size, batch, seq, recompute)
           step_mib = measured["first_peak_mib"] - measured["baseline_mib"]
-          plan_mib = (plan.gradient_bytes + plan.activation_bytes
-                      + plan.shared_gradient_bytes) / MIB
+          plan_mib = _plan_mib(plan)
           by_mode[recompute] = (step_mib, plan)
           later_mib = measured["later_peak_mib"] - measured["baseline_mib"]
           rows.append([common.size_label(size), seq, batch,
@@ -134,6 +137,9 @@ def run(sizes: List[str], seqs: List[int], batches: List[int],
                        f"{later_mib:,.0f}",
                        f"{plan_mib:,.0f}", f"{step_mib / plan_mib:.2f}",
                        f"{measured['step_seconds']:.2f}"])
+        configs.append(dict(
+            size=size, seq=seq, batch=batch, off_mib=by_mode[False][0],
+            on_mib=by_mode[True][0], plan_on_mib=_plan_mib(by_mode[True][1])))
         saving = by_mode[False][0] - by_mode[True][0]
         plan_saving = (by_mode[False][1].activation_bytes
                        - by_mode[True][1].activation_bytes) / MIB
@@ -147,7 +153,40 @@ def run(sizes: List[str], seqs: List[int], batches: List[int],
             "plan: gradients + shared + activations MiB",
             "measured (first) / plan",
             "step s"]
-  return dict(table=common.markdown_table(header, rows), checks=checks)
+  return dict(table=common.markdown_table(header, rows), checks=checks,
+              configs=configs)
+
+
+def _plan_mib(plan) -> float:
+  """What the plan says a step adds (MiB): gradients, shared gradients
+  and activations (the measured step peak's counterpart)."""
+  return (plan.gradient_bytes + plan.activation_bytes
+          + plan.shared_gradient_bytes) / MIB
+
+
+def figures(configs, machine: str, command: str) -> List[Dict]:
+  """The first table's row, from the largest configuration of the first
+  size (the longest sequence, then the largest batch): the step's peak
+  with --recompute_layers against the same step without (the baseline),
+  the ceiling the memory plan's figure for the step with recomputation;
+  all from this run."""
+  first = [c for c in configs if c["size"] == configs[0]["size"]]
+  c = max(first, key=lambda c: (c["seq"], c["batch"]))
+  return [dict(
+      job=f"Memory, pretraining step (ALBERT-{common.size_label(c['size'])}"
+      f", float32, {c['batch']} x {c['seq']}, --recompute_layers)",
+      order=50,
+      ours=dict(label="step peak, --recompute_layers",
+                value=round(c["on_mib"]), unit="MiB"),
+      peer=dict(label="the same step without recomputation",
+                value=round(c["off_mib"]), unit="MiB"),
+      contender="baseline", higher_is_better=False,
+      ceiling=dict(label="the memory plan: gradients + activations with "
+                   "recomputation", value=round(c["plan_on_mib"]),
+                   unit="MiB"),
+      reached=round(c["on_mib"]), machine=machine, date=common.today(),
+      command=command,
+      conditions="one fresh process per step; the first step's peak")]
 
 
 def _marginal_checks(checks) -> List[Dict[str, object]]:
@@ -256,16 +295,13 @@ def main():
     name = os.path.basename(chart)
     picture = (f"\n\n![memory plan](benchmarks/charts/{name})"
                if chart.endswith(".png") else f"\n\n{chart}")
+    command = common.command_line("benchmarks.memory.peaks", sys.argv[1:])
     common.update_benchmarks_md(
-        args.section, f"`python -m benchmarks.memory.peaks "
-        f"--sizes={args.sizes} "
-        f"--seq_lengths={args.seq_lengths} --batch_sizes={args.batch_sizes} "
-        f"--steps={args.steps}"
-        + (f' --section="{args.section}"' if args.section != SECTION else "")
-        + f" --write`; {common.machine_line()}. "
+        args.section, f"`{command}`; {common.machine_line()}. "
         "Step peak: the child's VmHWM minus its RSS with the model, the "
         "optimizer slots and the traced step built; float32.\n\n" + body
         + picture,
+        figures=figures(result["configs"], common.machine_label(), command),
         stage="Memory")
 
 

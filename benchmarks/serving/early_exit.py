@@ -26,14 +26,16 @@ one that comes last. Then, on 192 crafted dev sentences:
 
 With --run_dir, a user's fine-tuned run and dev file instead
 (early_exit_models.py). The report says whether the machine was quiet
-(other processes' cores over the run); only a quiet run of a fine-tuned
-model writes the first table's row (early_exit_report.py).
+(other processes' cores over the run). --write also writes the first
+table's row (early_exit_report.figures) from the sweep's own figures
+(auto's patience against full depth, TensorFlow in process), with the
+run's conditions; --runtimes narrows the per-runtime table (each variant
+is exported and converted once per runtime).
 """
 
 import argparse
 import collections
 import os
-import shlex
 import sys
 import tempfile
 import time
@@ -48,6 +50,15 @@ from benchmarks.serving import early_exit_report
 
 BATCH = 32
 BATCH1_EXAMPLES = 96  # default; 0: the whole dev set
+RUNTIMES = ("SavedModel", "LiteRT int8", "ONNX Runtime")
+RUNTIME_FLAGS = {"savedmodel": "SavedModel", "litert": "LiteRT int8",
+                 "onnx": "ONNX Runtime"}
+# `python -m benchmarks.summary --run`'s short mode: the crafted task (no
+# user run needed) on the demo's 12-layer config, SavedModel only; about
+# 4 minutes on 2 cores (600 training steps, the sweep's 23 batch-1 timings).
+SHORT_ARGS = ["--size=configs/demo_12_layers.json", "--seq_length=64",
+              "--train_steps=600", "--threads=2", "--repeats=3",
+              "--runtimes=savedmodel", "--write"]
 
 
 # run()'s answer: the markdown report, the per-runtime rows (dicts), the
@@ -100,9 +111,11 @@ def _save(module, path: str) -> str:
   return path
 
 
-def _runners(saved_model: str, work: str, seq_length: int, threads: int):
+def _runners(saved_model: str, work: str, seq_length: int, threads: int,
+             runtimes=RUNTIMES):
   """name -> (batch-1 callable, batch-32 callable) of the SavedModel, the
-  LiteRT dynamic-int8 files and the ONNX file of one variant."""
+  LiteRT dynamic-int8 files and the ONNX file of one variant (those of
+  `runtimes` only)."""
   from albert_tf.exports import load_saved_model
   from albert_tf.exports.litert import converter as litert
   from albert_tf.exports.litert.interpreter import LiteRTModel
@@ -113,18 +126,22 @@ def _runners(saved_model: str, work: str, seq_length: int, threads: int):
   def saved(inputs):
     return {k: v.numpy() for k, v in function(**{
         k: tf.constant(v) for k, v in inputs.items()}).items()}
-  files = {}
-  for batch in (1, BATCH):
-    path = os.path.join(work, f"int8_{batch}.tflite")
-    litert.export_tflite(saved_model, path, seq_length=seq_length,
-                         batch_size=batch, quantize="dynamic_int8")
-    files[batch] = LiteRTModel(open(path, "rb").read(), num_threads=threads)
-  onnx_path = os.path.join(work, "model.onnx")
-  onnx_converter.export_onnx(saved_model, onnx_path)
-  onnx_model = OnnxModel(open(onnx_path, "rb").read(), num_threads=threads)
-  return {"SavedModel": (saved, saved),
-          "LiteRT int8": (files[1], files[BATCH]),
-          "ONNX Runtime": (onnx_model, onnx_model)}
+  runners = {"SavedModel": (saved, saved)}
+  if "LiteRT int8" in runtimes:
+    files = {}
+    for batch in (1, BATCH):
+      path = os.path.join(work, f"int8_{batch}.tflite")
+      litert.export_tflite(saved_model, path, seq_length=seq_length,
+                           batch_size=batch, quantize="dynamic_int8")
+      files[batch] = LiteRTModel(open(path, "rb").read(),
+                                 num_threads=threads)
+    runners["LiteRT int8"] = (files[1], files[BATCH])
+  if "ONNX Runtime" in runtimes:
+    onnx_path = os.path.join(work, "model.onnx")
+    onnx_converter.export_onnx(saved_model, onnx_path)
+    onnx_model = OnnxModel(open(onnx_path, "rb").read(), num_threads=threads)
+    runners["ONNX Runtime"] = (onnx_model, onnx_model)
+  return {k: v for k, v in runners.items() if k in runtimes}
 
 
 def _measure(call_1, call_32, inputs, labels, repeats: int,
@@ -173,7 +190,8 @@ def _dev_table(model, dev, dev_labels):
 def run(size: str, seq_length: int = 64, train_steps: int = 600,
         repeats: int = 3, threads: int = 2, learning_rate: float = 3e-4,
         patiences=None, run_dir=None, dev_file=None, spm_model_file=None,
-        tolerance: float = 0.5, batch1_examples: int = BATCH1_EXAMPLES):
+        tolerance: float = 0.5, batch1_examples: int = BATCH1_EXAMPLES,
+        runtimes=RUNTIMES):
   """(markdown report, rows as dicts): see the module docstring. With
   run_dir (and dev_file, spm_model_file): that fine-tuned run's model
   and dev set instead of the crafted task."""
@@ -214,7 +232,7 @@ def run(size: str, seq_length: int = 64, train_steps: int = 600,
       saved = _save(_TokenIds(variant, patience), folder + "_saved")
       os.makedirs(folder)
       for runtime, (one, many) in _runners(saved, folder, seq_length,
-                                           threads).items():
+                                           threads, runtimes).items():
         accuracy, mean, ms, per_s = _measure(one, many, dev, dev_labels,
                                              repeats, batch1_examples)
         rows.append(dict(variant=name, runtime=runtime, accuracy=accuracy,
@@ -322,8 +340,15 @@ def main():
   parser.add_argument("--quiet_cores", type=float, default=0.1,
                       help="the run counts as quiet when other processes "
                       "used fewer cores than this on average")
+  parser.add_argument("--runtimes", default=",".join(RUNTIME_FLAGS),
+                      help="the per-runtime table's runtimes, from "
+                      f"{','.join(RUNTIME_FLAGS)}")
   parser.add_argument("--write", action="store_true")
   args = common.parse_args(parser)
+  runtimes = [RUNTIME_FLAGS.get(r.strip()) for r in args.runtimes.split(",")]
+  if not runtimes or None in runtimes:
+    parser.exit(1, f"error: --runtimes={args.runtimes}: give some of "
+                f"{','.join(RUNTIME_FLAGS)}\n")
   if args.run_dir and not (args.dev_file and args.spm_model_file):
     parser.error("--run_dir needs --dev_file and --spm_model_file")
   patiences = ([int(p) for p in args.patiences.split(",")]
@@ -334,7 +359,7 @@ def main():
       args.size, args.seq_length, args.train_steps, args.repeats,
       args.threads, args.learning_rate, patiences, args.run_dir or None,
       args.dev_file, args.spm_model_file, args.exit_tolerance,
-      args.batch1_examples)
+      args.batch1_examples, runtimes)
   others = window.others()
   quiet = others < args.quiet_cores
   conditions = (f"quiet: other processes {others:.2f} cores on average"
@@ -342,31 +367,30 @@ def main():
   print(result.report)
   print(conditions)
   if args.write:
-    _write(args, result, conditions, quiet)
+    _write(args, result, conditions)
 
 
-def _write(args, result, conditions, quiet) -> None:
-  """BENCHMARKS.md's section, the chart, and (a quiet run of a fine-tuned
-  model only) the first table's row."""
-  command = ("python -m benchmarks.serving.early_exit " +
-             shlex.join(sys.argv[1:]))
+def _write(args, result, conditions) -> None:
+  """BENCHMARKS.md's section, the chart and the first table's row (its
+  conditions say whether the run was quiet)."""
+  command = common.command_line("benchmarks.serving.early_exit",
+                                sys.argv[1:])
   if args.run_dir:
-    what = args.task or "a fine-tuned run"
+    what = title = args.task or "a fine-tuned run"
   else:
     what = (f"ALBERT-{common.size_label(args.size)} from random "
             "initialisation on a crafted task of mixed difficulty (not a "
             "pretrained model, not a real task)")
+    title = (f"crafted task, {result.layers}-layer "
+             f"ALBERT-{common.size_label(args.size)} trained here")
   charts.from_spec(early_exit_report.chart_spec(result.curve,
                                                 f"Early exit: {what}"))
   body = (f"`{command}`; {what}; {common.machine_line()}; {conditions}."
           "\n\n![accuracy against latency](benchmarks/charts/"
           "early_exit.png)\n\n" + result.report)
-  rows = []
-  if quiet and args.run_dir:
-    rows = early_exit_report.figures(
-        result.rows, result.table, result.auto, result.layers,
-        common.machine_label(), command, conditions,
-        args.task or "a fine-tuned run", result.curve, args.seq_length)
+  rows = early_exit_report.figures(
+      result.curve, result.table, result.auto, result.layers,
+      common.machine_label(), command, conditions, title, args.seq_length)
   common.update_benchmarks_md("Early exit (PABEE)", body, figures=rows,
                               stage="Serving")
 

@@ -3,12 +3,11 @@
   python -m benchmarks.serving.runtimes --size=base --rounds=20 --write
 
 With --write: its BENCHMARKS.md section (the tables below, and each path's
-share of the float32 matmul peak at [128 or 32 x 128, H] x [H, I]
-measured in the same process by benchmarks.roofline), the first table's
-serving rows (batch 1 and 32: the SavedModel against the faster float32
-ONNX Runtime, the ceiling the batch's forward FLOPs at that peak) and
-benchmarks/charts/serving_latency.png (batch-1 latency against the fed
-length, a line per path).
+share of the float32 matmul peak at each workload's own rows, [batch x
+length, H] x [H, I], measured in the same process by benchmarks.roofline),
+the first table's rows (batch 1 and 32: the SavedModel against the faster
+float32 ONNX Runtime, the ceiling the batch's forward FLOPs at its peak)
+and benchmarks/charts/serving_latency.png (latency against length).
 
 One ALBERT encoder (`--size`'s config, random weights with LayerNorm and
 biases away from 1 and 0, as trained ones are) exported once with
@@ -46,6 +45,7 @@ LiteRT files have fixed shapes); the all-round median is printed too.
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 from typing import Callable, Dict, List, Sequence
@@ -63,6 +63,11 @@ TINY = dict(vocab_size=2000, embedding_size=16, hidden_size=32,
             num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
             max_position_embeddings=128)
 SEQ = 128
+# `python -m benchmarks.summary --run`'s short mode: both first-table rows
+# (batch 1 and batch 32 at 128); the exports (SavedModel, 4 LiteRT files,
+# 2 ONNX files) take about 3 minutes on 2 cores, the rounds about 3.
+SHORT_ARGS = ["--size=base", "--rounds=10", "--batch32_rounds=3",
+              "--threads=2", "--write"]
 
 
 def _config(size: str):
@@ -240,20 +245,34 @@ def forward_flops(config) -> Dict[str, float]:
       config, seq)["encoder_forward"] for column, batch, _, seq in WORKLOADS}
 
 
+def workload_peaks(hidden: int, intermediate: int) -> Dict[str, float]:
+  """{column: the float32 matmul peak at that workload's own rows (batch x
+  fed length): [rows, H] x [H, I]}, measured here."""
+  from benchmarks import roofline
+  by_rows = {}
+  for _, batch, _, seq in WORKLOADS:
+    if batch * seq not in by_rows:
+      by_rows[batch * seq] = roofline.step_peak(hidden, intermediate,
+                                                batch * seq)
+  return {column: by_rows[batch * seq]
+          for column, batch, _, seq in WORKLOADS}
+
+
 def peak_table(quiet_ms: Dict, names: List[str], flops: Dict,
-               peak: float) -> str:
-  """Each path's achieved FLOP/s as a share of the float32 matmul peak."""
+               peaks: Dict[str, float]) -> str:
+  """Each path's achieved FLOP/s as a share of the float32 matmul peak at
+  each workload's own rows."""
   from benchmarks import roofline
   rows = [[name] + [roofline.percent(flops[c] / (quiet_ms[name, c] / 1e3),
-                                     peak) if quiet_ms.get((name, c))
+                                     peaks[c]) if quiet_ms.get((name, c))
                     else "-" for c, *_ in WORKLOADS] for name in names]
   return common.markdown_table(["path"] + [w[0] for w in WORKLOADS], rows)
 
 
 def tables(results: Dict, names: List[str], quiet: float,
-           flops: Dict = None, peak: float = None) -> str:
+           flops: Dict = None, peaks: Dict[str, float] = None) -> str:
   """The quiet-round medians, the ratios, % of the matmul peak (with
-  `flops` and `peak`) and the all-round medians."""
+  `flops` and `peaks`, see workload_peaks) and the all-round medians."""
   columns = [w[0] for w in WORKLOADS]
   quiet_ms, all_ms = medians(results, names, quiet)
   counts = [f"{len(common.quiet_rounds(results[c]['others'], quiet))}/"
@@ -276,11 +295,12 @@ def tables(results: Dict, names: List[str], quiet: float,
       x, y = quiet_ms.get((a, c)), quiet_ms.get((b, c))
       cells.append(f"{x / y:.2f}x" if x and y else "-")
     ratio_rows.append([f"{a} / {b}"] + cells)
-  peak_part = [] if not peak else [
-      f"Share of the float32 matmul peak ({peak / 1e9:.1f} GFLOP/s at "
-      f"[{SEQ} or 32 x {SEQ}, H] x [H, I], measured in this run; forward "
-      "FLOPs at the fed length, quiet rounds; int8 paths can pass it):",
-      peak_table(quiet_ms, names, flops, peak)]
+  peak_part = [] if not peaks else [
+      "Share of the float32 matmul peak at each workload's own rows "
+      "([batch x fed length, H] x [H, I], measured in this run: " +
+      ", ".join(f"{c} {peaks[c] / 1e9:.1f} GFLOP/s" for c in columns) +
+      "; forward FLOPs at the fed length, quiet rounds; int8 paths can "
+      "pass it):", peak_table(quiet_ms, names, flops, peaks)]
   return "\n\n".join([
       f"Medians of quiet rounds (other processes < {quiet:g} cores):",
       common.markdown_table(header, quiet_rows),
@@ -292,28 +312,26 @@ def tables(results: Dict, names: List[str], quiet: float,
 
 def measure(size: str, rounds: int, threads: int,
             batch32_rounds: int = None, pause: float = 0.05) -> Dict:
-  """Every path's times and the float32 matmul peak at [SEQ or 32 x SEQ,
-  H] x [H, I], in this process: {results, names, sizes, flops, peak}."""
-  from benchmarks import roofline
+  """Every path's times and the float32 matmul peak at each workload's
+  own rows, in this process: {results, names, sizes, flops, peaks}."""
   with tempfile.TemporaryDirectory() as work:
     built = build_exports(size, work)
     calls = contenders(built, threads)
     config = built["config"]
-    peak = roofline.serving_peak(config.hidden_size,
-                                 config.intermediate_size, SEQ)
-    print(f"float32 matmul peak at [{SEQ} or 32 x {SEQ}, H] x [H, I]: "
-          f"{peak / 1e9:.1f} GFLOP/s", flush=True)
+    peaks = workload_peaks(config.hidden_size, config.intermediate_size)
+    print("float32 matmul peak at each workload's rows: " + ", ".join(
+        f"{c} {p / 1e9:.1f} GFLOP/s" for c, p in peaks.items()), flush=True)
     results = run_rounds(calls, config.vocab_size, rounds,
                          batch32_rounds or rounds, pause)
   return dict(results=results, names=list(calls), sizes=built["sizes"],
-              flops=forward_flops(config), peak=peak)
+              flops=forward_flops(config), peaks=peaks)
 
 
 def report(measured: Dict, quiet: float) -> str:
   sizes = ", ".join(f"{k} {v / 1e6:.2f} MB"
                     for k, v in measured["sizes"].items())
   return tables(measured["results"], measured["names"], quiet,
-                measured["flops"], measured["peak"]) + f"\n\nSizes: {sizes}."
+                measured["flops"], measured["peaks"]) + f"\n\nSizes: {sizes}."
 
 
 def run(size: str, rounds: int, threads: int, quiet: float,
@@ -343,7 +361,8 @@ def figures(measured: Dict, quiet: float, size: str, machine: str,
             command: str) -> List[Dict]:
   """The first table's rows: batch 1 and batch 32 at SEQ, ours (the
   SavedModel) against the faster float32 ONNX Runtime, the ceiling the
-  batch's forward FLOPs at the matmul peak."""
+  batch's forward FLOPs at the matmul peak at its own rows ([batch x SEQ,
+  H] x [H, I]), all measured in this run."""
   quiet_ms, _ = medians(measured["results"], measured["names"], quiet)
   rows = []
   for order, column in ((40, "batch 1, seq 128"), (41, "batch 32, seq 128")):
@@ -355,22 +374,25 @@ def figures(measured: Dict, quiet: float, size: str, machine: str,
     if not ours or not peers:
       continue
     peer_ms, peer = min(peers)
-    ceiling = measured["flops"][column] / measured["peak"] * 1e3
+    peak = measured["peaks"][column]
+    rows_ = int(column.split()[1]) * SEQ
+    ceiling = measured["flops"][column] / peak * 1e3
     rows.append(dict(
         job=f"Serving, {column.replace('seq', 'sequence')} (ALBERT-{size}, "
         "float32)", order=order,
         ours=dict(label="TF SavedModel", value=round(ours, 1), unit="ms"),
         peer=dict(label=peer, value=round(peer_ms, 1), unit="ms"),
-        higher_is_better=False,
-        ceiling=dict(label=f"matmul peak {measured['peak'] / 1e9:.0f} "
-                     "GFLOP/s, same run", value=round(ceiling, 1), unit="ms"),
+        contender="peer", higher_is_better=False,
+        ceiling=dict(label=f"matmul peak at [{rows_}, H] x [H, I]: "
+                     f"{peak / 1e9:.0f} GFLOP/s, same run",
+                     value=round(ceiling, 1), unit="ms"),
         reached=round(ours, 1), machine=machine,
-        date=time.strftime("%Y-%m-%d"), command=command,
+        date=common.today(), command=command,
         conditions=f"quiet: {kept} of {len(others)} rounds"))
   return rows
 
 
-def main():
+def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--size", default="base",
                       help="base, large, ... (configs/), a config .json, "
@@ -388,8 +410,8 @@ def main():
                       "onnxruntime's spinning threads go idle")
   parser.add_argument("--write", action="store_true",
                       help="update BENCHMARKS.md")
-  args = parser.parse_args()
-  if args.size != "tiny":
+  args = parser.parse_args(argv)
+  if args.size != "tiny" and argv is None:
     args = common.parse_args(parser)
   import tensorflow as tf
   tf.config.threading.set_intra_op_parallelism_threads(args.threads)
@@ -400,18 +422,16 @@ def main():
   print(text)
   if args.write:
     from benchmarks import charts
-    command = (f"python -m benchmarks.serving.runtimes --size={args.size} "
-               f"--rounds={args.rounds} --threads={args.threads} "
-               f"--quiet={args.quiet:g} --pause={args.pause:g}" +
-               (f" --batch32_rounds={args.batch32_rounds}"
-                if args.batch32_rounds else "") + " --write")
+    command = common.command_line("benchmarks.serving.runtimes",
+                                  sys.argv[1:] if argv is None else argv)
     chart(measured, args.quiet,
           os.path.join(charts.CHARTS_DIR, "serving_latency.png"))
     common.update_benchmarks_md(
         "Serving latency against ONNX Runtime",
         f"`{command}`; {machine}. " + _NOTE + "\n\n" + text +
         "\n\n![serving latency](benchmarks/charts/serving_latency.png)",
-        figures=figures(measured, args.quiet, args.size, machine, command),
+        figures=figures(measured, args.quiet, args.size,
+                        common.machine_label(), command),
         stage="Serving")
 
 
