@@ -163,22 +163,28 @@ def main(argv):
   if checkout:
     official = _run_official(checkout, work_dir, corpus, model)
   if FLAGS.write:
-    table = common.markdown_table(
-        ["corpus copies", "runner", "workers", "seconds", "instances",
-         "inst/s", "tokens/s", "CPU s", "inst/CPU-s", "s/GB", "CPU-h/GB",
-         "main RSS MB", "worker RSS MB", "same bytes"], rows)
-    title = "Data creation: local path and Beam" if FLAGS.beam_workers else (
-        "Data creation")
-    command = common.command_line("benchmarks.data.creation", argv[1:])
-    common.update_benchmarks_md(
-        f"{title} (corpus x{FLAGS.corpus_copies})", f"`{command}`; "
-        f"{common.machine_line()}. {_official_sentence(official)} "
-        "\"Beam Direct\": the same job on Apache Beam's DirectRunner "
-        "(multi_processing); \"same bytes\": the run's output has the "
-        "first row's sha256.\n\n" + table,
-        figures=figures(rates, official, command, FLAGS.corpus_copies,
-                        FLAGS.beam_workers, common.machine_label()),
-        stage="Data")
+    write(rows, rates, official,
+          common.command_line("benchmarks.data.creation", argv[1:]))
+
+
+def write(rows, rates, official, command: str) -> None:
+  """The section (the run's table) and the first table's row."""
+  from benchmarks import common
+  table = common.markdown_table(
+      ["corpus copies", "runner", "workers", "seconds", "instances",
+       "inst/s", "tokens/s", "CPU s", "inst/CPU-s", "s/GB", "CPU-h/GB",
+       "main RSS MB", "worker RSS MB", "same bytes"], rows)
+  title = "Data creation: local path and Beam" if FLAGS.beam_workers else (
+      "Data creation")
+  common.update_benchmarks_md(
+      f"{title} (corpus x{FLAGS.corpus_copies})", f"`{command}`; "
+      f"{common.machine_line()}. {_official_sentence(official)} "
+      "\"Beam Direct\": the same job on Apache Beam's DirectRunner "
+      "(multi_processing); \"same bytes\": the run's output has the "
+      "first row's sha256.\n\n" + table,
+      figures=figures(rates, official, command, FLAGS.corpus_copies,
+                      FLAGS.beam_workers, common.machine_label()),
+      stage="Data")
 
 
 def _run_ours(work_dir, corpus, model):

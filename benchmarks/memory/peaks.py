@@ -291,18 +291,24 @@ def main():
           + savings_table(result["checks"]))
   print(body)
   if args.write:
-    chart = draw_chart()
-    name = os.path.basename(chart)
-    picture = (f"\n\n![memory plan](benchmarks/charts/{name})"
-               if chart.endswith(".png") else f"\n\n{chart}")
-    command = common.command_line("benchmarks.memory.peaks", sys.argv[1:])
-    common.update_benchmarks_md(
-        args.section, f"`{command}`; {common.machine_line()}. "
-        "Step peak: the child's VmHWM minus its RSS with the model, the "
-        "optimizer slots and the traced step built; float32.\n\n" + body
-        + picture,
-        figures=figures(result["configs"], common.machine_label(), command),
-        stage="Memory")
+    write(args.section, common.command_line("benchmarks.memory.peaks",
+                                            sys.argv[1:]), body, result)
+
+
+def write(section: str, command: str, body: str, result) -> None:
+  """The section (`body`: run's tables), the chart and the first table's
+  row (figures)."""
+  chart = draw_chart()
+  name = os.path.basename(chart)
+  picture = (f"\n\n![memory plan](benchmarks/charts/{name})"
+             if chart.endswith(".png") else f"\n\n{chart}")
+  common.update_benchmarks_md(
+      section, f"`{command}`; {common.machine_line()}. "
+      "Step peak: the child's VmHWM minus its RSS with the model, the "
+      "optimizer slots and the traced step built; float32.\n\n" + body
+      + picture,
+      figures=figures(result["configs"], common.machine_label(), command),
+      stage="Memory")
 
 
 if __name__ == "__main__":

@@ -6,8 +6,8 @@ With --write: its BENCHMARKS.md section (the tables below, and each path's
 share of the float32 matmul peak at each workload's own rows, [batch x
 length, H] x [H, I], measured in the same process by benchmarks.roofline),
 the first table's rows (batch 1 and 32: the SavedModel against the faster
-float32 ONNX Runtime, the ceiling the batch's forward FLOPs at its peak)
-and benchmarks/charts/serving_latency.png (latency against length).
+float32 ONNX Runtime, the ceiling the batch's forward FLOPs at its peak),
+benchmarks/charts/serving_latency.png.
 
 One ALBERT encoder (`--size`'s config, random weights with LayerNorm and
 biases away from 1 and 0, as trained ones are) exported once with
@@ -35,12 +35,11 @@ calls each contender once on one workload, in turn, with a --pause before
 each call (onnxruntime's idle threads spin for a while after a run: without
 the pause they slowed whichever contender came next, by up to 1.7x at batch
 1); it records the CPU time other processes used over it (system-wide CPU
-time minus this process's, psutil) and is quiet when that stays under
---quiet cores. Only
-quiet rounds are compared: onnxruntime's spinning pool slows 3-5x when
-another process takes a core, TensorFlow and LiteRT 1.4-2x. Each cell is
-the median over a workload's quiet rounds ("-": none, or not applicable:
-LiteRT files have fixed shapes); the all-round median is printed too.
+time minus this process's) and is quiet when that stays under --quiet
+cores. Only quiet rounds are compared: onnxruntime's spinning pool slows
+3-5x when another process takes a core, TensorFlow and LiteRT 1.4-2x. A
+cell is the median over a workload's quiet rounds ("-": none, or not
+applicable: LiteRT files have fixed shapes); all rounds' median too.
 """
 
 import argparse
@@ -415,24 +414,26 @@ def main(argv=None):
     args = common.parse_args(parser)
   import tensorflow as tf
   tf.config.threading.set_intra_op_parallelism_threads(args.threads)
-  machine = common.machine_line()
   measured = measure(args.size, args.rounds, args.threads,
                      args.batch32_rounds, args.pause)
   text = report(measured, args.quiet)
   print(text)
   if args.write:
-    from benchmarks import charts
-    command = common.command_line("benchmarks.serving.runtimes",
-                                  sys.argv[1:] if argv is None else argv)
-    chart(measured, args.quiet,
-          os.path.join(charts.CHARTS_DIR, "serving_latency.png"))
-    common.update_benchmarks_md(
-        "Serving latency against ONNX Runtime",
-        f"`{command}`; {machine}. " + _NOTE + "\n\n" + text +
-        "\n\n![serving latency](benchmarks/charts/serving_latency.png)",
-        figures=figures(measured, args.quiet, args.size,
-                        common.machine_label(), command),
-        stage="Serving")
+    write(args, measured, text, common.command_line(
+        "benchmarks.serving.runtimes", sys.argv[1:] if argv is None else argv))
+
+
+def write(args, measured: Dict, text: str, command: str) -> None:
+  """The section, its chart and the first table's two rows."""
+  from benchmarks import charts
+  chart(measured, args.quiet,
+        os.path.join(charts.CHARTS_DIR, "serving_latency.png"))
+  common.update_benchmarks_md(
+      "Serving latency against ONNX Runtime",
+      f"`{command}`; {common.machine_line()}. " + _NOTE + "\n\n" + text +
+      "\n\n![serving latency](benchmarks/charts/serving_latency.png)",
+      figures=figures(measured, args.quiet, args.size,
+                      common.machine_label(), command), stage="Serving")
 
 
 _NOTE = (
