@@ -164,26 +164,28 @@ def main(argv):
     official = _run_official(checkout, work_dir, corpus, model)
   if FLAGS.write:
     write(rows, rates, official,
-          common.command_line("benchmarks.data.creation", argv[1:]))
+          common.command_line("benchmarks.data.creation", argv[1:]),
+          FLAGS.corpus_copies, FLAGS.beam_workers)
 
 
-def write(rows, rates, official, command: str) -> None:
+def write(rows, rates, official, command: str, corpus_copies: int,
+          beam_workers: str) -> None:
   """The section (the run's table) and the first table's row."""
   from benchmarks import common
   table = common.markdown_table(
       ["corpus copies", "runner", "workers", "seconds", "instances",
        "inst/s", "tokens/s", "CPU s", "inst/CPU-s", "s/GB", "CPU-h/GB",
        "main RSS MB", "worker RSS MB", "same bytes"], rows)
-  title = "Data creation: local path and Beam" if FLAGS.beam_workers else (
+  title = "Data creation: local path and Beam" if beam_workers else (
       "Data creation")
   common.update_benchmarks_md(
-      f"{title} (corpus x{FLAGS.corpus_copies})", f"`{command}`; "
+      f"{title} (corpus x{corpus_copies})", f"`{command}`; "
       f"{common.machine_line()}. {_official_sentence(official)} "
       "\"Beam Direct\": the same job on Apache Beam's DirectRunner "
       "(multi_processing); \"same bytes\": the run's output has the "
       "first row's sha256.\n\n" + table,
-      figures=figures(rates, official, command, FLAGS.corpus_copies,
-                      FLAGS.beam_workers, common.machine_label()),
+      figures=figures(rates, official, command, corpus_copies,
+                      beam_workers, common.machine_label()),
       stage="Data")
 
 
@@ -256,8 +258,9 @@ def _run_official(checkout, work_dir, corpus, model) -> Dict[str, float]:
     sys.exit(1)
   result["rate"] = result["instances"] / result["seconds"]
   print(f"official: {result['seconds']:.2f} s, {result['instances']:,} "
-        f"instances, {result['rate']:,.0f} instances/s, peak RSS "
-        f"{result['rss_mb']:.0f} MB", flush=True)
+        f"instances, {result['rate']:,.0f} instances/s, "
+        f"{result['instances'] / result['cpu_seconds']:,.0f} inst/CPU-s, "
+        f"peak RSS {result['rss_mb']:.0f} MB", flush=True)
   return result
 
 
@@ -268,7 +271,8 @@ def _official_sentence(official: Optional[Dict[str, float]]) -> str:
   return (f"The official script, same corpus and settings, one process, "
           f"in this run: {official['seconds']:.2f} s, "
           f"{official['instances']:,} instances, {official['rate']:,.0f} "
-          f"instances/s, {official['rss_mb']:.0f} MB peak RSS.")
+          f"instances/s ({official['instances'] / official['cpu_seconds']:,.0f}"
+          f" inst/CPU-s), {official['rss_mb']:.0f} MB peak RSS.")
 
 
 def figures(rates, official, command, corpus_copies, beam_workers,

@@ -38,21 +38,22 @@ RECORDED_RUN = dict(
          " --write` on a 2-core AMD EPYC, 2026-11-27, load average 1.9"))
 
 _CHILD = r"""
-import json, sys, time
+import json, os, sys, time
 sys.path.insert(0, sys.argv[1])  # holds `albert`, the checkout
 from albert import create_pretraining_data as official
 import tensorflow.compat.v1 as tf
 official.FLAGS(["create_pretraining_data"] + sys.argv[2:])
 tf.logging.set_verbosity(tf.logging.WARN)
-start = time.perf_counter()
+start, cpu = time.perf_counter(), sum(os.times()[:2])
 official.main(None)
-seconds = time.perf_counter() - start
+seconds, cpu = time.perf_counter() - start, sum(os.times()[:2]) - cpu
 output = official.FLAGS.output_file
 instances = sum(1 for _ in tf.io.tf_record_iterator(output))
 with open("/proc/self/status") as f:
   rss = next(int(line.split()[1]) / 1024 for line in f
              if line.startswith("VmHWM:"))
-print(json.dumps({"seconds": seconds, "instances": instances,
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu,
+                  "instances": instances,
                   "rss_mb": rss}))
 """
 
@@ -94,7 +95,8 @@ def official_flags(options, dupe_factor: int, random_seed: int = 12345
 
 def run_official(checkout: str, corpus: str, spm_model: str, output: str,
                  flags: Dict[str, object]) -> Dict[str, float]:
-  """Runs the script on `corpus`; {"seconds", "instances", "rss_mb"}.
+  """Runs the script on `corpus`; {"seconds", "cpu_seconds", "instances",
+  "rss_mb"}.
   Raises OfficialScriptError with its last error line if it fails."""
   vocab = os.path.splitext(spm_model)[0] + ".vocab"
   if not os.path.isfile(vocab):

@@ -374,7 +374,7 @@ def figures(measured: Dict, quiet: float, size: str, machine: str,
       continue
     peer_ms, peer = min(peers)
     peak = measured["peaks"][column]
-    rows_ = int(column.split()[1]) * SEQ
+    rows_ = next(b * n for c, b, _, n in WORKLOADS if c == column)
     ceiling = measured["flops"][column] / peak * 1e3
     rows.append(dict(
         job=f"Serving, {column.replace('seq', 'sequence')} (ALBERT-{size}, "
