@@ -152,7 +152,11 @@ same size as K=1's, looped inside the step; the best possible ratio is K=1's
 time per example without 3/4 of its optimizer update and clipping (K=4 pays
 them once per 4 micro-batches), that update timed on its own (K=1's clip,
 LAMB and gradient-norm metric on gradients computed once) alternating with
-the contenders. The goal is a ratio of at most 1.03. Peak
+the contenders. An earlier bound subtracted a separate forward/backward
+call from K=1's update instead; that call read every gradient back into
+Python (a copy the step never makes), so it overstated the
+forward/backward, understated the update's share and put the bound above
+what K=4 measured. The goal is a ratio of at most 1.03. Peak
 memory: the resident set of a fresh process running 3 updates of one
 contender (TensorFlow's own footprint included); K=4 holds one micro-batch's
 activations and the float32 accumulators (4 bytes a parameter)."""

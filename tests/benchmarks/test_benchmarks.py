@@ -216,14 +216,16 @@ def test_early_exit_benchmark(tmp_path):
   chart = early_exit_report.chart_spec(result.curve, "tiny")
   from benchmarks import charts
   assert os.path.getsize(charts.from_spec(chart, str(tmp_path))) > 1000
-  row, = early_exit_report.figures(result.rows, result.table, 1, 4, "m",
+  row, = early_exit_report.figures(result.curve, result.table, 1, 4, "m",
                                    "cmd", "quiet", "tiny", seq_length=32)
   assert row["job"] == "Early exit, batch 1 (tiny, seq 32)"
-  full = next(r for r in rows if r["variant"] == "full depth" and
-              r["runtime"] == "SavedModel")
-  assert row["peer"]["value"] == round(full["ms_batch_1"], 2)
+  # The row's figures are the sweep's: patience 1 and full depth (depth 4).
+  full_ms = result.curve["static cut"][-1][0]
+  assert row["ours"]["value"] == round(result.curve["early exit"][0][0], 2)
+  assert row["peer"]["value"] == round(full_ms, 2)
+  assert row["contender"] == "baseline"
   assert row["ceiling"]["value"] == round(
-      full["ms_batch_1"] * result.table[1]["mean_exit_layer"] / 4, 2)
+      full_ms * result.table[1]["mean_exit_layer"] / 4, 2)
 
 
 def test_early_exit_benchmark_loads_a_finetuned_run(tmp_path, spm_model):
