@@ -308,7 +308,7 @@ def figures(rates, official, command, corpus_copies, beam_workers,
   else:
     recorded = official_creation.RECORDED_RUN
     row["peer"] = dict(label="official create_pretraining_data.py, its "
-                       "recorded run (not run here)",
+                       "recorded run, per CPU-second (not run here)",
                        value=recorded["value"], unit=recorded["unit"])
     row["peer_run"] = recorded["run"]
   return [row]
