@@ -145,6 +145,7 @@ def _digest(path):
 
 
 def main(argv):
+  del argv  # absl's: the flags are gone; the command is sys.argv's
   from benchmarks import common
   try:
     checkout = official_creation.official_dir(FLAGS.official_dir)
@@ -164,7 +165,7 @@ def main(argv):
     official = _run_official(checkout, work_dir, corpus, model)
   if FLAGS.write:
     write(rows, rates, official,
-          common.command_line("benchmarks.data.creation", argv[1:]),
+          common.command_line("benchmarks.data.creation", sys.argv[1:]),
           FLAGS.corpus_copies, FLAGS.beam_workers)
 
 
