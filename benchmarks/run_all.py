@@ -101,11 +101,12 @@ def run(modules: Sequence[str], out: Optional[TextIO] = None,
       if argv is None:
         _say(out, log, f"{module}: no short mode (no SHORT_ARGS), skipped")
     for i, module in enumerate(runnable, 1):
+      argv = todo[module]
       left = sum(estimates.get(m, BUDGET_SECONDS / len(HARNESSES))
                  for m in runnable[i - 1:])
       _say(out, log, f"[{i}/{len(runnable)}] {module} "
            f"(elapsed {_clock(time.perf_counter() - start)}, about "
-           f"{_clock(left)} left)\n  {' '.join(argv[1:])}")
+           f"{_clock(left)} left)\n  python -m {' '.join(argv[2:])}")
       began = time.perf_counter()
       code = _tee(argv, out, log)
       times[module] = time.perf_counter() - began

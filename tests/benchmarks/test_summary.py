@@ -200,6 +200,9 @@ def test_data_creation_writes_its_row_only_from_a_large_local_run():
   assert creation.figures({("local", 1): 1.0}, "x", 16, "") == []
 
 
+@pytest.mark.xfail(
+    strict=True, raises=summary.FiguresError, reason="pretraining.step writes"
+    " no 'contender' until the harnesses' branch is merged; then remove this")
 def test_pretraining_step_write_feeds_the_first_table(tmp_path, monkeypatch):
   """step --write: its section under Pretraining, the chart, and a row the
   summary reads, from the run's numbers (fabricated here)."""
@@ -428,3 +431,121 @@ def test_the_table_has_six_short_columns_and_numbered_notes(tmp_path):
   assert "1. <a id=\"summary-note-1\"></a>**Data creation**: ceiling 50,522 " \
          "instances/s (2 cores x one process), reached 44,407 instances/s" in (
              body)
+
+
+_FAKE_HARNESS = '''
+"""A fake first-table harness: writes its row into $FAKE_BENCHMARKS_MD."""
+import os
+import sys
+
+from benchmarks import common
+
+SHORT_ARGS = ["--value=700", "--write"]
+ROW = {row!r}
+
+if __name__ == "__main__":
+  assert sys.argv[1:] == SHORT_ARGS, sys.argv
+  print("fake harness measuring")
+  common.update_benchmarks_md(
+      "Peak memory", "measured", stage="Memory",
+      path=os.environ["FAKE_BENCHMARKS_MD"],
+      figures=[dict(ROW, ours=dict(ROW["ours"], value=700), reached=700)])
+'''
+
+
+@pytest.fixture
+def fake_harnesses(tmp_path, monkeypatch):
+  """A package `fakebench` on the path of this process and its children:
+  row (writes a row), noshort (no SHORT_ARGS), fails (exit status 3)."""
+  package = tmp_path / "fakebench"
+  package.mkdir()
+  (package / "__init__.py").write_text("")
+  (package / "row.py").write_text(_FAKE_HARNESS.format(row=_row()))
+  (package / "noshort.py").write_text('"""No short mode."""\n')
+  (package / "fails.py").write_text(
+      "import sys\nSHORT_ARGS = ['--write']\nprint('fake failure')\n"
+      "sys.exit(3)\n")
+  monkeypatch.syspath_prepend(str(tmp_path))
+  monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{ROOT}")
+  monkeypatch.setattr(run_all, "HARNESSES", run_all.HARNESSES + [
+      "fakebench.row", "fakebench.noshort", "fakebench.fails"])
+  monkeypatch.setattr(run_all, "LOG_DIR", str(tmp_path / "logs"))
+  path = _doc(tmp_path)
+  monkeypatch.setenv("FAKE_BENCHMARKS_MD", str(path))
+  return path
+
+
+def test_run_runs_the_short_modes_then_writes_the_table(
+    fake_harnesses, tmp_path, capsys):
+  path = fake_harnesses
+  summary.main(["--run", "--only=fakebench.noshort,fakebench.row",
+                f"--path={path}", f"--charts={tmp_path / 'charts'}"])
+  out = capsys.readouterr().out
+  assert "fakebench.noshort: no short mode (no SHORT_ARGS), skipped" in out
+  assert re.search(r"\[1/1\] fakebench\.row \(elapsed 0 min 00 s, about "
+                   r"\d+ min \d\d s left\)\n  python -m fakebench\.row "
+                   "--value=700 --write\n", out), out
+  assert "fake harness measuring" in out  # the harness's own output
+  assert re.search(r"  fakebench\.row: 0 min \d\d s\nall harnesses: 0 min "
+                   r"\d\d s \(budget 30 min 00 s on 2 cores\); log: ", out)
+  # The table was rewritten from the row the harness wrote in this run.
+  text = path.read_text()
+  assert summary.render(text) == text
+  (row,) = summary.current_rows(text)
+  assert row["reached"] == 700
+  assert "| 700 MB (recomputation) |" in text
+  assert (tmp_path / "charts" / "summary.png").read_bytes()[:8] == PNG
+  (log,) = (tmp_path / "logs").glob("run-*.log")
+  assert "fake harness measuring" in log.read_text()
+  # This run's times are the next run's estimates.
+  times = json.loads((tmp_path / "logs" / "times.json").read_text())
+  assert set(times) == {"fakebench.row"}
+
+
+def test_run_stops_at_a_failing_harness_with_one_line(
+    fake_harnesses, tmp_path, capsys):
+  path = fake_harnesses
+  before = path.read_text()
+  with pytest.raises(SystemExit) as exit_:
+    summary.main(["--run", "--only=fakebench.fails,fakebench.row",
+                  f"--path={path}", f"--charts={tmp_path / 'charts'}"])
+  assert exit_.value.code == 1
+  captured = capsys.readouterr()
+  # Run order is HARNESSES' order: row ran first, then fails stopped it.
+  assert captured.out.index("[1/2] fakebench.row") < captured.out.index(
+      "[2/2] fakebench.fails")
+  assert "fake failure" in captured.out
+  assert captured.err.count("\n") == 1, captured.err
+  assert re.match(r"error: --run: fakebench\.fails failed \(exit status 3\) "
+                  r"after 0 min \d\d s; its output is in .*run-.*\.log$",
+                  captured.err.strip()), captured.err
+  # The table is not rewritten after a failed run (the row's section is).
+  start = summary.START
+  assert path.read_text().split(start)[1].split(summary.END)[0] == (
+      before.split(start)[1].split(summary.END)[0])
+
+
+def test_run_refuses_an_unknown_harness_and_dry_run_prints_commands():
+  result = _summary("--run", "--only=data.creation,nope")
+  assert result.returncode == 1 and result.stderr.count("\n") == 1
+  assert "--only='data.creation,nope': nope is not a harness" in (
+      result.stderr)
+  result = _summary("--only=data.creation")
+  assert result.returncode == 1 and "go with --run" in result.stderr
+  result = _summary("--run", "--dry_run")
+  assert result.returncode == 0, result.stderr
+  lines = result.stdout.strip().splitlines()
+  assert len(lines) == len(run_all.HARNESSES)
+  for module, line in zip(run_all.HARNESSES, lines):
+    assert (line == f"{module}: no short mode (no SHORT_ARGS)" or (
+        line.startswith(f"python -m {module} ") and " --write" in line)), line
+  result = _summary("--run", "--dry_run", "--only=memory.peaks")
+  assert result.stdout.startswith("python -m benchmarks.memory.peaks ") or (
+      result.stdout.startswith("benchmarks.memory.peaks: no short mode"))
+
+
+def test_every_short_mode_writes_and_every_harness_exists():
+  for module in run_all.HARNESSES:
+    assert (ROOT / (module.replace(".", "/") + ".py")).exists(), module
+    args = run_all.short_args(module)
+    assert args is None or "--write" in args, (module, args)
