@@ -77,13 +77,13 @@ def share(row: Dict) -> float:
   return reached / ceiling if row["higher_is_better"] else ceiling / reached
 
 
-def _number(value: float) -> str:
+def number(value: float) -> str:
   return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def _value(part: Dict, prefix: str = "") -> str:
   label = prefix + part["label"]
-  return f"{_number(part['value'])} {part['unit']}" + (
+  return f"{number(part['value'])} {part['unit']}" + (
       f" ({label})" if label else "")
 
 
@@ -117,7 +117,7 @@ def notes(rows: List[Dict]) -> str:
             if r.get("peer_run") else "")
     lines.append(
         f"{n}. <a id=\"{NOTE_ID.format(n)}\"></a>**{r['job']}**: ceiling "
-        f"{_value(ceiling)}, reached {_number(r['reached'])} "
+        f"{_value(ceiling)}, reached {number(r['reached'])} "
         f"{ceiling['unit']}; {r['conditions']}.{peer} "
         f"`{r['command']}`")
   return "\n".join(lines)

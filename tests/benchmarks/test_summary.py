@@ -549,3 +549,19 @@ def test_every_short_mode_writes_and_every_harness_exists():
     assert (ROOT / (module.replace(".", "/") + ".py")).exists(), module
     args = run_all.short_args(module)
     assert args is None or "--write" in args, (module, args)
+
+
+def test_the_front_doors_quote_no_figure_of_the_table():
+  """README.md and docs/index.md point to the first table instead of
+  restating its figures, which a rerun would leave stale."""
+  rows = [row for _, _, row in summary.read_figures(
+      (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8"))]
+  assert rows
+  for page in ("README.md", "docs/index.md"):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert "benchmarks.md" in text.lower(), page
+    assert not re.search(r"GFLOP/s|matmul peak|% of the", text), page
+    for row in rows:
+      assert f"{summary.ratio(row):.2f}x" not in text, (page, row["job"])
+      ours = summary.number(row["ours"]["value"])
+      assert not re.search(rf"\b{re.escape(ours)}\b", text), (page, ours)
