@@ -81,45 +81,63 @@ def number(value: float) -> str:
   return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def _value(part: Dict, prefix: str = "") -> str:
-  label = prefix + part["label"]
+def _value(part: Dict, label: str) -> str:
   return f"{number(part['value'])} {part['unit']}" + (
       f" ({label})" if label else "")
 
 
+def short(label: str) -> str:
+  """A label's head for a table cell (up to its first ", " or "; " outside
+  parentheses); the whole label is in the row's note."""
+  depth = 0
+  for i, c in enumerate(label):
+    depth += {"(": 1, ")": -1}.get(c, 0)
+    if depth == 0 and label[i:i + 2] in (", ", "; "):
+      return label[:i]
+  return label
+
+
 def _other(row: Dict, note: int) -> str:
   """The peer or baseline cell; a peer from its own run says so."""
+  label = short(row["peer"]["label"])
   if row["contender"] == "baseline":
-    return _value(row["peer"], "baseline: ")
-  part = row["peer"]
-  if row.get("peer_run"):
-    part = dict(part, label=f"{part['label']}; its own run, note {note}")
-  return _value(part)
+    label = "baseline: " + label
+  elif row.get("peer_run"):
+    label += f"; its own run, note {note}"
+  return _value(row["peer"], label)
 
 
 def table(rows: List[Dict]) -> str:
   """The table (six short columns), then its numbered notes."""
-  cells = [[f"{r['job']} [[{n}]](#{NOTE_ID.format(n)})", _value(r["ours"]),
-            _other(r, n), f"{ratio(r):.2f}x", f"{share(r):.0%}",
+  cells = [[f"{short_job(r['job'])} [[{n}]](#{NOTE_ID.format(n)})",
+            _value(r["ours"], short(r["ours"]["label"])), _other(r, n),
+            f"{ratio(r):.2f}x", f"{share(r):.0%}",
             f"{r['machine']}, {r['date']}"]
            for n, r in enumerate(rows, 1)]
   return common.markdown_table(HEADER, cells) + "\n\n" + notes(rows)
 
 
+def short_job(job: str) -> str:
+  """The job's name without its parenthesised details (in its note)."""
+  return job.split(" (", 1)[0]
+
+
 def notes(rows: List[Dict]) -> str:
-  """One numbered note per row: its ceiling, its peer's run when not this
-  one, its conditions and the command that wrote it."""
-  lines = ["Notes: each row's ceiling, conditions and the command that "
-           "wrote it.", ""]
+  """One numbered note per row: the whole job and labels, the ceiling, the
+  peer's run when not this one, the conditions and the command."""
+  lines = ["Notes: each row in full, its ceiling, its conditions and the "
+           "command that wrote it.", ""]
   for n, r in enumerate(rows, 1):
-    ceiling = r["ceiling"]
-    peer = (f" The peer was measured in its own run: {r['peer_run']}."
-            if r.get("peer_run") else "")
+    ours, peer, ceiling = r["ours"], r["peer"], r["ceiling"]
+    peer_run = (f" The peer was measured in its own run: {r['peer_run']}."
+                if r.get("peer_run") else "")
     lines.append(
-        f"{n}. <a id=\"{NOTE_ID.format(n)}\"></a>**{r['job']}**: ceiling "
-        f"{_value(ceiling)}, reached {number(r['reached'])} "
-        f"{ceiling['unit']}; {r['conditions']}.{peer} "
-        f"`{r['command']}`")
+        f"{n}. <a id=\"{NOTE_ID.format(n)}\"></a>**{r['job']}**: ours "
+        f"{_value(ours, ours['label'])} against {r['contender']} "
+        f"{_value(peer, peer['label'])}; ceiling "
+        f"{_value(ceiling, ceiling['label'])}, reached "
+        f"{number(r['reached'])} {ceiling['unit']}; {r['conditions']}."
+        f"{peer_run} `{r['command']}`")
   return "\n".join(lines)
 
 

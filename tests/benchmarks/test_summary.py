@@ -382,9 +382,11 @@ def test_an_undigested_block_is_refused_unless_allowed(tmp_path):
 
 
 def _rows_for_the_table():
-  peer = _row(job="Serving, batch 1", order=40, contender="peer",
+  peer = _row(job="Serving, batch 1 (ALBERT-base, float32)", order=40,
+              contender="peer",
               ours=dict(label="TF SavedModel", value=182, unit="ms"),
-              peer=dict(label="ONNX Runtime float32", value=149, unit="ms"),
+              peer=dict(label="ONNX Runtime float32, 2 threads (fastest)",
+                        value=149, unit="ms"),
               ceiling=dict(label="matmul rate at the batch's shapes",
                            value=117, unit="ms"), reached=182,
               command="python -m benchmarks.serving.runtimes --write")
@@ -411,144 +413,38 @@ def test_the_table_has_six_short_columns_and_numbered_notes(tmp_path):
   assert lines[0] == ("| job | ours | peer or baseline | ratio | "
                       "% of ceiling | machine, date |")
   rows = lines[2:5]
-  jobs = ["Data creation", "Serving, batch 1", "Memory, peak RSS"]  # order
+  jobs = ["Data creation", "Serving, batch 1 (ALBERT-base, float32)",
+          "Memory, peak RSS"]  # in `order`
   for n, (job, line) in enumerate(zip(jobs, rows), 1):
     cells = [c.strip() for c in line.strip("|").split("|")]
     assert len(cells) == 6, line
-    assert cells[0] == f"{job} [[{n}]](#summary-note-{n})"
+    # The job's name, its details in the note it points to.
+    assert cells[0] == f"{job.split(' (')[0]} [[{n}]](#summary-note-{n})"
     assert "python -m" not in line and "ceiling" not in line
-    # The note the job points to: the ceiling, reached and the command.
     note = next(x for x in lines if x.startswith(f"{n}. "))
-    assert f'<a id="summary-note-{n}"></a>**{job}**: ceiling ' in note
+    assert f'<a id="summary-note-{n}"></a>**{job}**: ours ' in note
     assert note.endswith("--write`")
   data, serving, memory = rows
-  assert "official script; its own run, note 1" in data
+  assert "| 985 instances/s (official script; its own run, note 1) |" in data
   assert "same run" not in body.split("\n\n")[0]
   assert "measured in its own run: 2-core AMD EPYC (Zen 4), 2026-11-22" in (
       body)
-  assert "| 149 ms (ONNX Runtime float32) | 0.82x | 64% |" in serving
-  assert "(baseline: Model Garden)" in memory
-  assert "1. <a id=\"summary-note-1\"></a>**Data creation**: ceiling 50,522 " \
-         "instances/s (2 cores x one process), reached 44,407 instances/s" in (
-             body)
+  # A label's head in the cell, all of it in the note.
+  assert "| 182 ms (TF SavedModel) | 149 ms (ONNX Runtime float32) | 0.82x | " \
+         "64% | 2-core Intel Xeon (AMX), 2026-11-26 |" in serving
+  assert "against peer 149 ms (ONNX Runtime float32, 2 threads (fastest)); " \
+         "ceiling 117 ms (matmul rate at the batch's shapes), reached 182 " \
+         "ms; quiet." in body
+  assert "| 2,000 MB (baseline: Model Garden) |" in memory
+  assert "against baseline 2,000 MB (Model Garden)" in body
 
 
-_FAKE_HARNESS = '''
-"""A fake first-table harness: writes its row into $FAKE_BENCHMARKS_MD."""
-import os
-import sys
-
-from benchmarks import common
-
-SHORT_ARGS = ["--value=700", "--write"]
-ROW = {row!r}
-
-if __name__ == "__main__":
-  assert sys.argv[1:] == SHORT_ARGS, sys.argv
-  print("fake harness measuring")
-  common.update_benchmarks_md(
-      "Peak memory", "measured", stage="Memory",
-      path=os.environ["FAKE_BENCHMARKS_MD"],
-      figures=[dict(ROW, ours=dict(ROW["ours"], value=700), reached=700)])
-'''
-
-
-@pytest.fixture
-def fake_harnesses(tmp_path, monkeypatch):
-  """A package `fakebench` on the path of this process and its children:
-  row (writes a row), noshort (no SHORT_ARGS), fails (exit status 3)."""
-  package = tmp_path / "fakebench"
-  package.mkdir()
-  (package / "__init__.py").write_text("")
-  (package / "row.py").write_text(_FAKE_HARNESS.format(row=_row()))
-  (package / "noshort.py").write_text('"""No short mode."""\n')
-  (package / "fails.py").write_text(
-      "import sys\nSHORT_ARGS = ['--write']\nprint('fake failure')\n"
-      "sys.exit(3)\n")
-  monkeypatch.syspath_prepend(str(tmp_path))
-  monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{ROOT}")
-  monkeypatch.setattr(run_all, "HARNESSES", run_all.HARNESSES + [
-      "fakebench.row", "fakebench.noshort", "fakebench.fails"])
-  monkeypatch.setattr(run_all, "LOG_DIR", str(tmp_path / "logs"))
-  path = _doc(tmp_path)
-  monkeypatch.setenv("FAKE_BENCHMARKS_MD", str(path))
-  return path
-
-
-def test_run_runs_the_short_modes_then_writes_the_table(
-    fake_harnesses, tmp_path, capsys):
-  path = fake_harnesses
-  summary.main(["--run", "--only=fakebench.noshort,fakebench.row",
-                f"--path={path}", f"--charts={tmp_path / 'charts'}"])
-  out = capsys.readouterr().out
-  assert "fakebench.noshort: no short mode (no SHORT_ARGS), skipped" in out
-  assert re.search(r"\[1/1\] fakebench\.row \(elapsed 0 min 00 s, about "
-                   r"\d+ min \d\d s left\)\n  python -m fakebench\.row "
-                   "--value=700 --write\n", out), out
-  assert "fake harness measuring" in out  # the harness's own output
-  assert re.search(r"  fakebench\.row: 0 min \d\d s\nall harnesses: 0 min "
-                   r"\d\d s \(budget 30 min 00 s on 2 cores\); log: ", out)
-  # The table was rewritten from the row the harness wrote in this run.
-  text = path.read_text()
-  assert summary.render(text) == text
-  (row,) = summary.current_rows(text)
-  assert row["reached"] == 700
-  assert "| 700 MB (recomputation) |" in text
-  assert (tmp_path / "charts" / "summary.png").read_bytes()[:8] == PNG
-  (log,) = (tmp_path / "logs").glob("run-*.log")
-  assert "fake harness measuring" in log.read_text()
-  # This run's times are the next run's estimates.
-  times = json.loads((tmp_path / "logs" / "times.json").read_text())
-  assert set(times) == {"fakebench.row"}
-
-
-def test_run_stops_at_a_failing_harness_with_one_line(
-    fake_harnesses, tmp_path, capsys):
-  path = fake_harnesses
-  before = path.read_text()
-  with pytest.raises(SystemExit) as exit_:
-    summary.main(["--run", "--only=fakebench.fails,fakebench.row",
-                  f"--path={path}", f"--charts={tmp_path / 'charts'}"])
-  assert exit_.value.code == 1
-  captured = capsys.readouterr()
-  # Run order is HARNESSES' order: row ran first, then fails stopped it.
-  assert captured.out.index("[1/2] fakebench.row") < captured.out.index(
-      "[2/2] fakebench.fails")
-  assert "fake failure" in captured.out
-  assert captured.err.count("\n") == 1, captured.err
-  assert re.match(r"error: --run: fakebench\.fails failed \(exit status 3\) "
-                  r"after 0 min \d\d s; its output is in .*run-.*\.log$",
-                  captured.err.strip()), captured.err
-  # The table is not rewritten after a failed run (the row's section is).
-  start = summary.START
-  assert path.read_text().split(start)[1].split(summary.END)[0] == (
-      before.split(start)[1].split(summary.END)[0])
-
-
-def test_run_refuses_an_unknown_harness_and_dry_run_prints_commands():
-  result = _summary("--run", "--only=data.creation,nope")
-  assert result.returncode == 1 and result.stderr.count("\n") == 1
-  assert "--only='data.creation,nope': nope is not a harness" in (
-      result.stderr)
-  result = _summary("--only=data.creation")
-  assert result.returncode == 1 and "go with --run" in result.stderr
-  result = _summary("--run", "--dry_run")
-  assert result.returncode == 0, result.stderr
-  lines = result.stdout.strip().splitlines()
-  assert len(lines) == len(run_all.HARNESSES)
-  for module, line in zip(run_all.HARNESSES, lines):
-    assert (line == f"{module}: no short mode (no SHORT_ARGS)" or (
-        line.startswith(f"python -m {module} ") and " --write" in line)), line
-  result = _summary("--run", "--dry_run", "--only=memory.peaks")
-  assert result.stdout.startswith("python -m benchmarks.memory.peaks ") or (
-      result.stdout.startswith("benchmarks.memory.peaks: no short mode"))
-
-
-def test_every_short_mode_writes_and_every_harness_exists():
-  for module in run_all.HARNESSES:
-    assert (ROOT / (module.replace(".", "/") + ".py")).exists(), module
-    args = run_all.short_args(module)
-    assert args is None or "--write" in args, (module, args)
+def test_a_cell_shows_a_label_up_to_its_first_comma_outside_parentheses():
+  assert summary.short("Hugging Face, dynamic padding") == "Hugging Face"
+  assert summary.short("patience 8 (auto, 10 of 12), acc 0.4") == (
+      "patience 8 (auto, 10 of 12)")
+  assert summary.short("official script; measured once") == "official script"
+  assert summary.short("ONNX Runtime float32") == "ONNX Runtime float32"
 
 
 def test_the_front_doors_quote_no_figure_of_the_table():
