@@ -133,6 +133,9 @@ def check(row: Dict, section: str, harnesses,
            " form ('2-core Intel Xeon (AMX)')")
   if not DATE.fullmatch(row["date"]) or not _is_date(row["date"]):
     refuse("date", f"{row['date']!r} is not a date YYYY-MM-DD")
+  if "peer_run" in row and "same run" in row["peer"]["label"]:
+    refuse("peer.label", "says 'same run' of a peer measured in its own run "
+           "(peer_run)")
   module = command_module(row["command"])
   if module not in harnesses:
     refuse("command", f"{row['command']!r} is not `python -m "

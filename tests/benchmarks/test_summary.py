@@ -325,6 +325,10 @@ _MALFORMED = {
     "not_python_m": ({"command": "python benchmarks/memory/peaks.py"},
                      "command", "not `python -m"),
     "digest": ({"digest": "0" * 16}, "digest", "does not match"),
+    "peer_run_same_run": ({"peer_run": "2-core AMD EPYC, 2026-11-22",
+                           "peer": {"label": "official script, same run",
+                                    "value": 985, "unit": "instances/s"}},
+                          "peer.label", "'same run' of a peer"),
 }
 
 
