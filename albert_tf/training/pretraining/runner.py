@@ -126,8 +126,8 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
       self.train_metrics.update(batch, outputs, per_token)
     self.gradient_norm.update_state(norm)
 
-  def _accumulated_gradients(self, batch, global_mlm_weight, seed,
-                             first_row):
+  def _accumulated_gradients(self, batch, global_mlm_weight, seed=None,
+                             first_row=0):
     """The summed float32 gradients of this replica's K slices (each loss
     its share of the whole update's: the normalisers are the whole
     update's), the metrics updated per slice."""
