@@ -13,7 +13,11 @@
   roofline.py      the matmul peak at a step's shapes (`python -m
                    benchmarks.roofline`), called by the harnesses in-process
   charts.py        PNG charts (matplotlib: pip install ".[benchmarks]")
+  figures.py       the figures block: the one form of a first-table row,
+                   under a digest, and the check summary applies to it
   summary.py       BENCHMARKS.md's first table, from the sections' figures
+                   (`--run`: every harness's short mode first)
+  run_all.py       the harnesses of the first table and their short runs
 
 Every command is `python -m benchmarks.<stage>.<name>`; `--write` refreshes
 its BENCHMARKS.md section. The flat names of before the grouping

@@ -13,6 +13,8 @@ import statistics
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
+from benchmarks import figures
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS_MD = os.path.join(REPO_ROOT, "BENCHMARKS.md")
 
@@ -150,23 +152,13 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
   return "\n".join(lines)
 
 
-FIGURES_START = "<!-- figures"
+FIGURES_START = figures.START
 
 
 def figures_block(row: Dict) -> str:
-  """A current figure of a section, for benchmarks.summary's first table:
-  an HTML comment (invisible on the page) holding one JSON object.
-
-  Keys: job (the first table's row name), order (its place: data 10,
-  pretraining 20, fine-tuning 30, serving 40, memory 50, early exit 60),
-  ours / peer / ceiling ({"label", "value", "unit"}; the peer measured in
-  the same run), higher_is_better, reached (ours in the ceiling's unit),
-  machine, date, command, conditions ("quiet", "alternating, load 1.7";
-  never "loaded" or "superseded" for a current figure) and optionally
-  chart ({"name", "kind": "bars" | "lines", "title", "unit", "series",
-  "ceiling"}: benchmarks.charts draws it).
-  """
-  return f"{FIGURES_START}\n{json.dumps(row, ensure_ascii=False)}\n-->"
+  """A first-table row as its section carries it (benchmarks.figures has
+  the fields): an HTML comment holding one JSON object, with its digest."""
+  return figures.block(row)
 
 
 def update_benchmarks_md(section: str, body: str,

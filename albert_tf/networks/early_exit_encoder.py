@@ -166,8 +166,8 @@ class _Layer:
 def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
                inputs: Dict[str, tf.Tensor], patience, threshold=0.0,
                regression: bool = False, max_layers=None,
-               compact: bool = True, branches: bool = True
-               ) -> Dict[str, tf.Tensor]:
+               compact: bool = True, branches: bool = True,
+               count_rows: bool = False) -> Dict[str, tf.Tensor]:
   """Runs the shared layer until each example exits (module docstring).
 
   Args:
@@ -188,10 +188,15 @@ def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
       False: every application whole, the exits decided after it, no
       branch (LiteRT runs that faster: it prepares an IF's branch again
       on each call).
+    count_rows: also return rows_computed (for tests and benchmarks: the
+      proof that exited rows leave the batch).
 
   Returns:
     logits: float32 [batch, C], those of each example's exit application.
     exit_layer: int32 [batch], that application, 1..L.
+    rows_computed (with count_rows): int32 [L], the rows application j
+      ran on at [j - 1] (with compact, those not exited before it; 0
+      after the loop stopped).
   """
   num_layers = encoder.config.num_hidden_layers
   depth = tf.constant(num_layers, tf.int32)
@@ -211,16 +216,29 @@ def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
             else tf.reduce_any(state["running"]))
     return tf.logical_and(index < depth, left)
 
+  if count_rows:
+    state["rows_computed"] = tf.zeros([num_layers], tf.int32)
+
+  def body(index, state):
+    new = step(index, state)
+    if count_rows:  # the rows the application's input holds
+      new["rows_computed"] = tf.tensor_scatter_nd_update(
+          state["rows_computed"], [[index]], tf.shape(state["x"])[:1])
+    return index + 1, new
+
   invariants = {key: tf.TensorShape([None] + list(value.shape[1:]))
                 for key, value in state.items()}
   invariants["x"] = tf.TensorShape([None, None, state["x"].shape[-1]])
   invariants["mask_bias"] = tf.TensorShape([None, 1, 1, None])
   _, state = tf.while_loop(
-      more, lambda index, state: (index + 1, step(index, state)),
+      more, body,
       (tf.constant(0), state),
       shape_invariants=(tf.TensorShape([]), invariants),
       maximum_iterations=num_layers)
-  return dict(logits=state["logits"], exit_layer=state["exit_layer"])
+  outputs = dict(logits=state["logits"], exit_layer=state["exit_layer"])
+  if count_rows:
+    outputs["rows_computed"] = state["rows_computed"]
+  return outputs
 
 
 class _Rule:

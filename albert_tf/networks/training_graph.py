@@ -6,12 +6,16 @@ last block at [CLS] and those positions only). Same layers, same variables
 as the Keras graph (tests: equal outputs and gradients).
 
 Dropout: before each block (an attention sublayer then a feed-forward
-sublayer) the encoder draws one seed from the block's first checkpointed
-dropout generator, outside any recomputed function; inside the block
-every dropout is stateless under that seed (layers.checkpointed_dropout.
-`seeded`). Recomputing the block therefore draws the masks of the first
-forward pass, and a resumed run (the generator's state is checkpointed)
-draws those of an uninterrupted one.
+sublayer) the encoder takes one seed, outside any recomputed function:
+inside a trainer's update scope (albert_tf.training.update_dropout) the
+scope's next seed, so every mask is a function of the update's seed and
+each example's position in the update (the same whatever the replicas
+and micro-batches); else a draw from the block's first checkpointed
+dropout generator. Inside the block every dropout is stateless under that
+seed (layers.checkpointed_dropout.`seeded`). Recomputing the block
+therefore draws the masks of the first forward pass, and a resumed run
+(the generator's state is checkpointed) draws those of an uninterrupted
+one.
 
 Recomputation (`recompute_layers`): each block is wrapped in
 `tf.recompute_grad`, so the backward pass keeps only the block's input
@@ -33,6 +37,7 @@ from albert_common.encoder_inputs import INPUT_POSITIONS
 from albert_common.encoder_inputs import INPUT_TYPE_IDS
 from albert_common.encoder_inputs import INPUT_WORD_IDS
 from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
+from albert_tf.layers.checkpointed_dropout import next_seed
 from albert_tf.layers.checkpointed_dropout import seeded
 
 
@@ -92,7 +97,9 @@ def _block(block, x, input_mask, training, recompute, query=None):
   """One attention + feed-forward block on x [B, S, H] -> [B, T, H]."""
   attention, ffn = block
   rng = _dropout_generator(block) if is_training(training) else None
-  seed = None if rng is None else rng.make_seeds(1)[:, 0]  # int64 (2,)
+  seed = None if rng is None else next_seed()  # the update's, else drawn
+  if rng is not None and seed is None:
+    seed = rng.make_seeds(1)[:, 0]  # int64 (2,)
 
   def run(x, *query):
     with seeded(seed):

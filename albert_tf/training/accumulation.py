@@ -17,11 +17,12 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
-# A micro-batch's step: (micro-batch) -> (gradients, one per variable, None
-# for a variable the loss does not use; float32 scalars to sum over the K
-# micro-batches).
-MicroStep = Callable[[object], Tuple[Sequence[Optional[tf.Tensor]],
-                                     Sequence[tf.Tensor]]]
+# A micro-batch's step: (micro-batch, the row of the replica's batch it
+# starts at, int32) -> (gradients, one per variable, None for a variable the
+# loss does not use; float32 scalars to sum over the K micro-batches).
+MicroStep = Callable[[object, tf.Tensor],
+                     Tuple[Sequence[Optional[tf.Tensor]],
+                           Sequence[tf.Tensor]]]
 
 
 def split(batch, steps: int):
@@ -60,10 +61,12 @@ def accumulate(batch, steps: int, micro_step: MicroStep,
     `micro_step` gave None; the summed scalars).
   """
   parts = split(batch, steps)
+  micro_rows = tf.shape(tf.nest.flatten(parts)[0])[1]
   unused = set()
 
   def body(i, grads, sums):
-    micro_grads, micro_sums = micro_step(micro_batch(parts, i))
+    micro_grads, micro_sums = micro_step(micro_batch(parts, i),
+                                         i * micro_rows)
     summed = []
     for j, (total, grad) in enumerate(zip(grads, micro_grads)):
       if grad is None:

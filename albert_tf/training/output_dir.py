@@ -73,3 +73,11 @@ def write_results(path: str, results: Dict[str, float]) -> None:
   """Writes metric -> value (and `step`) as JSON with sorted keys, through
   a temporary name and a rename: never half-written."""
   file_io.write_json_atomic(path, dict(sorted(results.items())))
+
+
+def step_in_checkpoint_name(path: str, default: int) -> int:
+  """The step of a checkpoint prefix `.../ckpt-<step>`, else `default`."""
+  try:
+    return int(path.rsplit("-", 1)[1])
+  except (IndexError, ValueError):
+    return default

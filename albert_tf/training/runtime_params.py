@@ -8,6 +8,8 @@ and the output folder. `PretrainingParams` and `FinetuningParams` hold one as
 import dataclasses
 from typing import Optional
 
+from absl import logging
+
 from albert_common.errors import UserInputError
 from albert_common.run_constants import DTYPES
 from albert_common.run_constants import STRATEGIES
@@ -62,3 +64,26 @@ def check_accumulation(runtime: RuntimeParams, train_batch_size: int,
         f"--gradient_accumulation_steps={steps} does not divide the "
         f"per-replica batch {per_replica} (--train_batch_size="
         f"{train_batch_size} over {num_replicas} replicas)")
+
+
+def log_update(runtime: RuntimeParams, train_batch_size: int,
+               num_replicas: int, unit: str = "examples", detail: str = "",
+               log: bool = True) -> None:
+  """Checks --gradient_accumulation_steps against the per-replica batch
+  (check_accumulation) and, with `log`, logs what one update holds.
+
+  Args:
+    unit: what a row of the batch is ("examples", "sequences of 128
+      tokens").
+    detail: appended to the update's size ("", ", at most ... masked
+      tokens").
+  """
+  check_accumulation(runtime, train_batch_size, num_replicas)
+  if not log:
+    return
+  steps = runtime.gradient_accumulation_steps
+  micro = train_batch_size // max(num_replicas, 1) // steps
+  logging.info(
+      "one update: %d %s%s; %d replica(s), each %d micro-batch(es) of %d "
+      "%s (--gradient_accumulation_steps=%d)", train_batch_size, unit, detail,
+      num_replicas, steps, micro, unit.split()[0], steps)

@@ -35,7 +35,8 @@ def test_every_stage_is_a_package_that_says_what_it_holds():
   assert on_disk == set(STAGES)
   # Nothing but the shared modules is left at the top.
   top = {p.stem for p in (ROOT / "benchmarks").glob("*.py")}
-  assert top == {"__init__", "common", "roofline", "summary", "charts"}
+  assert top == {"__init__", "common", "roofline", "summary", "charts",
+                 "figures", "run_all"}
 
 
 @pytest.mark.parametrize("old", sorted(benchmarks.MOVED))

@@ -20,9 +20,10 @@ process (devices must be set before TensorFlow initialises).
       from the one-device run, in OUT_JSON.
 
   python tests/scripts/distributed_script.py finetuning_accumulated
-      On 2 logical devices under mirrored: fine-tuning cases of
+      On 2 logical devices: fine-tuning cases of
       tests/albert_tf/training/finetuning/test_accumulation_finetuning.py
-      with K=2 against K=1; prints their largest weight differences as JSON.
+      (dropout on) under mirrored with K=2 against K=1, and mirrored K=1
+      against one device; prints their largest weight differences as JSON.
 """
 
 import json
@@ -131,11 +132,16 @@ def finetuning_accumulated():
   strategy = tf.distribute.MirroredStrategy(
       [d.name for d in tf.config.list_logical_devices("CPU")])
   result = {"replicas": strategy.num_replicas_in_sync}
-  for case in ("packed_classifier", "ner", "squad"):
+
+  def largest(a, b):
+    return max(float(np.abs(x - y).max()) for x, y in zip(a, b))
+
+  for case in ("packed_classifier", "ner", "squad_v2", "multiple_choice"):
+    one_device = cases._train(case, 1)[0]  # noqa: SLF001
     whole = cases._train(case, 1, strategy)[0]  # noqa: SLF001
     accumulated = cases._train(case, 2, strategy)[0]  # noqa: SLF001
-    result[case] = max(float(np.abs(a - w).max())
-                       for a, w in zip(accumulated, whole))
+    result[case] = dict(k2_vs_k1=largest(accumulated, whole),
+                        mirrored_vs_one_device=largest(whole, one_device))
   print(json.dumps(result))
 
 

@@ -18,6 +18,11 @@ replica's batch (a packed row's example slots move with it); each slice's
 loss is its share of the whole update's (divided by the update's example
 count, or the whole batch's normaliser a task's loss declares: NER's tagged
 pieces), and the summed gradient is clipped and applied once.
+
+Dropout (encoder and head) draws each example's masks from the update's
+seed and the example's position in the update (albert_tf.training.
+update_dropout): an update is the same with any number of replicas and
+micro-batches.
 """
 
 import tensorflow as tf
@@ -27,6 +32,7 @@ from albert_common.encoder_inputs import EXAMPLE_WEIGHTS
 from albert_tf.training import accumulation
 from albert_tf.training import gradient_update
 from albert_tf.training import mixed_precision
+from albert_tf.training import update_dropout
 from albert_tf.training.finetuning import bucketed_steps
 from albert_tf.training.finetuning.task import LossFn
 
@@ -69,9 +75,15 @@ class FinetuningTrainer(tf_keras.Model):
   def train_step(self, data):
     features, labels = data
     context = tf.distribute.get_replica_context()
+    rows = tf.shape(tf.nest.flatten(features)[0])[0]
+    seed = update_dropout.update_seed(
+        update_dropout.seed_generator(self.model), self.optimizer.iterations)
+    first_row = update_dropout.replica_first_row(rows)
     if self.accumulation_steps > 1:
-      return self._accumulated_step(features, labels, context)
-    with tf.GradientTape() as tape:
+      return self._accumulated_step(features, labels, context, seed,
+                                    first_row)
+    with tf.GradientTape() as tape, update_dropout.update_scope(
+        seed, first_row, rows):
       if EXAMPLE_WEIGHTS in features:
         loss, replica_loss = self._packed_loss(features, labels, context)
       else:
@@ -100,9 +112,10 @@ class FinetuningTrainer(tf_keras.Model):
             "learning_rate": gradient_update.current_learning_rate(
                 self.optimizer)}
 
-  def _accumulated_step(self, features, labels, context):
+  def _accumulated_step(self, features, labels, context, seed, first_row):
     """The step in K row slices: normalisers of the whole replica batch
-    (and update) first, then the loop, then one update."""
+    (and update) first, then the loop, then one update. `seed` and
+    `first_row`: the update's dropout seed and the replica's first row."""
     rows = tf.shape(tf.nest.flatten(features)[0])[0]
     if EXAMPLE_WEIGHTS in features:
       count = tf.reduce_sum(features[EXAMPLE_WEIGHTS])
@@ -117,11 +130,14 @@ class FinetuningTrainer(tf_keras.Model):
       loss_kwargs["normaliser"] = normaliser(labels)
 
     if not self.model.built:  # variables are not created inside a loop
-      self._summed_loss(features, labels, loss_kwargs)
+      with update_dropout.update_scope(seed, first_row, rows):
+        self._summed_loss(features, labels, loss_kwargs)
 
-    def micro_step(micro):
+    def micro_step(micro, micro_first_row):
       micro_features, micro_labels = micro
-      with tf.GradientTape() as tape:
+      micro_rows = tf.shape(tf.nest.flatten(micro_features)[0])[0]
+      with tf.GradientTape() as tape, update_dropout.update_scope(
+          seed, first_row + micro_first_row, micro_rows):
         total = self._summed_loss(micro_features, micro_labels, loss_kwargs)
         scaled = mixed_precision.scaled_loss(self.optimizer, total / share)
       return tape.gradient(scaled, self.model.trainable_variables), (total,)

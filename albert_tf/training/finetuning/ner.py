@@ -75,11 +75,20 @@ def token_loss(labels: Dict[str, tf.Tensor], outputs: Dict[str, tf.Tensor],
 
 def token_batch_normaliser(labels: Dict[str, tf.Tensor]
                           ) -> Tuple[tf.Tensor, tf.Tensor]:
-  """(windows, tagged pieces) of a batch, float32: what token_loss's batch
-  mean divides by."""
+  """(windows, tagged pieces), float32: what token_loss's batch mean divides
+  by. Under R > 1 replicas (replica context) the global batch's: this
+  replica's windows times R and the tagged pieces summed over the
+  replicas, so each replica's mean divided by R (the trainer's share) is
+  its part of the mean over every tagged piece of the update, not a mean
+  of per-replica means."""
   label_ids = labels[ner_features.LABEL_IDS]  # [batch, seq]
-  return (tf.cast(tf.shape(label_ids)[0], tf.float32),
-          tf.reduce_sum(tf.cast(label_ids >= 0, tf.float32)))
+  windows = tf.cast(tf.shape(label_ids)[0], tf.float32)
+  tagged = tf.reduce_sum(tf.cast(label_ids >= 0, tf.float32))
+  context = tf.distribute.get_replica_context()
+  if context is not None and context.num_replicas_in_sync > 1:
+    tagged = context.all_reduce(tf.distribute.ReduceOp.SUM, tagged)
+    windows = windows * context.num_replicas_in_sync
+  return windows, tagged
 
 
 # Gradient accumulation normalises micro-batches by the whole batch's count

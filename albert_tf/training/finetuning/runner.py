@@ -65,6 +65,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.training import dataset_options
 from albert_tf.training import mixed_precision
 from albert_tf.training import output_dir
+from albert_tf.training import runtime_params
 from albert_tf.training import seeds
 from albert_tf.training.finetuning import bucketed_steps
 from albert_tf.training.finetuning import params as finetuning_params
@@ -72,7 +73,6 @@ from albert_tf.training.finetuning.model import FinetuningTrainer
 from albert_tf.training.finetuning.params import FinetuningParams
 from albert_tf.training.finetuning.task import FinetuningTask
 from albert_tf.training.gradient_update import NonFiniteLossError
-from albert_tf.training.runtime_params import check_accumulation
 from albert_tf.training.strategy import create_strategy
 from albert_tf.training.warm_start import warm_start
 from data_pipeline.tasks.length_buckets import EXAMPLE_INDEX
@@ -97,19 +97,6 @@ def build_encoder(params: FinetuningParams, config: AlbertConfig):
                        dtype=mixed_precision.DTYPE_POLICIES[params.runtime.dtype],
                        recompute_layers=params.runtime.recompute_layers,
                        name="encoder")
-
-
-def _log_update(params: FinetuningParams, replicas: int) -> None:
-  """Checks --gradient_accumulation_steps against the per-replica batch and
-  logs what one update holds."""
-  check_accumulation(params.runtime, params.train_batch_size, replicas)
-  steps = params.runtime.gradient_accumulation_steps
-  if params.do_train:
-    logging.info(
-        "one update: %d examples; %d replica(s), each %d micro-batch(es) of "
-        "%d examples (--gradient_accumulation_steps=%d)",
-        params.train_batch_size, replicas, steps,
-        params.train_batch_size // replicas // steps, steps)
 
 
 def _is_better(value: float, best: Optional[float], higher: bool) -> bool:
@@ -178,7 +165,9 @@ class FinetuningRunner:
     if params.runtime.seed is not None:
       seeds.set_global_seeds(params.runtime.seed)
     self.strategy = create_strategy(params.runtime.strategy, params.runtime.tpu)
-    _log_update(params, self.strategy.num_replicas_in_sync)
+    runtime_params.log_update(params.runtime, params.train_batch_size,
+                              self.strategy.num_replicas_in_sync,
+                              log=params.do_train)
     self.steps_per_execution = min(params.iterations_per_loop,
                                    params.save_checkpoints_steps)
     self._bucketed_predictor = None
@@ -291,7 +280,8 @@ class FinetuningRunner:
                      len(self.trainer.train_shapes),
                      ",".join(map(str, self.task.length_buckets)))
     latest = self.manager.latest_checkpoint
-    if latest is None or _step_in_checkpoint_name(latest, -1) != self.step:
+    if (latest is None or
+        output_dir.step_in_checkpoint_name(latest, -1) != self.step):
       self.save_and_evaluate()
     return self.best_results()
 
@@ -407,7 +397,7 @@ class FinetuningRunner:
                    results[self.task.main_metric])
     else:
       path = self.restore_best()
-      step = _step_in_checkpoint_name(path, self.step)
+      step = output_dir.step_in_checkpoint_name(path, self.step)
       results = dict(self.evaluate(write=False, step=step, summary=False),
                      step=step)
       self._write_eval_outputs()
@@ -437,13 +427,6 @@ def fit_segments(step: int, train_step: int, save_every: int
   if step < train_step:
     segments.append((step, train_step - step, 1))
   return segments
-
-
-def _step_in_checkpoint_name(path: str, default: int) -> int:
-  try:
-    return int(path.rsplit("-", 1)[1])
-  except (IndexError, ValueError):
-    return default
 
 
 def run_finetuning(params: FinetuningParams, task: FinetuningTask,

@@ -37,12 +37,12 @@ from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training import dataset_options
 from albert_tf.training import mixed_precision
 from albert_tf.training import output_dir
+from albert_tf.training import runtime_params
 from albert_tf.training import seeds
 from albert_tf.training.pretraining.params import PreparedPretraining
 from albert_tf.training.pretraining.params import PretrainingParams
 from albert_tf.training.pretraining.params import prepared
 from albert_tf.training.pretraining.runner import PretrainingRunner
-from albert_tf.training.runtime_params import check_accumulation
 from albert_tf.training.strategy import create_strategy
 from albert_tf.training.warm_start import warm_start
 from data_pipeline.pretraining import reader as pretraining_input
@@ -155,7 +155,12 @@ def build_pretraining(run: Union[PretrainingParams, PreparedPretraining]
                 if params.resume_data_stream else 0)
   train_dataset, eval_dataset = _datasets(params, strategy, config, chief,
                                           write_dir, start_step)
-  _log_update(params, strategy.num_replicas_in_sync)
+  masked_tokens = params.train_batch_size * params.max_predictions_per_seq
+  runtime_params.log_update(
+      params.runtime, params.train_batch_size, strategy.num_replicas_in_sync,
+      unit=f"sequences of {params.max_seq_length} tokens",
+      detail=f", at most {masked_tokens} masked tokens "
+      "(--max_predictions_per_seq x batch)")
   with strategy.scope():
     runner = PretrainingRunner(
         strategy, model, optimizer, train_dataset, eval_dataset,
@@ -172,20 +177,6 @@ def build_pretraining(run: Union[PretrainingParams, PreparedPretraining]
     manager.save(checkpoint_number=int(optimizer.iterations.numpy()))
   return PretrainingSetup(params, config, strategy, model, optimizer, runner,
                           manager, controller, write_dir)
-
-
-def _log_update(params: PretrainingParams, replicas: int) -> None:
-  """Checks --gradient_accumulation_steps against the per-replica batch and
-  logs what one update holds."""
-  check_accumulation(params.runtime, params.train_batch_size, replicas)
-  steps = params.runtime.gradient_accumulation_steps
-  logging.info(
-      "one update: %d sequences of %d tokens, at most %d masked tokens "
-      "(--max_predictions_per_seq x batch); %d replica(s), each %d "
-      "micro-batch(es) of %d sequences (--gradient_accumulation_steps=%d)",
-      params.train_batch_size, params.max_seq_length,
-      params.train_batch_size * params.max_predictions_per_seq, replicas,
-      steps, params.train_batch_size // replicas // steps, steps)
 
 
 def _check_input_files(params: PretrainingParams) -> None:

@@ -10,7 +10,9 @@ gradients, clipping to global norm 1.0 after the all-reduce, and an optional
 XLA-compiled forward/backward. With gradient accumulation
 (albert_tf.training.accumulation) the replica step loops over K slices of
 its batch, each loss normalised by the whole update's mask weights and
-sequence count, and applies the summed gradient once.
+sequence count, and applies the summed gradient once. Dropout draws each
+sequence's masks from the update's seed and its position in the update
+(albert_tf.training.update_dropout): the same with any replicas and K.
 """
 
 import math
@@ -25,6 +27,7 @@ from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_tf.training import accumulation
 from albert_tf.training import gradient_update
 from albert_tf.training import mixed_precision
+from albert_tf.training import update_dropout
 from albert_tf.training.gradient_update import NonFiniteLossError
 from albert_tf.training.pretraining.objective import PretrainingMetrics
 from albert_tf.training.pretraining.objective import replica_loss
@@ -82,9 +85,14 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
   def _model_inputs(self, batch):
     return {k: batch[k] for k in MODEL_INPUTS}
 
-  def _forward_backward_fn(self, batch, global_mlm_weight):
-    """Loss share, gradients and outputs for this replica's batch."""
-    with tf.GradientTape() as tape:
+  def _forward_backward_fn(self, batch, global_mlm_weight, seed=None,
+                           first_row=0):
+    """Loss share, gradients and outputs for this replica's batch (or a
+    micro-batch of it), its dropout that of rows `first_row`... of the
+    update whose dropout seed is `seed` (None: no dropout seed)."""
+    rows = tf.shape(batch["input_word_ids"])[0]
+    with tf.GradientTape() as tape, update_dropout.update_scope(
+        seed, first_row, rows):
       outputs = self.model(self._model_inputs(batch), training=True)
       loss, per_token = replica_loss(batch, outputs, global_mlm_weight,
                                      self.global_batch_size)
@@ -101,11 +109,16 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
   def replica_train_step(self, batch):
     """One replica's whole step: forward, both losses, gradients, all-reduce,
     clipping, optimizer update, metrics. What a TPU compiles (XLA)."""
+    seed = update_dropout.update_seed(
+        update_dropout.seed_generator(self.model), self.optimizer.iterations)
+    first_row = update_dropout.replica_first_row(
+        tf.shape(batch["input_word_ids"])[0])
     if self.accumulation_steps > 1:
-      grads = self._accumulated_gradients(batch, _global_mlm_weight(batch))
+      grads = self._accumulated_gradients(batch, _global_mlm_weight(batch),
+                                          seed, first_row)
     else:
       grads, outputs, per_token = self._forward_backward(
-          batch, _global_mlm_weight(batch))
+          batch, _global_mlm_weight(batch), seed, first_row)
     norm = gradient_update.apply_clipped_gradients(
         self.optimizer, grads, self.model.trainable_variables,
         self.clip_norm)
@@ -113,16 +126,17 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
       self.train_metrics.update(batch, outputs, per_token)
     self.gradient_norm.update_state(norm)
 
-  def _accumulated_gradients(self, batch, global_mlm_weight):
+  def _accumulated_gradients(self, batch, global_mlm_weight, seed=None,
+                             first_row=0):
     """The summed float32 gradients of this replica's K slices (each loss
     its share of the whole update's: the normalisers are the whole
     update's), the metrics updated per slice."""
     if not self.model.built:  # variables are not created inside a loop
       self.model(self._model_inputs(batch), training=False)
 
-    def micro_step(micro):
-      grads, outputs, per_token = self._forward_backward(micro,
-                                                         global_mlm_weight)
+    def micro_step(micro, micro_first_row):
+      grads, outputs, per_token = self._forward_backward(
+          micro, global_mlm_weight, seed, first_row + micro_first_row)
       self.train_metrics.update(micro, outputs, per_token)
       return grads, ()
 

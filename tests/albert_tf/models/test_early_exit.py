@@ -209,3 +209,52 @@ def test_packed_rows_give_every_application_as_unpacked():
   for a, b in zip(packed_grads, grads):
     np.testing.assert_allclose(tf.convert_to_tensor(a).numpy(),
                                tf.convert_to_tensor(b).numpy(), atol=1e-5)
+
+
+# Per row, its predicted class at each of the 6 applications, and so its
+# exit at patience 2 (the same class 3 applications running): row 0 at
+# application 3, row 1 at 4, row 2 at 5, row 4 at 3; rows 3 and 5 never
+# settle and run to the last (6).
+CRAFTED_CLASSES = np.array([[0, 0, 0, 0, 0, 0],
+                            [0, 1, 1, 1, 1, 1],
+                            [0, 1, 0, 0, 0, 0],
+                            [0, 1, 0, 1, 0, 1],
+                            [1, 1, 1, 0, 0, 0],
+                            [1, 0, 1, 0, 1, 1]])
+CRAFTED_EXITS = [3, 4, 5, 6, 3, 6]
+# Rows not yet exited before each application: all 6 until two leave
+# after application 3, one after 4, one after 5.
+ROWS_LEFT = [6, 6, 6, 4, 3, 2]
+
+
+def _crafted_model():
+  """A tiny two-class model whose heads give CRAFTED_CLASSES on
+  _inputs(6): application j's kernel solves pooled_j [6, H] @ kernel =
+  +-3 logits (6 rows, H = 32: exact), so the margins do not depend on
+  the random encoder."""
+  model = _model(2)
+  pooled = early_exit_encoder.per_layer_pooled(
+      model.encoder, _inputs(6), training=False).numpy()  # (6, L, H)
+  target = np.where(CRAFTED_CLASSES[..., None] == np.arange(2), 3.0, -3.0)
+  kernel = np.stack([np.linalg.pinv(pooled[:, j]) @ target[:, j]
+                     for j in range(LAYERS)])  # (L, H, 2)
+  model.head_kernel.assign(kernel.astype(np.float32))
+  model.head_bias.assign(np.zeros([LAYERS, 2], np.float32))
+  return model
+
+
+@pytest.mark.parametrize("loop", sorted(LOOPS))
+def test_exited_rows_leave_the_batch(loop):
+  """Compaction computes each application on the rows not yet exited (a
+  compaction that kept every row would give the same outputs: this
+  counts the rows); masking computes the whole batch every time."""
+  model = _crafted_model()
+  inputs = _inputs(6)
+  all_logits = model(inputs, training=False)["all_logits"].numpy()
+  np.testing.assert_array_equal(all_logits.argmax(-1), CRAFTED_CLASSES)
+  got = early_exit_encoder.early_exit(
+      model.encoder, model.head_kernel, model.head_bias, inputs, 2,
+      count_rows=True, **LOOPS[loop])
+  np.testing.assert_array_equal(got["exit_layer"].numpy(), CRAFTED_EXITS)
+  want = [6] * LAYERS if loop == "masking" else ROWS_LEFT
+  np.testing.assert_array_equal(got["rows_computed"].numpy(), want)

@@ -69,24 +69,53 @@ def test_weights_slots_and_gradients_equal_the_real_tensors(tiny_config,
 
 
 def test_activations_by_hand_and_recomputation(tiny_config):
-  # tiny: H=32, E=16, I=64, N=4, V=97, L=2; b=2, s=8, P=3, float32.
-  b, s, p = 2, 8, 3
-  hidden, inter, scores = b * s * 32, b * s * 64, b * 4 * s * s
-  block = (6 * 4 + 4 * 4) * hidden + 4 * 4 * inter + 4 * scores
-  rest = 16 * b * s * 16 + 4 * hidden + b * p * (4 * 32 + 24 * 16 + 8 * 97)
-  plain = memory_plan.plan(tiny_config, b, s, p)
-  assert plain.activation_bytes == 2 * block + rest
-  recomputed = memory_plan.plan(tiny_config, b, s, p, recompute_layers=True)
-  assert recomputed.activation_bytes == 2 * 4 * hidden + block + rest
-  # Dropout keeps masks; mixed precision halves the compute-dtype tensors.
+  """Every tensor counted by hand from its shape (not from the module's
+  constants). tiny: H=32, E=16, I=64, N=4 heads, V=97, L=2 applications;
+  b=2 sequences of s=8 tokens, P=3 predictions each."""
+  hidden = 2 * 8 * 32 * 4    # one float32 [b, s, H]: 2,048 bytes
+  inter = 2 * 8 * 64 * 4     # one float32 [b, s, I]: 4,096
+  scores = 2 * 4 * 8 * 8 * 4  # one float32 [b, N, s, s]: 2,048
+  # One application: the input, query, key, value, context and the
+  # feed-forward's input (6), both LayerNorms' input and output (4); the
+  # feed-forward's pre-activation, GELU's two intermediates and its output
+  # (4 [b, s, I]); the softmax output (1 [b, N, s, s]).
+  block = 10 * hidden + 4 * inter + 1 * scores
+  assert block == 38_912
+  # Embeddings: four float32 [b, s, E] (the sum, the LayerNorm's input
+  # and output, the projection's input) and the projection's [b, s, H].
+  embeddings = 4 * (2 * 8 * 16 * 4) + hidden  # 6,144
+  # MLM head on b * P = 6 rows: the gathered [6, H], six [6, E] of the
+  # transform (dense, GELU's, LayerNorm's), the float32 [6, V] logits and
+  # their gradient.
+  head = 6 * 32 * 4 + 6 * (6 * 16 * 4) + 2 * (6 * 97 * 4)  # 7,728
+  plain = memory_plan.plan(tiny_config, 2, 8, 3)
+  assert plain.activation_bytes == 2 * block + embeddings + head == 91_696
+  # Recomputed: each application keeps its float32 input; one
+  # application's activations exist at a time.
+  recomputed = memory_plan.plan(tiny_config, 2, 8, 3, recompute_layers=True)
+  assert recomputed.activation_bytes == (2 * hidden + block + embeddings
+                                         + head) == 56_880
+  # Dropout: per application the kept mask and the dropped probabilities
+  # [b, N, s, s], and the masks of the two sublayers' [b, s, H] outputs.
   dropout = dataclasses.replace(tiny_config, hidden_dropout_prob=0.1,
                                 attention_probs_dropout_prob=0.1)
-  assert (memory_plan.plan(dropout, b, s, p).activation_bytes
-          == plain.activation_bytes + 2 * (2 * 4 * scores + 2 * 4 * hidden))
-  mixed = memory_plan.plan(tiny_config, b, s, p, dtype="bfloat16")
-  assert mixed.activation_bytes < plain.activation_bytes
-  assert mixed.cast_weight_bytes == 2 * 2 * memory_plan.block_parameters(
-      tiny_config)
+  masks = 2 * scores + 2 * hidden  # 8,192 per application
+  assert (memory_plan.plan(dropout, 2, 8, 3).activation_bytes
+          == 91_696 + 2 * masks == 108_080)
+  # mixed_bfloat16: 2-byte copies of the compute-dtype tensors; the
+  # LayerNorms and the softmax stay float32, plus the softmax's bfloat16
+  # copy.
+  mixed_block = (6 * hidden // 2 + 4 * hidden + 4 * inter // 2
+                 + scores + scores // 2)  # 25,600
+  mixed_embeddings = 4 * (2 * 8 * 16 * 4) + hidden // 2  # 5,120
+  mixed_head = 6 * 32 * 2 + 6 * (6 * 16 * 2) + 2 * (6 * 97 * 4)  # 6,192
+  mixed = memory_plan.plan(tiny_config, 2, 8, 3, dtype="bfloat16")
+  assert mixed.activation_bytes == (2 * mixed_block + mixed_embeddings
+                                    + mixed_head) == 62_512
+  # Each application keeps its bfloat16 copy of the block's weights:
+  # attention 4 * (32 * 32 + 32) + 2 * 32 = 4,288, feed-forward
+  # 32 * 64 + 64 + 64 * 32 + 32 + 2 * 32 = 4,256 parameters.
+  assert mixed.cast_weight_bytes == 2 * 2 * (4_288 + 4_256) == 34_176
 
 
 def test_smallest_fitting_steps_is_the_first_divisor_that_fits():
@@ -169,10 +198,11 @@ def test_cli_bad_plan_flags_are_one_line(flag, message):
 
 def test_shared_gradients_count_each_application_beyond_the_first(
     tiny_config):
-  # tiny: 2 layers sharing one block: one extra float32 gradient of it.
+  # tiny: 2 layers sharing one block: one extra float32 gradient of it,
+  # attention 4 * (32 * 32 + 32) + 2 * 32 = 4,288 and feed-forward
+  # 32 * 64 + 64 + 64 * 32 + 32 + 2 * 32 = 4,256 parameters.
   plan = memory_plan.plan(tiny_config, 2, 8)
-  assert plan.shared_gradient_bytes == 4 * memory_plan.block_parameters(
-      tiny_config)
+  assert plan.shared_gradient_bytes == 4 * (4_288 + 4_256)
   unshared = dataclasses.replace(tiny_config, share_parameters="none")
   assert memory_plan.plan(unshared, 2, 8).shared_gradient_bytes == 0
   ffn_only = dataclasses.replace(tiny_config, share_parameters="ffn")

@@ -1,8 +1,11 @@
 """--gradient_accumulation_steps in fine-tuning: 3 updates at K=4 give the
 weights of K=1 (to 1e-5) for a classifier in two length buckets, a packed
-classifier, NER (a token mean over the whole batch, one micro-batch with no
-tagged piece), SQuAD spans and multiple choice; clipping, weight decay and
-warmup on."""
+classifier, regression, multi-label, NER (a token mean over the whole
+batch, one micro-batch with no tagged piece), SQuAD spans (v1 and v2's
+answer-class head) and multiple choice (RACE, SWAG); clipping, weight
+decay and warmup on, and dropout on as users run it (encoder 0.1, heads
+0.1): each example's masks come from the update's seed and its position
+in the update (albert_tf.training.update_dropout)."""
 
 import numpy as np
 import pytest
@@ -14,12 +17,15 @@ from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
+from albert_tf.models.albert_squad_v2 import AlbertSquadV2
 from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training.finetuning.model import FinetuningTrainer
 from albert_tf.training.finetuning.ner import token_loss
+from albert_tf.training.finetuning.own_data import loss_fn as own_data_loss
 from albert_tf.training.finetuning.race import multiple_choice_loss
 from albert_tf.training.finetuning.squad import span_loss
+from albert_tf.training.finetuning.squad import squad_v2_loss
 from data_pipeline.tasks import packing
 from tests.data_pipeline.tasks.test_length_buckets import _run
 from tests.data_pipeline.tasks.test_length_buckets import glue_setup  # noqa: F401 (fixture)
@@ -27,9 +33,10 @@ from tests.data_pipeline.tasks.test_length_buckets import glue_setup  # noqa: F4
 CONFIG = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32,
                       num_hidden_layers=2, num_attention_heads=2,
                       intermediate_size=64, max_position_embeddings=32,
-                      hidden_dropout_prob=0.0,
-                      attention_probs_dropout_prob=0.0)
+                      hidden_dropout_prob=0.1,
+                      attention_probs_dropout_prob=0.1)
 BATCH, K, CLIP = 8, 4, 0.05
+HEAD_DROPOUT = 0.1  # the official heads' (and ours by default)
 
 
 def _features(rng, shape):
@@ -68,7 +75,30 @@ def _squad_batches():
   rng = np.random.default_rng(2)
   return [(_features(rng, (BATCH, 32)),
            {"start_positions": rng.integers(0, 32, BATCH),
-            "end_positions": rng.integers(0, 32, BATCH)}) for _ in range(3)]
+            "end_positions": rng.integers(0, 32, BATCH),
+            "is_impossible": rng.integers(0, 2, BATCH)}) for _ in range(3)]
+
+
+def _squad_v2_batches():
+  """v2's model takes p_mask and (training) the start positions."""
+  batches = _squad_batches()
+  for features, labels in batches:
+    features["p_mask"] = 1 - features["input_mask"]
+    features["start_positions"] = labels["start_positions"]
+  return batches
+
+
+def _regression_batches():
+  rng = np.random.default_rng(5)
+  return [(_features(rng, (BATCH, 32)), rng.random(BATCH).astype(np.float32))
+          for _ in range(3)]
+
+
+def _multi_label_batches():
+  rng = np.random.default_rng(6)
+  return [(_features(rng, (BATCH, 32)),
+           rng.integers(0, 2, (BATCH, 3)).astype(np.float32))
+          for _ in range(3)]
 
 
 def _choice_batches():
@@ -94,7 +124,7 @@ def _packed_batches():
 
 
 def _classifier(encoder):
-  return AlbertClassifier(encoder, 3, dropout_rate=0.0)
+  return AlbertClassifier(encoder, 3, dropout_rate=HEAD_DROPOUT)
 
 
 def _classifier_loss(labels, outputs):
@@ -112,14 +142,22 @@ CASES = {
     "classifier_buckets": (_classifier, _classifier_loss,
                            _classifier_batches),
     "packed_classifier": (_classifier, _classifier_loss, _packed_batches),
-    "ner": (lambda e: AlbertTokenClassifier(e, 5, dropout_rate=0.0),
+    "regression": (lambda e: AlbertClassifier(e, 1, HEAD_DROPOUT),
+                   own_data_loss("regression"), _regression_batches),
+    "multi_label": (lambda e: AlbertClassifier(e, 3, HEAD_DROPOUT),
+                    own_data_loss("multi_label"), _multi_label_batches),
+    "ner": (lambda e: AlbertTokenClassifier(e, 5, HEAD_DROPOUT),
             token_loss, _ner_batches),
     "ner_mean_of_means": (
-        lambda e: AlbertTokenClassifier(e, 5, dropout_rate=0.0),
+        lambda e: AlbertTokenClassifier(e, 5, HEAD_DROPOUT),
         _ner_mean_of_slice_means, _ner_batches),
     "squad": (AlbertSpanLabeler, span_loss, _squad_batches),
+    "squad_v2": (lambda e: AlbertSquadV2(e, 3, 3, HEAD_DROPOUT,
+                                         hidden_size=CONFIG.hidden_size),
+                 squad_v2_loss, _squad_v2_batches),
     "multiple_choice": (
-        lambda e: AlbertMultipleChoice(e, num_choices=3, dropout_rate=0.0),
+        lambda e: AlbertMultipleChoice(e, num_choices=3,
+                                       dropout_rate=HEAD_DROPOUT),
         multiple_choice_loss, _choice_batches),
 }
 
@@ -153,8 +191,8 @@ def _train(case, steps, strategy=None):
 
 
 @pytest.mark.parametrize("case", [
-    pytest.param("classifier_buckets", marks=pytest.mark.slow),
-    "packed_classifier", "ner", "squad", "multiple_choice"])
+    "classifier_buckets", "packed_classifier", "regression", "multi_label",
+    "ner", "squad", "squad_v2", "multiple_choice"])
 def test_four_micro_batches_equal_the_whole_batch(case):
   whole, iterations, norm = _train(case, 1)
   accumulated, accumulated_iterations, accumulated_norm = _train(case, K)
@@ -194,11 +232,12 @@ def test_run_classifier_packed_with_accumulation(glue_setup):  # noqa: F811
 
 
 @pytest.mark.slow
-def test_mirrored_two_replicas_accumulate_as_they_step_whole():
+def test_mirrored_two_replicas_equal_one_device_and_accumulate_exactly():
   """2 logical CPUs (tests/scripts/distributed_script.py
-  finetuning_accumulated): each replica's 4 rows in 2 slices give the
-  weights of the mirrored K=1 run, the packed count and NER's tagged
-  pieces normalised over the replica's whole batch."""
+  finetuning_accumulated), dropout on: 2 replicas give the one-device
+  weights (each example's masks from its position in the update; NER's
+  mean over the tagged pieces of both replicas), and each replica's 4
+  rows in 2 slices give those of K=1."""
   import json
   import os
   import subprocess
@@ -212,6 +251,8 @@ def test_mirrored_two_replicas_accumulate_as_they_step_whole():
   assert process.returncode == 0, process.stderr[-3000:]
   result = json.loads(process.stdout.strip().splitlines()[-1])
   assert result.pop("replicas") == 2
-  assert set(result) == {"packed_classifier", "ner", "squad"}
+  assert set(result) == {"packed_classifier", "ner", "squad_v2",
+                         "multiple_choice"}
   for case, worst in result.items():
-    assert worst < 1e-5, (case, worst)
+    assert worst["k2_vs_k1"] < 1e-5, (case, worst)
+    assert worst["mirrored_vs_one_device"] < 1e-5, (case, worst)

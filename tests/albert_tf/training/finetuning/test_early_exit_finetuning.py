@@ -42,6 +42,11 @@ def test_auto_takes_the_shallowest_patience_within_the_tolerance():
   assert early_exit.choose_patience(table, "accuracy", 0.0) == 3
   # The naive rule (the best metric whatever the depth) would say 3 for
   # every tolerance; the shallowest overall would say 1.
+  # Ties in depth: the better metric, then the larger patience.
+  tied = [_row(0, 0.80, 6.0), _row(1, 0.81, 3.0), _row(2, 0.82, 3.0),
+          _row(3, 0.82, 3.0)]
+  assert early_exit.choose_patience(tied, "accuracy", 5.0) == 3
+  assert early_exit.choose_patience(tied[:3], "accuracy", 5.0) == 2
 
 
 @pytest.mark.parametrize("regression,threshold", [(False, 0.0), (True, 0.3)])
@@ -191,8 +196,17 @@ def test_tiny_early_exit_run_end_to_end(files, tmp_path):
   table = results["exit_table"]
   assert [row["patience"] for row in table] == [0, 1, 2, 3]
   assert table[0]["mean_exit_layer"] == 4.0
-  chosen = early_exit.choose_patience(table, "accuracy", 0.5)
+  # auto's rule checked on the run's table without choose_patience: the
+  # chosen row is within the tolerance of the best accuracy, and no row
+  # within it exits earlier.
+  best = max(row["accuracy"] for row in table)
+  within = [row for row in table
+            if row["accuracy"] >= best - early.exit_tolerance / 100 - 1e-12]
+  chosen = int(results["exit_patience"])
   assert results["exit_patience"] == chosen
+  assert table[chosen] in within
+  assert table[chosen]["mean_exit_layer"] == min(
+      row["mean_exit_layer"] for row in within)
   row = table[chosen]
   assert results["accuracy"] == pytest.approx(row["accuracy"])
   assert results["mean_exit_layer"] == pytest.approx(row["mean_exit_layer"])

@@ -2,6 +2,8 @@
 the gradient and the updates of the whole batch (losses normalised over the
 whole update), where a mean of per-micro-batch means does not."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -22,6 +24,9 @@ CONFIG = AlbertConfig(vocab_size=100, embedding_size=16, hidden_size=32,
                       intermediate_size=64, max_position_embeddings=32,
                       hidden_dropout_prob=0.0,
                       attention_probs_dropout_prob=0.0)
+# Pretraining configs have no dropout; users may set it (ALBERT v1: 0.1).
+DROPOUT_CONFIG = dataclasses.replace(CONFIG, hidden_dropout_prob=0.1,
+                                     attention_probs_dropout_prob=0.1)
 BATCH, SEQ, P, K = 8, 32, 6, 4
 # Masked tokens per sequence: micro-batches (pairs) hold 11, 1, 0 and 9.
 MASKS = [6, 5, 1, 0, 0, 0, 3, 6]
@@ -46,9 +51,9 @@ def make_batch(seed=0):
                                        tf.int32))
 
 
-def make_model(seed=1):
+def make_model(seed=1, config=CONFIG):
   tf_keras.utils.set_random_seed(seed)
-  model = AlbertPretrainer(AlbertEncoder(CONFIG))
+  model = AlbertPretrainer(AlbertEncoder(config))
   model({k: v for k, v in make_batch().items()
          if k in ("input_word_ids", "input_mask", "input_type_ids",
                   "masked_lm_positions")})
@@ -104,10 +109,11 @@ def test_accumulated_gradient_equals_the_whole_batch():
 @pytest.mark.parametrize("name", ["lamb", "adamw"])
 def test_three_updates_equal_the_whole_batch(name):
   """Clipping (norm 0.05 is below every step's), weight decay with its
-  exclusions and a warmup of 2 steps: after 3 updates K=4 equals K=1."""
+  exclusions, a warmup of 2 steps and dropout 0.1: after 3 updates K=4
+  equals K=1 (each sequence's masks from its position in the update)."""
   runs = {}
   for steps in (1, K):
-    model = make_model()
+    model = make_model(config=DROPOUT_CONFIG)
     optimizer = optimization.create_optimizer(name, 1e-2, 10, 2,
                                               weight_decay_rate=0.1)
     runner = runner_for(model, optimizer, steps)

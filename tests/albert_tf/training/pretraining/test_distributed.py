@@ -43,19 +43,17 @@ def run_settings(tmp_path, pretraining_records):
 def mirrored_runs(tmp_path_factory, pretraining_records):
   """One process over 2 logical CPUs: one-device vs mirrored training, and a
   mirrored run interrupted after its first loop (step 3 of 6) and resumed
-  (tests/scripts/distributed_script.py mirrored_runs). Without dropout:
-  since recomputation's seeded masks (one seed per layer application drawn
-  from the checkpointed generator), each replica draws its own masks, so
-  with dropout 2 replicas no longer equal 1 device (they did with Keras'
-  stateful dropout); resuming with dropout is tested in
-  test_run_pretraining."""
+  (tests/scripts/distributed_script.py mirrored_runs). With dropout 0.1:
+  each sequence's masks come from the update's seed and its position in
+  the global batch (albert_tf.training.update_dropout), so 2 replicas
+  equal 1 device and the resumed run the uninterrupted one."""
   folder = str(tmp_path_factory.mktemp("mirrored"))
   out = os.path.join(folder, "result.json")
   process = subprocess.run(
       [sys.executable,
        os.path.join(ROOT, "tests", "scripts", "distributed_script.py"),
        "mirrored_runs",
-       json.dumps(_settings(folder, pretraining_records, dropout=0.0)),
+       json.dumps(_settings(folder, pretraining_records, dropout=0.1)),
        out], cwd=ROOT, check=False, capture_output=True, text=True,
       timeout=900)
   assert process.returncode == 0, process.stderr[-3000:]
@@ -95,7 +93,7 @@ def accumulated_runs(tmp_path_factory, pretraining_records):
       [sys.executable,
        os.path.join(ROOT, "tests", "scripts", "distributed_script.py"),
        "accumulated_runs",
-       json.dumps(_settings(folder, pretraining_records, dropout=0.0)), out],
+       json.dumps(_settings(folder, pretraining_records, dropout=0.1)), out],
       cwd=ROOT, check=False, capture_output=True, text=True, timeout=900)
   assert process.returncode == 0, process.stderr[-3000:]
   with open(out) as f:
