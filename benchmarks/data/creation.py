@@ -185,8 +185,8 @@ def write(rows, rates, official, command: str, corpus_copies: int,
       "\"Beam Direct\": the same job on Apache Beam's DirectRunner "
       "(multi_processing); \"same bytes\": the run's output has the "
       "first row's sha256.\n\n" + table,
-      figures=figures(rates, official, command, corpus_copies,
-                      beam_workers, common.machine_label()),
+      figures=figures(rates, command, corpus_copies, beam_workers, official,
+                      common.machine_label()),
       stage="Data")
 
 
@@ -276,8 +276,9 @@ def _official_sentence(official: Optional[Dict[str, float]]) -> str:
           f" inst/CPU-s), {official['rss_mb']:.0f} MB peak RSS.")
 
 
-def figures(rates, official, command, corpus_copies, beam_workers,
-            machine: str) -> List[Dict]:
+def figures(rates, command: str, corpus_copies: int, beam_workers: str,
+            official: Optional[Dict[str, float]] = None,
+            machine: Optional[str] = None) -> List[Dict]:
   """The first table's row, from a local run with 1 and with N > 1
   workers (no Beam) on corpus x MIN_COPIES or more: one process against
   the official script's one process (this run's, else its recorded run,
@@ -290,6 +291,7 @@ def figures(rates, official, command, corpus_copies, beam_workers,
       many < 2):
     return []
   from benchmarks import common
+  machine = machine or common.machine_label()
   one = rates["local", 1]
   row = dict(
       job=f"Data creation (instances/s, one process, corpus x"

@@ -46,10 +46,16 @@ def md(tmp_path, monkeypatch):
 
 
 def _only(path, order):
-  """The one block of `order` in the file (a row is one run's)."""
-  rows = [r for r in _blocks(path) if r.get("order") == order]
-  assert len(rows) == 1, rows
-  return rows[0]
+  """The one block of `order` in the file (a row is one run's), checked
+  as benchmarks.summary checks it (the form its harness writes)."""
+  from benchmarks import figures
+  from benchmarks import run_all
+  found = [(section, row) for _, section, row in figures.read(
+      open(path, encoding="utf-8").read()) if row.get("order") == order]
+  assert len(found) == 1, found
+  section, row = found[0]
+  figures.check(row, section, run_all.HARNESSES)
+  return row
 
 
 def _common_fields(row, command):
