@@ -21,12 +21,13 @@ only quiet rounds are results. With none quiet, the table shows all rounds,
 marked "loaded": read those as rough (PyTorch's threads slow more than
 TensorFlow's when another process takes a core).
 
-Before the rounds, the parent process measures the matmul peak at a step's
-shapes (benchmarks.roofline, float32 or, with --dtype=bfloat16 where the
-CPU has it, bfloat16): each row's "% of peak" and the ceiling, ours' real
-tokens/s at that peak with no padding. With --write: the section, its chart
-(benchmarks/charts/finetuning_peers.png: real tokens/s per contender, the
-peak marked) and, in float32, the first table's fine-tuning rows.
+Before the rounds, the parent process measures the matmul peak at the
+row's own shapes, [batch x seq, H] x [H, I] (benchmarks.roofline, float32
+or, with --dtype=bfloat16 where the CPU has it, bfloat16): each row's "% of
+peak" and the ceiling, ours' real tokens/s at that peak with no padding.
+With --write: the section, its chart (benchmarks/charts/finetuning_peers.png:
+real tokens/s per contender, the peak marked) and, in float32, the first
+table's fine-tuning rows.
 
 PyTorch and transformers are a benchmark-only extra (`pip install
 ".[bench]"`); without them the Hugging Face rows are left out.
