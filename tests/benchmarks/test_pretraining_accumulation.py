@@ -29,4 +29,11 @@ def test_accumulation_benchmark_on_a_tiny_config(tmp_path):
       (seconds["K=4"] / 8) / (seconds["K=1"] / 2), rel=1e-12)
   assert lines[3].split("|")[7].strip() == f"{result['ratio']:.3f}"
   assert 0 < result["ceiling"] <= 1
+  # The bound: K=1's time per example less 3/4 of its clip and update,
+  # timed on their own in the same alternation (not K=1 less a separate
+  # forward/backward call).
+  share = seconds["K=1 update only"] / seconds["K=1"]
+  assert result["update_share"] == pytest.approx(share, rel=1e-12)
+  assert result["ceiling"] == pytest.approx(1 - share * 3 / 4, rel=1e-12)
+  assert lines[3].split("|")[8].strip() == f"{result['ceiling']:.3f}"
   assert all(np.isfinite(v) and v > 100 for v in result["memory_mb"].values())
