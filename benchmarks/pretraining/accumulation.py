@@ -21,10 +21,10 @@ The update's share is measured directly: K=1's own clip and LAMB update
 (`gradient_update.apply_clipped_gradients` and the gradient-norm metric) on
 gradients computed once, alternating with the contenders. An earlier bound
 took K=1's update time minus a separate forward/backward call that returned
-its gradients to Python: reading them back copied every gradient (about
-47 MB for ALBERT-base), so that call looked slower than the forward/backward
-inside the step, the update's share looked smaller, and the bound (0.963)
-sat above the measured 0.952.
+its gradients to Python: reading them back copied every gradient (47 MB
+for ALBERT-base), so that call looked slower than the forward/backward
+inside the step, the update's share looked smaller, and the bound sat above
+the measured ratio.
 """
 
 import argparse
