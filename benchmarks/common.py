@@ -168,7 +168,9 @@ def update_benchmarks_md(section: str, body: str,
   """Replaces `### section` in BENCHMARKS.md (up to the next heading of
   level 2 or 3); a new section goes at the end of `## stage` ("Memory",
   "Serving", ...), else before "## History". `figures` (dicts, see
-  figures_block) are written at its end for benchmarks.summary."""
+  figures_block) are written at its end for benchmarks.summary; a block of
+  the same `order` that an older run left in another section goes
+  (drop_figures)."""
   path = path or BENCHMARKS_MD
   text = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
   marker = f"\n### {section}\n"
