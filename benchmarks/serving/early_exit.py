@@ -55,11 +55,12 @@ RUNTIME_FLAGS = {"savedmodel": "SavedModel", "litert": "LiteRT int8",
                  "onnx": "ONNX Runtime"}
 # `python -m benchmarks.summary --run`'s short mode: the crafted task (no
 # user run needed; its sentences fit in 32 pieces) on the demo's 12-layer
-# config, SavedModel only; about 4 minutes on 2 cores (400 training steps
-# of 16 x 32, about 12 TFLOPs; the sweep's 23 batch-1 timings).
+# config, auto's patience and SavedModel only in the per-runtime table;
+# about 4 minutes on 2 cores (400 training steps of 16 x 32, about 12
+# TFLOPs; the sweep's 23 batch-1 timings).
 SHORT_ARGS = ["--size=configs/demo_12_layers.json", "--seq_length=32",
               "--train_steps=400", "--threads=2", "--repeats=3",
-              "--runtimes=savedmodel", "--write"]
+              "--patiences=auto", "--runtimes=savedmodel", "--write"]
 
 
 # run()'s answer: the markdown report, the per-runtime rows (dicts), the
@@ -214,7 +215,8 @@ def run(size: str, seq_length: int = 64, train_steps: int = 600,
     table, cuts = _dev_table(model, dev, dev_labels)
     auto = early_exit.choose_patience(table, "accuracy", tolerance)
     if patiences is None:
-      patiences = sorted({1, 2, 3, auto} - {0})
+      patiences = [1, 2, 3, "auto"]
+    patiences = sorted({auto if p == "auto" else p for p in patiences})
     patiences = [p for p in patiences if 0 < p < layers]
     depth_rows = [early_exit_report.table_row(table, cuts, p, auto)
                   for p in range(layers)]
@@ -242,8 +244,8 @@ def run(size: str, seq_length: int = 64, train_steps: int = 600,
                                                 .num_hidden_layers)),
                          ms_batch_1=ms, examples_per_s_32=per_s))
         print(rows[-1], flush=True)
-    compaction = _compaction_rows(model, patiences[0], dev, dev_labels,
-                                  work, repeats)
+    compaction = _compaction_rows(model, (patiences or [1])[0], dev,
+                                  dev_labels, work, repeats)
     curve = _curve(model, dev, dev_labels, table, cuts, repeats,
                    batch1_examples)
   report = early_exit_report.report(depth_rows, rows, compaction, layers,
@@ -323,7 +325,8 @@ def main():
   parser.add_argument("--threads", type=int, default=2)
   parser.add_argument("--repeats", type=int, default=3)
   parser.add_argument("--patiences", default="",
-                      help="comma-separated patiences to time (default: "
+                      help="comma-separated patiences to time, \"auto\" "
+                      "for auto's (default: "
                       "1, 2, 3 and auto's)")
   parser.add_argument("--run_dir", default="",
                       help="a run_classifier --early_exit --do_eval "
@@ -352,8 +355,13 @@ def main():
                 f"{','.join(RUNTIME_FLAGS)}\n")
   if args.run_dir and not (args.dev_file and args.spm_model_file):
     parser.error("--run_dir needs --dev_file and --spm_model_file")
-  patiences = ([int(p) for p in args.patiences.split(",")]
-               if args.patiences else None)
+  try:
+    patiences = ([p if p == "auto" else int(p)
+                  for p in args.patiences.split(",")]
+                 if args.patiences else None)
+  except ValueError:
+    parser.exit(1, f"error: --patiences={args.patiences}: give integers or "
+                "auto\n")
   window = common.CpuWindow()
   window.start()
   result = run(
