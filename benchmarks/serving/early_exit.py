@@ -55,12 +55,14 @@ RUNTIME_FLAGS = {"savedmodel": "SavedModel", "litert": "LiteRT int8",
                  "onnx": "ONNX Runtime"}
 # `python -m benchmarks.summary --run`'s short mode: the crafted task (no
 # user run needed; its sentences fit in 32 pieces) on the demo's 12-layer
-# config, auto's patience and SavedModel only in the per-runtime table;
-# about 4 minutes on 2 cores (400 training steps of 16 x 32, about 12
-# TFLOPs; the sweep's 23 batch-1 timings).
+# config, auto's patience and SavedModel only in the per-runtime table,
+# 48 examples at batch 1; about 5 minutes on 2 cores (400 training steps of
+# 16 x 32, about 12 TFLOPs; the sweep's 23 batch-1 timings). 12 minutes
+# with every default patience, 3 repeats and 96 examples at load 9.
 SHORT_ARGS = ["--size=configs/demo_12_layers.json", "--seq_length=32",
-              "--train_steps=400", "--threads=2", "--repeats=3",
-              "--patiences=auto", "--runtimes=savedmodel", "--write"]
+              "--train_steps=400", "--threads=2", "--repeats=2",
+              "--batch1_examples=48", "--patiences=auto",
+              "--runtimes=savedmodel", "--write"]
 
 
 # run()'s answer: the markdown report, the per-runtime rows (dicts), the
