@@ -74,7 +74,8 @@ def define_flags():
 # at least this many copies (smaller ones are mostly start-up).
 MIN_COPIES = 4
 # `python -m benchmarks.summary --run`'s short mode: about 3 minutes on 2
-# cores with the official script (2 of them its run), 1 without.
+# cores with the official script (2 of them its run), 1 without (3 min 22 s
+# measured with it at load average 7 on a 2-core AMD EPYC).
 SHORT_ARGS = ["--corpus_copies=4", "--workers=1,2", "--beam_workers=",
               "--max_seq_length=128", "--dupe_factor=5", "--write"]
 

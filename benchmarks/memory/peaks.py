@@ -39,7 +39,8 @@ from benchmarks import common
 
 SECTION = "Pretraining memory: recomputation and the memory plan"
 # `python -m benchmarks.summary --run`'s short mode: the first table's
-# configuration only, two fresh processes; about 3 minutes on 2 cores.
+# configuration only, two fresh processes; about 3 minutes on 2 cores
+# (3 min 57 s measured at load average 9 on a 2-core AMD EPYC).
 SHORT_ARGS = ["--sizes=base", "--seq_lengths=512", "--batch_sizes=4",
               "--steps=2", "--write"]
 CHART = os.path.join(common.REPO_ROOT, "benchmarks", "charts", "memory.png")
