@@ -63,9 +63,8 @@ TINY = dict(vocab_size=2000, embedding_size=16, hidden_size=32,
             max_position_embeddings=128)
 SEQ = 128
 # `python -m benchmarks.summary --run`'s short mode: both first-table rows
-# (batch 1 and batch 32 at 128); the exports (SavedModel, 4 LiteRT files,
-# 2 ONNX files) about 3 minutes on 2 cores, the rounds about 3 (10 min 33 s
-# at load average 7-9 on a 2-core AMD EPYC).
+# (batch 1 and 32 at 128): exports about 3 min on 2 cores, rounds about 3
+# (10 min 33 s in all at load average 7-9 on a 2-core AMD EPYC).
 SHORT_ARGS = ["--size=base", "--rounds=10", "--batch32_rounds=3",
               "--threads=2", "--write"]
 
