@@ -37,7 +37,8 @@ def main(argv):
   params, _ = settings_flags.read_settings(OnnxExportParams)
   options.check_onnx_request(params.saved_model, params.output_file,
                              params.opset, params.quantize,
-                             params.verify_seq_length, params.eval_data)
+                             params.verify_seq_length, params.eval_data,
+                             params.exit_loop)
   from albert_tf.exports.dev_evaluation import settings_of
   from albert_tf.exports.onnx.report import export_and_report
   squad_settings, columns = settings_of(params)
