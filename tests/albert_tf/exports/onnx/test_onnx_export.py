@@ -61,6 +61,7 @@ def encoder_onnx(encoder_export):
   return converter.OnnxConversion(os.path.join(encoder_export, "encoder"))
 
 
+@pytest.mark.slow  # two more conversions; a hygiene check
 def test_conversion_keeps_the_callers_environment(encoder_export,
                                                   monkeypatch):
   """tf2onnx's log setting must not leak TF_CPP_MIN_LOG_LEVEL=2 into the

@@ -101,7 +101,8 @@ def test_accumulated_gradient_equals_the_whole_batch():
   assert gap > 1e-3
 
 
-@pytest.mark.parametrize("name", ["lamb", "adamw"])
+@pytest.mark.parametrize("name", [
+    "lamb", pytest.param("adamw", marks=pytest.mark.slow)])  # LAMB: make test
 def test_three_updates_equal_the_whole_batch(name):
   """Clipping (norm 0.05 is below every step's), weight decay with its
   exclusions and a warmup of 2 steps: after 3 updates K=4 equals K=1."""
@@ -181,6 +182,7 @@ def test_steps_must_divide_the_per_replica_batch():
     check_accumulation(runtime, 12, 2)
 
 
+@pytest.mark.slow  # make test: the whole-batch test above
 def test_length_bucketed_batches_accumulate_exactly():
   """--length_buckets: the step is traced with an unknown sequence length
   (a batch of 32 tokens, then one of 16); the slices keep it dynamic."""
