@@ -12,6 +12,7 @@ import statistics
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
+from albert_common import cpu_features
 from benchmarks import figures
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -209,9 +210,7 @@ def machine_label(cpuinfo: Optional[str] = None,
   matmuls then reach a higher peak). cpuinfo: /proc/cpuinfo's text."""
   if cpuinfo is None:
     cpuinfo = _cpuinfo()
-  fields = dict(line.split(":", 1) for line in cpuinfo.splitlines()
-                if ":" in line)
-  fields = {k.strip(): v.strip() for k, v in fields.items()}
+  fields = cpu_features.cpuinfo_fields(cpuinfo)
   name = fields.get("model name", "")
   family = next((family for key, family in (
       ("Xeon", "Intel Xeon"), ("EPYC", "AMD EPYC"), ("Intel", "Intel"),
@@ -222,20 +221,13 @@ def machine_label(cpuinfo: Optional[str] = None,
 
 def _cpuinfo() -> str:
   """/proc/cpuinfo's text ("" where there is none)."""
-  try:
-    with open("/proc/cpuinfo") as f:
-      return f.read()
-  except OSError:
-    return ""
+  return cpu_features.read_cpuinfo()
 
 
 def cpu_model() -> str:
   """The CPU's model name (/proc/cpuinfo): sections measured on different
   machines of the same size differ by up to 2x."""
-  names = [line.split(":", 1)[1].strip()
-           for line in _cpuinfo().splitlines()
-           if line.startswith("model name")]
-  return names[0] if names else "CPU model unknown"
+  return cpu_features.cpu_model() or "CPU model unknown"
 
 
 def model_step_main(doc: str, run, module: str, section: str, note: str,

@@ -12,6 +12,7 @@ this one.
 """
 
 import ast
+import functools
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -145,6 +146,7 @@ def _paths():
           for path in sorted((ROOT / package).rglob("*.py"))]
 
 
+@functools.lru_cache(maxsize=None)  # both tests read one walk of the tree
 def _all_uses():
   paths = _paths()
   defined = {path: private_definitions(path) for path in paths}

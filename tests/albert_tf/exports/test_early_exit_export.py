@@ -13,6 +13,7 @@ import tf_keras
 from albert_tf import AlbertConfig
 from albert_tf import AlbertEncoder
 from albert_tf import exports
+from albert_tf import saved_model_inspection
 from albert_tf.exports.serving import classifier as classifier_export
 from albert_tf.models import AlbertClassifier
 from albert_tf.models import AlbertEarlyExitClassifier
@@ -73,6 +74,8 @@ def test_signatures_exit_at_the_patience_and_say_where(early_model,
   signatures = early_export.signatures
   assert set(signatures) == {"serving_default", "token_ids", "early_exit",
                              "token_ids_full_depth", "token_ids_unbranched"}
+  # What export_onnx --exit_loop asks of a model, read without TensorFlow.
+  assert saved_model_inspection.has_exit_loop(early_export.export_dir)
   inputs = _ids(32, seed=1)
   got = signatures["token_ids"](**{k: tf.constant(v)
                                    for k, v in inputs.items()})
@@ -133,6 +136,15 @@ def test_without_early_exit_the_export_is_as_before(spm_model, tmp_path):
                                       SEQ)
   loaded = exports.load_saved_model(path)
   assert set(loaded.signatures) == {"serving_default", "token_ids"}
+  assert not saved_model_inspection.has_exit_loop(path)
+  from albert_common.errors import UserInputError
+  from albert_tf.exports.onnx import options as onnx_options
+  out = tmp_path / "onnx" / "m.onnx"
+  with pytest.raises(UserInputError, match=(
+      f"^--exit_loop: --saved_model={path} has no exit loop")):
+    onnx_options.check_onnx_request(path, str(out), 17, "none",
+                                    exit_loop=True)
+  assert not out.parent.exists()
   got = loaded.signatures["serving_default"](
       sentences=tf.constant(SENTENCES[:2]))
   assert set(got) == {"logits", "probabilities", "label_ids", "labels"}

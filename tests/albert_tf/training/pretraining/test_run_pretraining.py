@@ -147,6 +147,7 @@ def test_warm_start_from_our_checkpoint(trained, tmp_path):
   np.testing.assert_array_equal(table, saved.get_tensor(key[0]))
 
 
+@pytest.mark.slow  # make test: the accepted warm start
 def test_warm_start_rejects_another_architecture(trained, tmp_path):
   params = trained[0]
   bigger = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=48,
@@ -352,6 +353,7 @@ def test_cli_progress_lines_appear_once(cli_runs):
   assert "strategy default" in stderr  # other INFO lines stay
 
 
+@pytest.mark.slow  # make test keeps the loss, resume and warm-start runs
 def test_stops_at_exactly_num_train_steps_between_loops(params):
   """7 steps with loops of 5: a shorter last loop, and the checkpoint,
   summaries and eval_results.json all carry step 7."""
