@@ -46,7 +46,9 @@ pass, and a whole step keeps at most the plan's activations
 
 Why the peak is not a bound: the optimizer update after the backward pass
 (clipping, LAMB's per-weight temporaries) holds memory the plan does not
-count. Where activations are small (recomputation, small micro-batches)
+count: measured alone (apply_clipped_gradients on given gradients), LAMB
+4.16 float32 copies of the weights at ALBERT-base's width, 4.52 at H=384,
+AdamW 1.06. Where activations are small (recomputation, small micro-batches)
 the update sets the step's peak. Measured with TensorFlow's CPU allocator
 (tf.config.experimental.get_memory_info: the peak minus the memory before
 the step), ALBERT-base float32, 1 x 128, 2-core AMD EPYC. Forward and
@@ -58,7 +60,9 @@ width (H=384: 92 MiB), and BENCHMARKS.md's RSS peaks put it at 314-338
 MiB for base and 421-488 MiB for large. USABLE_FRACTION's 10% reserve
 covers it on a device of 5 GiB or more (the recipe table's are 16 and 80
 GiB). Below that, budget the excess on top of a recomputed plan.
-xlarge and xxlarge were not measured.
+xlarge and xxlarge were not measured; if an accelerator's update held as
+many temporaries as this CPU's, ALBERT-xxlarge's (4.2-4.5 x 0.83 GiB with
+LAMB) would exceed the reserve of a 16 GiB device.
 
 TensorFlow-free: tools.model_summary and run_pretraining print it before
 building anything. benchmarks/memory/peaks.py checks it against measured
