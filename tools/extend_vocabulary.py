@@ -36,8 +36,9 @@ def main(argv):
   print(f"wrote {params.output_dir}: vocab_size {report['old_vocab_size']} "
         f"-> {report['vocab_size']}; domain pieces per word "
         f"{before['pieces_per_word']:.3f} -> {after['pieces_per_word']:.3f}, "
-        f"<unk> per word {before['unknown_per_word']:.4f} -> "
-        f"{after['unknown_per_word']:.4f}")
+        "unknown characters per word "
+        f"{before['unknown_chars_per_word']:.4f} -> "
+        f"{after['unknown_chars_per_word']:.4f}")
 
 
 def run():

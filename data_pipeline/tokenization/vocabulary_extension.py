@@ -281,18 +281,31 @@ def wordpiece_candidates(tokenizer: wpt.WordPieceTokenizer,
 # --- Measures -------------------------------------------------------------
 
 def count_pieces(tokenizer, texts: Sequence[str]) -> Dict[str, int]:
-  """{"pieces", "words", "unknown"} of raw `texts` under a tokenizer
+  """{"pieces", "words", "unknown_chars"} of raw `texts` under a tokenizer
   (words as BERT's basic tokenization cuts them: at whitespace and
-  punctuation, a CJK character each)."""
+  punctuation, a CJK character each; unknown_chars: the characters read as
+  <unk>, since SentencePiece gives one <unk> for a run of them)."""
   pieces = words = unknown = 0
-  unk = tokenizer.unk_id
   for text in texts:
-    ids = tokenizer.encode(text)
+    basic_words = wpt.basic_tokenize(text, do_lower_case=False)
+    words += len(basic_words)
+    if isinstance(tokenizer, wpt.WordPieceTokenizer):
+      ids = tokenizer.encode(text)
+      unknown += sum(len(w) for w in basic_tokenize_lower(tokenizer, text)
+                     if tokenizer.encode_word(w) == [tokenizer.unk_id])
+    else:
+      surfaces = tokenizer.tokenize(text)
+      ids = tokenizer.convert_tokens_to_ids(surfaces)
+      unknown += sum(len(s) for s, i in zip(surfaces, ids)
+                     if i == tokenizer.unk_id)
     pieces += len(ids)
-    unknown += sum(1 for i in ids if i == unk)
-    words += len(wpt.basic_tokenize(text, do_lower_case=False))
-  return {"pieces": pieces, "words": words, "unknown": unknown}
+  return {"pieces": pieces, "words": words, "unknown_chars": unknown}
 
+
+def basic_tokenize_lower(tokenizer: wpt.WordPieceTokenizer,
+                         text: str) -> List[str]:
+  """The words WordPiece looks up in `text` (cased as the tokenizer)."""
+  return wpt.basic_tokenize(text, tokenizer.do_lower_case)
 
 
 class BytesFile:

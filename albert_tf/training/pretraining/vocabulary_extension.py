@@ -1,4 +1,4 @@
-"""A model's vocabulary extended with a domain's pieces (tools.extend_vocabulary).
+"""A model's vocabulary extended with a domain's pieces (extend_vocabulary).
 
 Reads a model (any layout `read_weights` reads), its tokenizer
 (SentencePiece `.model` or WordPiece `vocab.txt`) and a domain corpus (any
@@ -213,10 +213,11 @@ def grow_arrays(arrays: Dict[str, np.ndarray], chosen: Sequence[vx.Candidate],
 
 
 def pieces_per_word(tokenizer, sentences: Sequence[str]) -> Dict[str, float]:
-  """{"pieces_per_word", "unknown_per_word"} of `sentences`."""
+  """{"pieces_per_word", "unknown_chars_per_word"} of `sentences`."""
   counts = vx.count_pieces(tokenizer, sentences)
   return {"pieces_per_word": counts["pieces"] / max(1, counts["words"]),
-          "unknown_per_word": counts["unknown"] / max(1, counts["words"])}
+          "unknown_chars_per_word": counts["unknown_chars"] /
+          max(1, counts["words"])}
 
 
 def _write_folder(output_dir: str, arrays, config: AlbertConfig,

@@ -187,8 +187,8 @@ def test_held_out_domain_text_needs_fewer_pieces_and_saving_beats_order(
   ppw = {k: v["pieces_per_word"] for k, v in measured.items()}
   assert ppw["saving"] <= 0.75 * ppw["old"], ppw
   assert ppw["saving"] < ppw["model_order"], ppw
-  assert (measured["saving"]["unknown_per_word"] <
-          measured["old"]["unknown_per_word"]), measured
+  assert (measured["saving"]["unknown_chars_per_word"] <
+          measured["old"]["unknown_chars_per_word"]), measured
 
 
 def test_new_rows_are_the_means_of_their_spelling(extended):
@@ -243,3 +243,101 @@ def test_bad_input_is_one_line_and_writes_nothing(runs):
   for name in ("zero", "too_many", "mismatch", "empty_out"):
     assert name not in names
   assert os.listdir(root / "taken") == []
+
+
+def test_extended_model_pretrains_and_exports_its_vocabulary(extended,
+                                                             tmp_path):
+  """Data made with the new tokenizer, two run_pretraining steps from the
+  folder as --init_checkpoint (the grown tables load: shapes are strict),
+  and a Hugging Face export whose tokenizer gives our ids."""
+  from albert_tf.training.pretraining import driver
+  from data_pipeline.pretraining import instance_options
+  from data_pipeline.pretraining import writer as pretraining_writer
+  out = extended["out"]
+  spm = os.path.join(out, os.path.basename(extended["spm"]))
+  records = str(tmp_path / "domain.tfrecord")
+  pretraining_writer.create_pretraining_data(
+      extended["domain"], records, spm,
+      instance_options.InstanceOptions(max_seq_length=32,
+                                       max_predictions_per_seq=5),
+      dupe_factor=1, random_seed=7, num_workers=1, show_progress=False)
+  ids = set()
+  for record in tf.data.TFRecordDataset(records):
+    example = tf.train.Example.FromString(record.numpy())
+    ids.update(example.features.feature["input_ids"].int64_list.value)
+  assert max(ids) >= V  # the new pieces are in the data
+  params = driver.PretrainingParams.from_flat(
+      input_file=records, output_dir=str(tmp_path / "run"),
+      albert_config_file=os.path.join(out, "albert_config.json"),
+      init_checkpoint=out, train_batch_size=8, max_seq_length=32,
+      max_predictions_per_seq=5, num_train_steps=2, num_warmup_steps=1,
+      save_checkpoints_steps=2, iterations_per_loop=2, seed=3,
+      shuffle_buffer_size=10)
+  driver.run_pretraining(params)
+  trained = converter.read_weights(str(tmp_path / "run"),
+                                   extended["config"]).arrays
+  # Started from the extended weights (two small LAMB steps away).
+  np.testing.assert_allclose(trained[vext.EMBEDDINGS],
+                             extended["new"][vext.EMBEDDINGS], atol=1e-2)
+
+  hf = str(tmp_path / "hf")
+  converter.convert_checkpoint(extended["config"], out, hf, "huggingface",
+                               spm_model_file=spm)
+  with open(os.path.join(hf, "spiece.model"), "rb") as f, open(spm,
+                                                               "rb") as g:
+    assert f.read() == g.read()
+  from transformers import AutoTokenizer
+  hf_tokenizer = AutoTokenizer.from_pretrained(hf)
+  for line in domain_text.clinical_sentences(30, held_out=True):
+    if line.isascii():
+      ours = extended["new_tok"].encode(line)
+      assert hf_tokenizer(line, add_special_tokens=False)[
+          "input_ids"] == ours, line
+      assert max(ours) >= V, line
+
+
+def test_wordpiece_model_on_a_ram_filesystem(english_corpus):
+  """vocab.txt + checkpoint on ram://: the new lines appended (with "##"
+  continuations), rows as stated, the output written whole."""
+  from albert_common import file_io
+  from data_pipeline.tokenization import wordpiece_trainer
+  root = "ram://extend_wordpiece"
+  vocab = f"{root}/vocab.txt"
+  wordpiece_trainer.train_wordpiece(english_corpus, vocab, vocab_size=600)
+  tokens = wpt.load_vocab(vocab)
+  config = AlbertConfig(vocab_size=len(tokens), embedding_size=8,
+                        hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=64,
+                        max_position_embeddings=32)
+  encoder = AlbertEncoder(config)
+  rng = np.random.default_rng(1)
+  for v in encoder.weights:
+    v.assign(rng.normal(0.0, 0.1, size=v.shape).astype(np.float32))
+  prefix = tf.train.Checkpoint(encoder=encoder).write(f"{root}/enc/ckpt")
+  config.to_json_file(f"{root}/albert_config.json")
+  file_io.write_atomic(f"{root}/domain.txt", "\n".join(
+      domain_text.clinical_sentences(300)) + "\n")
+  report = vext.extend_vocabulary(vext.VocabularyExtensionParams.from_flat(
+      init_checkpoint=prefix, albert_config_file=f"{root}/albert_config.json",
+      vocab_file=vocab, input_file=f"{root}/domain.txt", new_pieces=30,
+      output_dir=f"{root}/out"))
+  assert sorted(file_io.listdir(f"{root}/out")) == [
+      "albert_config.json", "checkpoint", "model.ckpt.data-00000-of-00001",
+      "model.ckpt.index", "vocab.txt", vext.REPORT_NAME]
+  new_tokens = wpt.load_vocab(f"{root}/out/vocab.txt")
+  added = [p["piece"] for p in report["pieces"]]
+  assert new_tokens == tokens + added
+  assert any(p.startswith("##") for p in added), added
+  after = report["domain_after"]["pieces_per_word"]
+  assert after <= 0.75 * report["domain_before"]["pieces_per_word"], report
+  old = encoder.get_embedding_table().numpy()
+  grown = converter.read_weights(
+      f"{root}/out", dataclasses.replace(config, vocab_size=len(new_tokens))
+  ).arrays[vext.EMBEDDINGS]
+  np.testing.assert_array_equal(grown[:len(tokens)], old)
+  unk = tokens.index("[UNK]")
+  for i, piece in enumerate(report["pieces"]):
+    spelling = piece["spelling"]
+    expected = (old.mean(axis=0) if spelling == [unk]
+                else old[spelling].mean(axis=0))
+    np.testing.assert_allclose(grown[len(tokens) + i], expected, atol=1e-6)
