@@ -233,25 +233,33 @@ def plan(config: AlbertConfig, train_batch_size: int, max_seq_length: int,
 
 
 def check_division(train_batch_size: int, gradient_accumulation_steps: int,
-                   num_replicas: int) -> None:
-  """One line naming the flags unless the batch splits evenly."""
+                   num_replicas: int = 1) -> None:
+  """UserInputError (one line, flags quoted) unless the batch splits
+  evenly: over the replicas, then each replica's share into
+  --gradient_accumulation_steps equal micro-batches (slices of the update's
+  batch). Training and the memory plan (TensorFlow-free) both ask here."""
   for flag, value in (("train_batch_size", train_batch_size),
                       ("gradient_accumulation_steps",
                        gradient_accumulation_steps),
                       ("num_replicas", num_replicas)):
     if value < 1:
       raise UserInputError(f"--{flag} must be at least 1, got {value}")
+  steps = gradient_accumulation_steps
   if train_batch_size % num_replicas:
     raise UserInputError(
         f"--train_batch_size={train_batch_size} does not split over "
-        f"--num_replicas={num_replicas}")
+        f"{num_replicas} replicas")
   per_replica = train_batch_size // num_replicas
-  if per_replica % gradient_accumulation_steps:
+  if num_replicas == 1 and per_replica % steps:
     raise UserInputError(
-        f"--gradient_accumulation_steps={gradient_accumulation_steps} does "
-        f"not divide the per-replica batch {per_replica} "
-        f"(--train_batch_size={train_batch_size} over {num_replicas} "
-        "replicas)")
+        f"--gradient_accumulation_steps={steps} does not divide "
+        f"--train_batch_size={train_batch_size} (micro-batches are equal "
+        "slices of the update's batch)")
+  if per_replica % steps:
+    raise UserInputError(
+        f"--gradient_accumulation_steps={steps} does not divide the "
+        f"per-replica batch {per_replica} (--train_batch_size="
+        f"{train_batch_size} over {num_replicas} replicas)")
 
 
 def smallest_fitting_steps(device_memory: int, recompute_layers: bool,

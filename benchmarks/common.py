@@ -57,17 +57,17 @@ def time_alternating(fns: Dict[str, Callable[[], object]], repeats: int,
   """
   for fn in fns.values():
     for _ in range(warmup):
-      _block(fn())
+      wait_for(fn())
   times = {name: [] for name in fns}
   for _ in range(repeats):
     for name, fn in fns.items():
       start = time.perf_counter()
-      _block(fn())
+      wait_for(fn())
       times[name].append(time.perf_counter() - start)
   return times
 
 
-def _block(value):
+def wait_for(value):
   """Waits for a result (eager tensors are computed when read)."""
   import tensorflow as tf
   for t in tf.nest.flatten(value):
@@ -209,19 +209,13 @@ def machine_label(cpuinfo: Optional[str] = None,
   the core count, the CPU family, and AMX when the CPU has it (float32
   matmuls then reach a higher peak). cpuinfo: /proc/cpuinfo's text."""
   if cpuinfo is None:
-    cpuinfo = _cpuinfo()
-  fields = cpu_features.cpuinfo_fields(cpuinfo)
-  name = fields.get("model name", "")
+    cpuinfo = cpu_features.read_cpuinfo()
+  name = cpu_features.cpu_model(cpuinfo)
   family = next((family for key, family in (
       ("Xeon", "Intel Xeon"), ("EPYC", "AMD EPYC"), ("Intel", "Intel"),
       ("AMD", "AMD")) if key in name), name or "CPU")
-  amx = " (AMX)" if "amx_tile" in fields.get("flags", "").split() else ""
+  amx = " (AMX)" if "amx_tile" in cpu_features.cpu_flags(cpuinfo) else ""
   return f"{cores or os.cpu_count()}-core {family}{amx}"
-
-
-def _cpuinfo() -> str:
-  """/proc/cpuinfo's text ("" where there is none)."""
-  return cpu_features.read_cpuinfo()
 
 
 def cpu_model() -> str:

@@ -54,15 +54,8 @@ from albert_tf.networks import inference_graph
 
 def check_loopable(config: AlbertConfig) -> None:
   """Raises ValueError unless every layer applies the same sublayers (the
-  loop body is one layer's blocks)."""
-  for kind in ("attention", "ffn"):
-    names = config.sublayer_names(kind)
-    if any(layer != names[0] for layer in names):
-      raise ValueError(
-          "early exit loops over one shared layer: it needs "
-          "share_parameters='all' and num_hidden_groups=1, received "
-          f"share_parameters={config.share_parameters!r} and "
-          f"num_hidden_groups={config.num_hidden_groups}")
+  loop body is one layer's blocks): AlbertConfig.check_loopable."""
+  config.check_loopable()
 
 
 def encoder_blocks(encoder):

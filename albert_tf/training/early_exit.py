@@ -118,14 +118,10 @@ def check_model(options: EarlyExitOptions, init_savedmodel: str,
     raise UserInputError(
         "--early_exit runs the encoder's own layers in a loop: give "
         "--albert_config_file / --init_checkpoint, not --init_savedmodel")
-  for kind in ("attention", "ffn"):
-    names = config.sublayer_names(kind)
-    if any(layer != names[0] for layer in names):
-      raise UserInputError(
-          "--early_exit loops over one shared layer: it needs "
-          "share_parameters=all and num_hidden_groups=1 in the model config, "
-          f"got share_parameters={config.share_parameters} and "
-          f"num_hidden_groups={config.num_hidden_groups}")
+  try:
+    config.check_loopable()
+  except ValueError as error:
+    raise UserInputError(f"--early_exit: {error}") from None
   patience, layers = patience_setting(options), config.num_hidden_layers
   if patience != AUTO and int(patience) >= layers:
     raise UserInputError(

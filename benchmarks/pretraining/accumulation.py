@@ -50,7 +50,7 @@ def _runner(config, batch, steps: int, jit_compile: bool):
   iterator = iter(dataset)
   step = tf.function(lambda: runner.train_step(iterator))
   weight = tf.reduce_sum(batch["masked_lm_weights"])
-  backward = tf.function(lambda: runner._forward_backward(batch, weight)[0])  # noqa: SLF001
+  backward = tf.function(lambda: runner.forward_backward(batch, weight)[0])
   return (lambda: (step(), optimizer.iterations)[1]), backward
 
 
@@ -120,7 +120,7 @@ def _memory_child(size, micro_batch, seq, steps, jit_compile) -> float:
   batch = _batches(config, micro_batch, seq, steps)[steps]
   update, _ = _runner(config, batch, steps, jit_compile)
   for _ in range(3):
-    common._block(update())  # noqa: SLF001
+    common.wait_for(update())
   return common.peak_rss_mb()
 
 

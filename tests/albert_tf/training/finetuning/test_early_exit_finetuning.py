@@ -115,7 +115,9 @@ def test_flag_checks():
     early_exit.check_model(on, "exported/encoder", shared)
   for changes in (dict(share_parameters="ffn"), dict(num_hidden_groups=2)):
     config = AlbertConfig(vocab_size=10, num_hidden_layers=4, **changes)
-    with pytest.raises(UserInputError, match="needs share_parameters=all"):
+    with pytest.raises(UserInputError, match=(
+        "^--early_exit: early exit loops over one shared layer: it needs "
+        "share_parameters='all' and num_hidden_groups=1")):
       early_exit.check_model(on, "", config)
 
 
