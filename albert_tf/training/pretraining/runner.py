@@ -65,6 +65,10 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
     self.clip_norm = clip_norm
     self.has_eval = eval_dataset is not None
     with strategy.scope():
+      # The dropout seed reads the step in the replica step: made here, not
+      # lazily inside the first traced step (a variable made in a replica
+      # context of MirroredStrategy broke that trace's initialising copy).
+      _ = optimizer.iterations
       self.train_metrics = PretrainingMetrics()
       self.eval_metrics = PretrainingMetrics()
       self.gradient_norm = tf_keras.metrics.Mean("gradient_norm")
