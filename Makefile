@@ -22,7 +22,8 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-# A newcomer's check of an install (about 5 minutes on 2 cores): every tool
+# A newcomer's check of an install (about 5 minutes on a 2-core Intel Xeon,
+# about 9 (estimated) on a 2-core AMD EPYC with AVX2 only): every tool
 # once, the parity checks, the import graph, the CLI help. Tests marked
 # `slow` (multi-process runs, whole pipelines, kill-and-resume sequences,
 # Keras 3 subprocesses, benchmarks) run only in test-all.
@@ -53,7 +54,8 @@ lint: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
-# The whole pipeline on a corpus built here; about 4 minutes on 2 cores.
+# The whole pipeline on a corpus built here; 4.1 minutes on a 2-core Intel
+# Xeon once the venv exists (13 min 11 s with the venv on a 2-core AMD EPYC).
 demo: $(STAMP)
 	$(PY) -m tools.demo --output_dir=demo_output
 

@@ -24,6 +24,12 @@ INPUT_FORMATS = ("auto", "ours", "official", "huggingface", "garden",
                  "keras_hub")
 OUTPUT_FORMATS = ("ours", "official", "huggingface", "keras_hub")
 
+# Early exit on a regression head: a prediction that changes by less than
+# this between applications counts as "the same" (in label units; STS-B's
+# are 0..5). The one default of --exit_threshold and of every library
+# function and export that applies the rule: 0.0 would never exit.
+EXIT_THRESHOLD = 0.1
+
 
 def check_seed(seed) -> None:
   """UserInputError naming `seed` unless it is None or in [0, MAX_SEED]."""

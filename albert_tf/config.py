@@ -124,6 +124,18 @@ class AlbertConfig:
     return [[f"{owner}_inner_{k}_{kind}" for k in range(self.inner_group_num)]
             for owner in owners]
 
+  def check_loopable(self) -> None:
+    """ValueError unless every layer applies the same sublayers, so a loop
+    (early exit) can apply one layer's blocks over and over."""
+    for kind in ("attention", "ffn"):
+      names = self.sublayer_names(kind)
+      if any(layer != names[0] for layer in names):
+        raise ValueError(
+            "early exit loops over one shared layer: it needs "
+            "share_parameters='all' and num_hidden_groups=1, received "
+            f"share_parameters={self.share_parameters!r} and "
+            f"num_hidden_groups={self.num_hidden_groups}")
+
   @classmethod
   def from_dict(cls, values: Mapping[str, Any]) -> "AlbertConfig":
     values = dict(values)

@@ -15,8 +15,8 @@ The plan counts, per replica, in bytes:
     (train_batch_size / num_replicas / K sequences), below;
   cast weights: under mixed precision each block application keeps its
     compute-dtype copy of the block's weights for its backward;
-  peak: their sum (activations and gradients overlap in the backward pass:
-    an upper bound).
+  peak: their sum: what the forward and backward passes hold. An
+    estimate, not a bound (below).
 
 Activations per block application, counted from the layers' ops (b
 sequences of s tokens, H hidden, I intermediate, N heads; c the compute
@@ -38,6 +38,31 @@ and their cross-entropy gradient).
 Without recomputation all L * inner_group_num applications keep theirs;
 with it each keeps only its float32 input [b, s, H] and one application's
 activations exist at a time (recomputed in the backward pass).
+
+What it is checked against: the activations per block application are
+within 5% of the tensors a traced training step keeps for its backward
+pass, and a whole step keeps at most the plan's activations
+(tests/albert_tf/models/test_memory_plan_tensors.py).
+
+Why the peak is not a bound: the optimizer update after the backward pass
+(clipping, LAMB's per-weight temporaries) holds memory the plan does not
+count: measured alone (apply_clipped_gradients on given gradients), LAMB
+4.16 float32 copies of the weights at ALBERT-base's width, 4.52 at H=384,
+AdamW 1.06. Where activations are small (recomputation, small micro-batches)
+the update sets the step's peak. Measured with TensorFlow's CPU allocator
+(tf.config.experimental.get_memory_info: the peak minus the memory before
+the step), ALBERT-base float32, 1 x 128, 2-core AMD EPYC. Forward and
+backward alone peaked at 310 MiB with recomputation (plan 363) and at
+350 MiB without (plan 474). The whole step peaked at 513 and 510 MiB:
+150 MiB above the plan with recomputation and 36 MiB without. The excess
+does not grow with the layers (6 layers: 157 MiB). It shrinks with the
+width (H=384: 92 MiB), and BENCHMARKS.md's RSS peaks put it at 314-338
+MiB for base and 421-488 MiB for large. USABLE_FRACTION's 10% reserve
+covers it on a device of 5 GiB or more (the recipe table's are 16 and 80
+GiB). Below that, budget the excess on top of a recomputed plan.
+xlarge and xxlarge were not measured; if an accelerator's update held as
+many temporaries as this CPU's, ALBERT-xxlarge's (4.2-4.5 x 0.83 GiB with
+LAMB) would exceed the reserve of a 16 GiB device.
 
 TensorFlow-free: tools.model_summary and run_pretraining print it before
 building anything. benchmarks/memory/peaks.py checks it against measured
@@ -208,25 +233,33 @@ def plan(config: AlbertConfig, train_batch_size: int, max_seq_length: int,
 
 
 def check_division(train_batch_size: int, gradient_accumulation_steps: int,
-                   num_replicas: int) -> None:
-  """One line naming the flags unless the batch splits evenly."""
+                   num_replicas: int = 1) -> None:
+  """UserInputError (one line, flags quoted) unless the batch splits
+  evenly: over the replicas, then each replica's share into
+  --gradient_accumulation_steps equal micro-batches (slices of the update's
+  batch). Training and the memory plan (TensorFlow-free) both ask here."""
   for flag, value in (("train_batch_size", train_batch_size),
                       ("gradient_accumulation_steps",
                        gradient_accumulation_steps),
                       ("num_replicas", num_replicas)):
     if value < 1:
       raise UserInputError(f"--{flag} must be at least 1, got {value}")
+  steps = gradient_accumulation_steps
   if train_batch_size % num_replicas:
     raise UserInputError(
         f"--train_batch_size={train_batch_size} does not split over "
-        f"--num_replicas={num_replicas}")
+        f"{num_replicas} replicas")
   per_replica = train_batch_size // num_replicas
-  if per_replica % gradient_accumulation_steps:
+  if num_replicas == 1 and per_replica % steps:
     raise UserInputError(
-        f"--gradient_accumulation_steps={gradient_accumulation_steps} does "
-        f"not divide the per-replica batch {per_replica} "
-        f"(--train_batch_size={train_batch_size} over {num_replicas} "
-        "replicas)")
+        f"--gradient_accumulation_steps={steps} does not divide "
+        f"--train_batch_size={train_batch_size} (micro-batches are equal "
+        "slices of the update's batch)")
+  if per_replica % steps:
+    raise UserInputError(
+        f"--gradient_accumulation_steps={steps} does not divide the "
+        f"per-replica batch {per_replica} (--train_batch_size="
+        f"{train_batch_size} over {num_replicas} replicas)")
 
 
 def smallest_fitting_steps(device_memory: int, recompute_layers: bool,

@@ -21,6 +21,9 @@ from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_common.errors import UserInputError
 
 SAVED_MODEL_FILES = ("saved_model.pb", "saved_model.pbtxt")
+# The signature only an early-exit classifier's export has (its token-ids
+# signature at full depth, albert_tf/exports/token_ids.py).
+TOKEN_IDS_FULL_DEPTH = "token_ids_full_depth"
 
 # serving_default's input names -> what the SavedModel is (our exports).
 _KINDS = (
@@ -153,6 +156,12 @@ def check_model_savedmodel(path: str, flag: str) -> None:
         f"{flag}={path} is the preprocessor of an export (raw strings -> "
         f"token ids), not a model; pass "
         f"{encoder if is_saved_model(encoder) else '<export_dir>/encoder'}")
+
+
+def has_exit_loop(path: str) -> bool:
+  """Whether the SavedModel in `path` is an early-exit classifier's export
+  (run_classifier --early_exit --export_dir)."""
+  return TOKEN_IDS_FULL_DEPTH in read_signatures(path)
 
 
 def check_encoder_savedmodel(path: str,

@@ -13,6 +13,7 @@ import statistics
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
+from albert_common import cpu_features
 from benchmarks import figures
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,17 +61,17 @@ def time_alternating(fns: Dict[str, Callable[[], object]], repeats: int,
   """
   for fn in fns.values():
     for _ in range(warmup):
-      _block(fn())
+      wait_for(fn())
   times = {name: [] for name in fns}
   for _ in range(repeats):
     for name, fn in fns.items():
       start = time.perf_counter()
-      _block(fn())
+      wait_for(fn())
       times[name].append(time.perf_counter() - start)
   return times
 
 
-def _block(value):
+def wait_for(value):
   """Waits for a result (eager tensors are computed when read)."""
   import tensorflow as tf
   for t in tf.nest.flatten(value):
@@ -265,34 +266,19 @@ def machine_label(cpuinfo: Optional[str] = None,
   the core count, the CPU family, and AMX when the CPU has it (float32
   matmuls then reach a higher peak). cpuinfo: /proc/cpuinfo's text."""
   if cpuinfo is None:
-    cpuinfo = _cpuinfo()
-  fields = dict(line.split(":", 1) for line in cpuinfo.splitlines()
-                if ":" in line)
-  fields = {k.strip(): v.strip() for k, v in fields.items()}
-  name = fields.get("model name", "")
+    cpuinfo = cpu_features.read_cpuinfo()
+  name = cpu_features.cpu_model(cpuinfo)
   family = next((family for key, family in (
       ("Xeon", "Intel Xeon"), ("EPYC", "AMD EPYC"), ("Intel", "Intel"),
       ("AMD", "AMD")) if key in name), name or "CPU")
-  amx = " (AMX)" if "amx_tile" in fields.get("flags", "").split() else ""
+  amx = " (AMX)" if "amx_tile" in cpu_features.cpu_flags(cpuinfo) else ""
   return f"{cores or os.cpu_count()}-core {family}{amx}"
-
-
-def _cpuinfo() -> str:
-  """/proc/cpuinfo's text ("" where there is none)."""
-  try:
-    with open("/proc/cpuinfo") as f:
-      return f.read()
-  except OSError:
-    return ""
 
 
 def cpu_model() -> str:
   """The CPU's model name (/proc/cpuinfo): sections measured on different
   machines of the same size differ by up to 2x."""
-  names = [line.split(":", 1)[1].strip()
-           for line in _cpuinfo().splitlines()
-           if line.startswith("model name")]
-  return names[0] if names else "CPU model unknown"
+  return cpu_features.cpu_model() or "CPU model unknown"
 
 
 def model_step_main(doc: str, run, module: str, section: str, note: str,

@@ -16,22 +16,19 @@ beside "% of peak" measured under the same conditions.
 
 import argparse
 import time
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
+
+from albert_common import cpu_features
 
 SQUARE = 2048
 
 
-def bfloat16_supported() -> bool:
+def bfloat16_supported(cpuinfo: Optional[str] = None) -> bool:
   """True when the CPU multiplies bfloat16 natively (AVX512_BF16 or
-  AMX_BF16 in /proc/cpuinfo's flags); elsewhere TensorFlow emulates it,
-  slower than float32, and there is no bfloat16 peak to report."""
-  try:
-    with open("/proc/cpuinfo") as f:
-      flags = next((line.split(":", 1)[1].split() for line in f
-                    if line.startswith("flags")), [])
-  except OSError:
-    return False
-  return bool({"avx512_bf16", "amx_bf16"} & set(flags))
+  AMX_BF16 in its flags; cpuinfo: /proc/cpuinfo's text, this machine's by
+  default); elsewhere TensorFlow emulates it, slower than float32, and there
+  is no bfloat16 peak to report."""
+  return bool({"avx512_bf16", "amx_bf16"} & cpu_features.cpu_flags(cpuinfo))
 
 
 def matmul_flops(m: int, k: int, n: int, dtype: str = "float32",

@@ -9,19 +9,33 @@ ALBERT on the CPU, reports held-out MLM and SOP accuracy against their
 baselines, and exports a SavedModel. Rerunning resumes where it stopped.
 """
 
-from absl import flags
+import dataclasses
+
 from absl import logging
 
-from .support import cli
+from albert_common.settings_fields import setting
 
-FLAGS = flags.FLAGS
-flags.DEFINE_string("output_dir", "demo_output", "Where everything goes.")
-flags.DEFINE_integer("num_train_steps", 600, "Pretraining steps.")
-flags.DEFINE_integer("train_batch_size", 64, "Sequences per step.")
-flags.DEFINE_enum("tokenizer", "sentencepiece", ["sentencepiece", "wordpiece"],
-                  "sentencepiece: ALBERT's SentencePiece model; wordpiece: a "
-                  "BERT vocab.txt (tools.train_wordpiece), as the released "
-                  "Chinese models use. Use a new --output_dir to switch.")
+from .support import cli
+from .support import settings_flags
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DemoFlags:
+  """The demo's flags (each field is its flag; run_pretraining shares
+  --output_dir, --num_train_steps and --train_batch_size with defaults of
+  its own)."""
+
+  output_dir: str = setting("demo_output", "Where everything goes.")
+  num_train_steps: int = setting(600, "Pretraining steps.")
+  train_batch_size: int = setting(64, "Sequences per step.")
+  tokenizer: str = setting(
+      "sentencepiece", "sentencepiece: ALBERT's SentencePiece model; "
+      "wordpiece: a BERT vocab.txt (tools.train_wordpiece), as the released "
+      "Chinese models use. Use a new --output_dir to switch.",
+      choices=("sentencepiece", "wordpiece"))
+
+
+settings_flags.define_flags(DemoFlags, __name__)
 
 
 def main(argv):
@@ -31,9 +45,9 @@ def main(argv):
   # Imported here so that --help answers without loading TensorFlow.
   from .support import pipeline_demo
 
+  demo, _ = settings_flags.read_settings(DemoFlags)
   pipeline_demo.run_demo(pipeline_demo.DemoSettings(
-      output_dir=FLAGS.output_dir, num_train_steps=FLAGS.num_train_steps,
-      train_batch_size=FLAGS.train_batch_size, tokenizer=FLAGS.tokenizer))
+      **dataclasses.asdict(demo)))
 
 
 def run():

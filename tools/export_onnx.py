@@ -21,6 +21,8 @@ labels.txt, albert_config.json and <file>.json. Needs the `onnx` extra
 (pip install ".[onnx]").
 """
 
+import sys
+
 from albert_tf.exports.onnx.options import OnnxExportParams
 
 from .support import cli
@@ -37,7 +39,8 @@ def main(argv):
   params, _ = settings_flags.read_settings(OnnxExportParams)
   options.check_onnx_request(params.saved_model, params.output_file,
                              params.opset, params.quantize,
-                             params.verify_seq_length, params.eval_data)
+                             params.verify_seq_length, params.eval_data,
+                             params.exit_loop)
   from albert_tf.exports.dev_evaluation import settings_of
   from albert_tf.exports.onnx.report import export_and_report
   squad_settings, columns = settings_of(params)
@@ -46,6 +49,10 @@ def main(argv):
       params.verify_seq_length, params.num_threads, params.eval_data,
       params.task_name, squad_settings, columns, params.exit_loop)
   print("\n".join(result["lines"]))
+  from albert_tf.exports.cpu_hint import int8_runtime_hint
+  hint = int8_runtime_hint()
+  if hint:  # on stderr: stdout is the report
+    print(hint, file=sys.stderr)
 
 
 def run():

@@ -21,6 +21,8 @@ the float model, and with --eval_data each variant's dev metric (a model of
 your own data: its dev file, read with the column flags of fine-tuning).
 """
 
+import sys
+
 from albert_tf.exports.options import TfliteExportParams
 
 from .support import cli
@@ -48,6 +50,10 @@ def main(argv):
       params.eval_data, params.task_name, squad_settings,
       params.num_threads, columns, params.length_buckets)
   print("\n".join(result["lines"]))
+  from albert_tf.exports.cpu_hint import int8_runtime_hint
+  hint = int8_runtime_hint()
+  if hint:  # on stderr: stdout is the report
+    print(hint, file=sys.stderr)
 
 
 def run():

@@ -73,6 +73,7 @@ def main(argv):
       finetuning_params.FinetuningParams, recipe)
   prepared = finetuning_params.prepare(params, user_set, recipe,
                                        require_vocabulary=True)
+  early_exit.check_model(early, params.init_savedmodel, prepared.config)
   from albert_tf.training.finetuning import (
     classifier as classifier_finetuning,  # TensorFlow
   )
@@ -89,6 +90,7 @@ def _run_own_data(options, early):
       finetuning_params.FinetuningParams, recipe)
   prepared = finetuning_params.prepare(params, user_set, recipe,
                                        require_vocabulary=True)
+  early_exit.check_model(early, params.init_savedmodel, prepared.config)
   from albert_tf.training.finetuning import own_data  # TensorFlow
   result = own_data.run_own_data(prepared, options, train, early)
   settings_flags.print_results(result["eval"])

@@ -41,13 +41,22 @@ def _checkpoint_keys(root: tf.train.Checkpoint) -> Dict[str, tf.Variable]:
 
 def _is_object_weight(key: str, root_name: str) -> bool:
   return (key.startswith(root_name + "/") and ".OPTIMIZER_SLOT" not in key
-          and key.endswith("/.ATTRIBUTES/VARIABLE_VALUE"))
+          and key.endswith("/.ATTRIBUTES/VARIABLE_VALUE")
+          and not _is_rng_state(key))
+
+
+def _is_rng_state(key: str) -> bool:
+  """A dropout layer's random-generator state: a model with dropout has it,
+  one without has none; it is no weight (a source trained without dropout
+  may be continued with it, and the other way round)."""
+  return "/rng/_state_var/" in key
 
 
 def _object_mismatches(keys: Dict[str, List[int]], root_name: str,
                        root: tf.train.Checkpoint):
   """(unmatched, missing, mismatched) between a checkpoint and `root`."""
-  expected = _checkpoint_keys(root)
+  expected = {k: v for k, v in _checkpoint_keys(root).items()
+              if not _is_rng_state(k)}
   present = {k: s for k, s in keys.items() if _is_object_weight(k, root_name)}
   unmatched = sorted(set(present) - set(expected))
   missing = sorted(f"{v.name[:-2]} ({k})" for k, v in expected.items()
@@ -59,10 +68,14 @@ def _object_mismatches(keys: Dict[str, List[int]], root_name: str,
   return unmatched, missing, mismatched
 
 
-def _restore(prefix: str, root_name: str, model) -> None:
+def _restore(prefix: str, root_name: str, model, checked: bool) -> None:
+  """Restores `model`. `checked`: _object_mismatches found every weight
+  present (a dropout RNG state the checkpoint lacks stays as initialised);
+  else every object of `model` must be in the checkpoint."""
   status = tf.train.Checkpoint(**{root_name: model}).read(prefix)
   status.expect_partial()
-  status.assert_existing_objects_matched()
+  if not checked:
+    status.assert_existing_objects_matched()
 
 
 def read_ours(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
@@ -77,13 +90,14 @@ def read_ours(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
   problems = _object_mismatches(keys, root_name,
                                 tf.train.Checkpoint(**{root_name: model}))
   if not any(problems):
-    _restore(prefix, root_name, model)
+    _restore(prefix, root_name, model, checked=True)
     return model_variables.canonical_arrays(model)
   if root_name == "model" and not problems[2]:
     # Another model holding our encoder as `.encoder` (e.g. a fine-tuning
     # model): its encoder must be complete; its own heads are not ours.
     try:
-      _restore(prefix, "model", tf.train.Checkpoint(encoder=encoder))
+      _restore(prefix, "model", tf.train.Checkpoint(encoder=encoder),
+               checked=False)
       logging.warning("%s is not an AlbertPretrainer checkpoint; read its "
                       "encoder only", prefix)
       return model_variables.canonical_arrays(encoder)
@@ -117,7 +131,7 @@ def read_garden(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
                                 tf.train.Checkpoint(encoder=garden))
   if any(problems):
     raise mapping.misfit_error(prefix, "Model Garden (encoder/)", *problems)
-  _restore(prefix, "encoder", garden)
+  _restore(prefix, "encoder", garden, checked=True)
   source = {v.name[:-2]: v.numpy() for v in garden.weights}
   return mapping.map_to_ours(source, table, name_tables.our_shapes(config),
                              source_name=prefix, layout="garden")

@@ -109,6 +109,17 @@ def load_weights_into(model, path: str, input_format: str = "auto",
   weights = readers.read_weights(path, config, input_format)
   if check_config:
     weights.check_config(config)
+  report = assign_weights(model, weights)
+  if report.not_in_checkpoint:
+    logging.warning("%s", report.summary())
+  else:
+    logging.info("%s", report.summary())
+  return report
+
+
+def assign_weights(model, weights: readers.Weights) -> LoadReport:
+  """Assigns weights already read (readers.read_weights, for `model`'s
+  config) to `model`'s variables, as load_weights_into; logs nothing."""
   targets = model_variables.canonical_variables(model)
   loaded, not_in_checkpoint = [], []
   for name, variable in targets.items():
@@ -121,12 +132,7 @@ def load_weights_into(model, path: str, input_format: str = "auto",
       raise AssertionError(f"encoder variable {name} not read")
   target_ids = {id(v) for v in targets.values()}
   others = [v.name for v in model.weights if id(v) not in target_ids]
-  report = LoadReport(format=weights.format, path=weights.path, loaded=loaded,
-                      not_in_checkpoint=not_in_checkpoint,
-                      unused=sorted(set(weights.arrays) - set(targets)),
-                      other_variables=others)
-  if report.not_in_checkpoint:
-    logging.warning("%s", report.summary())
-  else:
-    logging.info("%s", report.summary())
-  return report
+  return LoadReport(format=weights.format, path=weights.path, loaded=loaded,
+                    not_in_checkpoint=not_in_checkpoint,
+                    unused=sorted(set(weights.arrays) - set(targets)),
+                    other_variables=others)

@@ -33,6 +33,7 @@ import tensorflow as tf
 from albert_common import file_io
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_common.errors import UserInputError
+from albert_tf import saved_model_inspection as inspection
 from albert_tf.exports import serving_kinds
 from albert_tf.exports.saved_model_loading import load_saved_model
 
@@ -40,7 +41,7 @@ TOKEN_IDS = "token_ids"
 # An early-exit export's token-ids signature without the loop (every
 # example at full depth): what export_onnx converts (ONNX Runtime ran the
 # loop slower than the layers it saves; docs/early-exit.md).
-TOKEN_IDS_FULL_DEPTH = "token_ids_full_depth"
+TOKEN_IDS_FULL_DEPTH = inspection.TOKEN_IDS_FULL_DEPTH
 # An early-exit export's token-ids signature with the exit loop in its
 # unbranched form (early_exit_encoder.early_exit(branches=False)): what
 # export_tflite converts (LiteRT prepares an IF's branch again on each

@@ -23,7 +23,7 @@ def gelu_exact(x):
   return tf_keras.activations.gelu(x, approximate=False)
 
 
-_BY_NAME = {
+BY_NAME = {
     "gelu": gelu_tanh,
     "gelu_new": gelu_tanh,
     "gelu_pytorch_tanh": gelu_tanh,
@@ -37,7 +37,7 @@ _BY_NAME = {
 def get_activation(name: str):
   """The function for a `hidden_act` name; see AlbertConfig.ACTIVATIONS."""
   try:
-    return _BY_NAME[name]
+    return BY_NAME[name]
   except KeyError:
     raise ValueError(f"unknown hidden_act {name!r}; expected one of "
-                     f"{sorted(_BY_NAME)}") from None
+                     f"{sorted(BY_NAME)}") from None

@@ -11,6 +11,7 @@ from albert_common.encoder_inputs import INPUT_MASK
 from albert_common.encoder_inputs import INPUT_POSITIONS
 from albert_common.encoder_inputs import INPUT_TYPE_IDS
 from albert_common.encoder_inputs import INPUT_WORD_IDS
+from albert_common.run_constants import EXIT_THRESHOLD
 from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
 from albert_tf.models.encoder_model_config import EncoderModelConfig
 from albert_tf.networks import early_exit_encoder
@@ -97,8 +98,9 @@ class AlbertEarlyExitClassifier(EncoderModelConfig, tf_keras.Model):
                             [-1, self.num_layers, self.num_classes])
     return dict(logits=all_logits[:, -1, :], all_logits=all_logits)
 
-  def early_exit(self, inputs, patience, threshold=0.0, max_layers=None,
-                 compact: bool = True, branches: bool = True):
+  def early_exit(self, inputs, patience, threshold=EXIT_THRESHOLD,
+                 max_layers=None, compact: bool = True,
+                 branches: bool = True):
     """Each example at its own exit (see the class docstring and
     early_exit_encoder.early_exit for compact and branches)."""
     return early_exit_encoder.early_exit(

@@ -47,21 +47,15 @@ from albert_common.encoder_inputs import INPUT_MASK
 from albert_common.encoder_inputs import INPUT_POSITIONS
 from albert_common.encoder_inputs import INPUT_TYPE_IDS
 from albert_common.encoder_inputs import INPUT_WORD_IDS
+from albert_common.run_constants import EXIT_THRESHOLD
 from albert_tf.config import AlbertConfig
 from albert_tf.networks import inference_graph
 
 
 def check_loopable(config: AlbertConfig) -> None:
   """Raises ValueError unless every layer applies the same sublayers (the
-  loop body is one layer's blocks)."""
-  for kind in ("attention", "ffn"):
-    names = config.sublayer_names(kind)
-    if any(layer != names[0] for layer in names):
-      raise ValueError(
-          "early exit loops over one shared layer: it needs "
-          "share_parameters='all' and num_hidden_groups=1, received "
-          f"share_parameters={config.share_parameters!r} and "
-          f"num_hidden_groups={config.num_hidden_groups}")
+  loop body is one layer's blocks): AlbertConfig.check_loopable."""
+  config.check_loopable()
 
 
 def encoder_blocks(encoder):
@@ -164,7 +158,8 @@ class _Layer:
 
 
 def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
-               inputs: Dict[str, tf.Tensor], patience, threshold=0.0,
+               inputs: Dict[str, tf.Tensor], patience,
+               threshold=EXIT_THRESHOLD,
                regression: bool = False, max_layers=None,
                compact: bool = True, branches: bool = True,
                count_rows: bool = False) -> Dict[str, tf.Tensor]:
@@ -178,7 +173,7 @@ def early_exit(encoder, head_kernel: tf.Tensor, head_bias: tf.Tensor,
     inputs: int32 [batch, seq] input_word_ids, input_mask, input_type_ids.
     patience: int32 scalar (tensor or int) >= 0; 0 = full depth.
     threshold: float scalar, regression only: a change below it counts as
-      "the same prediction".
+      "the same prediction" (the default is --exit_threshold's).
     regression: C == 1 and the prediction is logits[:, 0].
     max_layers: optional int32 scalar: stop every example after this many
       applications (a static-depth cut; None = L).

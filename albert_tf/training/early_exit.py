@@ -21,14 +21,18 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from albert_common import run_constants
 from albert_common.errors import UserInputError
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
 
 AUTO = "auto"
-# Regression: a change of the prediction below this counts as "the same"
-# when --exit_threshold is not given (in label units; STS-B's are 0..5).
-DEFAULT_THRESHOLD = 0.1
+# The values of --exit_patience, --exit_tolerance and --exit_threshold when
+# they are not given. Their flags default to None, so that any value given
+# without --early_exit is refused alike.
+DEFAULT_PATIENCE = AUTO
+DEFAULT_TOLERANCE = 0.5
+DEFAULT_THRESHOLD = run_constants.EXIT_THRESHOLD
 TABLE = "exit_table"
 
 
@@ -42,14 +46,16 @@ class EarlyExitOptions(FlatConstructible):
       "at its own depth: at evaluation, prediction and in the export. "
       "Classification and regression (GLUE, your own files; not "
       "multi_label). Needs share_parameters=all with one group.")
-  exit_patience: str = setting(
-      AUTO, "--early_exit: stop when the prediction has stayed the same "
-      "for this many consecutive applications (0 = full depth); auto: "
-      "the smallest mean depth within --exit_tolerance of the best "
-      "patience on dev.")
-  exit_tolerance: float = setting(
-      0.5, "--exit_patience=auto: points (hundredths of the main dev "
-      "metric) a patience may lose against the best one.")
+  exit_patience: Optional[str] = setting(
+      None, "--early_exit: stop when the prediction has stayed the same "
+      "for this many consecutive applications (0 = full depth; below "
+      "num_hidden_layers); auto: the smallest mean depth within "
+      "--exit_tolerance of the best patience on dev. Unset: "
+      f"{DEFAULT_PATIENCE}.")
+  exit_tolerance: Optional[float] = setting(
+      None, "--exit_patience=auto: points (hundredths of the main dev "
+      "metric) a patience may lose against the best one. Unset: "
+      f"{DEFAULT_TOLERANCE}.")
   exit_threshold: Optional[float] = setting(
       None, "--early_exit, regression only: a prediction that changes by "
       f"less than this counts as the same. Unset: {DEFAULT_THRESHOLD}.")
@@ -59,9 +65,9 @@ def check(options: EarlyExitOptions, task_type: str) -> None:
   """UserInputError for flags that do not fit the task ("classification",
   "regression", "multi_label") or each other."""
   if not options.early_exit:
-    given = [name for name, default in (
-        ("exit_patience", AUTO), ("exit_tolerance", 0.5),
-        ("exit_threshold", None)) if getattr(options, name) != default]
+    given = [name for name in ("exit_patience", "exit_tolerance",
+                               "exit_threshold")
+             if getattr(options, name) is not None]
     if given:
       raise UserInputError(f"--{given[0]} needs --early_exit")
     return
@@ -69,7 +75,7 @@ def check(options: EarlyExitOptions, task_type: str) -> None:
     raise UserInputError(
         f"--early_exit supports classification and regression, not "
         f"{task_type} (its labels are not one prediction to be patient on)")
-  patience = options.exit_patience
+  patience = patience_setting(options)
   if patience != AUTO and not (patience.isdigit() or (
       patience.startswith("-") and patience[1:].isdigit())):
     raise UserInputError(f"--exit_patience must be auto or an integer >= 0, "
@@ -77,9 +83,13 @@ def check(options: EarlyExitOptions, task_type: str) -> None:
   if patience != AUTO and int(patience) < 0:
     raise UserInputError(f"--exit_patience must be >= 0 (0 = full depth), "
                          f"got {patience}")
-  if not options.exit_tolerance >= 0:
+  if not tolerance(options) >= 0:
     raise UserInputError(f"--exit_tolerance must be >= 0, got "
                          f"{options.exit_tolerance}")
+  if patience != AUTO and options.exit_tolerance is not None:
+    raise UserInputError(
+        f"--exit_tolerance is for --exit_patience=auto; --exit_patience="
+        f"{patience} is fixed")
   if options.exit_threshold is not None:
     if task_type != "regression":
       raise UserInputError(
@@ -93,7 +103,9 @@ def check(options: EarlyExitOptions, task_type: str) -> None:
 def check_model(options: EarlyExitOptions, init_savedmodel: str,
                 config) -> None:
   """UserInputError unless the loop can run this model: the encoder built
-  here (not an exported one) and one block set shared by every layer.
+  here (not an exported one), one block set shared by every layer, and a
+  fixed --exit_patience below its number of applications (at or above it
+  no example could exit: full depth).
 
   Args:
     options: the run's.
@@ -106,22 +118,38 @@ def check_model(options: EarlyExitOptions, init_savedmodel: str,
     raise UserInputError(
         "--early_exit runs the encoder's own layers in a loop: give "
         "--albert_config_file / --init_checkpoint, not --init_savedmodel")
-  for kind in ("attention", "ffn"):
-    names = config.sublayer_names(kind)
-    if any(layer != names[0] for layer in names):
-      raise UserInputError(
-          "--early_exit loops over one shared layer: it needs "
-          "share_parameters=all and num_hidden_groups=1 in the model config, "
-          f"got share_parameters={config.share_parameters} and "
-          f"num_hidden_groups={config.num_hidden_groups}")
+  try:
+    config.check_loopable()
+  except ValueError as error:
+    raise UserInputError(f"--early_exit: {error}") from None
+  patience, layers = patience_setting(options), config.num_hidden_layers
+  if patience != AUTO and int(patience) >= layers:
+    raise UserInputError(
+        f"--exit_patience={patience} never exits: the model applies its "
+        f"layer num_hidden_layers={layers} times, so a patience must be "
+        f"below {layers} (0 = full depth)")
+
+
+def patience_setting(options: EarlyExitOptions) -> str:
+  """--exit_patience as given, else "auto"."""
+  return (DEFAULT_PATIENCE if options.exit_patience is None
+          else options.exit_patience)
+
+
+def tolerance(options: EarlyExitOptions) -> float:
+  """--exit_tolerance as given, else 0.5 points."""
+  return (DEFAULT_TOLERANCE if options.exit_tolerance is None
+          else options.exit_tolerance)
 
 
 def threshold(options: EarlyExitOptions) -> float:
+  """--exit_threshold as given, else run_constants.EXIT_THRESHOLD."""
   return (DEFAULT_THRESHOLD if options.exit_threshold is None
           else options.exit_threshold)
 
 
-def exit_at(all_logits: np.ndarray, patience: int, threshold: float = 0.0,
+def exit_at(all_logits: np.ndarray, patience: int,
+            threshold: float = DEFAULT_THRESHOLD,
             regression: bool = False) -> Tuple[np.ndarray, np.ndarray]:
   """The PABEE rule on every application's logits.
 
@@ -154,7 +182,7 @@ def exit_at(all_logits: np.ndarray, patience: int, threshold: float = 0.0,
 
 def exit_table(all_logits: np.ndarray,
                metrics: Callable[[np.ndarray], Dict[str, float]],
-               main_metric: str, threshold: float = 0.0,
+               main_metric: str, threshold: float = DEFAULT_THRESHOLD,
                regression: bool = False) -> List[Dict]:
   """For each patience 0..L-1: its main metric and mean exit layer."""
   rows = []
@@ -191,8 +219,8 @@ def evaluate(all_logits: np.ndarray,
   """
   limit = threshold(options)
   table = exit_table(all_logits, metrics, main_metric, limit, regression)
-  if options.exit_patience == AUTO:
-    patience = choose_patience(table, main_metric, options.exit_tolerance)
+  if patience_setting(options) == AUTO:
+    patience = choose_patience(table, main_metric, tolerance(options))
   else:
     patience = int(options.exit_patience)
   logits, layers = exit_at(all_logits, patience, limit, regression)
@@ -206,7 +234,7 @@ def chosen_patience(options: EarlyExitOptions,
                     results: Optional[Dict]) -> int:
   """The patience prediction and export use: --exit_patience, else the
   one the best dev evaluation chose, else 0 (full depth: no dev set)."""
-  if options.exit_patience != AUTO:
+  if patience_setting(options) != AUTO:
     return int(options.exit_patience)
   if results and "exit_patience" in results:
     return int(results["exit_patience"])

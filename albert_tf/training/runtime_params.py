@@ -10,11 +10,11 @@ from typing import Optional
 
 from absl import logging
 
-from albert_common.errors import UserInputError
 from albert_common.run_constants import DTYPES
 from albert_common.run_constants import STRATEGIES
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
+from albert_tf import memory_plan
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -46,24 +46,10 @@ class RuntimeParams(FlatConstructible):
 
 def check_accumulation(runtime: RuntimeParams, train_batch_size: int,
                        num_replicas: int = 1) -> None:
-  """UserInputError (one line, flags quoted) unless
-  --gradient_accumulation_steps is at least 1 and divides the batch each
-  replica computes (--train_batch_size / num_replicas)."""
-  steps = runtime.gradient_accumulation_steps
-  if steps < 1:
-    raise UserInputError(
-        f"--gradient_accumulation_steps must be at least 1, got {steps}")
-  if train_batch_size % steps:
-    raise UserInputError(
-        f"--gradient_accumulation_steps={steps} does not divide "
-        f"--train_batch_size={train_batch_size} (micro-batches are equal "
-        "slices of the update's batch)")
-  per_replica = train_batch_size // max(num_replicas, 1)
-  if num_replicas > 1 and per_replica % steps:
-    raise UserInputError(
-        f"--gradient_accumulation_steps={steps} does not divide the "
-        f"per-replica batch {per_replica} (--train_batch_size="
-        f"{train_batch_size} over {num_replicas} replicas)")
+  """memory_plan.check_division of the run's
+  --gradient_accumulation_steps."""
+  memory_plan.check_division(
+      train_batch_size, runtime.gradient_accumulation_steps, num_replicas)
 
 
 def log_update(runtime: RuntimeParams, train_batch_size: int,

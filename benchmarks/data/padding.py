@@ -33,7 +33,7 @@ flags.DEFINE_bool("write", False, "Update BENCHMARKS.md with the table.")
 SECTION = "Padding in pretraining data"
 
 
-def _write_corpora(work_dir):
+def write_corpora(work_dir):
   """{name: (path, documents, mean sentences a document)}."""
   from data_pipeline.corpora import stdlib_corpus
   corpora = {}
@@ -66,7 +66,7 @@ def main(argv):
   from data_pipeline.tokenization import sentencepiece_trainer
   work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="bench_padding_")
   os.makedirs(work_dir, exist_ok=True)
-  corpora = _write_corpora(work_dir)
+  corpora = write_corpora(work_dir)
   prefix = os.path.join(work_dir, "spm5k")
   sentencepiece_trainer.train_sentencepiece(corpora["demo"][0], prefix,
                                             vocab_size=5000)

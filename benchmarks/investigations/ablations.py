@@ -90,7 +90,7 @@ VARIANTS = {  # name: patches undoing one optimisation
         mock.patch.object(MatMulEinsumDense, "call",
                           tf_keras.layers.EinsumDense.call)),
     "GELU in its tanh form": lambda: _stack(
-        mock.patch.dict(activations._BY_NAME,
+        mock.patch.dict(activations.BY_NAME,
                         {"gelu": _gelu_tanh_form})),
     "[batch, seq, seq] attention mask": lambda: _stack(
         mock.patch.object(AttentionSublayer, "call", _full_mask_call)),
@@ -104,7 +104,7 @@ def run(size: str, batch: int, seq: int, repeats: int) -> str:
   for name, undo in VARIANTS.items():
     with undo():
       step = pretraining_step.ours_step(config, batch_tensors, False)
-      common._block(step())
+      common.wait_for(step())
     steps[name] = step
     print(f"built: {name}", flush=True)
   times = common.time_alternating(steps, repeats)

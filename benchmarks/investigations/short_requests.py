@@ -102,7 +102,7 @@ def _concatenated(encoder):
 def _repeated(fn, calls):
   def repeated():
     for _ in range(calls):
-      common._block(fn())  # pylint: disable=protected-access
+      common.wait_for(fn())
   return repeated
 
 
@@ -161,7 +161,7 @@ def run(size: str, rounds: int, threads: int, quiet: float):
     # A round calls each contender `calls` times (about 0.3 s each), long
     # enough for /proc/stat's ticks to see another process.
     start = time.perf_counter()
-    common._block(contenders["layers, in memory"]())  # pylint: disable=protected-access
+    common.wait_for(contenders["layers, in memory"]())
     calls = max(1, int(0.3 / (time.perf_counter() - start)))
     times = {name: [] for name in contenders}
     others = []

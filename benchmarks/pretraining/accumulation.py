@@ -63,7 +63,7 @@ def _runner(config, batch, steps: int, jit_compile: bool):
   step = tf.function(lambda: runner.train_step(iterator))
   step()  # the optimizer's slots, before the update-only function's trace
   weight = tf.reduce_sum(batch["masked_lm_weights"])
-  grads = runner._forward_backward(batch, weight)[0]  # noqa: SLF001
+  grads = runner.forward_backward(batch, weight)[0]
 
   @tf.function
   def apply(grads):
@@ -142,7 +142,7 @@ def _memory_child(size, micro_batch, seq, steps, jit_compile) -> float:
   batch = _batches(config, micro_batch, seq, steps)[steps]
   update, _ = _runner(config, batch, steps, jit_compile)
   for _ in range(3):
-    common._block(update())  # noqa: SLF001
+    common.wait_for(update())
   return common.peak_rss_mb()
 
 

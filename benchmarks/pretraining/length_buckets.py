@@ -45,7 +45,7 @@ def wikipedia_like_lengths(seq: int, work_dir: str,
   from data_pipeline.pretraining import writer as pretraining_writer
   from data_pipeline.tokenization import sentencepiece_trainer
   os.makedirs(work_dir, exist_ok=True)
-  corpora = data_padding._write_corpora(work_dir)
+  corpora = data_padding.write_corpora(work_dir)
   prefix = os.path.join(work_dir, "spm5k")
   sentencepiece_trainer.train_sentencepiece(corpora["demo"][0], prefix,
                                             vocab_size=5000)

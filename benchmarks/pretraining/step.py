@@ -172,7 +172,7 @@ def _memory_child(size, which, batch, seq, mode):
   make = ours_step if which == "ours" else garden_step
   step = make(config, synthetic_batch(config, batch, seq), *MODES[mode])
   for _ in range(3):
-    common._block(step())
+    common.wait_for(step())
   return common.peak_rss_mb()
 
 
@@ -207,7 +207,7 @@ def run(sizes, batch, seq, repeats, modes, memory=True):
                                              *MODES[mode])
       try:
         step = garden_step(config, batch_tensors, *MODES[mode])
-        common._block(step())
+        common.wait_for(step())
         contenders[f"garden {mode}"] = step
       except (ValueError, TypeError, tf.errors.OpError) as e:
         lines = [line.strip() for line in str(e).splitlines()

@@ -82,7 +82,7 @@ def crafted_model_and_data(size, seq_length, train_steps, learning_rate, work):
   from albert_tf.exports.litert.runner import TextRunner
   from albert_tf.models import AlbertEarlyExitClassifier
   from albert_tf.networks.albert_encoder import AlbertEncoder
-  from benchmarks.serving.litert import _words
+  from benchmarks.serving.litert import corpus_words
   from data_pipeline.corpora import stdlib_corpus
   from data_pipeline.tokenization import sentencepiece_trainer
   from data_pipeline.tokenization.sentencepiece_tokenizer import (
@@ -93,7 +93,7 @@ def crafted_model_and_data(size, seq_length, train_steps, learning_rate, work):
   stdlib_corpus.write_stdlib_corpus(corpus, max_bytes=300_000)
   spm = os.path.join(work, "spm")
   sentencepiece_trainer.train_sentencepiece(corpus, spm, vocab_size=2000)
-  words = _words(corpus)
+  words = corpus_words(corpus)
   packer = TextRunner.__new__(TextRunner)  # its packing, no model
   packer.tokenizer = SentencePieceTokenizer(spm + ".model")
   packer.seq_length, packer.labels = seq_length, list(map(str, range(3)))

@@ -28,7 +28,7 @@ KEYWORDS = ("module", "function", "object")
 TRAIN_SEQ = 32  # fine-tuning length; the positions used, not --seq_length
 
 
-def _words(corpus: str):
+def corpus_words(corpus: str):
   with open(corpus, encoding="utf-8") as f:
     words = [w.lower() for w in f.read().split() if w.isalpha()]
   return sorted({w for w in words[:20000] if w not in KEYWORDS})[:400]
@@ -75,7 +75,7 @@ def run(size: str, seq_length: int, threads: int, repeats: int,
     stdlib_corpus.write_stdlib_corpus(corpus, max_bytes=300_000)
     spm = os.path.join(work, "spm")
     sentencepiece_trainer.train_sentencepiece(corpus, spm, vocab_size=2000)
-    words = _words(corpus)
+    words = corpus_words(corpus)
 
     model = AlbertClassifier(AlbertEncoder(config), len(KEYWORDS),
                              dropout_rate=0.0)

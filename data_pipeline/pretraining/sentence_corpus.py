@@ -94,6 +94,28 @@ def write_sentences(input_file: str, output_file: str,
   return stats
 
 
+def read_sentences(input_file: str, corpus: CorpusOptions,
+                   piece_bytes: int = 256 * 1024) -> List[str]:
+  """Every sentence of a corpus in any input format, in order: what
+  `write_sentences` would write, without the document breaks (the
+  vocabulary extension's domain text, held in memory).
+
+  Raises:
+    UserInputError: as data creation, for the same bad input.
+  """
+  corpus.validate()
+  files = corpus_pieces.resolve_input_files(input_file)
+  counts = document_pieces.pieces_per_file(files, corpus, piece_bytes)
+  sentences, first = [], 0
+  for file_index, (path, count) in enumerate(zip(files, counts)):
+    for spec in corpus_pieces.file_pieces(path, file_index, first, count,
+                                          piece_bytes):
+      for _, document in document_pieces.read_piece(spec, corpus).documents:
+        sentences.extend(document)
+    first += count
+  return sentences
+
+
 def _close(out, temp, path) -> None:
   if out is not None:
     out.close()

@@ -115,7 +115,7 @@ def train_wordpiece(input_patterns: Union[str, Sequence[str]],
   if not lines:
     raise UserInputError(f"empty corpus: no text lines in {', '.join(files)}")
   stats["sampled"] = len(lines)
-  pieces = _learn(lines, vocab_size, do_lower_case, max_unique_chars)
+  pieces = learn_vocabulary(lines, vocab_size, do_lower_case, max_unique_chars)
   if len(pieces) > vocab_size:
     raise UserInputError(
         f"--vocab_size={vocab_size} is smaller than the special tokens and "
@@ -135,9 +135,10 @@ def train_wordpiece(input_patterns: Union[str, Sequence[str]],
   return stats
 
 
-def _learn(lines: List[str], vocab_size: int, do_lower_case: bool,
-           max_unique_chars: int) -> List[str]:
-  """The learned pieces in id order, the special tokens first."""
+def learn_vocabulary(lines: List[str], vocab_size: int, do_lower_case: bool,
+                     max_unique_chars: int) -> List[str]:
+  """The pieces learned from raw text `lines`, in id order, the special
+  tokens first (about `vocab_size` of them; see `train_wordpiece`)."""
   # Imported here: tensorflow_text loads TensorFlow (~5 s), which the input
   # checks above do not need.
   from tensorflow_text.tools.wordpiece_vocab import (

@@ -15,14 +15,20 @@ EXAMPLES = [
     ("albert_tf.networks.albert_encoder", "AlbertEncoder"),
     ("albert_tf.models.albert_pretrainer", "AlbertPretrainer"),
     ("albert_tf.checkpoints.converter", "convert_checkpoint"),
-    ("albert_tf.checkpoints.weight_loading", "load_weights_into"),
-    ("albert_tf.exports.saved_model_loading", "load_saved_model"),
-    ("albert_tf.exports.saved_model_loading", "hub_layer"),
+    pytest.param("albert_tf.checkpoints.weight_loading", "load_weights_into",
+                 marks=pytest.mark.slow),
+    # Each exports a SavedModel (about a minute on 2 cores); make test's
+    # export round trips are tests/albert_tf/exports/test_export.py's.
+    pytest.param("albert_tf.exports.saved_model_loading", "load_saved_model",
+                 marks=pytest.mark.slow),
+    pytest.param("albert_tf.exports.saved_model_loading", "hub_layer",
+                 marks=pytest.mark.slow),
 ]
 
 
 @pytest.mark.parametrize("module_name, name", EXAMPLES,
-                         ids=[name for _, name in EXAMPLES])
+                         ids=[e.values[1] if hasattr(e, "values") else e[1]
+                              for e in EXAMPLES])
 def test_docstring_example_runs(module_name, name):
   module = importlib.import_module(module_name)
   finder = doctest.DocTestFinder(recurse=False)

@@ -12,6 +12,14 @@ albert_common.settings_fields), so none is typed twice:
 `read_settings` is the only place that reads `FLAGS`; the library receives
 the settings object and never sees a flag. `flag_table` renders a class's
 flags as the Markdown tables docs/flags.md shows.
+
+Several tools share a flag name with a default of their own (--learning_rate,
+--train_batch_size, --input_format, ...). absl holds one flag per name in a
+process, so a script, notebook or test that imports two tools shares it: the
+flag keeps the first definition's default (what --help shows), an enum flag
+accepts every tool's choices, and `read_settings` gives each settings class
+its own default for a flag the user left unset and checks its own choices.
+Only a clash of types (an int flag and a string flag of one name) is refused.
 """
 
 import sys
@@ -28,18 +36,21 @@ _DEFINERS = {bool: flags.DEFINE_bool, int: flags.DEFINE_integer,
              float: flags.DEFINE_float, str: flags.DEFINE_string,
              tuple: flags.DEFINE_list}
 _RECIPE_NOTE = " Unset: the task's recipe."
+# The parser class of each field type's flag (an enum's is a string's).
+_PARSERS = {bool: flags.BooleanParser, int: flags.IntegerParser,
+            float: flags.FloatParser, str: flags.ArgumentParser,
+            tuple: flags.ListParser}
 
 
 def define_flags(settings_class, module: str, flag_values=FLAGS) -> None:
   """Defines one flag per leaf field of `settings_class`, as key flags of
   the tool module named `module` (so that its --help lists them). A flag
-  already defined by another settings class with the same default is
-  shared."""
+  already defined by another settings class is shared (module docstring)."""
   if module == "__main__":  # absl names the main module after its file
     module = sys.argv[0]
   for field in settings_fields.leaf_fields(settings_class):
     if field.name in flag_values:
-      _check_same_default(field, flag_values[field.name])
+      _share(field, flag_values[field.name])
     else:
       _define(field, flag_values, module)
     flag_values.register_key_flag_for_module(module,
@@ -68,14 +79,24 @@ def _define(field, flag_values, module) -> None:
                         flag_values=flag_values, module_name=module)
 
 
-def _check_same_default(field, flag) -> None:
-  """A shared flag has one default. A string flag may be required in one
-  tool (None) and optional in another (""): unset reads as missing in the
-  first and as "" in the second (read_settings)."""
-  defaults = {flag.default, _flag_default(field)} if field.type is str else ()
-  if flag.default != _flag_default(field) and defaults != {None, ""}:
+def _share(field, flag) -> None:
+  """Lets `field` use the flag another settings class defined: the types
+  must match; an enum flag widens to accept this field's choices too (or
+  any string, when this field has none), which read_settings checks."""
+  parser = flag.parser
+  kind = (flags.ArgumentParser if isinstance(parser, flags.EnumParser)
+          else type(parser))
+  if kind is not _PARSERS[field.type]:
     raise TypeError(f"flag --{field.name} is defined twice with different "
-                    f"defaults: {flag.default!r} and {_flag_default(field)!r}")
+                    f"types: {kind.__name__} and "
+                    f"{_PARSERS[field.type].__name__}")
+  if isinstance(parser, flags.EnumParser):
+    if not field.choices:
+      flag.parser = flags.ArgumentParser()
+    elif not set(field.choices) <= set(parser.enum_values):
+      flag.parser = flags.EnumParser(
+          list(parser.enum_values) + [c for c in field.choices
+                                      if c not in parser.enum_values])
 
 
 def user_set(flag_values=FLAGS) -> FrozenSet[str]:
@@ -100,12 +121,18 @@ def read_settings(settings_class, recipe: Optional[Mapping] = None,
   recipe = dict(recipe or {})
   values = {}
   for field in settings_fields.leaf_fields(settings_class):
-    value = flag_values[field.name].value
-    if value is None and field.recipe:
-      value = recipe.get(field.name)
-    if field.required and (value is None or (
-        value == "" and not flag_values[field.name].present)):
-      raise UserInputError(f"--{field.name} is required")
+    flag = flag_values[field.name]
+    if flag.using_default_value:  # this class's default, not another tool's
+      value = recipe.get(field.name) if field.recipe else None
+      if value is None and not field.required:
+        value = field.default
+      if field.required:
+        raise UserInputError(f"--{field.name} is required")
+    else:
+      value = flag.value
+      if field.choices and value not in field.choices:
+        raise UserInputError(f"--{field.name}={value} must be one of "
+                             f"{', '.join(field.choices)}")
     if isinstance(value, list):
       value = tuple(value)  # frozen settings hold tuples
     if value is not None or field.default is None:

@@ -255,6 +255,7 @@ def export_onnx(saved_model: str, output_file: str,
       signature, an unsupported opset or quantize value, an unwritable
       output file, an op tf2onnx cannot convert.
   """
-  options.check_onnx_request(saved_model, output_file, opset, quantize)
+  options.check_onnx_request(saved_model, output_file, opset, quantize,
+                             exit_loop=exit_loop)
   conversion = conversion or OnnxConversion(saved_model, opset, exit_loop)
   return conversion.write(output_file, quantize)

@@ -8,6 +8,7 @@ import dataclasses
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_common.settings_fields import setting
+from albert_tf import saved_model_inspection as inspection
 from albert_tf.exports import options as export_options
 from albert_tf.exports.options import EvalDataParams
 
@@ -47,15 +48,17 @@ class OnnxExportParams(EvalDataParams):
       "exit loop (an ONNX Loop, exit_layer per example) instead of the "
       "full-depth graph. ONNX Runtime ran the loop faster than full depth "
       "when it saved about a third of the layers or more, slower when it "
-      "saved fewer (docs/early-exit.md). Ignored by other exports.")
+      "saved fewer (docs/early-exit.md). Refused for an export without "
+      "an exit loop.")
 
 
 def check_onnx_request(saved_model: str, output_file: str, opset: int,
                        quantize: str, verify_seq_length: int = 128,
-                       eval_data: str = "") -> None:
+                       eval_data: str = "", exit_loop: bool = False) -> None:
   """Checks export_onnx's arguments before TensorFlow loads: the folder
   holds a SavedModel (not a preprocessor), --eval_data exists, --opset,
-  --quantize, --verify_seq_length, and the output file can be written.
+  --quantize, --verify_seq_length, --exit_loop only for an early-exit
+  export, and the output file can be written.
 
   Raises:
     UserInputError: naming the flag or path at fault.
@@ -70,6 +73,11 @@ def check_onnx_request(saved_model: str, output_file: str, opset: int,
   if quantize not in QUANTIZE_CHOICES:
     raise UserInputError(f"--quantize={quantize} must be one of "
                          f"{', '.join(QUANTIZE_CHOICES)}")
+  if exit_loop and not inspection.has_exit_loop(saved_model):
+    raise UserInputError(
+        f"--exit_loop: --saved_model={saved_model} has no exit loop (only "
+        "an export of run_classifier --early_exit has one); leave "
+        "--exit_loop out")
   if verify_seq_length < 3:
     raise UserInputError(
         f"--verify_seq_length={verify_seq_length} must be at least 3")

@@ -64,7 +64,7 @@ def export_and_report(saved_model: str, output_file: str,
     {metric: value}}, with eval_data).
   """
   options.check_onnx_request(saved_model, output_file, opset, quantize,
-                             verify_seq_length, eval_data)
+                             verify_seq_length, eval_data, exit_loop)
   conversion = OnnxConversion(saved_model, opset, exit_loop)
   description = conversion.write(output_file, quantize)
   try:

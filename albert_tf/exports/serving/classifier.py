@@ -51,6 +51,7 @@ from typing import Optional, Sequence, Tuple
 import tensorflow as tf
 import tf_keras
 
+from albert_common.run_constants import EXIT_THRESHOLD
 from albert_tf.exports import atomic_export
 from albert_tf.exports import token_ids
 from albert_tf.exports.bucketing import cut_to_bucket
@@ -70,7 +71,7 @@ class _ClassifierServing(tf.Module):
                length_buckets: Tuple[int, ...] = (),
                label_list: Optional[LabelList] = None,
                exit_patience: Optional[int] = None,
-               exit_threshold: float = 0.0):
+               exit_threshold: float = EXIT_THRESHOLD):
     super().__init__(name="classifier_serving")
     self.exit_patience = exit_patience
     self.exit_threshold = float(exit_threshold)
@@ -158,7 +159,7 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
                       length_buckets: Sequence[int] = (),
                       label_list: Optional[LabelList] = None,
                       exit_patience: Optional[int] = None,
-                      exit_threshold: float = 0.0) -> str:
+                      exit_threshold: float = EXIT_THRESHOLD) -> str:
   """Writes the serving SavedModel of a fine-tuned classifier.
 
   Args:

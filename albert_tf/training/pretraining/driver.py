@@ -11,6 +11,7 @@ Layout of `output_dir`:
   eval_results.json    the last evaluation's metrics
   data_stream.json     the training stream's seed (without --seed)
   input_record_counts.json  a cache of the input files' record counts
+  data_settings.json, continued_from.json  see pretraining.continuation
 Under `--strategy=multi_worker` only the chief writes there; the other
 workers write to `output_dir/.worker_<type>_<index>/`, removed at the end
 (output_dir.process_output_dir).
@@ -39,12 +40,12 @@ from albert_tf.training import mixed_precision
 from albert_tf.training import output_dir
 from albert_tf.training import runtime_params
 from albert_tf.training import seeds
+from albert_tf.training.pretraining import continuation
 from albert_tf.training.pretraining.params import PreparedPretraining
 from albert_tf.training.pretraining.params import PretrainingParams
 from albert_tf.training.pretraining.params import prepared
 from albert_tf.training.pretraining.runner import PretrainingRunner
 from albert_tf.training.strategy import create_strategy
-from albert_tf.training.warm_start import warm_start
 from data_pipeline.pretraining import reader as pretraining_input
 from data_pipeline.tasks import length_buckets
 
@@ -93,21 +94,6 @@ def _data_seed(params: PretrainingParams, chief: bool) -> int:
   return seed
 
 
-def _saved_optimizer_step(path: Optional[str]) -> int:
-  """The optimizer step saved in checkpoint `path` (0 for None)."""
-  if not path:
-    return 0
-  # A reader on the prefix: tf.train.load_checkpoint would first ask whether
-  # the prefix is a folder, which ram:// answers wrongly.
-  reader = tf.compat.v1.train.NewCheckpointReader(path)
-  names = [name for name in reader.get_variable_to_shape_map()
-           if re.fullmatch(r"optimizer/(.*/)?iter/\.ATTRIBUTES/VARIABLE_VALUE",
-                           name)]
-  if not names:
-    raise UserInputError(f"checkpoint {path} holds no optimizer step")
-  return int(reader.get_tensor(min(names, key=len)))
-
-
 @dataclasses.dataclass
 class PretrainingSetup:
   """Everything a run builds; `controller` resumes from output_dir."""
@@ -121,6 +107,7 @@ class PretrainingSetup:
   manager: tf.train.CheckpointManager
   controller: orbit.Controller
   write_dir: str
+  source: Optional[continuation.Source] = None
 
 
 def build_pretraining(run: Union[PretrainingParams, PreparedPretraining]
@@ -135,6 +122,8 @@ def build_pretraining(run: Union[PretrainingParams, PreparedPretraining]
   run = prepared(run)
   params, config = run.params, run.config
   _check_input_files(params)
+  # Read and checked before anything is written.
+  source = continuation.read_source(params, config)
   output_dir.prepare_output_dir(params.runtime.output_dir)
   if params.runtime.seed is not None:
     seeds.set_global_seeds(params.runtime.seed)
@@ -149,10 +138,16 @@ def build_pretraining(run: Union[PretrainingParams, PreparedPretraining]
   with strategy.scope():
     model, optimizer = _build_model_and_optimizer(params, config)
     manager = _checkpoint_manager(params, model, optimizer, write_dir,
-                                  chief_latest)
-  # The data stream starts where the checkpoint to be restored stopped.
-  start_step = (_saved_optimizer_step(manager.latest_checkpoint or chief_latest)
-                if params.resume_data_stream else 0)
+                                  chief_latest, source)
+  if chief and manager.latest_checkpoint is None:
+    continuation.record_start(params, source)
+  # The data stream starts where the checkpoint to be restored stopped (a
+  # continued run's stream at its own first step).
+  start_step = (continuation.saved_optimizer_step(
+      manager.latest_checkpoint or chief_latest) -
+                continuation.first_step(params.runtime.output_dir)
+                if params.resume_data_stream and (
+                    manager.latest_checkpoint or chief_latest) else 0)
   train_dataset, eval_dataset = _datasets(params, strategy, config, chief,
                                           write_dir, start_step)
   masked_tokens = params.train_batch_size * params.max_predictions_per_seq
@@ -176,7 +171,7 @@ def build_pretraining(run: Union[PretrainingParams, PreparedPretraining]
     # also makes later saves fall on multiples of save_checkpoints_steps.
     manager.save(checkpoint_number=int(optimizer.iterations.numpy()))
   return PretrainingSetup(params, config, strategy, model, optimizer, runner,
-                          manager, controller, write_dir)
+                          manager, controller, write_dir, source)
 
 
 def _check_input_files(params: PretrainingParams) -> None:
@@ -234,20 +229,27 @@ def _build_model_and_optimizer(params: PretrainingParams,
 
 
 def _checkpoint_manager(params: PretrainingParams, model, optimizer,
-                        write_dir: str, chief_latest: Optional[str]
+                        write_dir: str, chief_latest: Optional[str],
+                        source: Optional[continuation.Source]
                        ) -> tf.train.CheckpointManager:
   """Checkpoints of model + optimizer in `write_dir` every
   save_checkpoints_steps. When `write_dir` holds none, the run starts from
-  `chief_latest` (a worker's scratch), else from init_checkpoint's weights,
-  else from the initial weights. In the strategy's scope."""
+  `chief_latest` (a worker's scratch), else from `source` (the
+  init_checkpoint: continuation.start_from), else from the initial
+  weights. In the strategy's scope."""
   checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+  initialized = []
 
   def init_fn():
-    """Runs when write_dir holds no checkpoint."""
+    """Runs when write_dir holds no checkpoint; once (the preemption
+    handler's restore_or_initialize calls it before the controller's)."""
+    if initialized:
+      return
+    initialized.append(True)
     if chief_latest:
       checkpoint.restore(chief_latest)
-    elif params.init_checkpoint:
-      warm_start(model, params.init_checkpoint)
+    elif source is not None:
+      continuation.start_from(source, params, model, checkpoint)
 
   return tf.train.CheckpointManager(
       checkpoint, write_dir, max_to_keep=params.keep_checkpoint_max,
@@ -329,7 +331,7 @@ def finished_results(params: PretrainingParams) -> Optional[Dict[str, float]]:
   num_train_steps ({} without an eval_file), or None when there is training
   (or its final evaluation) left to do."""
   latest = tf.train.latest_checkpoint(params.runtime.output_dir)
-  if _saved_optimizer_step(latest) < params.num_train_steps:
+  if continuation.saved_optimizer_step(latest) < params.num_train_steps:
     return None
   path = file_io.join(params.runtime.output_dir, "eval_results.json")
   if not file_io.exists(path):
@@ -354,17 +356,32 @@ def run_pretraining(run: Union[PretrainingParams, PreparedPretraining]
     return done
   setup = build_pretraining(run)
   params = setup.params
+  if setup.source is not None and setup.runner.has_eval:
+    # A continued run evaluates its start, before any update: the source's
+    # own evaluation (docs/continued-pretraining.md).
+    _write_results(setup, _float_results(setup.controller.evaluate(
+        steps=params.max_eval_steps)))
   results = _train_and_evaluate(setup)
   step = int(setup.optimizer.iterations.numpy())
-  if setup.write_dir == params.runtime.output_dir:
-    if results:
-      output_dir.write_results(
-          file_io.join(params.runtime.output_dir, "eval_results.json"),
-          dict(results, step=step))
-  else:
+  _write_results(setup, results)
+  if setup.write_dir != params.runtime.output_dir:
     file_io.rmtree(setup.write_dir)
   logging.info("finished at step %d: %s", step, results)
   return results
+
+
+def _write_results(setup: PretrainingSetup, results: Dict[str, float]
+                  ) -> None:
+  """eval_results.json: the last evaluation's metrics and step (chief)."""
+  output = setup.params.runtime.output_dir
+  if results and setup.write_dir == output:
+    output_dir.write_results(
+        file_io.join(output, "eval_results.json"),
+        dict(results, step=int(setup.optimizer.iterations.numpy())))
+
+
+def _float_results(results) -> Dict[str, float]:
+  return {k: float(v) for k, v in (results or {}).items()}
 
 
 def _train_and_evaluate(setup: PretrainingSetup) -> Dict[str, float]:

@@ -44,7 +44,16 @@ class PretrainingParams(FlatConstructible):
       "", "Warm-start weights: our checkpoint (prefix or directory), a "
       "released google-research/albert TF1 checkpoint, Hugging Face "
       "model.safetensors (file or folder) or a Model Garden checkpoint. "
-      "Ignored when --output_dir already has one.")
+      "The encoder, the MLM head and the SOP head are restored when the "
+      "checkpoint has them. From our own run, its optimizer state and step "
+      "too (the schedule goes on: --num_train_steps counts from the "
+      "source's start), unless --restart_schedule. Ignored when "
+      "--output_dir already has a checkpoint.")
+  restart_schedule: bool = setting(
+      False, "With --init_checkpoint from our own run: take its weights "
+      "only, and start the learning-rate warm-up, LAMB's slots and the step "
+      "afresh from 0 (--num_train_steps counts this run's updates). Other "
+      "layouts hold no optimizer state and always start so.")
   train_batch_size: int = setting(
       4096, "Sequences per optimizer update over all replicas (computed in "
       "--gradient_accumulation_steps micro-batches).")

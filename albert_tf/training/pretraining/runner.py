@@ -65,10 +65,14 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
     self.clip_norm = clip_norm
     self.has_eval = eval_dataset is not None
     with strategy.scope():
+      # The dropout seed reads the step in the replica step: made here, not
+      # lazily inside the first traced step (a variable made in a replica
+      # context of MirroredStrategy broke that trace's initialising copy).
+      _ = optimizer.iterations
       self.train_metrics = PretrainingMetrics()
       self.eval_metrics = PretrainingMetrics()
       self.gradient_norm = tf_keras.metrics.Mean("gradient_norm")
-    self._forward_backward = tf.function(self._forward_backward_fn,
+    self.forward_backward = tf.function(self._forward_backward_fn,
                                          jit_compile=jit_compile)
     self._forward = tf.function(self._forward_fn, jit_compile=jit_compile)
     if train_dataset is not None:
@@ -117,7 +121,7 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
       grads = self._accumulated_gradients(batch, _global_mlm_weight(batch),
                                           seed, first_row)
     else:
-      grads, outputs, per_token = self._forward_backward(
+      grads, outputs, per_token = self.forward_backward(
           batch, _global_mlm_weight(batch), seed, first_row)
     norm = gradient_update.apply_clipped_gradients(
         self.optimizer, grads, self.model.trainable_variables,
@@ -135,7 +139,7 @@ class PretrainingRunner(orbit.StandardTrainer, orbit.StandardEvaluator):
       self.model(self._model_inputs(batch), training=False)
 
     def micro_step(micro, micro_first_row):
-      grads, outputs, per_token = self._forward_backward(
+      grads, outputs, per_token = self.forward_backward(
           micro, global_mlm_weight, seed, first_row + micro_first_row)
       self.train_metrics.update(micro, outputs, per_token)
       return grads, ()

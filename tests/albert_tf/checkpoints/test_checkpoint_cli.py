@@ -21,6 +21,10 @@ from albert_tf.networks.albert_encoder import AlbertEncoder
 
 _REPO = os.path.abspath(os.path.join(__file__, "../../../.."))
 
+# Seven tool processes (about 3 minutes on 2 cores); make test converts
+# in-process (test_checkpoint_conversion.py) and runs every tool's --help.
+pytestmark = pytest.mark.slow
+
 
 def _run(tool, *args):
   return subprocess.run([sys.executable, "-m", f"tools.{tool}", *args],

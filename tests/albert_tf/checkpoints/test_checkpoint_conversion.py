@@ -603,3 +603,31 @@ def test_spm_model_file_goes_with_every_output(tmp_path, spm_model,
   assert theirs("The quick brown fox jumps over the lazy dog.")[
       "input_ids"] == [tokenizer.cls_id] + tokenizer.encode(
           "The quick brown fox jumps over the lazy dog.") + [tokenizer.sep_id]
+
+
+def test_ours_with_and_without_dropout_read_into_each_other(
+    tmp_path, tiny_config, make_inputs):
+  """Dropout's random-generator state is no weight: a checkpoint of a
+  model trained without dropout loads into one with dropout (continued
+  pretraining of a dropout-free source) and the other way round."""
+  with_dropout = dataclasses.replace(tiny_config, hidden_dropout_prob=0.1,
+                                     attention_probs_dropout_prob=0.1)
+  inputs = make_inputs(2, 8)
+  inputs["masked_lm_positions"] = np.array([[1, 2], [3, 4]], np.int32)
+  for source_config, target_config in ((tiny_config, with_dropout),
+                                       (with_dropout, tiny_config)):
+    source = AlbertPretrainer(AlbertEncoder(source_config))
+    source(inputs, training=True)
+    rng = np.random.default_rng(1)
+    for v in source.trainable_variables:
+      v.assign(rng.normal(0.0, 0.2, size=v.shape).astype(np.float32))
+    path = str(tmp_path / f"p{source_config.hidden_dropout_prob}" / "ckpt")
+    tf.train.Checkpoint(model=source).write(path)
+    keys = [k for k, _ in tf.train.list_variables(path)]
+    assert any("/rng/_state_var/" in k for k in keys) == (
+        source_config is with_dropout)
+    target = AlbertPretrainer(AlbertEncoder(target_config))
+    target(inputs, training=True)
+    report = converter.load_weights_into(target, path)
+    assert not report.not_in_checkpoint
+    _assert_same_weights(source, target)

@@ -13,6 +13,7 @@ import tf_keras
 from albert_tf import AlbertConfig
 from albert_tf import AlbertEncoder
 from albert_tf import exports
+from albert_tf import saved_model_inspection
 from albert_tf.exports.serving import classifier as classifier_export
 from albert_tf.models import AlbertClassifier
 from albert_tf.models import AlbertEarlyExitClassifier
@@ -73,6 +74,8 @@ def test_signatures_exit_at_the_patience_and_say_where(early_model,
   signatures = early_export.signatures
   assert set(signatures) == {"serving_default", "token_ids", "early_exit",
                              "token_ids_full_depth", "token_ids_unbranched"}
+  # What export_onnx --exit_loop asks of a model, read without TensorFlow.
+  assert saved_model_inspection.has_exit_loop(early_export.export_dir)
   inputs = _ids(32, seed=1)
   got = signatures["token_ids"](**{k: tf.constant(v)
                                    for k, v in inputs.items()})
@@ -133,6 +136,15 @@ def test_without_early_exit_the_export_is_as_before(spm_model, tmp_path):
                                       SEQ)
   loaded = exports.load_saved_model(path)
   assert set(loaded.signatures) == {"serving_default", "token_ids"}
+  assert not saved_model_inspection.has_exit_loop(path)
+  from albert_common.errors import UserInputError
+  from albert_tf.exports.onnx import options as onnx_options
+  out = tmp_path / "onnx" / "m.onnx"
+  with pytest.raises(UserInputError, match=(
+      f"^--exit_loop: --saved_model={path} has no exit loop")):
+    onnx_options.check_onnx_request(path, str(out), 17, "none",
+                                    exit_loop=True)
+  assert not out.parent.exists()
   got = loaded.signatures["serving_default"](
       sentences=tf.constant(SENTENCES[:2]))
   assert set(got) == {"logits", "probabilities", "label_ids", "labels"}
@@ -154,35 +166,52 @@ def _analysis(path, capsys) -> str:
   return capsys.readouterr().out
 
 
-@pytest.mark.slow
-def test_litert_file_carries_the_loop(early_export, tmp_path, capsys):
-  """export_tflite converts the token-ids signature's unbranched loop
-  (token_ids_unbranched: a WHILE without IF, which LiteRT would prepare
-  again on each call): float32 gives the SavedModel's exit layers and
-  labels, logits to 1e-4;
-  dynamic int8 the same exits and labels on most examples (its weights
-  are rounded: a crafted model with large heads, logits differ by ~0.5)."""
+def _litert_against_the_saved_model(export, tmp_path, capsys, quantize,
+                                    batch):
+  """Converts the export (export_tflite: the token-ids signature's
+  unbranched loop) and returns the share of 32 examples with the
+  SavedModel's exit layer and label, and both outputs."""
   from albert_tf.exports.litert import converter
   from albert_tf.exports.litert.interpreter import LiteRTModel
   inputs = _ids(32, seed=3)
-  want = _saved_model_outputs(early_export, inputs)
-  path = early_export.export_dir
-  for quantize, batch in (("none", 8), ("none", 1), ("dynamic_int8", 8)):
-    out = str(tmp_path / f"model_{quantize}_{batch}.tflite")
-    converter.export_tflite(path, out, seq_length=SEQ, batch_size=batch,
-                            quantize=quantize)
-    model = LiteRTModel(open(out, "rb").read())
-    assert "WHILE" in model.op_names()
-    assert " IF(" not in _analysis(out, capsys)
-    got = model(inputs)
-    same_exit = np.mean(got["exit_layer"] == want["exit_layer"])
-    same_label = np.mean(got["logits"].argmax(-1) ==
-                         want["logits"].argmax(-1))
-    if quantize == "none":
-      assert same_exit == 1.0 and same_label == 1.0, (quantize, batch)
-      np.testing.assert_allclose(got["logits"], want["logits"], atol=1e-4)
-    else:
-      assert same_exit >= 0.8 and same_label >= 0.8, (same_exit, same_label)
+  want = _saved_model_outputs(export, inputs)
+  out = str(tmp_path / f"model_{quantize}_{batch}.tflite")
+  converter.export_tflite(export.export_dir, out, seq_length=SEQ,
+                          batch_size=batch, quantize=quantize)
+  model = LiteRTModel(open(out, "rb").read())
+  assert "WHILE" in model.op_names()
+  assert " IF(" not in _analysis(out, capsys)
+  got = model(inputs)
+  same_exit = np.mean(got["exit_layer"] == want["exit_layer"])
+  same_label = np.mean(got["logits"].argmax(-1) == want["logits"].argmax(-1))
+  return same_exit, same_label, got, want
+
+
+def test_litert_file_carries_the_loop(early_export, tmp_path, capsys):
+  """export_tflite converts the token-ids signature's unbranched loop
+  (token_ids_unbranched: a WHILE without IF, which LiteRT would prepare
+  again on each call): float32 at batch 8 gives the SavedModel's exit
+  layers and labels, logits to 1e-4."""
+  same_exit, same_label, got, want = _litert_against_the_saved_model(
+      early_export, tmp_path, capsys, "none", 8)
+  assert len(set(want["exit_layer"].tolist())) >= 2  # mixed exits
+  assert same_exit == 1.0 and same_label == 1.0
+  np.testing.assert_allclose(got["logits"], want["logits"], atol=1e-4)
+
+
+@pytest.mark.slow
+def test_litert_loop_at_batch_1_and_in_int8(early_export, tmp_path, capsys):
+  """The same file at batch 1 (float32: exits, labels, logits to 1e-4) and
+  dynamic int8 at batch 8: the same exits and labels on most examples
+  (its weights are rounded: a crafted model with large heads, logits
+  differ by ~0.5)."""
+  same_exit, same_label, got, want = _litert_against_the_saved_model(
+      early_export, tmp_path, capsys, "none", 1)
+  assert same_exit == 1.0 and same_label == 1.0
+  np.testing.assert_allclose(got["logits"], want["logits"], atol=1e-4)
+  same_exit, same_label, _, _ = _litert_against_the_saved_model(
+      early_export, tmp_path, capsys, "dynamic_int8", 8)
+  assert same_exit >= 0.8 and same_label >= 0.8, (same_exit, same_label)
 
 
 def test_onnx_loop_converts_and_the_file_is_full_depth(early_export,

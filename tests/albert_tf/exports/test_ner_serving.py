@@ -112,8 +112,9 @@ def _predict(model):
   return predict
 
 
-@pytest.mark.parametrize("vocabulary,scheme", [("sentencepiece", "IOB2"),
-                                               ("wordpiece", "IOBES")])
+@pytest.mark.parametrize("vocabulary,scheme", [
+    ("sentencepiece", "IOB2"),
+    pytest.param("wordpiece", "IOBES", marks=pytest.mark.slow)])
 def test_export_pipeline_spans_equal_python(spm_model, chinese_kit, tmp_path,
                                             vocabulary, scheme):
   """Windows (sentences longer than SEQ), max context, tags, entities and

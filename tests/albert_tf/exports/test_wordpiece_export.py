@@ -52,6 +52,7 @@ def exported(wordpiece_model):
   return export_dir
 
 
+@pytest.mark.slow  # a WordPiece export pipeline; make test keeps the CLI checks
 def test_assets_carry_the_vocab_file(exported):
   for part in ("encoder", "preprocessor"):
     assets = sorted(os.listdir(os.path.join(exported, part, "assets")))
@@ -61,6 +62,7 @@ def test_assets_carry_the_vocab_file(exported):
       "vocab_chinese.txt")
 
 
+@pytest.mark.slow  # a WordPiece export pipeline; make test keeps the CLI checks
 def test_preprocessor_ids_equal_python_on_every_line(exported, wordpiece_model,
                                                      multilingual_lines):
   python = wp.WordPieceTokenizer(wordpiece_model["vocab_file"])

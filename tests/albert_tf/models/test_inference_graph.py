@@ -40,8 +40,11 @@ def _max_difference(a, b):
 
 
 @pytest.mark.parametrize("share,groups,inner,act", [
-    ("all", 1, 1, "gelu"), ("all", 2, 2, "gelu_exact"),
-    ("attention", 1, 1, "relu"), ("ffn", 2, 1, "gelu_new")])
+    ("all", 1, 1, "gelu"),
+    # Groups and the partly shared layouts run in make test-all.
+    pytest.param("all", 2, 2, "gelu_exact", marks=pytest.mark.slow),
+    pytest.param("attention", 1, 1, "relu", marks=pytest.mark.slow),
+    pytest.param("ffn", 2, 1, "gelu_new", marks=pytest.mark.slow)])
 def test_inference_graph_gives_the_layers_outputs(share, groups, inner, act,
                                                   make_inputs):
   config = AlbertConfig(

@@ -183,10 +183,11 @@ def test_cli_json_plan():
     ("--gradient_accumulation_steps=0",
      "error: --gradient_accumulation_steps must be at least 1, got 0"),
     ("--gradient_accumulation_steps=3", "error: "
-     "--gradient_accumulation_steps=3 does not divide the per-replica batch "
-     "4096 (--train_batch_size=4096 over 1 replicas)"),
+     "--gradient_accumulation_steps=3 does not divide "
+     "--train_batch_size=4096 (micro-batches are equal slices of the "
+     "update's batch)"),
     ("--num_replicas=3", "error: --train_batch_size=4096 does not split over "
-     "--num_replicas=3"),
+     "3 replicas"),
 ])
 def test_cli_bad_plan_flags_are_one_line(flag, message):
   result = _summary(flag)

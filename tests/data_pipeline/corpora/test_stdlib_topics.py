@@ -4,10 +4,13 @@ import collections
 import csv
 import io
 
+import pytest
+
 from albert_common import file_io
 from data_pipeline.corpora import stdlib_topics
 
 
+@pytest.mark.slow  # the demo's whole corpus
 def test_records_split_by_file_and_capped(tmp_path):
   records = stdlib_topics.build_records(max_per_topic=120, dev_fraction=0.2)
   for split, cap in (("train", 120), ("dev", 30)):

@@ -118,6 +118,7 @@ def test_accuracy_by_level():
   assert result["accuracy_high"] == pytest.approx(2 / 3)
 
 
+@pytest.mark.slow  # a whole RACE run; make test keeps the reader's
 def test_race_end_to_end(race_dir, spm_model, tmp_path):
   config = tmp_path / "albert_config.json"
   AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,

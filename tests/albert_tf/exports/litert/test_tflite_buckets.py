@@ -97,6 +97,7 @@ def test_one_file_stores_the_weights_once(saved_models, tmp_path, quantize):
   assert sizes["three"] < 1.05 * sizes["one"], sizes
 
 
+@pytest.mark.slow  # the `files` conversions; make test: the report test
 def test_a_signature_per_bucket(files):
   path, description = files["classifier"]
   assert description["buckets"] == list(BUCKETS)
@@ -108,6 +109,7 @@ def test_a_signature_per_bucket(files):
   assert model.input_shapes["input_mask"] == (1, SEQ)
 
 
+@pytest.mark.slow  # the `files` conversions; make test: the report test
 @pytest.mark.parametrize("kind", ["encoder", "classifier", "squad"])
 def test_every_bucket_equals_the_full_length_at_real_positions(
     kind, files, saved_models):
@@ -131,6 +133,7 @@ def test_every_bucket_equals_the_full_length_at_real_positions(
                                    err_msg=f"{kind} {name} bucket {bucket}")
 
 
+@pytest.mark.slow  # the `files` conversions; make test: the report test
 def test_the_runner_calls_the_smallest_bucket_that_holds_a_request(files):
   path, description = files["classifier"]
   with open(path, "rb") as f:

@@ -61,6 +61,7 @@ def encoder_onnx(encoder_export):
   return converter.OnnxConversion(os.path.join(encoder_export, "encoder"))
 
 
+@pytest.mark.slow  # two more conversions; a hygiene check
 def test_conversion_keeps_the_callers_environment(encoder_export,
                                                   monkeypatch):
   """tf2onnx's log setting must not leak TF_CPP_MIN_LOG_LEVEL=2 into the
@@ -216,6 +217,9 @@ def test_bad_inputs_are_one_line(encoder_export, tmp_path):
     converter.export_onnx(encoder, out, opset=9)
   with pytest.raises(UserInputError, match=r"--quantize=int4 must be one"):
     converter.export_onnx(encoder, out, quantize="int4")
+  with pytest.raises(UserInputError, match=r"^--exit_loop: --saved_model="
+                     r".* has no exit loop"):
+    converter.export_onnx(encoder, out, exit_loop=True)
   blocker = tmp_path / "a_file"
   blocker.write_text("")
   with pytest.raises(UserInputError, match=r"cannot be written"):

@@ -84,6 +84,16 @@ def test_flag_checks():
        "--exit_threshold is for regression"),
       ("classification", dict(exit_patience="2"),
        "--exit_patience needs --early_exit"),
+      # Every value alike, the defaults' included.
+      ("classification", dict(exit_patience="auto"),
+       "--exit_patience needs --early_exit"),
+      ("classification", dict(exit_tolerance=0.5),
+       "--exit_tolerance needs --early_exit"),
+      ("regression", dict(exit_threshold=0.1),
+       "--exit_threshold needs --early_exit"),
+      ("classification", dict(early_exit=True, exit_patience="2",
+                              exit_tolerance=1.0),
+       "--exit_tolerance is for --exit_patience=auto"),
   ]
   for task_type, values, message in cases:
     with pytest.raises(UserInputError, match=message):
@@ -92,12 +102,50 @@ def test_flag_checks():
   on = EarlyExitOptions.from_flat(early_exit=True)
   shared = AlbertConfig(vocab_size=10, num_hidden_layers=4)
   early_exit.check_model(on, "", shared)
+  # Patience 3 can still exit at the 4th application; 4 never exits.
+  early_exit.check_model(EarlyExitOptions.from_flat(
+      early_exit=True, exit_patience="3"), "", shared)
+  for patience in ("4", "12"):
+    with pytest.raises(UserInputError, match=(
+        f"^--exit_patience={patience} never exits: the model applies its "
+        "layer num_hidden_layers=4 times, so a patience must be below 4")):
+      early_exit.check_model(EarlyExitOptions.from_flat(
+          early_exit=True, exit_patience=patience), "", shared)
   with pytest.raises(UserInputError, match="not --init_savedmodel"):
     early_exit.check_model(on, "exported/encoder", shared)
   for changes in (dict(share_parameters="ffn"), dict(num_hidden_groups=2)):
     config = AlbertConfig(vocab_size=10, num_hidden_layers=4, **changes)
-    with pytest.raises(UserInputError, match="needs share_parameters=all"):
+    with pytest.raises(UserInputError, match=(
+        "^--early_exit: early exit loops over one shared layer: it needs "
+        "share_parameters='all' and num_hidden_groups=1")):
       early_exit.check_model(on, "", config)
+
+
+def test_one_regression_threshold_everywhere():
+  """The library's default is the tool's (0.0 never exited): a prediction
+  drifting by 0.05 per application exits at patience 2 by default."""
+  import inspect
+
+  from albert_tf.exports.serving import classifier as serving
+  from albert_tf.models.albert_early_exit_classifier import (
+    AlbertEarlyExitClassifier,
+  )
+  from albert_tf.networks import early_exit_encoder
+  unset = early_exit.threshold(EarlyExitOptions(early_exit=True))
+  assert unset == 0.1
+  all_logits = (np.arange(6) * 0.05).reshape(1, 6, 1)  # (N, L, 1)
+  _, layers = early_exit.exit_at(all_logits, 2, regression=True)
+  assert layers.tolist() == [3]
+  table = early_exit.exit_table(all_logits, lambda x: {"m": 0.0}, "m",
+                                regression=True)
+  assert [row["mean_exit_layer"] for row in table] == [6, 2, 3, 4, 5, 6]
+  for function, name in ((early_exit.exit_at, "threshold"),
+                         (early_exit.exit_table, "threshold"),
+                         (early_exit_encoder.early_exit, "threshold"),
+                         (AlbertEarlyExitClassifier.early_exit, "threshold"),
+                         (serving.export_classifier, "exit_threshold")):
+    default = inspect.signature(function).parameters[name].default
+    assert default == unset, function.__qualname__
 
 
 def _run_tool(tool, *args):
@@ -146,6 +194,10 @@ def test_command_line_bad_input_is_one_line(files, tmp_path, capsys):
   cases = {
       "negative patience": (("--early_exit", "--exit_patience=-2"),
                             "^error: --exit_patience must be >= 0"),
+      "patience at depth": (("--early_exit", "--exit_patience=4"),
+                            "^error: --exit_patience=4 never exits"),
+      "tolerance alone": (("--exit_tolerance=0.5",),
+                          "^error: --exit_tolerance needs --early_exit"),
       "threshold, classification": (
           ("--early_exit", "--exit_threshold=0.3", "--task_type="
            "classification"), "^error: --exit_threshold is for regression"),

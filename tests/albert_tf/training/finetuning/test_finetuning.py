@@ -105,6 +105,7 @@ def test_trains_keeps_best_and_resumes(tmp_path):
     np.testing.assert_array_equal(a, b.numpy())
 
 
+@pytest.mark.slow  # make test: test_trains_keeps_best_and_resumes
 def test_best_checkpoint_follows_main_metric(tmp_path):
   _, config_file = _config(tmp_path)
   scores = iter([0.5, 0.9, 0.7])
@@ -122,6 +123,7 @@ def test_best_checkpoint_follows_main_metric(tmp_path):
                                 saved)
 
 
+@pytest.mark.slow  # a thread regression check
 def test_fit_and_predict_iterate_without_the_autotune_thread(tmp_path):
   """The runner hands Keras datasets with tf.data's autotuner off: its
   thread's teardown can add up to a call's own time at the end of every

@@ -80,6 +80,7 @@ def english(tmp_path_factory, spm_model):
               test_sentences=test_sentences)
 
 
+@pytest.mark.slow  # a whole NER run; make test's are test_ner_runs.py's
 def test_english_conll_learns(english):
   results, out = english["results"], english["params"].runtime.output_dir
   print({k: round(v, 4) for k, v in results.items() if "_" not in k})
@@ -96,6 +97,7 @@ def test_english_conll_learns(english):
     assert os.path.isdir(os.path.join(out, name)), name
 
 
+@pytest.mark.slow  # a whole NER run; make test's are test_ner_runs.py's
 def test_reported_f1_is_seqevals_on_the_predictions_file(english):
   options, out = english["options"], english["params"].runtime.output_dir
   gold = ner_files.read_ner_file(options.dev_file)
@@ -111,6 +113,7 @@ def test_reported_f1_is_seqevals_on_the_predictions_file(english):
   assert english["results"]["f1"] == pytest.approx(f1, abs=1e-12)
 
 
+@pytest.mark.slow  # a whole NER run; make test's are test_ner_runs.py's
 def test_unlabeled_test_file_gets_one_tag_per_word(english):
   out = english["params"].runtime.output_dir
   with open(os.path.join(out, "test_predictions.txt"),
@@ -157,6 +160,7 @@ def _assert_export_equals_python(setup, texts, min_entities):
   return served
 
 
+@pytest.mark.slow  # a whole NER run; make test's are test_ner_runs.py's
 def test_export_spans_are_the_python_predictions(english):
   dev = ner_files.read_ner_file(english["options"].dev_file)
   texts = [" ".join(s.words) for s in dev.sentences[:30]] + TRICKY

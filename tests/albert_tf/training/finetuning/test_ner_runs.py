@@ -93,6 +93,7 @@ def test_resumed_run_ends_with_the_uninterrupted_weights(setup, spm_model):
   _assert_same_weights(whole.runtime.output_dir, out)
 
 
+@pytest.mark.slow  # make test: test_finetuning's
 def test_warm_start_from_a_pretraining_checkpoint(setup, spm_model):
   config = AlbertConfig.from_json_file(setup["config"])
   pretrainer = AlbertPretrainer(AlbertEncoder(config))

@@ -131,7 +131,8 @@ def test_chinese_squad_learns_and_exports(zh_squad, tmp_path):
       assert text[start:end] == answer
 
 
-@pytest.mark.parametrize("do_lower_case", [True, False])
+@pytest.mark.parametrize("do_lower_case", [
+    pytest.param(True, marks=pytest.mark.slow), False])  # one in make test
 def test_in_graph_offsets_equal_python(multilingual_lines, wordpiece_kit,
                                        do_lower_case):
   from albert_tf.exports.serving.squad_serving_wordpiece import (

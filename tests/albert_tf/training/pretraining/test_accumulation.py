@@ -106,7 +106,8 @@ def test_accumulated_gradient_equals_the_whole_batch():
   assert gap > 1e-3
 
 
-@pytest.mark.parametrize("name", ["lamb", "adamw"])
+@pytest.mark.parametrize("name", [
+    "lamb", pytest.param("adamw", marks=pytest.mark.slow)])  # LAMB: make test
 def test_three_updates_equal_the_whole_batch(name):
   """Clipping (norm 0.05 is below every step's), weight decay with its
   exclusions, a warmup of 2 steps and dropout 0.1: after 3 updates K=4
@@ -187,6 +188,7 @@ def test_steps_must_divide_the_per_replica_batch():
     check_accumulation(runtime, 12, 2)
 
 
+@pytest.mark.slow  # make test: the whole-batch test above
 def test_length_bucketed_batches_accumulate_exactly():
   """--length_buckets: the step is traced with an unknown sequence length
   (a batch of 32 tokens, then one of 16); the slices keep it dynamic."""
