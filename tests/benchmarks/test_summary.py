@@ -190,19 +190,19 @@ def test_the_command_writes_the_table_and_the_charts(tmp_path):
 def test_data_creation_writes_its_row_only_from_a_large_local_run():
   from benchmarks.data import creation
   rates = {("local", 1): 25261.0, ("local", 2): 44407.0}
-  (row,) = creation.figures(rates, "python -m benchmarks.data.creation", 16,
-                            "")
+  official = {"rate": 985.0}
+  (row,) = creation.figures(rates, "python -m benchmarks.data.creation",
+                            creation.MIN_COPIES, "", official)
   assert row["ceiling"]["value"] == 50522 and row["reached"] == 44407
   assert f"{summary.share(row):.0%}" == "88%"
   assert f"{summary.ratio(row):.2f}x" == "25.65x"
-  assert creation.figures(rates, "x", 4, "") == []  # a small corpus
-  assert creation.figures(rates, "x", 16, "2") == []  # with Beam
-  assert creation.figures({("local", 1): 1.0}, "x", 16, "") == []
+  assert "peer_run" not in row  # the official script ran in this run
+  small = creation.MIN_COPIES - 1
+  assert creation.figures(rates, "x", small, "", official) == []
+  assert creation.figures(rates, "x", 16, "2", official) == []  # with Beam
+  assert creation.figures({("local", 1): 1.0}, "x", 16, "", official) == []
 
 
-@pytest.mark.xfail(
-    strict=True, raises=summary.FiguresError, reason="pretraining.step writes"
-    " no 'contender' until the harnesses' branch is merged; then remove this")
 def test_pretraining_step_write_feeds_the_first_table(tmp_path, monkeypatch):
   """step --write: its section under Pretraining, the chart, and a row the
   summary reads, from the run's numbers (fabricated here)."""
