@@ -3,12 +3,12 @@
 A leading underscore says "this module's business": another module that
 imports `_name`, calls `module._name(...)` or reads `SomeClass._name` ties
 itself to what its owner may change freely. Read from every module's syntax
-tree (imports inside functions included) over our packages and
-benchmarks/: a name bound to one of our modules, or to a class or
-function imported from one, must not be followed by a private attribute.
-An object's private attribute is found by name: `obj._x` (obj not `self`
-or `cls`) where `_x` is defined by another of our modules (a def, or an assignment to `self._x`) and not by
-this one.
+tree (imports inside functions included) over our packages and benchmarks/:
+a name bound to one of our modules, or to a class or function imported from
+one, must not be followed by a private attribute. An object's private
+attribute is found by name: `obj._x` (obj not `self` or `cls`) where `_x` is
+defined by another of our modules (a def, or an assignment to `self._x`) and
+not by this one.
 """
 
 import ast
