@@ -63,11 +63,14 @@ class AlbertEncoder(tf_keras.Model):
   This skips most of a layer's work: for ALBERT-base at sequence 128 with
   20 predictions, about 70% of one of the 12 layers.
 
-  Not training (training False or None) in float32, the encoder runs the
-  same computation on the same variables with fewer, larger ops
-  (networks/layer_loop.py): what serving signatures, `predict` and a
-  reloaded SavedModel called with training=False run; `fused_inference=
-  False` keeps the layers' ops there too (the outputs agree to 1e-5).
+  Every path runs one block arithmetic (layers/shared_block.py): the
+  Keras graph's sublayers call it, and `call` runs the one loop over the
+  applications (networks/layer_loop.py) when not training in float32
+  (serving signatures, `predict`, a reloaded SavedModel called with
+  training=False: no Keras graph, one mask bias, 2-D rows throughout),
+  when training with dropout or recomputation, and with
+  `output_positions`. `fused_inference=False` keeps the Keras graph when
+  not training (the outputs agree to 1e-5).
 
   Packed rows (several examples a row, data_pipeline.tasks.packing) run on
   the same path: `input_mask` may then be an attention mask int32
