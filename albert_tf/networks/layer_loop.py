@@ -66,7 +66,7 @@ def is_training(training) -> bool:
 def is_packed(inputs) -> bool:
   """Packed rows: positions given, or a [batch, seq, seq] attention mask."""
   return isinstance(inputs, dict) and (
-      INPUT_POSITIONS in inputs or inputs[INPUT_MASK].shape.rank == 3)
+      INPUT_POSITIONS in inputs or len(inputs[INPUT_MASK].shape) == 3)
 
 
 def serves(encoder, training, inputs) -> bool:
