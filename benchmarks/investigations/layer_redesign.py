@@ -64,6 +64,11 @@ def import_before(before_dir: str):
     old_classifier = importlib.import_module(
         "albert_tf.models.albert_early_exit_classifier")
     old_pretrainer = importlib.import_module("albert_tf.models")
+    # albert_tf's public names load lazily: resolve them while the old
+    # modules are the ones in sys.modules.
+    for name in ("AlbertConfig", "AlbertEncoder"):
+      setattr(old, name, getattr(old, name))
+    old_pretrainer.AlbertPretrainer = old_pretrainer.AlbertPretrainer
   finally:
     sys.path.remove(before_dir)
     for name in [k for k in sys.modules if _ours(k)]:
