@@ -19,11 +19,13 @@ layers reshape [batch, seq, H] to rows on the way in and back on the way
 out (free: reshapes of a contiguous tensor).
 
 Numerics as the official model: the scale on the query, softmax and
-LayerNorm (epsilon 1e-12) in float32, tanh GELU as `tf.nn.gelu(approximate
-=True)` (the form grappler fuses into the MatMul). Under mixed precision a
-sublayer casts its input and its variables to its compute dtype, as
-tf_keras does for a layer's first argument and its AutoCastVariables, and
-the residual is added in that dtype before the float32 LayerNorm.
+LayerNorm (epsilon 1e-12) in float32, tanh GELU (serving: as
+`tf.nn.gelu(approximate=True)`, the form grappler fuses into the MatMul;
+else as activations.gelu_tanh, which keeps less for the backward pass).
+Under mixed precision a sublayer casts its input and its variables to its
+compute dtype, as tf_keras does for a layer's first argument and its
+AutoCastVariables, and the residual is added in that dtype before the
+float32 LayerNorm.
 
 Dropout (training only) calls the sublayers' CheckpointedDropout layers in
 a fixed order per block (attention probabilities, attention output,
@@ -191,15 +193,21 @@ class FeedForward:
 
   Args:
     sublayer: a built FeedForwardSublayer.
+    serving: the serving form's tanh GELU, `tf.nn.gelu(approximate=True)`
+      (grappler fuses it into the MatMul); else the activation's own form
+      (activations.gelu_tanh, x * sigmoid(...): a gradient through it keeps
+      one [rows, I] tensor less per block than through tf.nn.gelu's, which
+      tests/albert_tf/models/test_memory_plan_tensors.py measures). The
+      same function (equal to float32 rounding).
   """
 
-  def __init__(self, sublayer):
+  def __init__(self, sublayer, serving: bool = False):
     self.sublayer = sublayer
     self.dtype = tf.as_dtype(sublayer.compute_dtype)
     activation = activations.get_activation(sublayer.hidden_act)
     self.activation = (
         (lambda h: tf.nn.gelu(h, approximate=True))
-        if activation is activations.gelu_tanh else activation)
+        if serving and activation is activations.gelu_tanh else activation)
 
   def __call__(self, rows, batch, length, training=None):
     """rows [batch * length, H] -> [batch * length, H] float32."""

@@ -117,19 +117,22 @@ class _Layer:
   def at_cls(self, x, mask_bias):
     rows, batch, seq = self._rows(x)
     for block in self.blocks[:-1]:
-      rows, _ = layer_loop.apply_block(block, rows, batch, seq, mask_bias)
+      rows, _ = layer_loop.apply_block(block, rows, batch, seq, mask_bias,
+                                        serving=True)
     attention = shared_block.Attention(self.blocks[-1][0])
     key, value = attention.keys_values(rows, batch, seq)  # (b, S, H)
     first = tf.reshape(rows, [batch, seq, self.hidden])[:, 0, :]  # (b, H)
     cls = attention.attend(first, key, value, mask_bias, batch, 1)
-    cls = shared_block.FeedForward(self.blocks[-1][1])(cls, batch, 1)
+    cls = shared_block.FeedForward(self.blocks[-1][1], serving=True)(
+        cls, batch, 1)
     return cls, (rows, key, value)
 
   def __call__(self, x, mask_bias):
     """The whole application [b, seq, H]."""
     rows, batch, seq = self._rows(x)
     for block in self.blocks:
-      rows, _ = layer_loop.apply_block(block, rows, batch, seq, mask_bias)
+      rows, _ = layer_loop.apply_block(block, rows, batch, seq, mask_bias,
+                                        serving=True)
     return tf.reshape(rows, [batch, seq, self.hidden])
 
   def rest(self, carry, mask_bias, keep):
@@ -143,7 +146,7 @@ class _Layer:
     attention, ffn = self.blocks[-1]
     rows = shared_block.Attention(attention).attend(
         rows, key, value, mask_bias, batch, seq)
-    rows = shared_block.FeedForward(ffn)(rows, batch, seq)
+    rows = shared_block.FeedForward(ffn, serving=True)(rows, batch, seq)
     return tf.reshape(rows, [batch, seq, self.hidden]), mask_bias
 
 

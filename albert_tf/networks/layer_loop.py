@@ -126,6 +126,7 @@ def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
   x = _embedding_rows(encoder, inputs, training)  # (B*S, H)
   bias = shared_block.mask_bias(inputs[INPUT_MASK])  # (B, 1, 1|S, S)
   recompute = encoder.recompute_layers and is_training(training)
+  serving = serves(encoder, training, inputs)
   all_blocks = blocks(encoder)
   per_layer = encoder.config.inner_group_num
   encoder_outputs, probs = [], []
@@ -137,7 +138,7 @@ def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
       if bias.shape[2] != 1:  # the queries' rows of a packed mask
         bias = tf.gather(bias, query_rows, axis=2, batch_dims=1)
     x, p = apply_block(block, x, batch, seq, bias, training, recompute,
-                       query_rows, attention_probs)
+                       query_rows, attention_probs, serving)
     probs.append(p)
     if (index + 1) % per_layer == 0 and query_rows is None:
       encoder_outputs.append(tf.reshape(x, [batch, seq, hidden]))
@@ -156,12 +157,13 @@ def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
 
 
 def apply_block(block, x, batch, seq, bias, training=None, recompute=False,
-                query_rows=None, with_probs=False):
+                query_rows=None, with_probs=False, serving=False):
   """One block (attention then feed-forward) on rows x [batch * seq, H]:
   rows [batch * T, H] float32 (T = seq or query_rows' [batch, T]), and the
-  attention probabilities (None unless `with_probs`)."""
+  attention probabilities (None unless `with_probs`). `serving`: the
+  serving form's GELU (shared_block.FeedForward)."""
   attention = shared_block.Attention(block[0])
-  ffn = shared_block.FeedForward(block[1])
+  ffn = shared_block.FeedForward(block[1], serving)
   seed = _block_seed(block) if is_training(training) else None
 
   def forward(x):
