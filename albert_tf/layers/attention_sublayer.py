@@ -1,8 +1,10 @@
-"""The attention half of an ALBERT transformer block (post-LN)."""
+"""The attention half of an ALBERT transformer block (post-LN): its
+variables; its arithmetic is layers/shared_block.py's."""
 
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.layers import shared_block
 from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
 from albert_tf.layers.float32_softmax_attention import Float32SoftmaxAttention
 
@@ -52,18 +54,32 @@ class AttentionSublayer(tf_keras.layers.Layer):
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=1e-12, dtype="float32", name="layer_norm")
 
+  def build(self, input_shape):
+    """Creates the variables MultiHeadAttention and LayerNormalization
+    create on a first call, under the same names (checkpoints and
+    SavedModels of before load): `call` reads them, it does not call
+    those layers."""
+    shape = tf.TensorShape(input_shape)
+    with tf.name_scope(self.attention.name):
+      self.attention.build_projections(shape)
+    with tf.name_scope(self.layer_norm.name):
+      self.layer_norm.build(shape)
+    super().build(input_shape)
+
   def call(self, x, input_mask, query=None, training=None):
-    # Keras casts only the first argument to the compute dtype.
-    query = x if query is None else tf.cast(query, x.dtype)
-    attention_mask = tf.cast(input_mask, tf.bool)
-    if attention_mask.shape.rank == 2:
-      # Every query attends to the non-padding keys: (B, 1, S) broadcasts
-      # over the query axis without building a (B, T, S) mask.
-      attention_mask = attention_mask[:, tf.newaxis, :]
-    y = self.attention(query, x, attention_mask=attention_mask,
-                       training=training)
-    y = self.dropout(y, training=training)
-    return self.layer_norm(query + y)
+    shape = tf.shape(x)
+    batch, seq = shape[0], shape[1]
+    block = shared_block.Attention(self)
+    rows = tf.reshape(x, [-1, self.hidden_size])  # (B*S, H)
+    bias = shared_block.mask_bias(input_mask)  # (B, 1, 1|T, S)
+    if query is None:
+      return tf.reshape(block(rows, batch, seq, bias, training=training),
+                        shape)
+    length = tf.shape(query)[1]
+    key, value = block.keys_values(rows, batch, seq)
+    y = block.attend(tf.reshape(query, [-1, self.hidden_size]), key, value,
+                     bias, batch, length, training)
+    return tf.reshape(y, [batch, length, self.hidden_size])
 
   def get_config(self):
     config = super().get_config()

@@ -26,7 +26,7 @@ def seeded(seed, first_row=None, num_rows=None):
   The k-th dropout call (rate > 0) inside the scope draws its mask from
   `fold_in(seed, k)`: running the same code again under the same seed draws
   the same masks, as a recomputed forward pass must
-  (networks/training_graph.py). Row r of a mask depends only on that seed
+  (networks/layer_loop.py). Row r of a mask depends only on that seed
   and the row's position `first_row + r` (in examples; a tensor with n rows
   per example, e.g. [batch * choices, ...], counts n per example), so an
   update cut into micro-batches or replicas draws each example's mask of

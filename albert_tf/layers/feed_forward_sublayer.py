@@ -1,7 +1,10 @@
-"""The feed-forward half of an ALBERT transformer block (post-LN)."""
+"""The feed-forward half of an ALBERT transformer block (post-LN): its
+variables; its arithmetic is layers/shared_block.py's."""
 
+import tensorflow as tf
 import tf_keras
 
+from albert_tf.layers import shared_block
 from albert_tf.layers.activations import get_activation
 from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
 
@@ -37,7 +40,7 @@ class FeedForwardSublayer(tf_keras.layers.Layer):
     def init():
       return tf_keras.initializers.TruncatedNormal(stddev=initializer_range)
 
-    # Dense on [B, S, H] is one 2-D MatMul over B*S rows (tensordot), whose
+    # Dense kernels [H, I] and [I, H]: 2-D MatMuls over B*S rows, whose
     # gradients oneDNN runs at matmul speed; the equivalent EinsumDense's
     # backward was 1.5x slower here (benchmarks/BENCHMARKS.md).
     self.intermediate = tf_keras.layers.Dense(
@@ -51,11 +54,22 @@ class FeedForwardSublayer(tf_keras.layers.Layer):
     self.layer_norm = tf_keras.layers.LayerNormalization(
         epsilon=1e-12, dtype="float32", name="layer_norm")
 
+  def build(self, input_shape):
+    """Creates the Dense and LayerNormalization variables under the names
+    their first call gives them; `call` reads them (shared_block)."""
+    shape = tf.TensorShape(input_shape)
+    for layer, width in ((self.intermediate, shape[-1]),
+                         (self.output_dense, self.intermediate_size),
+                         (self.layer_norm, shape[-1])):
+      with tf.name_scope(layer.name):
+        layer.build(shape[:-1].concatenate([width]))
+    super().build(input_shape)
+
   def call(self, x, training=None):
-    y = self.intermediate(x)  # (B, S, I)
-    y = self.output_dense(y)  # (B, S, H)
-    y = self.dropout(y, training=training)
-    return self.layer_norm(x + y)
+    shape = tf.shape(x)
+    rows = tf.reshape(x, [-1, self.hidden_size])  # (B*S, H)
+    y = shared_block.FeedForward(self)(rows, shape[0], shape[1], training)
+    return tf.reshape(y, shape)
 
   def get_config(self):
     config = super().get_config()

@@ -5,6 +5,7 @@ import math
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.layers import shared_block
 from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
 from albert_tf.layers.matmul_einsum_dense import MatMulEinsumDense
 
@@ -41,6 +42,25 @@ class Float32SoftmaxAttention(tf_keras.layers.MultiHeadAttention):
       setattr(self, name,
               MatMulEinsumDense.from_config(einsum_dense.get_config()))
 
+  def build_projections(self, query_shape):
+    """Creates the projections' variables for queries, keys and values of
+    `query_shape` [batch, seq, H] as a first call would, under the same
+    names (the caller opens this layer's name scope): for layers that
+    read them (shared_block) without calling this one."""
+    if not self._built_from_signature:
+      self._build_from_signature(query_shape, query_shape)
+    inner = query_shape[:-1].concatenate([self._num_heads, self._key_dim])
+    for layer, shape in zip(self.projections,
+                            [query_shape] * 3 + [inner]):
+      with tf.name_scope(layer.name):
+        layer.build(shape)
+    self.built = True
+
+  @property
+  def probs_dropout(self):
+    """The CheckpointedDropout on the attention probabilities."""
+    return self._dropout_layer
+
   @property
   def projections(self):
     """The query, key, value and output MatMulEinsumDense layers (once
@@ -64,11 +84,11 @@ class Float32SoftmaxAttention(tf_keras.layers.MultiHeadAttention):
     query = tf.multiply(query, 1.0 / math.sqrt(float(self._key_dim)))
     query, key, value = (tf.transpose(t, [0, 2, 1, 3])  # (B, N, T|S, D)
                          for t in (query, key, value))
-    scores = self._masked_softmax(
-        tf.matmul(query, key, transpose_b=True), attention_mask)  # (B,N,T,S)
-    dropped = self._dropout_layer(scores, training=training)
-    output = tf.transpose(tf.matmul(dropped, value), [0, 2, 1, 3])  # (B,T,N,D)
-    return output, scores
+    bias = 0.0 if attention_mask is None else shared_block.mask_bias(
+        attention_mask)  # (B, 1, T|1, S)
+    context, probs = shared_block.attention_context(
+        query, key, value, bias, self._dropout_layer, training)
+    return tf.transpose(context, [0, 2, 1, 3]), probs  # (B, T, N, D)
 
   def _masked_softmax(self, attention_scores, attention_mask=None):
     probs = super()._masked_softmax(tf.cast(attention_scores, tf.float32),

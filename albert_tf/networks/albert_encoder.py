@@ -16,8 +16,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.layers.albert_embeddings import AlbertEmbeddings
 from albert_tf.layers.attention_sublayer import AttentionSublayer
 from albert_tf.layers.feed_forward_sublayer import FeedForwardSublayer
-from albert_tf.networks import inference_graph
-from albert_tf.networks import training_graph
+from albert_tf.networks import layer_loop
 
 
 @tf_keras.utils.register_keras_serializable(package="albert_tf")
@@ -42,7 +41,7 @@ class AlbertEncoder(tf_keras.Model):
     fused_inference: bool, run the inference graph when not training (see
       below); False: the layers' ops always.
     recompute_layers: bool, when training, keep only each block's input for
-      the backward pass and recompute the rest (networks/training_graph.py):
+      the backward pass and recompute the rest (networks/layer_loop.py):
       the same gradients for less memory and about one more forward pass.
       Not a key of albert_config.json.
 
@@ -64,11 +63,14 @@ class AlbertEncoder(tf_keras.Model):
   This skips most of a layer's work: for ALBERT-base at sequence 128 with
   20 predictions, about 70% of one of the 12 layers.
 
-  Not training (training False or None) in float32, the encoder runs the
-  same computation on the same variables with fewer, larger ops
-  (networks/inference_graph.py): what serving signatures, `predict` and a
-  reloaded SavedModel called with training=False run; `fused_inference=
-  False` keeps the layers' ops there too (the outputs agree to 1e-5).
+  Every path runs one block arithmetic (layers/shared_block.py): the
+  Keras graph's sublayers call it, and `call` runs the one loop over the
+  applications (networks/layer_loop.py) when not training in float32
+  (serving signatures, `predict`, a reloaded SavedModel called with
+  training=False: no Keras graph, one mask bias, 2-D rows throughout),
+  when training with dropout or recomputation, and with
+  `output_positions`. `fused_inference=False` keeps the Keras graph when
+  not training (the outputs agree to 1e-5).
 
   Packed rows (several examples a row, data_pipeline.tasks.packing) run on
   the same path: `input_mask` may then be an attention mask int32
@@ -173,26 +175,12 @@ class AlbertEncoder(tf_keras.Model):
     self.recompute_layers = recompute_layers
 
   def call(self, inputs, training=None, mask=None, output_positions=None):
-    if (self.fused_inference and inference_graph.applies(self, training)
-        and not _is_packed(inputs)):
-      _check_length(inputs[INPUT_WORD_IDS], self.config)
-      return inference_graph.outputs(self, self._blocks(), inputs,
-                                     output_positions)
-    if output_positions is None and not training_graph.applies(self,
-                                                               training):
+    if output_positions is None and not layer_loop.replaces_keras_graph(
+        self, training, inputs):
       return super().call(inputs, training=training, mask=mask)
-    # Dropout seeds per block, recomputation, or the last block at
-    # output_positions only.
-    return training_graph.outputs(self, self._blocks(), inputs,
-                                  output_positions, training)
-
-  def _blocks(self):
-    """Per block in order, its (AttentionSublayer, FeedForwardSublayer)."""
-    return [
-        block for attention, ffn in zip(
-            _sublayers_by_layer(self.config, "attention", self.get_layer),
-            _sublayers_by_layer(self.config, "ffn", self.get_layer))
-        for block in zip(attention, ffn)]
+    # Serving, dropout seeds per block, recomputation, or the last block
+    # at output_positions only: the one loop over the shared block.
+    return layer_loop.run(self, inputs, training, output_positions)
 
   def get_embedding_table(self) -> tf.Variable:
     """The word-embedding table [V, E]."""
@@ -221,22 +209,6 @@ def pooled_output(encoder, inputs: Dict[str, tf.Tensor], training=None):
   else:
     outputs = encoder(inputs, training=training)
   return outputs["pooled_output"]
-
-
-def _is_packed(inputs) -> bool:
-  """Packed rows (positions given, a [batch, seq, seq] mask): the layers'
-  path, which the inference graph does not reproduce."""
-  return isinstance(inputs, dict) and (
-      INPUT_POSITIONS in inputs or inputs[INPUT_MASK].shape.rank == 3)
-
-
-def _check_length(word_ids, config: AlbertConfig) -> None:
-  """The embedding layer's check of a static sequence length."""
-  seq_length = word_ids.shape[1]
-  if seq_length is not None and seq_length > config.max_position_embeddings:
-    raise ValueError(
-        f"sequence length {seq_length} exceeds max_position_embeddings "
-        f"({config.max_position_embeddings})")
 
 
 def packed_pooled_output(encoder, features: Dict[str, tf.Tensor],

@@ -30,7 +30,12 @@ same exits, the form LiteRT runs fastest (the export's
 token_ids_unbranched signature).
 
 The loop needs every layer to apply the same blocks (share_parameters="all"
-with one group: the released ALBERT models); it creates no variables.
+with one group: the released ALBERT models); it creates no variables. Each
+application is the shared block's arithmetic (layers/shared_block.py) on
+the encoder's sublayers, split where an exit needs it (keys and values,
+then the attention at [CLS] or at the rows that go on); the full-depth
+outputs come from the one loop (networks/layer_loop.py), with its dropout
+seeds and recomputation.
 
 Functions:
   check_loopable(config): ValueError unless the layers share one block set.
@@ -44,28 +49,18 @@ from typing import Dict, Optional
 import tensorflow as tf
 
 from albert_common.encoder_inputs import INPUT_MASK
-from albert_common.encoder_inputs import INPUT_POSITIONS
 from albert_common.encoder_inputs import INPUT_TYPE_IDS
 from albert_common.encoder_inputs import INPUT_WORD_IDS
 from albert_common.run_constants import EXIT_THRESHOLD
 from albert_tf.config import AlbertConfig
-from albert_tf.networks import inference_graph
+from albert_tf.layers import shared_block
+from albert_tf.networks import layer_loop
 
 
 def check_loopable(config: AlbertConfig) -> None:
   """Raises ValueError unless every layer applies the same sublayers (the
   loop body is one layer's blocks): AlbertConfig.check_loopable."""
   config.check_loopable()
-
-
-def encoder_blocks(encoder):
-  """Per block in order, its (AttentionSublayer, FeedForwardSublayer) of
-  an AlbertEncoder (shared sublayers once per use), by the config's names."""
-  return [block for attention, ffn in zip(
-      encoder.config.sublayer_names("attention"),
-      encoder.config.sublayer_names("ffn"))
-          for block in zip(map(encoder.get_layer, attention),
-                           map(encoder.get_layer, ffn))]
 
 
 def per_layer_pooled(encoder, inputs: Dict[str, tf.Tensor], training=None,
@@ -76,8 +71,8 @@ def per_layer_pooled(encoder, inputs: Dict[str, tf.Tensor], training=None,
     encoder: an AlbertEncoder.
     inputs: int32 [batch, seq] input_word_ids, input_type_ids, input_mask
       (or a packed [batch, seq, seq] attention mask with input_positions).
-    training: enables dropout (the layers' path); not training in float32
-      runs the fused inference graph.
+    training: enables dropout, and recomputation if the encoder has
+      recompute_layers (networks/layer_loop.py runs every application).
     cls_positions: optional int32 [batch, K]: read these positions instead
       of position 0 (the [CLS] of each example slot of packed rows).
 
@@ -85,28 +80,15 @@ def per_layer_pooled(encoder, inputs: Dict[str, tf.Tensor], training=None,
     float32 [batch, L, H], or [batch, K, L, H] with cls_positions.
   """
   pooler = encoder.get_layer("pooler")
-  packed = INPUT_POSITIONS in inputs or len(inputs[INPUT_MASK].shape) == 3
-  if (inference_graph.applies(encoder, training) and not packed
-      and cls_positions is None):
-    layers = inference_graph.outputs(encoder, encoder_blocks(encoder),
-                                     inputs)["encoder_outputs"]
-    return tf.stack([pooler(x[:, 0, :]) for x in layers], axis=1)
-  x = encoder.embedding_layer(inputs[INPUT_WORD_IDS], inputs[INPUT_TYPE_IDS],
-                              inputs.get(INPUT_POSITIONS), training=training)
-  per_layer = encoder.config.inner_group_num
-  pooled = []
-  for index, (attention, ffn) in enumerate(encoder_blocks(encoder)):
-    x = ffn(attention(x, inputs[INPUT_MASK], training=training),
-            training=training)
-    if (index + 1) % per_layer == 0:
-      cls = (x[:, 0, :] if cls_positions is None else  # (B, H)
-             tf.gather(x, cls_positions, batch_dims=1))  # (B, K, H)
-      pooled.append(tf.cast(pooler(cls), tf.float32))
-  return tf.stack(pooled, axis=-2)
+  layers = layer_loop.run(encoder, inputs, training)["encoder_outputs"]
+  pooled = [pooler(x[:, 0, :] if cls_positions is None else  # (B, H)
+                   tf.gather(x, cls_positions, batch_dims=1))  # (B, K, H)
+            for x in layers]
+  return tf.stack([tf.cast(p, tf.float32) for p in pooled], axis=-2)
 
 
 class _Layer:
-  """One application of the shared layer by the fused inference graph, in
+  """One application of the shared layer (shared_block's arithmetic), in
   two parts, so that an example's exit application costs what the
   full-depth classifier's last one does (its last block at [CLS] only):
 
@@ -117,31 +99,34 @@ class _Layer:
   x [b, seq, H]; mask_bias [b, 1, 1, seq]."""
 
   def __init__(self, encoder):
-    blocks = encoder_blocks(encoder)[:encoder.config.inner_group_num]
-    self.blocks = [(inference_graph.FusedAttention(attention),
-                    inference_graph.FusedFeedForward(ffn))
-                   for attention, ffn in blocks]
+    self.blocks = layer_loop.blocks(encoder)[:encoder.config.inner_group_num]
     self.hidden = encoder.config.hidden_size
 
-  def at_cls(self, x, mask_bias):
+  def _rows(self, x):
+    """x [b, seq, H] -> rows [b * seq, H], b, seq."""
     shape = tf.shape(x)
-    batch, seq = shape[0], shape[1]
     rows = tf.reshape(x, [-1, self.hidden])  # (b*S, H)
-    for attention, ffn in self.blocks[:-1]:
-      rows = ffn(attention(rows, batch, seq, mask_bias))
-    attention, ffn = self.blocks[-1]
+    return rows, shape[0], shape[1]
+
+  def at_cls(self, x, mask_bias):
+    rows, batch, seq = self._rows(x)
+    for block in self.blocks[:-1]:
+      rows, _ = layer_loop.apply_block(block, rows, batch, seq, mask_bias,
+                                        serving=True)
+    attention = shared_block.Attention(self.blocks[-1][0])
     key, value = attention.keys_values(rows, batch, seq)  # (b, S, H)
     first = tf.reshape(rows, [batch, seq, self.hidden])[:, 0, :]  # (b, H)
-    cls = ffn(attention.attend(first, key, value, mask_bias, batch, 1))
+    cls = attention.attend(first, key, value, mask_bias, batch, 1)
+    cls = shared_block.FeedForward(self.blocks[-1][1], serving=True)(
+        cls, batch, 1)
     return cls, (rows, key, value)
 
   def __call__(self, x, mask_bias):
     """The whole application [b, seq, H]."""
-    shape = tf.shape(x)
-    batch, seq = shape[0], shape[1]
-    rows = tf.reshape(x, [-1, self.hidden])  # (b*S, H)
-    for attention, ffn in self.blocks:
-      rows = ffn(attention(rows, batch, seq, mask_bias))
+    rows, batch, seq = self._rows(x)
+    for block in self.blocks:
+      rows, _ = layer_loop.apply_block(block, rows, batch, seq, mask_bias,
+                                        serving=True)
     return tf.reshape(rows, [batch, seq, self.hidden])
 
   def rest(self, carry, mask_bias, keep):
@@ -153,7 +138,9 @@ class _Layer:
                              for t in (key, value, mask_bias))
     batch = tf.shape(keep)[0]
     attention, ffn = self.blocks[-1]
-    rows = ffn(attention.attend(rows, key, value, mask_bias, batch, seq))
+    rows = shared_block.Attention(attention).attend(
+        rows, key, value, mask_bias, batch, seq)
+    rows = shared_block.FeedForward(ffn, serving=True)(rows, batch, seq)
     return tf.reshape(rows, [batch, seq, self.hidden]), mask_bias
 
 
@@ -353,9 +340,7 @@ def _initial_state(encoder, inputs, num_classes: int) -> Dict:
       inputs[INPUT_WORD_IDS], inputs[INPUT_TYPE_IDS], training=False),
       tf.float32)  # (B, S, H)
   batch = tf.shape(x)[0]
-  mask = tf.cast(inputs[INPUT_MASK], tf.float32)
-  mask_bias = ((1.0 - mask) *
-               inference_graph.MASKED_SCORE)[:, tf.newaxis, tf.newaxis, :]
+  mask_bias = shared_block.mask_bias(inputs[INPUT_MASK])  # (B, 1, 1, S)
   return dict(
       x=x, mask_bias=mask_bias, rows=tf.range(batch),
       running=tf.ones([batch], tf.bool),

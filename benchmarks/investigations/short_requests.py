@@ -2,19 +2,23 @@
 
   python -m benchmarks.investigations.short_requests --size=base --rounds=30
 
-The fused graph (networks/inference_graph.py) was 1.07x (Intel) and 1.12x
-(AMD) slower than the layers' ops on a 20-token request, and as fast or
-faster from 128 rows. One process, one ALBERT encoder (random weights),
-2 threads; contenders called in turn (alternating), medians of quiet
-rounds, ms per call, outputs read back:
+The fused graph (then networks/inference_graph.py; now the serving form of
+networks/layer_loop.py, which runs layers/shared_block.py on 2-D rows) was
+1.07x (Intel) and 1.12x (AMD) slower than the layers' ops on a 20-token
+request, and as fast or faster from 128 rows. One process, one ALBERT
+encoder (random weights), 2 threads; contenders called in turn
+(alternating), medians of quiet rounds, ms per call, outputs read back:
 
-  fused, in memory          AlbertEncoder's call (the fused graph) in a
+  fused, in memory          AlbertEncoder's call (the serving form) in a
                             tf.function: query, key and value projected
                             by three MatMuls on the variables
   fused, [H, 3H] per call   the fused graph as it was before #40: one
   (before)                  MatMul on the three kernels concatenated (and
                             the query's scaled) on every call
-  layers, in memory         fused_inference=False: the Keras layers' ops
+  layers, in memory         fused_inference=False: the Keras layers' graph
+                            (since #49 its sublayers run the same shared
+                            block, reshaping [batch, seq, H] to rows; the
+                            embeddings through the embedding layer)
   fused, SavedModel         the encoder's call saved as a signature and
                             reloaded
   layers, SavedModel        the same, fused_inference=False
@@ -23,7 +27,6 @@ at [1, 20], [1, 32], [1, 64], [1, 128] and [8, 128].
 """
 
 import argparse
-import math
 import os
 import tempfile
 import time
@@ -42,60 +45,56 @@ def _inputs(batch, seq, vocab, rng):
           "input_type_ids": np.zeros((batch, seq), np.int32)}
 
 
-class _ConcatenatedAttention:
-  """The fused graph's attention before #40: one MatMul on the query, key
-  and value kernels concatenated (the scale folded into the query columns)
-  on every call."""
+def _concatenated_attention():
+  """The serving form's attention before #40, as a subclass of the shared
+  block's (layers/shared_block.py): one MatMul on the query, key and value
+  kernels concatenated (the scale folded into the query columns) on every
+  call; the rest (scores, softmax, output projection, LayerNorm) is the
+  shared block's."""
+  import tensorflow as tf
 
-  def __init__(self, sublayer):
-    import tensorflow as tf
+  from albert_tf.layers import shared_block
 
-    from albert_tf.networks import inference_graph
-    attention = sublayer.attention
-    self.hidden = sublayer.hidden_size
-    self.heads = sublayer.num_attention_heads
-    self.head_size = self.hidden // self.heads
-    scale = 1.0 / math.sqrt(float(self.head_size))
-    *projections, output = attention.projections
-    self.qkv_kernel = tf.concat(
-        [tf.reshape(p.kernel, [self.hidden, self.hidden]) * s
-         for p, s in zip(projections, (scale, 1.0, 1.0))], axis=1)
-    self.qkv_bias = tf.concat(
-        [tf.reshape(p.bias, [self.hidden]) * s
-         for p, s in zip(projections, (scale, 1.0, 1.0))], axis=0)
-    self.output_kernel = tf.reshape(output.kernel, [self.hidden, self.hidden])
-    self.output_bias = tf.convert_to_tensor(output.bias)
-    self.layer_norm = inference_graph._LayerNorm(sublayer.layer_norm)  # pylint: disable=protected-access
-    self.dense = inference_graph._dense  # pylint: disable=protected-access
+  class ConcatenatedAttention(shared_block.Attention):
 
-  def __call__(self, x, batch, seq, mask_bias, query_rows=None):
-    import tensorflow as tf
-    del query_rows  # not used here
-    qkv = self.dense(x, self.qkv_kernel, self.qkv_bias)
-    query, key, value = (
-        tf.transpose(tf.reshape(t, [batch, seq, self.heads, self.head_size]),
-                     [0, 2, 1, 3]) for t in tf.split(qkv, 3, axis=1))
-    scores = tf.matmul(query, key, transpose_b=True) + mask_bias
-    context = tf.matmul(tf.nn.softmax(scores), value)
-    context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]),
-                         [-1, self.hidden])
-    y = self.dense(context, self.output_kernel, self.output_bias)
-    return self.layer_norm(x + y)
+    def __call__(self, rows, batch, seq, bias, query_rows=None,
+                 training=None, with_probs=False):
+      del query_rows, training, with_probs  # serving only, as before #40
+      projections = [self._projection(i) for i in range(3)]
+      scales = (self.scale, 1.0, 1.0)
+      qkv_kernel = tf.concat([k * s for (k, _), s in
+                              zip(projections, scales)], axis=1)  # (H, 3H)
+      qkv_bias = tf.concat([b * s for (_, b), s in
+                            zip(projections, scales)], axis=0)  # (3H,)
+      qkv = shared_block.dense(rows, qkv_kernel, qkv_bias)  # (B*S, 3H)
+      query, key, value = (self._heads(t, batch, seq)
+                           for t in tf.split(qkv, 3, axis=1))
+      context, _ = shared_block.attention_context(query, key, value, bias)
+      context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]),
+                           [-1, self.hidden])  # (B*S, H)
+      y = shared_block.dense(context, *self._projection(3))
+      return shared_block.layer_norm(self.sublayer.layer_norm, rows + y)
+
+  return ConcatenatedAttention
 
 
 def _concatenated(encoder):
-  """A tf.function of the fused graph with _ConcatenatedAttention."""
+  """A tf.function of the serving form (networks/layer_loop.py) with the
+  shared block's Attention replaced by the concatenated one while it
+  traces."""
   import tensorflow as tf
 
-  from albert_tf.networks import inference_graph
+  from albert_tf.layers import shared_block
+  from albert_tf.networks import layer_loop
+  concatenated = _concatenated_attention()
 
   def call(inputs):
-    current = inference_graph._Attention  # pylint: disable=protected-access
-    inference_graph._Attention = _ConcatenatedAttention  # pylint: disable=protected-access
+    current = shared_block.Attention
+    shared_block.Attention = concatenated
     try:
-      return inference_graph.outputs(encoder, encoder._blocks(), inputs)  # pylint: disable=protected-access
+      return layer_loop.run(encoder, inputs, training=False)
     finally:
-      inference_graph._Attention = current  # pylint: disable=protected-access
+      shared_block.Attention = current
   return tf.function(call)
 
 

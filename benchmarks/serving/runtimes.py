@@ -21,7 +21,7 @@ second onnxruntime session of each file sets
 `session.intra_op.allow_spinning=0`):
 
   TF SavedModel encoder       the export's serving_default (the encoder's
-                              inference graph, networks/inference_graph.py)
+                              serving form, networks/layer_loop.py)
   TF encoder, layers' ops     the same weights through the Keras layers'
                               ops (the graph before #34), in memory
   LiteRT float32 / int8       the bucketed files (LiteRTModel picks the

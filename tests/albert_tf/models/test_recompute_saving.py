@@ -4,12 +4,11 @@ block's forward pass again and keeps only each block's input.
 The other recomputation tests compare outputs and gradients, which are
 equal whether or not anything is recomputed; these fail when nothing is
 (checked by disabling the tf.recompute_grad wrap in
-networks/training_graph.py).
+networks/layer_loop.py).
 """
 
 import dataclasses
 
-import pytest
 import tensorflow as tf
 
 from albert_tf.models import albert_early_exit_classifier
@@ -66,11 +65,6 @@ def test_each_recomputed_application_keeps_only_its_input(tiny_config):
   assert without > 15 * block_input  # 39,168 bytes measured
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known defect: the early-exit classifier's training path "
-    "(early_exit_encoder.per_layer_pooled, run_classifier --early_exit "
-    "--recompute_layers) calls the sublayers directly, so nothing is "
-    "recomputed"))
 def test_the_early_exit_training_graph_recomputes(tiny_config):
   layers = 3
   config = dataclasses.replace(tiny_config, num_hidden_layers=layers)

@@ -1,0 +1,224 @@
+"""The one loop over the shared layer's applications.
+
+`AlbertEncoder.call` runs this instead of its Keras graph when the Keras
+graph is not what the call needs: serving (not training, float32), training
+with dropout or recomputation, and every call with `output_positions`;
+the early-exit classifier runs it for its per-application outputs. Each
+block application is layers/shared_block.py's arithmetic on the encoder's
+sublayers (the Keras graph's sublayers run the same code), on 2-D rows
+[batch * seq, H], with one additive mask bias built once.
+
+What the loop is parameterised by:
+
+- training: dropout. Before each block the loop takes one seed, outside
+  any recomputed function: inside a trainer's update scope
+  (albert_tf.training.update_dropout) the scope's next seed, so every mask
+  is a function of the update's seed and each example's position in the
+  update (the same whatever the replicas and micro-batches); else a draw
+  from the block's first checkpointed dropout generator. Inside the block
+  every dropout is stateless under that seed (checkpointed_dropout.seeded):
+  a recomputed block draws the masks of its first forward pass, and a
+  resumed run (the generator's state is checkpointed) those of an
+  uninterrupted one.
+- recompute: each block application is wrapped in `tf.recompute_grad`,
+  so the backward pass keeps only the block's input and recomputes its
+  activations (memory of one block instead of L, for about one more
+  forward pass). The wrapped function takes only float tensors
+  positionally (tf.recompute_grad rejects keyword arguments in graph mode,
+  and integer inputs have no gradient): mask bias, seed, query rows and
+  `training` are closed over; it reads the variables inside, so their
+  gradients flow.
+- output_positions: the last block only at [CLS] and those positions
+  (keys and values at every position: the queries and everything after
+  them only there).
+- per-application outputs: every layer's hidden states (encoder_outputs)
+  and, with `attention_probs`, every block's attention probabilities
+  [batch, heads, seq, seq] (distillation reads them).
+
+Serving (not training, float32, unpacked, the encoder's `fused_inference`)
+computes the embeddings as three gathers, a LayerNorm and a MatMul on 2-D
+rows; other calls run the embedding layer (positions of packed rows,
+dropout, mixed precision).
+
+A new way to run the layer composes `blocks` and `run` in its own module
+(as early_exit_encoder.py does with its while loop); it does not restate
+the block.
+"""
+
+from typing import Dict, List, Optional, Tuple
+
+import tensorflow as tf
+
+from albert_common.encoder_inputs import INPUT_MASK
+from albert_common.encoder_inputs import INPUT_POSITIONS
+from albert_common.encoder_inputs import INPUT_TYPE_IDS
+from albert_common.encoder_inputs import INPUT_WORD_IDS
+from albert_tf.layers import shared_block
+from albert_tf.layers.checkpointed_dropout import next_seed
+from albert_tf.layers.checkpointed_dropout import seeded
+
+
+def is_training(training) -> bool:
+  """Whether `training` is a Python-true training flag."""
+  return isinstance(training, (bool, int)) and bool(training)
+
+
+def is_packed(inputs) -> bool:
+  """Packed rows: positions given, or a [batch, seq, seq] attention mask."""
+  return isinstance(inputs, dict) and (
+      INPUT_POSITIONS in inputs or len(inputs[INPUT_MASK].shape) == 3)
+
+
+def serves(encoder, training, inputs) -> bool:
+  """Whether the call runs the serving form: not training, float32,
+  unpacked, and the encoder built with `fused_inference`."""
+  inference = training is None or (
+      isinstance(training, (bool, int)) and not training)
+  return (encoder.fused_inference and inference and not is_packed(inputs)
+          and encoder.embedding_layer.compute_dtype == "float32")
+
+
+def replaces_keras_graph(encoder, training, inputs) -> bool:
+  """Whether a call without output_positions runs this loop: serving, or
+  training with dropout or recomputation."""
+  config = encoder.config
+  dropout = (config.hidden_dropout_prob > 0
+             or config.attention_probs_dropout_prob > 0)
+  return serves(encoder, training, inputs) or (
+      is_training(training) and (dropout or encoder.recompute_layers))
+
+
+def blocks(encoder) -> List[Tuple]:
+  """Per block application in order, its (AttentionSublayer,
+  FeedForwardSublayer) (shared ones once per use), by the config's names."""
+  config = encoder.config
+  return [block for attention, ffn in zip(config.sublayer_names("attention"),
+                                          config.sublayer_names("ffn"))
+          for block in zip(map(encoder.get_layer, attention),
+                           map(encoder.get_layer, ffn))]
+
+
+def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
+        output_positions: Optional[tf.Tensor] = None,
+        attention_probs: bool = False) -> Dict:
+  """The encoder's outputs (see AlbertEncoder) by the shared block.
+
+  Args:
+    encoder: an AlbertEncoder (its layers' variables are read).
+    inputs: its input dict: int32 [batch, seq], input_mask possibly an
+      attention mask [batch, seq, seq] with input_positions (packed rows).
+    training: the call's training flag (dropout; recomputation if the
+      encoder has `recompute_layers`).
+    output_positions: None, or int [batch, P]: the last block only at
+      [CLS] and these.
+    attention_probs: also return attention_probs, a list of one [batch,
+      heads, T, seq] per block application.
+
+  Returns:
+    sequence_output [batch, seq, H], pooled_output [batch, H] and
+    encoder_outputs (L x [batch, seq, H]); with output_positions instead
+    pooled_output and sequence_output_at_positions [batch, P, H].
+  """
+  word_ids = inputs[INPUT_WORD_IDS]
+  shape = tf.shape(word_ids)
+  batch, seq = shape[0], shape[1]
+  hidden = encoder.config.hidden_size
+  x = _embedding_rows(encoder, inputs, training)  # (B*S, H)
+  bias = shared_block.mask_bias(inputs[INPUT_MASK])  # (B, 1, 1|S, S)
+  recompute = encoder.recompute_layers and is_training(training)
+  serving = serves(encoder, training, inputs)
+  all_blocks = blocks(encoder)
+  per_layer = encoder.config.inner_group_num
+  encoder_outputs, probs = [], []
+  query_rows = None
+  for index, block in enumerate(all_blocks):
+    if index == len(all_blocks) - 1 and output_positions is not None:
+      query_rows = tf.concat([tf.zeros([batch, 1], tf.int32), tf.cast(
+          output_positions, tf.int32)], axis=1)  # (B, 1+P)
+      if bias.shape[2] != 1:  # the queries' rows of a packed mask
+        bias = tf.gather(bias, query_rows, axis=2, batch_dims=1)
+    x, p = apply_block(block, x, batch, seq, bias, training, recompute,
+                       query_rows, attention_probs, serving)
+    probs.append(p)
+    if (index + 1) % per_layer == 0 and query_rows is None:
+      encoder_outputs.append(tf.reshape(x, [batch, seq, hidden]))
+  pooler = encoder.get_layer("pooler")
+  if query_rows is not None:
+    rows = tf.reshape(x, [batch, -1, hidden])  # (B, 1+P, H)
+    outputs = dict(pooled_output=pooler(rows[:, 0, :]),
+                   sequence_output_at_positions=rows[:, 1:, :])
+  else:
+    outputs = dict(sequence_output=encoder_outputs[-1],
+                   pooled_output=pooler(encoder_outputs[-1][:, 0, :]),
+                   encoder_outputs=encoder_outputs)
+  if attention_probs:
+    outputs["attention_probs"] = probs
+  return outputs
+
+
+def apply_block(block, x, batch, seq, bias, training=None, recompute=False,
+                query_rows=None, with_probs=False, serving=False):
+  """One block (attention then feed-forward) on rows x [batch * seq, H]:
+  rows [batch * T, H] float32 (T = seq or query_rows' [batch, T]), and the
+  attention probabilities (None unless `with_probs`). `serving`: the
+  serving form's GELU (shared_block.FeedForward)."""
+  attention = shared_block.Attention(block[0])
+  ffn = shared_block.FeedForward(block[1], serving)
+  seed = _block_seed(block) if is_training(training) else None
+
+  def forward(x):
+    with seeded(seed):
+      y = attention(x, batch, seq, bias, query_rows, training, with_probs)
+      y, probs = y if with_probs else (y, None)
+      length = seq if query_rows is None else tf.shape(query_rows)[1]
+      y = ffn(y, batch, length, training)
+      return (y, probs) if with_probs else y
+
+  if recompute:
+    forward = tf.recompute_grad(forward)
+  y = forward(x)
+  return y if with_probs else (y, None)
+
+
+def _block_seed(block) -> Optional[tf.Tensor]:
+  """The block's dropout seed int64 [2]: the update scope's next, else a
+  draw from its first dropout generator; None without dropout."""
+  attention, ffn = block
+  layers = (attention.attention.probs_dropout, attention.dropout,
+            ffn.dropout)
+  rngs = [layer.rng for layer in layers if layer.rate > 0]
+  if not rngs:
+    return None
+  seed = next_seed()
+  return rngs[0].make_seeds(1)[:, 0] if seed is None else seed
+
+
+def _embedding_rows(encoder, inputs, training) -> tf.Tensor:
+  """The embeddings as rows [batch * seq, H]: the serving form's gathers
+  on 2-D rows, else the embedding layer."""
+  embedding = encoder.embedding_layer
+  word_ids = inputs[INPUT_WORD_IDS]
+  if not serves(encoder, training, inputs):
+    x = embedding(word_ids, inputs[INPUT_TYPE_IDS],
+                  inputs.get(INPUT_POSITIONS), training=training)
+    return tf.reshape(x, [-1, encoder.config.hidden_size])
+  seq = tf.shape(word_ids)[1]
+  _check_length(word_ids, encoder.config.max_position_embeddings)
+  x = (tf.gather(embedding.word_embeddings.embeddings, word_ids) +
+       tf.gather(embedding.token_type_embeddings.embeddings,
+                 inputs[INPUT_TYPE_IDS]) +
+       embedding.position_embeddings[:seq][tf.newaxis])  # (B, S, E)
+  x = tf.reshape(x, [-1, embedding.embedding_size])  # (B*S, E)
+  x = shared_block.layer_norm(embedding.layer_norm, x)
+  if embedding.projection is not None:
+    x = shared_block.dense(x, embedding.projection.kernel,
+                           embedding.projection.bias)
+  return x
+
+
+def _check_length(word_ids, max_positions: int) -> None:
+  """The embedding layer's check of a static sequence length."""
+  seq_length = word_ids.shape[1]
+  if seq_length is not None and seq_length > max_positions:
+    raise ValueError(f"sequence length {seq_length} exceeds "
+                     f"max_position_embeddings ({max_positions})")
