@@ -20,16 +20,7 @@ PACKAGES = ("albert_common", "albert_tf", "benchmarks", "data_pipeline",
             "tools")
 
 # Uses of another module's private name, with why each is allowed.
-ALLOWED = {
-    # The investigation swaps the fused serving graph's private pieces; the
-    # shared-layer rewrite of networks/ (issue #49) removes those classes,
-    # and this entry with them.
-    "benchmarks/investigations/short_requests.py": {
-        "albert_tf.networks.inference_graph._LayerNorm",
-        "albert_tf.networks.inference_graph._dense",
-        "albert_tf.networks.inference_graph._Attention",
-        "encoder._blocks"},
-}
+ALLOWED = {}
 
 # Private names of third-party objects that one of our modules happens to
 # define too (the by-name rule cannot tell them apart): not ours.
