@@ -83,10 +83,12 @@ def row_uniform(noise_shape, seed, first_row=None, num_rows=None):
   if first_row is not None:
     per_example = rows // tf.maximum(tf.cast(num_rows, tf.int64), 1)
     first = tf.cast(first_row, tf.int64) * per_example
-  seed = tf.cast(seed, tf.int64)
-  key = tf.bitcast(seed[:1], tf.uint64)  # (1,)
-  # The 128-bit counter: the row's first call, then the seed's other half.
-  counter = tf.bitcast(tf.stack([first * calls_per_row, seed[1]]), tf.uint64)
+  # Key and counter scrambled from the seed, as tf.random.stateless_uniform
+  # does; the row offset added to the counter's low word.
+  key, counter = tf.raw_ops.StatelessRandomGetKeyCounter(
+      seed=tf.cast(seed, tf.int64))
+  counter = counter + tf.stack(
+      [tf.bitcast(first * calls_per_row, tf.uint64), tf.constant(0, tf.uint64)])
   uniform = tf.raw_ops.StatelessRandomUniformV2(
       shape=tf.stack([rows, calls_per_row * _VALUES_PER_CALL]), key=key,
       counter=counter, alg=_PHILOX, dtype=tf.float32)
