@@ -76,7 +76,9 @@ def run_worker(contender: str, task: str, args) -> dict:
   process = subprocess.run(
       command, cwd=common.REPO_ROOT, capture_output=True, text=True,
       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
-               PYTHONPATH=common.REPO_ROOT))
+               PYTHONPATH=os.pathsep.join(
+                   p for p in (common.REPO_ROOT, os.environ.get("PYTHONPATH"))
+                   if p)))
   lines = [line for line in process.stdout.splitlines()
            if line.startswith("RESULT ")]
   if process.returncode or not lines:
