@@ -47,12 +47,6 @@ def _doc(tmp_path, history=""):
 # BENCHMARKS.md's blocks were written before the digest and the contender
 # field; `python -m benchmarks.summary --run` rewrites them all. Then these
 # pass, and strict=True makes them fail until the marker is removed.
-RERUN_PENDING = pytest.mark.xfail(
-    strict=True, raises=summary.FiguresError, reason="BENCHMARKS.md's blocks "
-    "predate digests: rerun `python -m benchmarks.summary --run`")
-
-
-@RERUN_PENDING
 def test_benchmarks_md_first_table_is_the_generated_one():
   text = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
   assert summary.render(text) == text, (
@@ -66,7 +60,6 @@ def test_benchmarks_md_first_table_is_the_generated_one():
     assert any(job.startswith(stage) for job in jobs), (stage, jobs)
 
 
-@RERUN_PENDING
 def test_the_summary_command_prints_the_table_benchmarks_md_has():
   summary.current_rows((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8"))
   result = subprocess.run(
