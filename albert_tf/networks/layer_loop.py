@@ -131,14 +131,21 @@ def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
   per_layer = encoder.config.inner_group_num
   encoder_outputs, probs = [], []
   query_rows = None
+  # Each distinct sublayer's variables read once per call (a recomputed
+  # block must read them inside its function).
+  prepared = {}
   for index, block in enumerate(all_blocks):
+    key = tuple(map(id, block))
+    if not recompute and key not in prepared:
+      prepared[key] = arithmetic(block, serving, read_once=True)
     if index == len(all_blocks) - 1 and output_positions is not None:
       query_rows = tf.concat([tf.zeros([batch, 1], tf.int32), tf.cast(
           output_positions, tf.int32)], axis=1)  # (B, 1+P)
       if bias.shape[2] != 1:  # the queries' rows of a packed mask
         bias = tf.gather(bias, query_rows, axis=2, batch_dims=1)
     x, p = apply_block(block, x, batch, seq, bias, training, recompute,
-                       query_rows, attention_probs, serving)
+                       query_rows, attention_probs, serving,
+                       prepared.get(key))
     probs.append(p)
     if (index + 1) % per_layer == 0 and query_rows is None:
       encoder_outputs.append(tf.reshape(x, [batch, seq, hidden]))
@@ -156,14 +163,23 @@ def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
   return outputs
 
 
+def arithmetic(block, serving=False, read_once=False) -> Tuple:
+  """A block's (shared_block.Attention, shared_block.FeedForward).
+  `serving`: the serving form's GELU; `read_once`: their variables read
+  now, not on every application."""
+  return (shared_block.Attention(block[0], read_once),
+          shared_block.FeedForward(block[1], serving, read_once))
+
+
 def apply_block(block, x, batch, seq, bias, training=None, recompute=False,
-                query_rows=None, with_probs=False, serving=False):
+                query_rows=None, with_probs=False, serving=False,
+                prepared=None):
   """One block (attention then feed-forward) on rows x [batch * seq, H]:
   rows [batch * T, H] float32 (T = seq or query_rows' [batch, T]), and the
   attention probabilities (None unless `with_probs`). `serving`: the
-  serving form's GELU (shared_block.FeedForward)."""
-  attention = shared_block.Attention(block[0])
-  ffn = shared_block.FeedForward(block[1], serving)
+  serving form's GELU (shared_block.FeedForward); `prepared`: the block's
+  `arithmetic` with its variables already read (not under recompute)."""
+  attention, ffn = prepared or arithmetic(block, serving)
   seed = _block_seed(block) if is_training(training) else None
 
   def forward(x):
