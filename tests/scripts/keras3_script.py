@@ -374,7 +374,33 @@ def keras_hub_preset(settings):
   return out
 
 
-COMMANDS = {"tfsm_export": tfsm_export, "keras_hub_preset": keras_hub_preset}
+def extended_vocabulary_preset(settings):
+  """An extended model -> keras-hub presets (our tokenizer and keras-hub's
+  stock one): each tokenizer's ids on `lines`, the backbone's table rows."""
+  import keras_hub
+
+  from albert_tf.checkpoints import configs
+  from albert_tf.checkpoints import converter
+  import albert_tf.keras3  # noqa: F401
+
+  config = configs.load_albert_config(settings["config_file"])
+  out = {}
+  for kind in ("official", "stock"):
+    preset = os.path.join(settings["root"], f"preset_{kind}")
+    converter.convert_checkpoint(
+        config, settings["checkpoint"], preset, "keras_hub",
+        spm_model_file=settings["spm_model"], keras_hub_tokenizer=kind)
+    tokenizer = keras_hub.models.AlbertTokenizer.from_preset(preset)
+    out[f"{kind}_vocabulary_size"] = int(tokenizer.vocabulary_size())
+    out[f"{kind}_ids"] = [list(map(int, ids))
+                          for ids in tokenizer(settings["lines"])]
+  backbone = keras_hub.models.AlbertBackbone.from_preset(preset)
+  out["embedding_rows"] = int(backbone.token_embedding.input_dim)
+  return out
+
+
+COMMANDS = {"tfsm_export": tfsm_export, "keras_hub_preset": keras_hub_preset,
+            "extended_vocabulary_preset": extended_vocabulary_preset}
 
 
 def main():

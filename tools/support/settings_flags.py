@@ -179,6 +179,7 @@ def readme_flag_tables() -> str:
   from albert_tf.training.finetuning import params as finetuning_params
   from albert_tf.training.finetuning import task_settings
   from albert_tf.training.pretraining import params as pretraining_params
+  from albert_tf.training.pretraining import vocabulary_extension
   from data_pipeline.pretraining import data_creation_params
   from data_pipeline.tokenization import sentencepiece_trainer
   from data_pipeline.tokenization import wordpiece_trainer
@@ -190,6 +191,9 @@ def readme_flag_tables() -> str:
        (runtime_params.RuntimeParams,)),
       ("run_pretraining (`PretrainingParams`)",
        (pretraining_params.PretrainingParams,)),
+      ("extend_vocabulary (`VocabularyExtensionParams`, with its "
+       "`CorpusOptions`)",
+       (vocabulary_extension.VocabularyExtensionParams,)),
       ("run_classifier, run_squad, run_race, run_multiple_choice, run_ner "
        "(`FinetuningParams`)", (finetuning_params.FinetuningParams,)),
       ("run_classifier (`GlueOptions`)", (task_settings.GlueOptions,)),
@@ -224,9 +228,11 @@ def readme_flag_tables() -> str:
   for title, classes in sections:
     table = flag_table(*classes)
     # The training tools' tables leave out the RuntimeParams they hold
-    # (listed once above); model_summary's --dtype is its own.
+    # (listed once above); model_summary's --dtype and extend_vocabulary's
+    # --output_dir are their own.
     if classes[0] not in (runtime_params.RuntimeParams,
                           data_creation_params.DataCreationParams,
+                          vocabulary_extension.VocabularyExtensionParams,
                           parameters_and_flops.ModelSummaryParams):
       table = "\n".join(row for row in table.splitlines()
                         if not any(f"`--{n}`" in row for n in shared))

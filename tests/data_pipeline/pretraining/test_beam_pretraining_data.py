@@ -261,3 +261,47 @@ def test_output_directly_under_the_scheme(local_run, english_corpus,
   for i in range(3):
     shard = file_io.read_bytes(f"ram://{name}-{i:05d}-of-00003")
     assert shard == theirs[f"train.tfrecord-{i:05d}-of-00003"]
+
+
+@pytest.mark.parametrize("kind", ["sentencepiece", "wordpiece"])
+def test_extended_tokenizer_writes_the_local_bytes(
+    kind, tmp_path, english_corpus, spm_model):
+  """A tokenizer of tools.extend_vocabulary (40 clinical pieces appended to
+  the stdlib SentencePiece model or WordPiece vocab.txt) on the clinical
+  corpus: the in-process DirectRunner writes the local path's bytes, and
+  the records hold new ids."""
+  from data_pipeline.tokenization import wordpiece_trainer
+  from tests.albert_tf.training.pretraining import domain_text
+  (tmp_path / "vocab").mkdir()
+  sentences = domain_text.clinical_sentences(300)
+  corpus = domain_text.write_corpus(str(tmp_path / "domain.txt"), sentences)
+  if kind == "sentencepiece":
+    spm, size = domain_text.extended_tokenizer(
+        str(tmp_path / "vocab"), sentences, 40, spm_model_file=spm_model)
+    vocab = None
+  else:
+    old = str(tmp_path / "vocab.txt")
+    wordpiece_trainer.train_wordpiece(english_corpus, old, vocab_size=600)
+    vocab, size = domain_text.extended_tokenizer(
+        str(tmp_path / "vocab"), sentences, 40, vocab_file=old)
+    spm = None
+  settings = dict(dupe_factor=2, num_output_shards=2, piece_bytes=4096,
+                  random_seed=3, vocab_file=vocab)
+  local = pretraining_writer.create_pretraining_data(
+      corpus, str(tmp_path / "local" / "d.tfrecord"), spm, OPTIONS,
+      num_workers=1, show_progress=False, **settings)
+  beam = beam_pipeline.create_pretraining_data_beam(
+      corpus, str(tmp_path / "beam" / "d.tfrecord"), spm, OPTIONS,
+      runner="DirectRunner", **settings)
+  assert local["pieces"] > 2 and local["instances"] > 100, local
+  assert _without_timings(beam) == _without_timings(local)
+  ours, theirs = _files(tmp_path / "beam"), _files(tmp_path / "local")
+  assert sorted(ours) == sorted(theirs)
+  for name in ours:  # shards and their sidecars (the run's JSON has timings)
+    if name != "d.tfrecord.stats.json":
+      assert ours[name] == theirs[name], name
+  ids = set()
+  for record in tf.data.TFRecordDataset(local["outputs"]):
+    example = tf.train.Example.FromString(record.numpy())
+    ids.update(example.features.feature["input_ids"].int64_list.value)
+  assert max(ids) >= size, (max(ids), size)  # the new pieces are used

@@ -60,3 +60,32 @@ def write_corpus(path: str, sentences) -> str:
     for i, sentence in enumerate(sentences):
       f.write(sentence + "\n" + ("\n" if i % 5 == 4 else ""))
   return path
+
+
+def extended_tokenizer(folder: str, sentences, new_pieces: int,
+                       spm_model_file: str = "", vocab_file: str = ""):
+  """The tokenizer tools.extend_vocabulary writes for `sentences` (its
+  selection and its file, no model): (path written in `folder`, the old
+  tokenizer's size)."""
+  import os
+
+  from albert_tf.config import AlbertConfig
+  from albert_tf.training.pretraining import vocabulary_extension as vext
+  params = vext.VocabularyExtensionParams.from_flat(
+      init_checkpoint="unused", albert_config_file="unused",
+      spm_model_file=spm_model_file, vocab_file=vocab_file,
+      input_file="unused", new_pieces=new_pieces, output_dir="unused")
+  if spm_model_file:
+    from data_pipeline.tokenization import sentencepiece_tokenizer
+    size = sentencepiece_tokenizer.SentencePieceTokenizer(
+        spm_model_file).vocab_size
+  else:
+    from data_pipeline.tokenization import wordpiece_tokenizer
+    size = len(wordpiece_tokenizer.load_vocab(vocab_file))
+  vocabulary = vext.read_vocabulary(params, AlbertConfig(vocab_size=size))
+  chosen = vext.choose_pieces(params, vocabulary, sentences, params.ranking)
+  data, _ = vext.extended_tokenizer(vocabulary, chosen)
+  path = os.path.join(folder, os.path.basename(spm_model_file or vocab_file))
+  with open(path, "wb") as f:
+    f.write(data)
+  return path, size
