@@ -15,7 +15,6 @@ from typing import (
   Any,
   Callable,
   Collection,
-  Dict,
   Mapping,
   Optional,
   Sequence,
@@ -35,6 +34,7 @@ from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
 from albert_tf import saved_model_inspection as inspection
 from albert_tf.config import AlbertConfig
+from albert_tf.training import encoder_files
 from albert_tf.training.runtime_params import RuntimeParams
 from albert_tf.training.runtime_params import check_accumulation
 from albert_tf.training.warmup import scaled_warmup
@@ -59,7 +59,8 @@ class FinetuningParams(FlatConstructible):
   # The encoder: config, initial weights, vocabulary.
   albert_config_file: str = setting(
       "", "albert_config.json of the encoder (optional with "
-      "--init_savedmodel: its assets hold one).")
+      "--init_savedmodel: its assets hold one; or with an --init_checkpoint "
+      "folder that holds one).")
   init_checkpoint: str = setting(
       "", "Warm-start weights: our checkpoint (prefix or directory), a "
       "released google-research/albert TF1 checkpoint, Hugging Face "
@@ -71,7 +72,8 @@ class FinetuningParams(FlatConstructible):
       "tools.export_savedmodel), fine-tuned as a trainable hub.KerasLayer.")
   spm_model_file: str = setting(
       "", "SentencePiece model the encoder was trained with (optional with "
-      "--init_savedmodel: its assets hold the vocabulary).")
+      "--init_savedmodel: its assets hold the vocabulary; or with an "
+      "--init_checkpoint folder that holds one tokenizer file).")
   vocab_file: str = setting(
       "", "WordPiece vocab.txt the encoder was trained with (the Chinese "
       "ALBERTs' vocab_chinese.txt), used when --spm_model_file is not given "
@@ -335,6 +337,8 @@ def prepare(params: FinetuningParams,
   Raises:
     UserInputError: the first problem found.
   """
+  params = settings_fields.replace(
+      params, **encoder_files.checkpoint_folder_files(params))
   if require_vocabulary:
     params = _resolve_vocabulary(params)
   validate_params(params)
@@ -358,7 +362,7 @@ def _resolve_vocabulary(params: FinetuningParams) -> FinetuningParams:
       params.init_savedmodel):
     _check_paths_exist(params)  # a wrong folder is named before anything
     params = settings_fields.replace(
-        params, **_savedmodel_vocabulary(params.init_savedmodel))
+        params, **encoder_files.savedmodel_vocabulary(params.init_savedmodel))
   if not (params.spm_model_file or params.vocab_file):
     raise UserInputError("give --spm_model_file (SentencePiece) or "
                          "--vocab_file (WordPiece vocab.txt)")
@@ -367,20 +371,6 @@ def _resolve_vocabulary(params: FinetuningParams) -> FinetuningParams:
       params.spm_model_file or None, params.vocab_file or None)
   return settings_fields.replace(params, spm_model_file=spm_model_file or "",
                                  vocab_file=vocab_file or "")
-
-
-def _savedmodel_vocabulary(path: str) -> Dict[str, str]:
-  """{"spm_model_file" or "vocab_file": the vocabulary in an encoder
-  export's assets} (tools.export_savedmodel copies it there), or {}."""
-  assets = file_io.join(path, "assets")
-  names = file_io.listdir(assets) if file_io.isdir(assets) else []
-  for suffix, name in ((".model", "spm_model_file"), (".txt", "vocab_file")):
-    found = sorted(n for n in names if n.endswith(suffix))
-    if len(found) == 1:
-      logging.info("--%s=%s (from --init_savedmodel)", name,
-                   file_io.join(assets, found[0]))
-      return {name: file_io.join(assets, found[0])}
-  return {}
 
 
 # What the library's entry points take: prepared settings, or plain ones

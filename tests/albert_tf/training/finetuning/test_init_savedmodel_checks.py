@@ -160,3 +160,39 @@ def test_the_vocabulary_comes_from_the_export(fake_exports, tmp_path,
       init_savedmodel=fake_exports["export/preprocessor"])
   with pytest.raises(UserInputError, match="preprocessor of an export"):
     finetuning_params.prepare(wrong, require_vocabulary=True)
+
+
+def test_config_and_vocabulary_come_from_the_checkpoint_folder(tmp_path,
+                                                               spm_model):
+  """--init_checkpoint=DIR (tools.extend_vocabulary's output) without
+  --albert_config_file and a vocabulary: DIR's albert_config.json and its
+  one tokenizer file; what the user gives wins; two tokenizer files are
+  not guessed between."""
+  import shutil
+
+  from albert_tf.config import AlbertConfig
+  folder = tmp_path / "extended"
+  folder.mkdir()
+  shutil.copy(spm_model, folder / "extended.model")
+  AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+               num_hidden_layers=2, num_attention_heads=4,
+               intermediate_size=64).to_json_file(
+                   str(folder / "albert_config.json"))
+
+  def prepare(**flags):
+    return finetuning_params.prepare(
+        finetuning_params.FinetuningParams.from_flat(
+            output_dir=str(tmp_path / "out"), do_train=True,
+            init_checkpoint=str(folder), **flags), require_vocabulary=True)
+
+  prepared = prepare()
+  assert prepared.params.albert_config_file == str(
+      folder / "albert_config.json")
+  assert prepared.params.spm_model_file == str(folder / "extended.model")
+  assert prepared.config.vocab_size == 2000
+  shutil.copy(spm_model, tmp_path / "given.model")
+  given = prepare(spm_model_file=str(tmp_path / "given.model"))
+  assert given.params.spm_model_file == str(tmp_path / "given.model")
+  shutil.copy(spm_model, folder / "second.model")
+  with pytest.raises(UserInputError, match="give --spm_model_file"):
+    prepare()

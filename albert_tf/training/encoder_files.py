@@ -1,0 +1,65 @@
+"""The config and vocabulary that come with an encoder, for the settings a
+user leaves out.
+
+- An encoder export (--init_savedmodel): its assets, where
+  tools.export_savedmodel copies them.
+- A checkpoint folder (--init_checkpoint=DIR): albert_config.json and one
+  tokenizer file beside the checkpoint, as tools.extend_vocabulary writes
+  them.
+
+No TensorFlow: the settings checks run before it is imported.
+"""
+
+from typing import Dict
+
+from absl import logging
+
+from albert_common import file_io
+
+CONFIG_NAME = "albert_config.json"
+# A tokenizer file's suffix, and the flag that names it.
+_VOCABULARY_FLAGS = ((".model", "spm_model_file"), (".txt", "vocab_file"))
+
+
+def vocabulary_in(folder: str, flag: str) -> Dict[str, str]:
+  """{"spm_model_file" or "vocab_file": the one tokenizer file in
+  `folder`}, or {} (none, or more than one of a kind). `flag` names where
+  the folder came from, for the log line."""
+  names = file_io.listdir(folder) if file_io.isdir(folder) else []
+  for suffix, name in _VOCABULARY_FLAGS:
+    found = sorted(n for n in names if n.endswith(suffix))
+    if len(found) == 1:
+      path = file_io.join(folder, found[0])
+      logging.info("--%s=%s (from --%s)", name, path, flag)
+      return {name: path}
+  return {}
+
+
+def config_in(folder: str, flag: str) -> Dict[str, str]:
+  """{"albert_config_file": folder's albert_config.json}, or {}."""
+  path = file_io.join(folder, CONFIG_NAME)
+  if not (file_io.isdir(folder) and file_io.exists(path)):
+    return {}
+  logging.info("--albert_config_file=%s (from --%s)", path, flag)
+  return {"albert_config_file": path}
+
+
+def savedmodel_vocabulary(path: str) -> Dict[str, str]:
+  """The vocabulary in an encoder export's assets, as `vocabulary_in`."""
+  return vocabulary_in(file_io.join(path, "assets"), "init_savedmodel")
+
+
+def checkpoint_folder_files(params) -> Dict[str, str]:
+  """What a settings object leaves out and its --init_checkpoint folder
+  holds: the config when no --albert_config_file (nor --init_savedmodel)
+  is given, the tokenizer when neither --spm_model_file nor --vocab_file
+  is. {} when --init_checkpoint is not a folder."""
+  folder = params.init_checkpoint
+  if not folder or not file_io.isdir(folder):
+    return {}
+  found = {}
+  if not (params.albert_config_file or params.init_savedmodel):
+    found.update(config_in(folder, "init_checkpoint"))
+  if not (params.spm_model_file or params.vocab_file):
+    found.update(vocabulary_in(folder, "init_checkpoint"))
+  return found
