@@ -98,7 +98,9 @@ def check_same_task(teacher: TeacherRun, labels: LabelList,
 
 
 def build_teacher_model(teacher: TeacherRun):
-  """The teacher's AlbertClassifier with its weights (float32)."""
+  """The teacher's AlbertClassifier with its weights (float32). A
+  distilled run's checkpoint (the student inside DistillationModel, an
+  intermediate loss on) is read as well: a student can teach."""
   import tensorflow as tf
 
   from albert_tf.models.albert_classifier import AlbertClassifier
@@ -106,6 +108,10 @@ def build_teacher_model(teacher: TeacherRun):
   model = AlbertClassifier(AlbertEncoder(teacher.config, name="encoder"),
                            teacher.label_list.num_labels,
                            initializer_range=teacher.config.initializer_range)
-  tf.train.Checkpoint(model=model).restore(
+  names = [name for name, _ in tf.train.list_variables(teacher.checkpoint)]
+  root = model
+  if any(name.startswith("model/student/") for name in names):
+    root = tf.train.Checkpoint(student=model)
+  tf.train.Checkpoint(model=root).restore(
       teacher.checkpoint).expect_partial().assert_existing_objects_matched()
   return model

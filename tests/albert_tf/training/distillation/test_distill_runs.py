@@ -1,0 +1,175 @@
+"""tools.distill's library path end to end on a crafted three-class task:
+a 2-layer teacher fine-tuned once, a 1-application student distilled from
+it (eval_results.json with both metrics, export that answers like the
+student), the teacher-logits cache (exact, stale detected), accumulation
+K=4 equal to K=1, and bad inputs refused before anything is written."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_common.errors import UserInputError
+from albert_tf import exports
+from albert_tf.training.distillation import run as distillation
+from albert_tf.training.distillation import teacher as teacher_lib
+from albert_tf.training.distillation import teacher_cache
+from albert_tf.training.distillation.settings import DistillationOptions
+from albert_tf.training.finetuning import own_data
+from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
+from tests.albert_tf.training.finetuning import own_data_kit as kit
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory, english_corpus, spm_model):
+  root = tmp_path_factory.mktemp("distill")
+  lines = kit.corpus_lines(english_corpus, 700)
+  columns = ("id", "text", "label")
+  files = {"root": root, "spm": spm_model,
+           "config": kit.tiny_config(root / "albert_config.json")}
+  for split, part, seed in (("train", lines[:400], 1),
+                            ("dev", lines[400:560], 2),
+                            ("dev2", lines[560:700], 3)):
+    files[split] = kit.write_csv(root / f"{split}.csv",
+                                 kit.classification_rows(part, seed), columns)
+  teacher_dir = root / "teacher"
+  own_data.run_own_data(
+      kit.run_settings(teacher_dir, files["config"], spm_model,
+                       train_step=150, save_checkpoints_steps=150),
+      OwnDataOptions.from_flat(train_file=files["train"],
+                               dev_file=files["dev"]))
+  files["teacher"] = str(teacher_dir)
+  return files
+
+
+def _distil(task, output_dir, dev="dev", export_dir="", **values):
+  distill = dict(teacher=task["teacher"], student_layers=1)
+  distill.update({k: values.pop(k) for k in list(values)
+                  if k in DistillationOptions.__dataclass_fields__})
+  teacher = teacher_lib.read_teacher(task["teacher"])
+  settings = dict(train_step=60, save_checkpoints_steps=60)
+  settings.update(values)
+  run = kit.run_settings(output_dir, os.path.join(task["teacher"],
+                                                  "albert_config.json"),
+                         task["spm"], **settings)
+  del teacher
+  return distillation.run_distillation(
+      run, OwnDataOptions.from_flat(train_file=task["train"],
+                                    dev_file=task[dev],
+                                    export_dir=export_dir),
+      DistillationOptions.from_flat(**distill))
+
+
+def _padded_dev(task, split="dev"):
+  from albert_tf.training.finetuning import params as finetuning_params
+  run = kit.run_settings(task["root"] / "unused", task["config"], task["spm"],
+                         do_train=False)
+  del finetuning_params
+  data = own_data.read_own_data(
+      OwnDataOptions.from_flat(dev_file=task[split]),
+      kit.run_settings(task["teacher"], task["config"], task["spm"],
+                       do_train=False).params, run.tokenizer)
+  return data.features("dev").padded(kit.SEQ, run.tokenizer.pad_id)
+
+
+def test_distil_one_application_trains_evaluates_exports_and_caches(
+    task, tmp_path):
+  out, export = tmp_path / "student", str(tmp_path / "export")
+  result = _distil(task, out, export_dir=export,
+                   intermediate_loss="attention_relation")
+  with open(out / "eval_results.json", encoding="utf-8") as f:
+    written = json.load(f)
+  teacher_accuracy = written["teacher/accuracy"]
+  assert teacher_accuracy > 0.8  # the crafted task is learnt
+  assert written["accuracy"] > 0.6 and "macro_f1" in written
+  assert result["eval"]["accuracy"] == written["accuracy"]
+  # The cache holds the teacher's logits exactly.
+  teacher = teacher_lib.read_teacher(task["teacher"])
+  model = teacher_lib.build_teacher_model(teacher)
+  inputs = _padded_dev(task)
+  direct = model({k: tf.constant(v) for k, v in inputs.items()},
+                 training=False)["logits"].numpy()
+  np.testing.assert_allclose(result["teacher_logits"]["dev"], direct,
+                             atol=1e-6)
+  # The export answers like the student (its best checkpoint), and names
+  # its teacher.
+  student = teacher_lib.build_teacher_model(
+      teacher_lib.read_teacher(str(out)))
+  assert student.encoder.config.num_hidden_layers == 1
+  want = student({k: tf.constant(v) for k, v in inputs.items()},
+                 training=False)["logits"].numpy()
+  served = exports.load_saved_model(export).signatures["token_ids"](
+      **{k: tf.constant(v) for k, v in inputs.items()})["logits"].numpy()
+  np.testing.assert_allclose(served, want, atol=1e-4)
+  with open(os.path.join(export, "assets", "distillation.json"),
+            encoding="utf-8") as f:
+    metadata = json.load(f)
+  assert metadata["teacher"] == task["teacher"]
+  assert metadata["settings"]["intermediate_loss"] == "attention_relation"
+  assert metadata["student_num_hidden_layers"] == 1
+  # Another dev file on the same run: the cache is stale, one line.
+  with pytest.raises(UserInputError, match="teacher_logits.npz.*data"):
+    _distil(task, out, dev="dev2", export_dir=export)
+
+
+def test_accumulation_of_four_equals_one(task, tmp_path):
+  weights = []
+  for k in (1, 4):
+    out = tmp_path / f"k{k}"
+    _distil(task, out, train_step=3, save_checkpoints_steps=3,
+            gradient_accumulation_steps=k, do_eval=False)
+    student = teacher_lib.build_teacher_model(
+        teacher_lib.TeacherRun(
+            str(out), teacher_lib.read_teacher(task["teacher"]).config.__class__
+            .from_json_file(str(out / "albert_config.json")),
+            teacher_lib.read_teacher(task["teacher"]).label_list,
+            str(out / "ckpt-3"), ""))
+    weights.append(student.get_weights())
+  moved = teacher_lib.build_teacher_model(
+      teacher_lib.read_teacher(task["teacher"])).get_weights()
+  assert max(np.abs(a - b).max() for a, b in zip(weights[0], moved[:len(
+      weights[0])]) if a.shape == b.shape) > 1e-4
+  for a, b in zip(*weights):
+    np.testing.assert_allclose(a, b, atol=2e-6)
+
+
+@pytest.mark.parametrize("values, message", [
+    (dict(student_layers=3), "--student_layers=3 must be between 1"),
+    (dict(student_layers=0), "--student_layers=0 must be between 1"),
+    (dict(student_layers=0, student_config="narrow"),
+     "--student_init_checkpoint"),
+])
+def test_bad_students_are_refused_before_anything_is_written(
+    task, tmp_path, values, message):
+  if values.get("student_config"):
+    values["student_config"] = kit.tiny_config(tmp_path / "narrow.json",
+                                               hidden_size=16)
+  out = tmp_path / "never"
+  with pytest.raises(UserInputError, match=message):
+    _distil(task, out, **values)
+  assert not out.exists()
+
+
+def test_other_task_and_other_vocabulary_are_refused(task, tmp_path):
+  rows = kit.regression_rows(kit.corpus_lines.__defaults__ and [
+      ["a", "b", "c", "d"]] * 40, 0)
+  scores = kit.write_jsonl(tmp_path / "scores.jsonl", rows)
+  out = tmp_path / "never"
+  other = dict(task, train=scores, dev=scores)
+  with pytest.raises(UserInputError, match="regression.*--teacher"):
+    _distil(other, out)
+  assert not out.exists()
+  big = kit.tiny_config(tmp_path / "big.json", vocab_size=3000)
+  run = kit.run_settings(out, big, task["spm"]) if False else None
+  del run
+  with pytest.raises(UserInputError, match="vocab"):
+    from albert_tf.config import AlbertConfig
+    from albert_tf.training.distillation import student_rule
+    student_rule.student_config(
+        AlbertConfig.from_json_file(task["config"]),
+        DistillationOptions.from_flat(teacher="t", student_config=big,
+                                      student_init_checkpoint="x"))
+  assert not out.exists()
+  assert teacher_cache.CACHE == "teacher_logits.npz"
