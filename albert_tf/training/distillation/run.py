@@ -128,6 +128,13 @@ def run_distillation(run: finetuning_params.PreparedOrParams,
   export_once.check_export_dir(options.export_dir, params.runtime.output_dir)
   if not params.do_train and not params.do_eval:
     raise UserInputError("give --do_train and/or --do_eval")
+  if params.do_train:  # the task is checked before any file is written
+    train = train or own_examples.read_text_file(
+        options.train_file, options.files, options.columns,
+        options.task_type, "required", options.skip_labels)
+    teacher_lib.check_same_task(
+        teacher, own_examples.training_label_list(train, options.threshold),
+        options.train_file)
   data = own_data.read_own_data(options, params, run.tokenizer, train)
   teacher_lib.check_same_task(teacher, data.label_list,
                               options.train_file or options.dev_file)
