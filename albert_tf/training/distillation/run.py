@@ -138,24 +138,8 @@ def run_distillation(run: finetuning_params.PreparedOrParams,
   data = own_data.read_own_data(options, params, run.tokenizer, train)
   teacher_lib.check_same_task(teacher, data.label_list,
                               options.train_file or options.dev_file)
-  unlabeled = None
-  if distill.unlabeled_file and params.do_train:
-    file = own_examples.read_text_file(
-        distill.unlabeled_file, options.files, options.columns,
-        data.label_list.task_type, "no")
-    unlabeled = own_features.featurize(file.examples, data.label_list,
-                                       run.tokenizer, params.max_seq_length,
-                                       data.pair)
-  splits = {name: data.features(name) for name in ("train", "dev")
-            if name in data.files}
-  if unlabeled is not None:
-    splits["unlabeled"] = unlabeled
-  files = {"train": options.train_file if "train" in splits else "",
-           "dev": options.dev_file if "dev" in splits else "",
-           "unlabeled": distill.unlabeled_file if unlabeled else ""}
-  expected = teacher_cache.fingerprint(
-      teacher.digest, {k: v for k, v in files.items() if v},
-      params.spm_model_file or params.vocab_file, params.max_seq_length)
+  unlabeled, splits, expected = _splits_and_fingerprint(
+      run, options, distill, data, teacher)
   teacher_cache.read_cache(params.runtime.output_dir, expected)  # stale?
   # Checked: from here on the run writes.
   logits = teacher_cache.teacher_logits(
@@ -191,6 +175,31 @@ def run_distillation(run: finetuning_params.PreparedOrParams,
                                _metadata(teacher, distill, config)))
   return {"eval": results, "export_dir": options.export_dir,
           "teacher_logits": logits}
+
+
+def _splits_and_fingerprint(run, options, distill, data, teacher):
+  """(the unlabeled features or None, split -> features the teacher
+  labels, the cache fingerprint)."""
+  params = run.params
+  unlabeled = None
+  if distill.unlabeled_file and params.do_train:
+    file = own_examples.read_text_file(
+        distill.unlabeled_file, options.files, options.columns,
+        data.label_list.task_type, "no")
+    unlabeled = own_features.featurize(file.examples, data.label_list,
+                                       run.tokenizer, params.max_seq_length,
+                                       data.pair)
+  splits = {name: data.features(name) for name in ("train", "dev")
+            if name in data.files}
+  if unlabeled is not None:
+    splits["unlabeled"] = unlabeled
+  files = {"train": options.train_file if "train" in splits else "",
+           "dev": options.dev_file if "dev" in splits else "",
+           "unlabeled": distill.unlabeled_file if unlabeled else ""}
+  expected = teacher_cache.fingerprint(
+      teacher.digest, {k: v for k, v in files.items() if v},
+      params.spm_model_file or params.vocab_file, params.max_seq_length)
+  return unlabeled, splits, expected
 
 
 def _distillation_task(data, unlabeled, logits, teacher, distill,
