@@ -168,3 +168,70 @@ def test_other_task_and_other_vocabulary_are_refused(task, tmp_path):
                                       student_init_checkpoint="x"))
   assert not out.exists()
   assert teacher_cache.CACHE == "teacher_logits.npz"
+
+
+def _student_weights(task, out, step):
+  """The student's weights in out/ckpt-<step>."""
+  teacher = teacher_lib.read_teacher(task["teacher"])
+  config = teacher.config.__class__.from_json_file(
+      str(out / "albert_config.json"))
+  return teacher_lib.build_teacher_model(teacher_lib.TeacherRun(
+      str(out), config, teacher.label_list, str(out / f"ckpt-{step}"),
+      "")).get_weights()
+
+
+def test_stopped_after_a_checkpoint_and_rerun_equals_uninterrupted(
+    task, tmp_path, monkeypatch):
+  """A run stopped right after ckpt-4 (as a kill would), rerun, ends with
+  an uninterrupted run's weights; the rerun reads the teacher cache."""
+  from albert_tf.training.finetuning import runner as finetuning_runner
+  settings = dict(train_step=8, warmup_step=1, save_checkpoints_steps=4,
+                  iterations_per_loop=2, train_batch_size=16, do_eval=False,
+                  intermediate_loss="hidden_projection")
+  _distil(task, tmp_path / "reference", **settings)
+  save = finetuning_runner.FinetuningRunner.save_and_evaluate
+
+  class Killed(Exception):
+    pass
+
+  def save_then_die(runner):
+    result = save(runner)
+    if runner.step == 4:
+      raise Killed()
+    return result
+
+  with monkeypatch.context() as patch:
+    patch.setattr(finetuning_runner.FinetuningRunner, "save_and_evaluate",
+                  save_then_die)
+    with pytest.raises(Killed):
+      _distil(task, tmp_path / "killed", **settings)
+  built = []
+  real_build = teacher_lib.build_teacher_model
+  monkeypatch.setattr(teacher_lib, "build_teacher_model",
+                      lambda t: built.append(t) or real_build(t))
+  _distil(task, tmp_path / "killed", **settings)
+  # The intermediate loss's frozen teacher only: no logits pass again.
+  assert len(built) == 1
+  for a, b in zip(_student_weights(task, tmp_path / "reference", 8),
+                  _student_weights(task, tmp_path / "killed", 8)):
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_the_command_line_refuses_in_one_line_and_writes_nothing(task,
+                                                                   tmp_path):
+  import pathlib
+  import subprocess
+  import sys
+  root = str(pathlib.Path(__file__).resolve().parents[4])
+  out = tmp_path / "never"
+  proc = subprocess.run(
+      [sys.executable, "-m", "tools.distill", f"--teacher={task['teacher']}",
+       "--student_layers=7", f"--train_file={task['train']}",
+       f"--dev_file={task['dev']}", f"--spm_model_file={task['spm']}",
+       f"--output_dir={out}", "--do_train", "--do_eval"],
+      capture_output=True, text=True, timeout=120, cwd=root,
+      env=dict(os.environ, PYTHONPATH=root))
+  assert proc.returncode == 1
+  lines = [line for line in proc.stderr.splitlines() if line.strip()]
+  assert len(lines) == 1 and "--student_layers=7" in lines[0], proc.stderr
+  assert not out.exists()
