@@ -41,6 +41,9 @@ def task(tmp_path_factory, english_corpus, spm_model):
       OwnDataOptions.from_flat(train_file=files["train"],
                                dev_file=files["dev"]))
   files["teacher"] = str(teacher_dir)
+  files["unlabeled"] = kit.write_csv(
+      root / "unlabeled.csv", kit.classification_rows(lines[560:700], 3),
+      ("id", "text"))
   return files
 
 
@@ -112,12 +115,16 @@ def test_distil_one_application_trains_evaluates_exports_and_caches(
     _distil(task, out, dev="dev2", export_dir=export)
 
 
-def test_accumulation_of_four_equals_one(task, tmp_path):
+def test_accumulation_of_four_equals_one_with_unlabeled_records(task,
+                                                                tmp_path):
+  """K=4 equals K=1 (dropout on), the unlabeled records' soft targets being
+  the teacher's logits."""
   weights = []
   for k in (1, 4):
     out = tmp_path / f"k{k}"
-    _distil(task, out, train_step=3, save_checkpoints_steps=3, warmup_step=1,
-            gradient_accumulation_steps=k, do_eval=False)
+    result = _distil(task, out, train_step=3, save_checkpoints_steps=3,
+                     warmup_step=1, gradient_accumulation_steps=k,
+                     do_eval=False, unlabeled_file=task["unlabeled"])
     student = teacher_lib.build_teacher_model(
         teacher_lib.TeacherRun(
             str(out), teacher_lib.read_teacher(task["teacher"]).config.__class__
@@ -125,6 +132,15 @@ def test_accumulation_of_four_equals_one(task, tmp_path):
             teacher_lib.read_teacher(task["teacher"]).label_list,
             str(out / "ckpt-3"), ""))
     weights.append(student.get_weights())
+  cached = result["teacher_logits"]
+  assert sorted(cached) == ["train", "unlabeled"]
+  teacher = teacher_lib.build_teacher_model(
+      teacher_lib.read_teacher(task["teacher"]))
+  unlabeled = _padded_dev(task, "dev2")  # the same texts, labelled
+  np.testing.assert_allclose(
+      cached["unlabeled"],
+      teacher({k: tf.constant(v) for k, v in unlabeled.items()},
+              training=False)["logits"].numpy(), atol=1e-6)
   moved = teacher_lib.build_teacher_model(
       teacher_lib.read_teacher(task["teacher"])).get_weights()
   assert max(np.abs(a - b).max() for a, b in zip(weights[0], moved[:len(
