@@ -8,10 +8,12 @@ r"""Distil a fine-tuned classifier into a faster student.
       --do_train --do_eval --temperature=2 --alpha=0.5 \
       --intermediate_loss=attention_relation
 
-The teacher is a run_classifier --output_dir on your own files
-(classification, regression, multi_label). --student_layers=k: the
-teacher's own weights stopped after k applications of the shared layer;
---student_config with --student_init_checkpoint: a narrower student.
+The teacher is a run_classifier --output_dir or --export_dir on your own
+files (classification, regression, multi_label); an export's vocabulary
+is used when --spm_model_file / --vocab_file are not given.
+--student_layers=k: the teacher's own weights stopped after k
+applications of the shared layer; --student_config with
+--student_init_checkpoint: a narrower student.
 Results: <output_dir>/eval_results.json (the student's dev metrics under
 run_classifier's keys, the teacher's as teacher/<key>), the teacher's
 logits cached in <output_dir>/teacher_logits.npz, and --export_dir a
@@ -19,7 +21,6 @@ raw-text SavedModel naming its teacher in assets/distillation.json
 (docs/distillation.md).
 """
 
-from albert_common import file_io
 from albert_common import settings_fields
 from albert_tf.training.distillation import settings as distillation_settings
 from albert_tf.training.distillation import student_rule as student_lib
@@ -47,10 +48,16 @@ def main(argv):
   # vocabulary is checked against it.
   teacher = teacher_lib.read_teacher(distill.teacher)
   student_lib.student_config(teacher.config, distill)
-  config_file = distill.student_config or file_io.join(
-      teacher.path, "albert_config.json")
+  config_file = distill.student_config or teacher.config_file
   params = settings_fields.replace(params, albert_config_file=config_file)
   user_set = user_set | {"albert_config_file"}
+  if not (params.spm_model_file or params.vocab_file) and (
+      teacher.vocabulary_file):  # an export teacher's own
+    name = ("spm_model_file" if teacher.vocabulary_file.endswith(".model")
+            else "vocab_file")
+    params = settings_fields.replace(params,
+                                     **{name: teacher.vocabulary_file})
+    user_set = user_set | {name}
   train, recipe = own_data_settings.read_own_training(params, own, user_set)
   params, user_set = settings_flags.read_settings(
       finetuning_params.FinetuningParams, recipe)

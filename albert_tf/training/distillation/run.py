@@ -20,7 +20,6 @@ from typing import Dict, Optional
 
 from absl import logging
 import numpy as np
-import tensorflow as tf
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
@@ -123,6 +122,8 @@ def run_distillation(run: finetuning_params.PreparedOrParams,
                          "--vocab_file (WordPiece vocab.txt)")
   finetuning_params.check_vocab_size(teacher.config, run.tokenizer,
                                      params.spm_model_file, params.vocab_file)
+  teacher_lib.check_vocabulary(teacher,
+                               params.spm_model_file or params.vocab_file)
   if distill.student_init_checkpoint:
     finetuning_params.check_init_checkpoint(distill.student_init_checkpoint)
   export_once.check_export_dir(options.export_dir, params.runtime.output_dir)
@@ -250,8 +251,7 @@ def _initialise_student(runner, teacher, distill) -> None:
     logging.info("student: %s", warm_start_lib.warm_start(
         student, distill.student_init_checkpoint))
     return
-  tf.train.Checkpoint(model=student).restore(
-      teacher.checkpoint).expect_partial().assert_existing_objects_matched()
+  teacher_lib.restore_weights(student, teacher, is_teacher=False)
   logging.info("student: the teacher's weights from %s, %d of %d "
                "applications", teacher.checkpoint,
                runner.config.num_hidden_layers,

@@ -13,9 +13,9 @@ class DistillationOptions(FlatConstructible):
   """What is distilled into what (each leaf field is the flag of its name)."""
 
   teacher: str = setting(
-      help="The fine-tuned run directory of run_classifier (your own files: "
-      "classification, regression or multi_label) whose best checkpoint "
-      "teaches.")
+      help="The teacher: a run_classifier --output_dir (its best "
+      "checkpoint) or --export_dir on your own files (classification, "
+      "regression or multi_label).")
   student_layers: int = setting(
       0, "A student of the teacher's own weights stopped after this many "
       "applications of the shared layer (1..num_hidden_layers). 0: give "

@@ -39,15 +39,18 @@ def task(tmp_path_factory, english_corpus, spm_model):
       kit.run_settings(teacher_dir, files["config"], spm_model,
                        train_step=150, save_checkpoints_steps=150),
       OwnDataOptions.from_flat(train_file=files["train"],
-                               dev_file=files["dev"]))
+                               dev_file=files["dev"],
+                               export_dir=str(root / "teacher_export")))
   files["teacher"] = str(teacher_dir)
+  files["teacher_export"] = str(root / "teacher_export")
   files["unlabeled"] = kit.write_csv(
       root / "unlabeled.csv", kit.classification_rows(lines[560:700], 3),
       ("id", "text"))
   return files
 
 
-def _distil(task, output_dir, dev="dev", export_dir="", **values):
+def _distil(task, output_dir, dev="dev", export_dir="", vocab_file="",
+            **values):
   distill = dict(teacher=task["teacher"], student_layers=1)
   distill.update({k: values.pop(k) for k in list(values)
                   if k in DistillationOptions.__dataclass_fields__})
@@ -55,7 +58,8 @@ def _distil(task, output_dir, dev="dev", export_dir="", **values):
   settings.update(values)
   run = kit.run_settings(output_dir, os.path.join(task["teacher"],
                                                   "albert_config.json"),
-                         task["spm"], **settings)
+                         "" if vocab_file else task["spm"], vocab_file,
+                         **settings)
   return distillation.run_distillation(
       run, OwnDataOptions.from_flat(train_file=task["train"],
                                     dev_file=task[dev],
@@ -250,4 +254,29 @@ def test_the_command_line_refuses_in_one_line_and_writes_nothing(task,
   assert proc.returncode == 1
   lines = [line for line in proc.stderr.splitlines() if line.strip()]
   assert len(lines) == 1 and "--student_layers=7" in lines[0], proc.stderr
+  assert not out.exists()
+
+
+def test_an_export_teaches_as_its_run_directory_does(task, tmp_path):
+  settings = dict(train_step=2, save_checkpoints_steps=2, warmup_step=1)
+  from_dir = _distil(task, tmp_path / "from_dir", **settings)
+  from_export = _distil(task, tmp_path / "from_export",
+                        teacher=task["teacher_export"], **settings)
+  for split in ("train", "dev"):
+    np.testing.assert_allclose(from_export["teacher_logits"][split],
+                               from_dir["teacher_logits"][split], atol=1e-5)
+  assert (from_export["eval"]["teacher/accuracy"] ==
+          from_dir["eval"]["teacher/accuracy"])
+
+
+def test_a_vocabulary_other_than_the_export_teachers_is_refused(task,
+                                                                 tmp_path):
+  vocab = tmp_path / "vocab.txt"
+  vocab.write_text("\n".join(
+      ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] +
+      [f"w{i}" for i in range(1995)]) + "\n", encoding="utf-8")
+  out = tmp_path / "never"
+  with pytest.raises(UserInputError, match="differs from the teacher's "
+                     "vocabulary"):
+    _distil(task, out, teacher=task["teacher_export"], vocab_file=str(vocab))
   assert not out.exists()
