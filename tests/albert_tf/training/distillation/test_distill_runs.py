@@ -280,3 +280,33 @@ def test_a_vocabulary_other_than_the_export_teachers_is_refused(task,
                      "vocabulary"):
     _distil(task, out, teacher=task["teacher_export"], vocab_file=str(vocab))
   assert not out.exists()
+
+
+def test_a_narrower_student_starts_from_its_init_checkpoint(task, tmp_path):
+  """--student_config (H=16 under the teacher's 32) with
+  --student_init_checkpoint and hidden_projection: trains from the
+  checkpoint's encoder, evaluates beside the teacher, exports."""
+  from albert_tf import AlbertConfig
+  from albert_tf import AlbertEncoder
+  from albert_tf import AlbertPretrainer
+  narrow = kit.tiny_config(tmp_path / "narrow.json", hidden_size=16)
+  init = AlbertEncoder(AlbertConfig.from_json_file(narrow))
+  prefix = tf.train.Checkpoint(model=AlbertPretrainer(init)).write(
+      str(tmp_path / "init" / "ckpt"))
+  out, export = tmp_path / "narrow_run", str(tmp_path / "narrow_export")
+  result = _distil(task, out, export_dir=export, student_layers=0,
+                   student_config=narrow, student_init_checkpoint=prefix,
+                   intermediate_loss="hidden_projection", train_step=2,
+                   save_checkpoints_steps=2, warmup_step=1)
+  assert "accuracy" in result["eval"] and "teacher/accuracy" in result["eval"]
+  student = teacher_lib.build_teacher_model(teacher_lib.read_teacher(
+      str(out)))
+  assert student.encoder.config.hidden_size == 16
+  # Two small steps from the checkpoint: near it, far from a fresh draw.
+  moved = [np.abs(a - b).max() for a, b in zip(
+      student.encoder.get_weights(), init.get_weights())
+           if a.dtype == np.float32]
+  assert max(moved) < 0.01 and max(moved) > 0
+  with open(os.path.join(export, "assets", "distillation.json"),
+            encoding="utf-8") as f:
+    assert json.load(f)["student_hidden_size"] == 16
