@@ -79,11 +79,20 @@ def _padded_dev(task, split="dev"):
   return data.features("dev").padded(kit.SEQ, run.tokenizer.pad_id)
 
 
-def test_distil_one_application_trains_evaluates_exports_and_caches(
-    task, tmp_path):
-  out, export = tmp_path / "student", str(tmp_path / "export")
+@pytest.fixture(scope="module")
+def student(task, tmp_path_factory):
+  """A 1-application student of the 2-layer teacher, attention_relation
+  on, exported."""
+  root = tmp_path_factory.mktemp("student")
+  out, export = root / "student", str(root / "export")
   result = _distil(task, out, export_dir=export,
                    intermediate_loss="attention_relation")
+  return dict(result, out=out, export=export)
+
+
+def test_distil_one_application_trains_evaluates_exports_and_caches(
+    task, student):
+  out, export, result = student["out"], student["export"], student
   with open(out / "eval_results.json", encoding="utf-8") as f:
     written = json.load(f)
   teacher_accuracy = written["teacher/accuracy"]
@@ -100,10 +109,10 @@ def test_distil_one_application_trains_evaluates_exports_and_caches(
                              atol=1e-6)
   # The export answers like the student (its best checkpoint), and names
   # its teacher.
-  student = teacher_lib.build_teacher_model(
+  trained = teacher_lib.build_teacher_model(
       teacher_lib.read_teacher(str(out)))
-  assert student.encoder.config.num_hidden_layers == 1
-  want = student({k: tf.constant(v) for k, v in inputs.items()},
+  assert trained.encoder.config.num_hidden_layers == 1
+  want = trained({k: tf.constant(v) for k, v in inputs.items()},
                  training=False)["logits"].numpy()
   served = exports.load_saved_model(export).signatures["token_ids"](
       **{k: tf.constant(v) for k, v in inputs.items()})["logits"].numpy()
@@ -310,3 +319,17 @@ def test_a_narrower_student_starts_from_its_init_checkpoint(task, tmp_path):
   with open(os.path.join(export, "assets", "distillation.json"),
             encoding="utf-8") as f:
     assert json.load(f)["student_hidden_size"] == 16
+
+
+@pytest.mark.slow
+def test_the_students_litert_file_answers_like_its_savedmodel(task, student,
+                                                              tmp_path):
+  """What tools.export_tflite runs on the student's export: float LiteRT
+  within 1e-4 of the SavedModel, and the dev accuracy of the run."""
+  from albert_tf.exports.litert import report as tflite_report
+  result = tflite_report.export_and_report(
+      student["export"], str(tmp_path / "student.tflite"),
+      seq_length=kit.SEQ, eval_data=task["dev"])
+  assert result["max_difference"] <= 1e-4
+  assert result["metrics"]["none"]["accuracy"] == pytest.approx(
+      student["eval"]["accuracy"], abs=0.02)
