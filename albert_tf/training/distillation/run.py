@@ -224,11 +224,10 @@ def _distillation_task(data, unlabeled, logits, teacher, distill,
   def build_model(encoder, config):
     student = AlbertClassifier(encoder, data.label_list.num_labels,
                                initializer_range=config.initializer_range)
-    if distill.intermediate_loss == "none":
-      return student
-    return student_lib.DistillationModel(
-        student, teacher_lib.build_teacher_model(teacher),
-        distill.intermediate_loss)
+    frozen = (None if distill.intermediate_loss == "none" else
+              teacher_lib.build_teacher_model(teacher))
+    return student_lib.DistillationModel(student, frozen,
+                                         distill.intermediate_loss)
 
   return dataclasses.replace(
       base, name=f"distillation ({task_type})", build_model=build_model,
@@ -237,8 +236,8 @@ def _distillation_task(data, unlabeled, logits, teacher, distill,
 
 
 def student_of(model):
-  """The student classifier of the runner's model."""
-  return getattr(model, "student", model)
+  """The student classifier of the runner's DistillationModel."""
+  return model.student
 
 
 def _initialise_student(runner, teacher, distill) -> None:

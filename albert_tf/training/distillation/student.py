@@ -3,8 +3,10 @@
 The config rule is student_rule's.
 
 DistillationModel wraps the student classifier for the fine-tuning step
-when an intermediate loss is on: in training it also runs the frozen
-teacher (no gradient) and returns each example's intermediate loss as
+(always, so that a run's checkpoints have one layout, model/student/...,
+whatever --intermediate_loss a rerun or an evaluation gives): with an
+intermediate loss, in training it also runs the frozen teacher (no
+gradient) and returns each example's intermediate loss as
 `intermediate_loss` [batch]; otherwise it is the student.
 """
 
@@ -53,26 +55,35 @@ class DistillationModel(tf_keras.Model):
 
   Args:
     student: an AlbertClassifier (AlbertEncoder inside), trained.
-    teacher: an AlbertClassifier, frozen.
-    intermediate_loss: "attention_relation" or "hidden_projection".
+    teacher: an AlbertClassifier, frozen; None with intermediate_loss
+      "none".
+    intermediate_loss: "none", "attention_relation" or
+      "hidden_projection".
   """
 
   def __init__(self, student, teacher, intermediate_loss: str, **kwargs):
     super().__init__(name="distillation", **kwargs)
     self.student = student
     self.encoder = student.encoder
+    self.intermediate_loss = intermediate_loss
+    self.projection: Optional[tf_keras.layers.Dense] = None
+    if intermediate_loss == "none":
+      return
     self.teacher = teacher
     self.teacher.trainable = False
-    self.intermediate_loss = intermediate_loss
     width, target = (student.encoder.config.hidden_size,
                      teacher.encoder.config.hidden_size)
-    self.projection: Optional[tf_keras.layers.Dense] = None
     if intermediate_loss == "hidden_projection" and width != target:
       self.projection = tf_keras.layers.Dense(target, name="projection")
       self.projection.build([None, None, width])
 
+  def packed_call(self, features, training=None):
+    """The student's packed call (packing runs without an intermediate
+    loss)."""
+    return self.student.packed_call(features, training=training)
+
   def call(self, inputs, training=None):
-    if not training:
+    if not training or self.intermediate_loss == "none":
       return self.student(inputs, training=training)
     student = last_application(self.student.encoder, inputs, training)
     teacher = tf.nest.map_structure(

@@ -16,7 +16,7 @@ batches, input order restored by EXAMPLE_INDEX).
 import hashlib
 import io
 import json
-from typing import Dict, Mapping, Optional
+from typing import Dict, Mapping, Tuple
 
 import numpy as np
 
@@ -42,26 +42,31 @@ def fingerprint(teacher_digest: str, data_files: Mapping[str, str],
 
 
 def read_cache(output_dir: str, expected: Dict
-              ) -> Optional[Dict[str, np.ndarray]]:
-  """The cached logits (split -> array) if the cache matches `expected`;
-  None without a cache.
+              ) -> Tuple[Dict[str, np.ndarray], Dict]:
+  """(the cached logits of the splits `expected` has, the stored
+  fingerprint); ({}, {}) without a cache. A split of the cache that this
+  run does not use (the training file in an evaluation-only rerun) is not
+  compared.
 
   Raises:
     UserInputError: a stale cache (naming what changed).
   """
   path = file_io.join(output_dir, CACHE)
   if not file_io.exists(path):
-    return None
+    return {}, {}
   with np.load(io.BytesIO(file_io.read_bytes(path))) as stored:
     arrays = {k: stored[k] for k in stored.files}
   found = json.loads(str(arrays.pop(_FINGERPRINT)))
-  if found != expected:
-    changed = sorted(k for k in expected if found.get(k) != expected[k])
+  changed = [k for k in expected if k != "data" and found.get(k) != expected[k]]
+  changed += [f"{split} file" for split, digest in expected["data"].items()
+              if found["data"].get(split, digest) != digest]
+  if changed:
     raise UserInputError(
-        f"{path} holds the logits of another {' and '.join(changed)} "
-        f"(teacher or data changed since it was written); use a new "
-        "--output_dir or remove it")
-  return arrays
+        f"{path} holds the logits of another {', '.join(changed)} (teacher "
+        "or data changed since it was written); use a new --output_dir or "
+        "remove it")
+  return ({k: v for k, v in arrays.items() if k in expected["data"]},
+          found)
 
 
 def write_cache(output_dir: str, expected: Dict,
@@ -98,14 +103,23 @@ def teacher_logits(output_dir: str, expected: Dict, build_model,
                    splits: Mapping[str, object], max_seq_length: int,
                    batch_size: int, pad_id: int, buckets=()
                   ) -> Dict[str, np.ndarray]:
-  """The cached logits of every split (checked), else computed once with
-  build_model() and written."""
-  cached = read_cache(output_dir, expected)
-  if cached is not None and set(cached) == set(splits):
-    return cached
+  """The logits of every split: cached ones checked and reused, the others
+  computed once with build_model() and added to the cache."""
+  cached, found = read_cache(output_dir, expected)
+  missing = [split for split in splits if split not in cached]
+  if not missing:
+    return {split: cached[split] for split in splits}
   model = build_model()
-  logits = {split: predict_logits(model, features, max_seq_length,
-                                  batch_size, pad_id, buckets)
-            for split, features in splits.items()}
+  logits = dict(cached)
+  for split in missing:
+    logits[split] = predict_logits(model, splits[split], max_seq_length,
+                                   batch_size, pad_id, buckets)
+  if found:  # keep the splits this run did not use
+    with np.load(io.BytesIO(file_io.read_bytes(
+        file_io.join(output_dir, CACHE)))) as stored:
+      kept = {k: stored[k] for k in stored.files
+              if k != _FINGERPRINT and k not in logits}
+    logits.update(kept)
+    expected = dict(expected, data=dict(found["data"], **expected["data"]))
   write_cache(output_dir, expected, logits)
-  return logits
+  return {split: logits[split] for split in splits}

@@ -91,7 +91,7 @@ def student(task, tmp_path_factory):
 
 
 def test_distil_one_application_trains_evaluates_exports_and_caches(
-    task, student):
+    task, student, monkeypatch):
   out, export, result = student["out"], student["export"], student
   with open(out / "eval_results.json", encoding="utf-8") as f:
     written = json.load(f)
@@ -129,8 +129,14 @@ def test_distil_one_application_trains_evaluates_exports_and_caches(
   assert metadata["settings"]["intermediate_loss"] == "attention_relation"
   assert metadata["student_num_hidden_layers"] == 1
   # Another dev file on the same run: the cache is stale, one line.
-  with pytest.raises(UserInputError, match="teacher_logits.npz.*data"):
+  with pytest.raises(UserInputError, match="teacher_logits.npz.*dev file"):
     _distil(task, out, dev="dev2", export_dir=export)
+  # An evaluation-only rerun: the same metrics, from the cache alone.
+  built = []
+  monkeypatch.setattr(teacher_lib, "build_teacher_model", built.append)
+  again = _distil(task, out, do_train=False)
+  assert not built
+  assert again["eval"] == pytest.approx(result["eval"])
 
 
 def test_accumulation_of_four_equals_one_with_unlabeled_records(task,
