@@ -174,6 +174,7 @@ def readme_flag_tables() -> str:
   from albert_tf.exports.onnx import options as onnx_options
   from albert_tf.training import early_exit
   from albert_tf.training import runtime_params
+  from albert_tf.training.distillation import settings as distill_settings
   from albert_tf.training.finetuning import ner_settings
   from albert_tf.training.finetuning import own_data_settings
   from albert_tf.training.finetuning import params as finetuning_params
@@ -202,6 +203,9 @@ def readme_flag_tables() -> str:
        (own_data_settings.OwnDataOptions,)),
       ("run_classifier --early_exit (`EarlyExitOptions`)",
        (early_exit.EarlyExitOptions,)),
+      ("distill (`DistillationOptions`; with run_classifier's "
+       "`FinetuningParams` and `OwnDataOptions`)",
+       (distill_settings.DistillationOptions,)),
       ("run_squad (`SquadOptions`)", (task_settings.SquadOptions,)),
       ("run_race (`RaceOptions`)", (task_settings.RaceOptions,)),
       ("run_multiple_choice (`MultipleChoiceOptions`, with its "

@@ -159,7 +159,9 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
                       length_buckets: Sequence[int] = (),
                       label_list: Optional[LabelList] = None,
                       exit_patience: Optional[int] = None,
-                      exit_threshold: float = EXIT_THRESHOLD) -> str:
+                      exit_threshold: float = EXIT_THRESHOLD,
+                      extra_text_assets: Sequence[Tuple[str, str, str]] = ()
+                     ) -> str:
   """Writes the serving SavedModel of a fine-tuned classifier.
 
   Args:
@@ -184,6 +186,8 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
       serving_default and token_ids (0 = full depth); adds the signature
       `early_exit` (module docstring). None: no exit loop.
     exit_threshold: regression: a change below it is "the same".
+    extra_text_assets: (attribute, file name, text) assets written beside
+      the others (tools.distill's distillation.json).
 
   Returns:
     export_dir.
@@ -200,6 +204,7 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
                        f"{label_list.labels}")
     text_assets.append(("label_list_file", label_list_lib.FILE_NAME,
                         json.dumps(label_list.to_dict(), indent=2) + "\n"))
+  text_assets.extend(extra_text_assets)
 
   def build(vocab_copy):
     preprocessor = build_preprocessor(
