@@ -232,7 +232,8 @@ def _distillation_task(data, unlabeled, logits, teacher, distill,
   return dataclasses.replace(
       base, name=f"distillation ({task_type})", build_model=build_model,
       loss_fn=distillation_loss_fn(task_type, distill),
-      train_dataset=train_dataset if features is not None else None)
+      train_dataset=train_dataset if features is not None else None,
+      initialises_encoder=True)
 
 
 def student_of(model):

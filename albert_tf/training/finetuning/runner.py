@@ -238,7 +238,8 @@ class FinetuningRunner:
       return ""
     if self.params.init_checkpoint:
       return warm_start(self.model, self.params.init_checkpoint)
-    if self.params.do_train and not self.params.init_savedmodel:
+    if self.params.do_train and not (self.params.init_savedmodel or
+                                     self.task.initialises_encoder):
       logging.warning(
           "no --init_checkpoint or --init_savedmodel: fine-tuning starts "
           "from random weights, not from a pretrained ALBERT")

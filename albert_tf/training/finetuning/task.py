@@ -50,6 +50,9 @@ class FinetuningTask:
     packed_training: train_dataset gives packed batches
       (data_pipeline.tasks.packing: one static shape, the model's
       `packed_call`); evaluation still runs in length_buckets.
+    initialises_encoder: the task's caller sets the model's weights after
+      the runner is built (distillation's student): no "random weights"
+      warning without --init_checkpoint.
   """
 
   name: str
@@ -63,3 +66,4 @@ class FinetuningTask:
   write_eval_outputs: Optional[Callable[[str], None]] = None
   length_buckets: Tuple[int, ...] = ()
   packed_training: bool = False
+  initialises_encoder: bool = False
