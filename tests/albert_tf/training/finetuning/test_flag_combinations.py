@@ -1,13 +1,18 @@
 """run_classifier over the combinations of the run-shape flags:
 --recompute_layers x --early_exit x --pack_examples x
---gradient_accumulation_steps x --dtype (default strategy, in this process,
-sharing one set of files). Each either trains (status 0, a finite dev loss
-in eval_results.json) or is refused in one line before any work (status 1,
-one `error:` line naming a flag, no output directory).
+--gradient_accumulation_steps x --dtype x --strategy. Each either trains
+(status 0, a finite dev loss in eval_results.json) or is refused in one
+line before any work (status 1, one `error:` line naming a flag, no
+output directory).
 
-make test runs a pairwise set (6 runs: every value of each flag meets every
-value of each other flag); the slow test runs all 48 (about 20 s each on a
-loaded 2-core machine)."""
+Default strategy, in this process, sharing one set of files: make test
+runs a pairwise set (6 runs: every value of each flag meets every value of
+each other flag); the slow test runs all 48 (about 20 s each on a loaded
+2-core machine). With the strategy (default, or mirrored over 2 logical
+CPU devices), in one new process: make test runs one mirrored
+combination, the slow test a pairwise set of the 6 factors (7 runs); a
+slow test runs one combination under multi_worker (2 worker
+processes)."""
 
 import itertools
 import json
@@ -160,6 +165,29 @@ def test_strategy_combinations_train_or_are_refused_at_once(
     assert any(v == "trains" for k, v in outcomes.items()
                if k.endswith("+mirrored") == (strategy == "mirrored")), (
                    outcomes)
+
+
+@pytest.mark.slow  # two worker processes
+def test_one_multi_worker_combination_trains(files, tmp_path):  # noqa: F811
+  """ONE_MIRRORED's switches under --strategy=multi_worker: 2 local worker
+  processes (TF_CONFIG), each one replica; the chief's eval_results."""
+  from tests.albert_tf.training.pretraining.test_distributed import (
+    _two_worker_attempts,
+  )
+  (switches, steps, dtype, _), = strategy_combinations([ONE_MIRRORED])
+  out = tmp_path / "run"
+  settings = dict(arg[2:].split("=", 1) for arg in _arguments(
+      files, out, switches, steps, dtype) if "=" in arg and
+      not arg.startswith("--strategy="))
+  settings.update({arg[2:]: True for arg in _arguments(
+      files, out, switches, steps, dtype) if "=" not in arg})
+  settings, outputs = _two_worker_attempts(settings, "tools.run_classifier")
+  assert ("strategy multi_worker (CollectiveAllReduceStrategy) with 2 "
+          "replica(s)") in outputs[0], outputs[0][-3000:]
+  results = json.loads((pathlib.Path(settings["output_dir"]) /
+                        "eval_results.json").read_text())
+  assert math.isfinite(results.get("loss", results.get("eval_loss"))), (
+      results)
 
 
 def _check(combinations, files, tmp_path, capsys):  # noqa: F811
