@@ -136,6 +136,13 @@ class InputOrderPredictor:
       largest with PAD_OUTPUT (ints: 0).
     """
     strategy = self.strategy
+    # Every worker predicts every example (a multi-worker strategy would
+    # shard the batches between workers, and each would score its share
+    # only; gathering them would hang where workers hold unequal counts).
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = (
+        tf.data.experimental.AutoShardPolicy.OFF)
+    dataset = dataset.with_options(options)
     chunks, indices = {}, []
     for features in strategy.experimental_distribute_dataset(dataset):
       outputs, index = self._predict_batch(features)
