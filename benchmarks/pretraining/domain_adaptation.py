@@ -65,7 +65,7 @@ class SourceSettings:
   max_predictions_per_seq: int = 10
   dupe_factor: int = 3
   train_batch_size: int = 64
-  num_train_steps: int = 800
+  num_train_steps: int = 600
   learning_rate: float = 5e-3
   seed: int = 12345
 
@@ -92,9 +92,10 @@ def digest(*settings) -> str:
   return hashlib.md5(text.encode()).hexdigest()[:10]
 
 
-def tool(name: str, *flags: str) -> None:
-  """Runs `python -m tools.<name> flags` from the repository root; a
-  failure stops the benchmark with the tool's last output lines."""
+def tool(name: str, *flags: str, log: str) -> None:
+  """Runs `python -m tools.<name> flags` from the repository root, its
+  output kept in `log`; a failure stops the benchmark with the tool's last
+  output lines."""
   env = dict(os.environ, PYTHONPATH=os.pathsep.join(
       p for p in (common.REPO_ROOT, os.environ.get("PYTHONPATH")) if p))
   command = [sys.executable, "-m", f"tools.{name}", *flags]
@@ -102,10 +103,11 @@ def tool(name: str, *flags: str) -> None:
   started = time.time()
   done = subprocess.run(command, cwd=common.REPO_ROOT, env=env,
                         capture_output=True, text=True)
+  file_io.write_atomic(log, done.stdout + done.stderr)
   if done.returncode:
     tail = "\n".join((done.stdout + done.stderr).splitlines()[-25:])
     raise SystemExit(f"tools.{name} failed ({done.returncode}):\n{tail}")
-  print(f"    ({time.time() - started:.0f} s)", flush=True)
+  print(f"    ({time.time() - started:.0f} s, log {log})", flush=True)
 
 
 def write_records(text: str, output: str, spm_model: str,
@@ -193,7 +195,7 @@ def build_source(source: SourceSettings) -> Dict[str, str]:
   tool("run_pretraining", *pretraining_flags(
       paths["config"], paths["train"], paths["heldout"], paths["run"],
       source, source.num_train_steps, source.train_batch_size,
-      source.learning_rate, source.seed))
+      source.learning_rate, source.seed), log=paths["run"] + ".log")
   return paths
 
 
@@ -223,7 +225,8 @@ def build_domain(root: str, src: Dict[str, str], source: SourceSettings,
          f"--spm_model_file={src['spm_model']}",
          f"--input_file={paths['train_text']}",
          f"--new_pieces={run.new_pieces}",
-         f"--output_dir={paths['extended']}")
+         f"--output_dir={paths['extended']}",
+         log=paths["extended"] + ".log")
   paths["extended_spm"] = join(paths["extended"],
                                os.path.basename(src["spm_model"]))
   paths["extended_config"] = join(paths["extended"], "albert_config.json")
@@ -232,6 +235,14 @@ def build_domain(root: str, src: Dict[str, str], source: SourceSettings,
     paths[f"code_{name}"] = write_records(
         paths["train_text"], join(root, f"code_train_{name}.tfrecord"),
         spm_model, source, run.domain_dupe_factor)
+  # The ceiling of "fewer pieces": a tokenizer of the extended size
+  # trained on the domain's text alone.
+  paths["domain_spm"] = join(root, "domain_only_spm")
+  if not file_io.exists(paths["domain_spm"] + ".model"):
+    from data_pipeline.tokenization import sentencepiece_trainer
+    sentencepiece_trainer.train_sentencepiece(
+        paths["train_text"], paths["domain_spm"],
+        vocab_size=source.vocab_size + run.new_pieces, do_lower_case=True)
   paths["docs_new"] = write_records(
       src["heldout_text"], join(root, "docs_heldout_new.tfrecord"),
       paths["extended_spm"], source, 1)
@@ -258,7 +269,8 @@ def continue_pretraining(root: str, src, dom, source: SourceSettings,
       tool("run_pretraining", f"--init_checkpoint={init}",
            "--restart_schedule", *pretraining_flags(
                config, train, evaluate, output, source, run.continued_steps,
-               run.continued_batch_size, run.continued_learning_rate, seed))
+               run.continued_batch_size, run.continued_learning_rate, seed),
+           log=output + ".log")
   return runs
 
 
@@ -279,7 +291,7 @@ def finetune(root: str, name: str, seed: int, init: str, config: str,
          f"--warmup_step={run.finetune_steps // 10}",
          f"--save_checkpoints_steps={run.finetune_steps}",
          f"--seed={seed}", "--do_train", "--do_eval",
-         f"--output_dir={output}")
+         f"--output_dir={output}", log=output + ".log")
   return float(json.loads(file_io.read_text(results))["accuracy"])
 
 
