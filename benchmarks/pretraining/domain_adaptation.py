@@ -65,7 +65,7 @@ class SourceSettings:
   max_predictions_per_seq: int = 10
   dupe_factor: int = 3
   train_batch_size: int = 64
-  num_train_steps: int = 600
+  num_train_steps: int = 2500
   learning_rate: float = 5e-3
   seed: int = 12345
 
