@@ -8,8 +8,10 @@ spells it in four on four. Here the unit is the word:
   text (words as the model sees them: SentencePiece starts a piece at each
   space, so a word's pieces alone are its pieces in context);
 - in each window the same words are masked whatever the tokenizer (chosen
-  with a seed from the words of at most MAX_MASKED_CHARS characters, about
-  15%, at least one): every piece of a masked word becomes [MASK];
+  with a seed, about 15%, at least one, among the identifier-like words:
+  letters, digits and underscores, at most MAX_MASKED_CHARS characters;
+  a run such as `self._sock.close()` is left in the context): every piece
+  of a masked word becomes [MASK];
 - a word counts as correct only if every one of its pieces is predicted
   (the argmax of the MLM logits at its position is the true id);
 - a window that does not fit the sequence under any of the compared
@@ -20,6 +22,7 @@ Sequences are [CLS] pieces [SEP], one segment.
 
 import dataclasses
 import random
+import re
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -27,6 +30,7 @@ import numpy as np
 WINDOW_WORDS = 12
 MAX_MASKED_CHARS = 12
 MASKED_FRACTION = 0.15
+IDENTIFIER = re.compile(r"[^\W\d]\w*")
 
 
 def word_windows(documents: Sequence[Sequence[str]], count: int, seed: int,
@@ -46,9 +50,11 @@ def word_windows(documents: Sequence[Sequence[str]], count: int, seed: int,
 def masked_words(window: Sequence[str], seed: int) -> List[int]:
   """Indices of the words to mask in `window` (sorted): MASKED_FRACTION of
   its words rounded, at least one, among those of at most
-  MAX_MASKED_CHARS characters; [] when it has none. Depends only on the
-  words and `seed`, never on a tokenizer."""
-  candidates = [i for i, w in enumerate(window) if len(w) <= MAX_MASKED_CHARS]
+  MAX_MASKED_CHARS characters of letters, digits and underscores (not
+  starting with a digit); [] when it has none. Depends only on the words
+  and `seed`, never on a tokenizer."""
+  candidates = [i for i, w in enumerate(window)
+                if len(w) <= MAX_MASKED_CHARS and IDENTIFIER.fullmatch(w)]
   if not candidates:
     return []
   count = min(len(candidates), max(1, round(MASKED_FRACTION * len(window))))

@@ -85,6 +85,10 @@ def test_masked_words_depend_on_the_words_and_seed_only():
   assert chosen == ww.masked_words(window, seed=5)
   assert len(chosen) == 1 and 1 not in chosen  # 13 characters: never masked
   assert ww.masked_words(["a" * 13], seed=5) == []
+  # Only identifier-like words are masked, whatever the seed.
+  code = ["self.close()", "return", "x[0]", "_name", "2nd", "+=", "if"]
+  masked = {i for seed in range(200) for i in ww.masked_words(code, seed)}
+  assert masked == {1, 3, 6}
   # Windows that do not fit under one of the tokenizers are left out.
   windows = [["ab", "cd"], ["abcdefgh", "ij"]]
   assert ww.fitting_windows(windows, [_WordTokenizer()], seq_length=6) == [0]
