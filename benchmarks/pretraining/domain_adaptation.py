@@ -48,6 +48,9 @@ from benchmarks import common
 from benchmarks.pretraining import code_corpus
 from benchmarks.pretraining import domain_adaptation_report as report
 
+# Seconds of each tool run of this invocation (the rest came from the
+# cache under WORK_ROOT).
+TOOL_SECONDS: List[float] = []
 WORK_ROOT = os.path.join(common.REPO_ROOT, "build", "benchmarks",
                          "domain_adaptation")
 CONTENDERS = ("source", "old vocab", "extended")
@@ -107,7 +110,8 @@ def tool(name: str, *flags: str, log: str) -> None:
   if done.returncode:
     tail = "\n".join((done.stdout + done.stderr).splitlines()[-25:])
     raise SystemExit(f"tools.{name} failed ({done.returncode}):\n{tail}")
-  print(f"    ({time.time() - started:.0f} s, log {log})", flush=True)
+  TOOL_SECONDS.append(time.time() - started)
+  print(f"    ({TOOL_SECONDS[-1]:.0f} s, log {log})", flush=True)
 
 
 def write_records(text: str, output: str, spm_model: str,
@@ -335,6 +339,7 @@ def main():
         dom["extended_config"], dom["extended_spm"], dom, source, run)
   measured = report.measure(src, dom, runs, downstream, source, run)
   measured["minutes"] = (time.time() - started) / 60
+  measured["tool_runs"] = len(TOOL_SECONDS)
   file_io.write_json_atomic(os.path.join(root, "results.json"), measured)
   argv = sys.argv[1:]
   text = report.markdown(measured, source, run, machine,

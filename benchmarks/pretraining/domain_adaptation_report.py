@@ -216,8 +216,10 @@ def markdown(out: Dict, source, run, machine: str, command: str) -> str:
   final = out["final_general"]
   return (
       f"`{command}`; {machine}; {common.machine_label()}, {common.today()}; "
-      f"the whole run took {out['minutes']:.0f} min on a machine shared with "
-      "other jobs (not a speed figure).\n\n"
+      f"{out['minutes']:.0f} min for this invocation with "
+      f"{out['tool_runs']} tool runs (stages already under "
+      "build/benchmarks/domain_adaptation/ are reused), on a machine shared "
+      "with other jobs (not a speed figure).\n\n"
       f"Source: E={source.embedding_size}, H={source.hidden_size}, "
       f"{source.num_attention_heads} heads, one layer applied "
       f"{source.num_hidden_layers} times, sequence {source.max_seq_length}, "
