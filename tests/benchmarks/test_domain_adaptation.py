@@ -196,3 +196,13 @@ def test_goal_checks_on_crafted_figures():
       "better downstream"]["met"]
   assert not report.goals(_figures(general=0.394))[
       "general text barely moves"]["met"]
+
+
+def test_punctuation_share_counts_pieces_without_letters_or_digits():
+  class Tokenizer:
+    def tokenize(self, text):
+      return {"a": ["\u2581self", ".", "_", "sock", "\u2581(", "1]"],
+              "b": ["\u2581", "x"]}[text]
+
+  # ".", "_", "▁(" and the bare "▁": 4 of 8 pieces.
+  assert report.punctuation_share(Tokenizer(), ["a", "b"]) == 0.5
