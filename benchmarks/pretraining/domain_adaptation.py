@@ -80,7 +80,7 @@ class RunSettings:
   continued_steps: int = 200
   continued_batch_size: int = 32
   continued_learning_rate: float = 1e-3
-  finetune_steps: int = 300
+  finetune_steps: int = 600
   finetune_batch_size: int = 32
   finetune_learning_rate: float = 5e-4
   train_per_class: int = 250
