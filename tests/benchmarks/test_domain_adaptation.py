@@ -1,0 +1,208 @@
+"""The pure parts of benchmarks.pretraining.domain_adaptation: whole-word
+MLM scoring on crafted cases, the code corpus (docstrings out, a split with
+no file on both sides) and the balanced snippet task; its goal checks on
+crafted figures."""
+
+import numpy as np
+import pytest
+
+from benchmarks.pretraining import code_corpus
+from benchmarks.pretraining import domain_adaptation_report as report
+from benchmarks.pretraining import whole_word_mlm as ww
+
+CLS, SEP, MASK = 2, 3, 4
+
+
+def test_mask_whole_words_masks_every_piece_of_the_chosen_words():
+  # Words spelled in 1, 3, 2 and 1 pieces; words 1 and 2 masked.
+  word_ids = [[10], [11, 12, 13], [14, 15], [16]]
+  s = ww.mask_whole_words(word_ids, [1, 2], CLS, SEP, MASK, seq_length=9)
+  assert s.input_ids == [CLS, 10, MASK, MASK, MASK, MASK, MASK, 16, SEP]
+  assert s.positions == [2, 3, 4, 5, 6]
+  assert s.labels == [11, 12, 13, 14, 15]
+  assert s.words == [(0, 3), (3, 5)]
+  # One id too many for the sequence: none.
+  assert ww.mask_whole_words(word_ids, [1], CLS, SEP, MASK, 8) is None
+
+
+def test_a_word_counts_only_when_every_piece_is_predicted():
+  s = ww.mask_whole_words([[10], [11, 12, 13], [14, 15], [16]], [0, 1, 2],
+                          CLS, SEP, MASK, seq_length=16)
+  # Word 0 right; word 1 wrong in its last piece only; word 2 right.
+  assert ww.words_correct(s, [10, 11, 12, 99, 14, 15]) == [True, False, True]
+  # Token accuracy would be 5/6 here; whole-word accuracy is 2/3.
+  assert ww.words_correct(s, [10, 11, 12, 13, 14, 15]) == [True] * 3
+
+
+class _Pretrainer:
+  """Predicts the true id at every masked position of the sequences it
+  knows (found by their input ids), except at (sequence, position) in
+  `wrong`."""
+
+  def __init__(self, seqs, seq_length, wrong):
+    self.truth = {}
+    for index, s in enumerate(seqs):
+      key = tuple(s.input_ids + [0] * (seq_length - len(s.input_ids)))
+      self.truth[key] = (index, dict(zip(s.positions, s.labels)))
+    self.wrong = wrong
+
+  def __call__(self, inputs, training):
+    assert not training
+    positions = inputs["masked_lm_positions"]
+    logits = np.zeros(positions.shape + (50,), np.float32)
+    for row, ids in enumerate(inputs["input_word_ids"]):
+      index, truth = self.truth[tuple(ids.tolist())]
+      for col, position in enumerate(positions[row].tolist()):
+        wrong = (index, position) in self.wrong
+        logits[row, col, 49 if wrong else truth.get(position, 0)] = 1.0
+    return {"mlm_logits": logits}
+
+
+def test_whole_word_accuracy_of_a_model_over_batches():
+  seqs = [ww.mask_whole_words([[10, 11], [12]], [0], CLS, SEP, MASK, 8),
+          ww.mask_whole_words([[13], [14, 15, 16]], [0, 1], CLS, SEP, MASK,
+                              8),
+          ww.mask_whole_words([[17], [18]], [1], CLS, SEP, MASK, 8)]
+  # Sequence 1's second word misses one of its three pieces (position 3).
+  model = _Pretrainer(seqs, 8, wrong={(1, 3)})
+  result = ww.whole_word_accuracy(model, seqs, seq_length=8, batch_size=2)
+  assert result == {"accuracy": pytest.approx(3 / 4), "words": 4}
+  perfect = ww.whole_word_accuracy(_Pretrainer(seqs, 8, set()), seqs, 8, 2)
+  assert perfect["accuracy"] == 1.0
+
+
+class _WordTokenizer:
+  """Spells a word in as many pieces as it has characters (ids 10+)."""
+  cls_id, sep_id, mask_id, unk_id = CLS, SEP, MASK, 1
+
+  def encode(self, text):
+    return [10 + (ord(c) % 30) for c in text.replace(" ", "")]
+
+
+def test_masked_words_depend_on_the_words_and_seed_only():
+  window = ["short", "a" * 13, "x", "y", "zz", "w", "v"]
+  chosen = ww.masked_words(window, seed=5)
+  assert chosen == ww.masked_words(window, seed=5)
+  assert len(chosen) == 1 and 1 not in chosen  # 13 characters: never masked
+  assert ww.masked_words(["a" * 13], seed=5) == []
+  # Only identifier-like words are masked, whatever the seed.
+  code = ["self.close()", "return", "x[0]", "_name", "2nd", "+=", "if"]
+  masked = {i for seed in range(200) for i in ww.masked_words(code, seed)}
+  assert masked == {1, 3, 6}
+  # Windows that do not fit under one of the tokenizers are left out.
+  windows = [["ab", "cd"], ["abcdefgh", "ij"]]
+  assert ww.fitting_windows(windows, [_WordTokenizer()], seq_length=6) == [0]
+
+
+def test_unknown_rate_counts_unk_pieces():
+  class Tokenizer:
+    unk_id = 1
+
+    def encode(self, text):
+      return [1 if c == "?" else 5 for c in text]
+
+  assert ww.unknown_rate(Tokenizer(), ["ab?", "?c"]) == pytest.approx(2 / 5)
+
+
+SOURCE = '''"""Module docstring,
+two lines."""
+import os
+
+
+class A:
+  """Class docstring."""
+
+  def f(self):
+    """One line."""
+    # a comment stays
+    return "not a docstring"
+'''
+
+
+def test_code_lines_drop_docstrings_and_keep_code_and_comments():
+  assert code_corpus.code_lines(SOURCE) == [
+      "import os", "class A:", "def f(self):", "# a comment stays",
+      'return "not a docstring"']
+  assert code_corpus.code_lines("def (:\n") == []
+
+
+def test_split_by_file_puts_no_file_on_both_sides():
+  paths = [f"pkg/module_{i}.py" for i in range(23)]
+  train, heldout = code_corpus.split_by_file(paths, every=5)
+  assert not set(train) & set(heldout)
+  assert sorted(train + heldout) == sorted(paths)
+  assert len(heldout) == 5  # every 5th of 23, the first included
+  assert code_corpus.split_by_file(["one.py"]) == ([], ["one.py"])
+
+
+@pytest.fixture(scope="module")
+def domain():
+  return code_corpus.build_domain()
+
+
+def test_domain_split_by_file_and_no_docstring_sentence(domain):
+  for package, splits in domain.files.items():
+    train = {p for p, _ in splits["train"]}
+    heldout = {p for p, _ in splits["heldout"]}
+    assert heldout and not train & heldout, package
+  lines = {line for doc in domain.documents("train") for line in doc}
+  assert "import os" in lines or "import sys" in lines
+  # A sentence of the docstring corpus: asyncio.sleep's docstring.
+  assert "Coroutine that completes after a given time (in seconds)." not in (
+      lines)
+
+
+def test_snippet_task_is_balanced_and_dev_comes_from_heldout_files(domain):
+  dev = code_corpus.snippet_rows(domain, "heldout", per_class=20, seed=1)
+  train = code_corpus.snippet_rows(domain, "train", per_class=30, seed=0)
+  for rows, count in ((dev, 20), (train, 30)):
+    labels = [r["label"] for r in rows]
+    assert {p: labels.count(p) for p in code_corpus.TASK_PACKAGES} == {
+        p: count for p in code_corpus.TASK_PACKAGES}
+  heldout_text = {package: {s for _, lines in domain.files[package]["heldout"]
+                            for s in code_corpus.snippets(lines)}
+                  for package in code_corpus.TASK_PACKAGES}
+  assert all(r["text"] in heldout_text[r["label"]] for r in dev)
+  with pytest.raises(ValueError, match="fewer than"):
+    code_corpus.snippet_rows(domain, "heldout", per_class=10**6, seed=1)
+
+
+def _figures(step0_mlm_loss=1.0, ppw_new=1.5, extended=(0.80, 0.82, 0.81),
+             general=0.401):
+  def spread(values):
+    return report.spread(list(values))
+  source_eval = {"mlm_loss": 1.0, "sop_loss": 0.5, "mlm_accuracy": 0.4,
+                 "sop_accuracy": 0.9}
+  return {"source_eval": source_eval,
+          "step0": {"old vocab": {1: dict(source_eval,
+                                          mlm_loss=step0_mlm_loss)},
+                    "extended": {1: dict(source_eval,
+                                         mlm_accuracy=general)}},
+          "pieces_per_word": {"old": 2.0, "new": ppw_new,
+                              "domain_only": 1.9},
+          "downstream": {"old vocab": spread([0.70, 0.72, 0.71]),
+                         "extended": spread(extended)},
+          "general_whole_word": {"source": 0.3, "extended": 0.3}}
+
+
+def test_goal_checks_on_crafted_figures():
+  met = report.goals(_figures())
+  assert all(g["met"] for g in met.values()), met
+  assert not report.goals(_figures(step0_mlm_loss=1.0 + 2e-5))[
+      "exact start"]["met"]
+  assert not report.goals(_figures(ppw_new=1.51))["fewer pieces"]["met"]
+  # A gain of 1 point against a seed spread of 6 points is not enough.
+  assert not report.goals(_figures(extended=(0.66, 0.72, 0.78)))[
+      "better downstream"]["met"]
+  assert not report.goals(_figures(general=0.394))[
+      "general text barely moves"]["met"]
+
+
+def test_punctuation_share_counts_pieces_without_letters_or_digits():
+  class Tokenizer:
+    def tokenize(self, text):
+      return {"a": ["\u2581self", ".", "_", "sock", "\u2581(", "1]"],
+              "b": ["\u2581", "x"]}[text]
+
+  # ".", "_", "▁(" and the bare "▁": 4 of 8 pieces.
+  assert report.punctuation_share(Tokenizer(), ["a", "b"]) == 0.5
