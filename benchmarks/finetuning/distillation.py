@@ -258,7 +258,8 @@ def _report(args, result) -> str:
           + report.goals_table(result["checks"]))
 
 
-def main():
+def build_parser() -> argparse.ArgumentParser:
+  """The command line (SHORT_ARGS parse with it)."""
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--seeds", type=int, default=3)
   parser.add_argument("--pretrain_steps", type=int, default=1500)
@@ -278,7 +279,12 @@ def main():
   parser.add_argument("--threads", type=int, default=2)
   parser.add_argument("--quiet_cores", type=float, default=0.1)
   parser.add_argument("--write", action="store_true")
-  args = common.parse_args(parser)
+  return parser
+
+
+def main():
+  parser = build_parser()
+  args = parser.parse_args()
   losses = args.intermediate_losses.split(",")
   if not set(losses) <= {"none", "attention_relation", "hidden_projection"}:
     parser.exit(1, f"error: --intermediate_losses={args.intermediate_losses}"

@@ -54,7 +54,7 @@ def source_model(model: Dict, steps: int, seq_length: int,
       output_dir=folder, vocab_size=model["vocab_size"],
       max_seq_length=seq_length, train_batch_size=batch_size,
       num_train_steps=steps, learning_rate=learning_rate,
-      save_checkpoints_steps=max(steps // 4, 1), model=config))
+      save_checkpoints_steps=max(50, steps // 4 // 50 * 50), model=config))
   print(f"source model in {folder} ({time.time() - started:.0f} s)",
         flush=True)
   return dict(folder=folder, checkpoint=os.path.join(folder, "pretraining"),
@@ -162,7 +162,12 @@ def distill(output_dir: str, teacher: str, flags: List[str],
             unlabeled: str = "", export: bool = True) -> Dict:
   """A tools.distill run of `teacher` (a run folder) into the student of
   its first `student_layers` applications."""
-  extra = [f"--teacher={teacher}", f"--student_layers={student_layers}",
+  # The teacher's config given as --albert_config_file: tools.distill
+  # (at this writing) reads the flags again after its recipe and loses the
+  # config it derives from the teacher; the student's is derived from the
+  # teacher's config and --student_layers whatever this flag says.
+  extra = [f"--albert_config_file={teacher}/albert_config.json",
+           f"--teacher={teacher}", f"--student_layers={student_layers}",
            "--temperature=2", "--alpha=0.5",
            f"--intermediate_loss={intermediate_loss}"]
   if unlabeled:
