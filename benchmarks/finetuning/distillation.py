@@ -55,11 +55,14 @@ MODEL = dict(vocab_size=5000, embedding_size=64, hidden_size=128,
 # `python -m benchmarks.summary --run`'s short mode: one seed, fewer
 # pretraining and fine-tuning steps, no loss comparison (about 8 minutes
 # on 2 quiet cores).
-SHORT_ARGS = ["--seeds=1", "--pretrain_steps=300", "--train_steps=150",
+SHORT_ARGS = ["--seeds=1", "--pretrain_steps=200", "--train_steps=100",
               "--max_per_topic=200", "--intermediate_losses=hidden_projection",
               "--batch1_examples=32", "--repeats=2", "--write"]
 DOCS_PAGE = os.path.join(common.REPO_ROOT, "docs",
                          "distillation-benchmark.md")
+# The part of DOCS_PAGE that --write replaces.
+DOCS_START = "<!-- written by benchmarks.finetuning.distillation --write -->"
+DOCS_END = "<!-- end of the figures -->"
 
 
 def _dev_inputs(run_dir: str, dev_file: str, spm: str, seq_length: int):
@@ -262,9 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
   """The command line (SHORT_ARGS parse with it)."""
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--seeds", type=int, default=3)
-  parser.add_argument("--pretrain_steps", type=int, default=1500)
+  parser.add_argument("--pretrain_steps", type=int, default=800)
   parser.add_argument("--seq_length", type=int, default=64)
-  parser.add_argument("--train_steps", type=int, default=400)
+  parser.add_argument("--train_steps", type=int, default=300)
   parser.add_argument("--batch_size", type=int, default=32)
   parser.add_argument("--learning_rate", type=float, default=3e-4)
   parser.add_argument("--max_per_topic", type=int, default=400)
@@ -303,10 +306,12 @@ def main():
   print(text)
   print(conditions)
   if args.write:
-    _write(args, result, text, conditions)
+    write_outputs(args, result, text, conditions)
 
 
-def _write(args, result, text, conditions) -> None:
+def write_outputs(args, result, text, conditions) -> None:
+  """BENCHMARKS.md's section with the first table's row, the chart and
+  the docs page's figures."""
   command = common.command_line("benchmarks.finetuning.distillation",
                                 sys.argv[1:])
   layers = result["layers"]
@@ -314,7 +319,7 @@ def _write(args, result, text, conditions) -> None:
            f"{args.seq_length}")
   chart = report.chart_spec(result["contenders"], result["timings"],
                             f"Distillation: {title}")
-  charts.from_spec(chart)
+  charts.from_spec(chart, charts.CHARTS_DIR)
   body = (f"`{command}`; {title}; {args.seeds} seeds of fine-tuning; "
           f"{common.machine_line()}; {conditions}.\n\n"
           "![accuracy against latency](benchmarks/charts/distillation.png)"
@@ -326,15 +331,16 @@ def _write(args, result, text, conditions) -> None:
                            title, chart)
   common.update_benchmarks_md("Distillation", body, figures=[row],
                               stage="Fine-tuning")
-  page = ("# Distillation: the benchmark\n\n"
-          "Written by `python -m benchmarks.finetuning.distillation "
-          "--write` (see its docstring for the task, the model and each "
-          f"contender).\n\n`{command}`; {title}; {common.machine_label()}, "
-          f"{common.today()}; {conditions}.\n\n"
-          "![accuracy against latency](benchmarks/charts/distillation.png)"
-          "\n\n" + text + "\n")
+  figures = (f"`{command}`; {title}; {common.machine_label()}, "
+             f"{common.today()}; {conditions}.\n\n"
+             "![accuracy against latency](benchmarks/charts/"
+             "distillation.png)\n\n" + text)
+  with open(DOCS_PAGE) as f:
+    page = f.read()
+  start = page.index(DOCS_START) + len(DOCS_START)
+  end = page.index(DOCS_END, start)
   with open(DOCS_PAGE, "w") as f:
-    f.write(page)
+    f.write(page[:start] + "\n" + figures + "\n" + page[end:])
 
 
 if __name__ == "__main__":

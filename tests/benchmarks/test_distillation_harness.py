@@ -113,3 +113,41 @@ def test_short_args_parse():
   args = distillation.build_parser().parse_args(distillation.SHORT_ARGS)
   assert args.write and args.seeds == 1
   assert args.intermediate_losses == "hidden_projection"
+
+
+def test_write_puts_the_row_the_section_and_the_docs_figures(tmp_path,
+                                                            monkeypatch):
+  """--write on crafted figures: BENCHMARKS.md's section with its row (in
+  the first table's form), the chart, and the docs page's figures between
+  its markers (its text kept)."""
+  import argparse
+  import shutil
+
+  from benchmarks import charts
+  from benchmarks import common
+  from benchmarks import figures
+  from benchmarks import run_all
+  from benchmarks.finetuning import distillation
+  md = tmp_path / "BENCHMARKS.md"
+  md.write_text("# Benchmarks\n\n## Fine-tuning\n\n## History\n")
+  page = tmp_path / "page.md"
+  shutil.copy(distillation.DOCS_PAGE, page)
+  monkeypatch.setattr(common, "BENCHMARKS_MD", str(md))
+  monkeypatch.setattr(charts, "CHARTS_DIR", str(tmp_path))
+  monkeypatch.setattr(distillation, "DOCS_PAGE", str(page))
+  contenders, flops = _crafted()
+  timings = {"teacher": dict(savedmodel_ms=10.0),
+             "distilled": dict(savedmodel_ms=6.0)}
+  result = dict(contenders=contenders, timings=timings, flops=flops,
+                layers=8, names=dict(teacher="teacher",
+                                     distilled="distilled"))
+  args = argparse.Namespace(seq_length=64, seeds=3)
+  distillation.write_outputs(args, result, "TABLE 0.9100", "quiet")
+  (_, section, row), = figures.read(md.read_text())
+  figures.check(row, section, run_all.HARNESSES)
+  assert section == "Distillation" and row["ours"]["value"] == 6.0
+  assert (tmp_path / "distillation.png").exists()
+  text = page.read_text()
+  assert "TABLE 0.9100" in text and "Not measured yet" not in text
+  assert text.startswith("# Distillation: the benchmark")
+  assert text.rstrip().endswith(distillation.DOCS_END)
