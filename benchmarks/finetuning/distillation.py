@@ -16,6 +16,10 @@ fine-tuning / distillation; the pretrained model is one):
   PABEE cut k      run_classifier --early_exit's model, application k's head
   early exit       that model at the patience whose mean depth is nearest k
   alone k          run_classifier with num_hidden_layers=k (same weights)
+  cut k + gold     the static cut fine-tuned further on the gold labels
+                   alone (tools.distill --alpha=0, no intermediate loss):
+                   the distilled student's start and steps without the
+                   teacher's targets
   distilled k      tools.distill --student_layers=k, soft targets (T=2,
                    alpha=0.5) + one intermediate loss: both are tried on the
                    first seed of k=L/2, the better is kept for every student
@@ -162,9 +166,11 @@ def run(args) -> Dict:
   names = dict(teacher=f"teacher (L={layers})",
                cut=f"static cut k={half}", pabee=f"PABEE cut k={half}",
                exit=f"early exit (depth ~{half})",
-               alone=f"alone k={half}", distilled=f"distilled k={half}",
+               alone=f"alone k={half}", gold=f"cut k={half} + gold only",
+               distilled=f"distilled k={half}",
                cut_small=f"static cut k={small}",
                alone_small=f"alone k={small}",
+               gold_small=f"cut k={small} + gold only",
                distilled_small=f"distilled k={small}")
   contenders = {name: dict(accuracy=[], macro_f1=[], depth=[])
                 for name in names.values()}
@@ -204,6 +210,10 @@ def run(args) -> Dict:
     add("alone_small", runs.finetune(at(f"alone-k{small}-s{seed}"), source,
                                      flags(seed), layers=small,
                                      export=False), small)
+    for key, depth in (("gold", half), ("gold_small", small)):
+      add(key, runs.distill(at(f"gold-k{depth}-s{seed}"), teacher,
+                            flags(seed), depth, "none", export=False,
+                            alpha=0.0), depth)
     add("distilled", runs.distill(at(f"distilled-k{half}-{loss}-s{seed}"),
                                   teacher, flags(seed), half, loss), half)
     add("distilled_small", runs.distill(
@@ -235,8 +245,10 @@ def run(args) -> Dict:
           args.repeats, args.threads)
       print(name, timings[name], flush=True)
   for key, same in (("cut", "distilled"), ("pabee", "distilled"),
-                    ("alone", "distilled"), ("cut_small", "distilled_small"),
-                    ("alone_small", "distilled_small")):
+                    ("alone", "distilled"), ("gold", "distilled"),
+                    ("cut_small", "distilled_small"),
+                    ("alone_small", "distilled_small"),
+                    ("gold_small", "distilled_small")):
     timings[names[key]] = dict(timings[names[same]], **{"as": names[same]})
   checks = report.goals(
       contenders, names["teacher"], names["distilled"],

@@ -159,16 +159,18 @@ def finetune(output_dir: str, source: Dict, flags: List[str],
 
 def distill(output_dir: str, teacher: str, flags: List[str],
             student_layers: int, intermediate_loss: str,
-            unlabeled: str = "", export: bool = True) -> Dict:
+            unlabeled: str = "", export: bool = True,
+            alpha: float = 0.5) -> Dict:
   """A tools.distill run of `teacher` (a run folder) into the student of
-  its first `student_layers` applications."""
+  its first `student_layers` applications (alpha 0 with no intermediate
+  loss: the cut fine-tuned on the gold labels alone)."""
   # The teacher's config given as --albert_config_file: tools.distill
   # (at this writing) reads the flags again after its recipe and loses the
   # config it derives from the teacher; the student's is derived from the
   # teacher's config and --student_layers whatever this flag says.
   extra = [f"--albert_config_file={teacher}/albert_config.json",
            f"--teacher={teacher}", f"--student_layers={student_layers}",
-           "--temperature=2", "--alpha=0.5",
+           "--temperature=2", f"--alpha={alpha}",
            f"--intermediate_loss={intermediate_loss}"]
   if unlabeled:
     extra.append(f"--unlabeled_file={unlabeled}")
