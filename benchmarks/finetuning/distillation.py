@@ -252,8 +252,10 @@ def run(args) -> Dict:
     timings[names[key]] = dict(timings[names[same]], **{"as": names[same]})
   checks = report.goals(
       contenders, names["teacher"], names["distilled"],
-      names["distilled_small"], [names["alone"], names["cut"]],
-      [names["alone_small"], names["cut_small"]], flops,
+      names["distilled_small"],
+      [names["alone"], names["cut"], names["gold"]],
+      [names["alone_small"], names["cut_small"], names["gold_small"]],
+      flops,
       dict(teacher_savedmodel_ms=timings[names["teacher"]]["savedmodel_ms"],
            small_litert_ms=timings[names["distilled_small"]]["litert_ms"]))
   return dict(contenders=contenders, flops=flops, timings=timings,
