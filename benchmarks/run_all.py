@@ -32,6 +32,7 @@ HARNESSES = [
     "benchmarks.serving.runtimes",
     "benchmarks.memory.peaks",
     "benchmarks.serving.early_exit",
+    "benchmarks.finetuning.distillation",
 ]
 BUDGET_SECONDS = 30 * 60  # on 2 cores
 LOG_DIR = os.path.join(common.REPO_ROOT, "build", "benchmarks")

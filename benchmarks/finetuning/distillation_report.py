@@ -1,0 +1,151 @@
+"""The pure parts of `benchmarks.finetuning.distillation`: the patience
+whose mean depth is nearest a cut, the figures per contender over seeds,
+the issue's goal checks, the report, the chart and the first table's row.
+"""
+
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from benchmarks import common
+
+ORDER = 65  # the first table: after early exit (60)
+
+
+def patience_for_depth(table: Sequence[Dict], depth: float) -> int:
+  """The patience (1..L-1) whose mean exit layer is nearest `depth`
+  (ties: the smaller patience, the faster). table[p]["mean_exit_layer"]
+  as albert_tf.training.early_exit.exit_table gives it (0: full depth)."""
+  if len(table) < 2:
+    raise ValueError(f"no patience in a table of {len(table)} rows")
+  return min(range(1, len(table)),
+             key=lambda p: (abs(table[p]["mean_exit_layer"] - depth), p))
+
+
+def spread(values: Sequence[float]) -> float:
+  """Seed-to-seed spread: max - min (0 for one seed)."""
+  return float(max(values) - min(values)) if values else 0.0
+
+
+def summary(values: Sequence[float]) -> Dict:
+  """{"mean", "spread", "n"} of per-seed values."""
+  return dict(mean=float(np.mean(values)), spread=spread(values),
+              n=len(values))
+
+
+def goals(contenders: Dict[str, Dict], teacher: str, half: str,
+          small: str, half_others: Sequence[str],
+          small_others: Sequence[str], flops: Dict[str, int],
+          speed: Dict[str, float]) -> List[Dict]:
+  """The issue's goals, each {"goal", "met", "figures"}.
+
+  contenders: name -> {"accuracy": per-seed list, ...}; teacher, half,
+  small: the teacher, the distilled k=L/2 student and the distilled small
+  student; *_others: the alternatives each distilled student must beat by
+  more than the seed spread (the larger of the two contenders');
+  flops: name -> FLOPs per example; speed: {"teacher_savedmodel_ms",
+  "small_litert_ms"} (batch 1)."""
+  def acc(name):
+    return summary(contenders[name]["accuracy"])
+  ref = acc(teacher)["mean"]
+  out = []
+  kept = acc(half)["mean"] / ref
+  out.append(dict(goal="k = L/2: the distilled student keeps >= 98% of "
+                  "the teacher's accuracy", met=kept >= 0.98,
+                  figures=f"{acc(half)['mean']:.4f} / {ref:.4f} = "
+                  f"{kept:.1%}"))
+  ratio = flops[teacher] / flops[small]
+  kept = acc(small)["mean"] / ref
+  out.append(dict(goal=">= 4x fewer FLOPs: the distilled student keeps "
+                  ">= 95%", met=ratio >= 4 and kept >= 0.95,
+                  figures=f"{ratio:.2f}x fewer FLOPs; {acc(small)['mean']:.4f}"
+                  f" / {ref:.4f} = {kept:.1%}"))
+  for student, others in ((half, half_others), (small, small_others)):
+    for other in others:
+      margin = acc(student)["mean"] - acc(other)["mean"]
+      noise = max(acc(student)["spread"], acc(other)["spread"])
+      out.append(dict(goal=f"{student} beats {other} by more than the seed "
+                      "spread", met=margin > noise,
+                      figures=f"{margin:+.4f} against spread {noise:.4f}"))
+  faster = speed["teacher_savedmodel_ms"] / speed["small_litert_ms"]
+  out.append(dict(goal=f"LiteRT int8 of {small} >= 8x faster at batch 1 "
+                  "than the teacher's float32 SavedModel", met=faster >= 8,
+                  figures=f"{speed['teacher_savedmodel_ms']:.2f} ms / "
+                  f"{speed['small_litert_ms']:.2f} ms = {faster:.1f}x"))
+  return out
+
+
+def goals_table(checks: Sequence[Dict]) -> str:
+  return common.markdown_table(
+      ["goal", "met", "figures"],
+      [(c["goal"], "met" if c["met"] else "not met", c["figures"])
+       for c in checks])
+
+
+def contenders_table(contenders: Dict[str, Dict], flops: Dict[str, int],
+                     timings: Dict[str, Dict]) -> str:
+  """One row per contender: accuracy and macro F1 (mean +- spread over
+  seeds), FLOPs, mean depth, batch-1 ms (SavedModel, LiteRT int8) and
+  batch-32 examples/s (SavedModel) of the timed model it shares its graph
+  with (timings: name -> {"savedmodel_ms", "litert_ms", "per_s", "as"})."""
+  rows = []
+  for name, figures in contenders.items():
+    a, f = summary(figures["accuracy"]), summary(figures["macro_f1"])
+    t = timings.get(name, {})
+    ms = [f"{t[k]:.2f}" if k in t else "" for k in ("savedmodel_ms",
+                                                     "litert_ms")]
+    rows.append((name, f"{a['mean']:.4f} ± {a['spread']:.4f} ({a['n']})",
+                 f"{f['mean']:.4f} ± {f['spread']:.4f}",
+                 f"{flops[name] / 1e6:.1f}",
+                 f"{np.mean(figures['depth']):.2f}", *ms,
+                 f"{t['per_s']:.0f}" if t else "",
+                 t.get("as", "")))
+  return common.markdown_table(
+      ["contender", "dev accuracy (mean ± spread, seeds)", "macro F1",
+       "MFLOPs / example", "mean depth", "batch 1 ms SavedModel",
+       "batch 1 ms LiteRT int8", "batch 32 ex/s SavedModel", "timed as"],
+      rows)
+
+
+def chart_spec(contenders: Dict[str, Dict], timings: Dict[str, Dict],
+               title: str) -> Dict:
+  """Accuracy (mean over seeds) against SavedModel batch-1 ms, one point
+  per timed contender (benchmarks.charts "lines", one series each)."""
+  series = {}
+  for name, figures in contenders.items():
+    if name in timings:
+      series[name] = [[round(timings[name]["savedmodel_ms"], 3),
+                       round(float(np.mean(figures["accuracy"])), 4)]]
+  return dict(name="distillation", kind="lines", title=title,
+              x_label="ms per example at batch 1 (SavedModel, token ids)",
+              unit="dev accuracy (mean of seeds)", series=series)
+
+
+def figures_row(contenders: Dict[str, Dict], timings: Dict[str, Dict],
+                teacher: str, half: str, flops: Dict[str, int],
+                machine: str, command: str, conditions: str, title: str,
+                chart: Optional[Dict] = None) -> Dict:
+  """The first table's row: the distilled k=L/2 student's batch-1
+  SavedModel time against the teacher's (same run, ours without
+  distillation: the baseline); ceiling: the teacher's time scaled by the
+  FLOPs ratio (what computing less could give if nothing else cost)."""
+  half_acc = float(np.mean(contenders[half]["accuracy"]))
+  teacher_acc = float(np.mean(contenders[teacher]["accuracy"]))
+  ms = timings[half]["savedmodel_ms"]
+  teacher_ms = timings[teacher]["savedmodel_ms"]
+  ceiling = teacher_ms * flops[half] / flops[teacher]
+  row = dict(
+      job=f"Distillation, batch 1 ({title})", order=ORDER,
+      ours=dict(label=f"{half}, accuracy {half_acc:.3f}",
+                value=round(ms, 2), unit="ms"),
+      peer=dict(label=f"{teacher}, same run, accuracy {teacher_acc:.3f}",
+                value=round(teacher_ms, 2), unit="ms"),
+      contender="baseline", higher_is_better=False,
+      ceiling=dict(label=f"{teacher} x its FLOPs ratio "
+                   f"{flops[half] / flops[teacher]:.2f}",
+                   value=round(ceiling, 2), unit="ms"),
+      reached=round(ms, 2), machine=machine, date=common.today(),
+      command=command, conditions=conditions)
+  if chart:
+    row["chart"] = chart
+  return row

@@ -1,0 +1,201 @@
+"""The models `benchmarks.finetuning.distillation` compares, built by our
+tools and cached under build/benchmarks/distillation/ (keyed by their
+settings, so a rerun skips what it has):
+
+  source_model: a small ALBERT pretrained on the standard library's
+    docstrings (tools.support.pipeline_demo.run_demo: corpus,
+    SentencePiece, SOP + n-gram data, LAMB), cached in source-<hash>/;
+  task_files: the stdlib topics task (train.csv, dev.csv) and an unlabeled
+    file of docstrings from modules no topic takes;
+  finetune / distill: one `python -m tools.run_classifier` or
+    `python -m tools.distill` run (a subprocess: each tool owns its flags),
+    skipped when its eval_results.json exists;
+  flops_per_example: the FLOPs formula of a config.
+"""
+
+import csv
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Dict, List, Optional, Sequence
+
+from albert_common import file_io
+from benchmarks import common
+
+CACHE = os.path.join(common.REPO_ROOT, "build", "benchmarks", "distillation")
+MAX_UNLABELED = 3000
+
+
+def key(settings: Dict) -> str:
+  """A short digest of settings (a dict of JSON values): a cache folder's
+  name."""
+  text = json.dumps(settings, sort_keys=True)
+  return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def source_model(model: Dict, steps: int, seq_length: int,
+                 batch_size: int = 64, learning_rate: float = 5e-3) -> Dict:
+  """The pretrained source model: {"checkpoint": pretraining run folder,
+  "config": albert_config.json, "spm": SentencePiece model, "folder"}.
+  model: AlbertConfig fields (vocab_size among them)."""
+  from albert_tf.config import AlbertConfig
+  from tools.support import pipeline_demo
+  settings = dict(model=model, steps=steps, seq_length=seq_length,
+                  batch_size=batch_size, learning_rate=learning_rate)
+  folder = os.path.join(CACHE, "source-" + key(settings))
+  config = AlbertConfig.from_dict(dict(model,
+                                       max_position_embeddings=seq_length))
+  started = time.time()
+  pipeline_demo.run_demo(pipeline_demo.DemoSettings(
+      output_dir=folder, vocab_size=model["vocab_size"],
+      max_seq_length=seq_length, train_batch_size=batch_size,
+      num_train_steps=steps, learning_rate=learning_rate,
+      save_checkpoints_steps=max(50, steps // 4 // 50 * 50), model=config))
+  print(f"source model in {folder} ({time.time() - started:.0f} s)",
+        flush=True)
+  return dict(folder=folder, checkpoint=os.path.join(folder, "pretraining"),
+              config=os.path.join(folder, "albert_config.json"),
+              spm=os.path.join(folder, "spm", "albert_spm.model"))
+
+
+def task_files(max_per_topic: int) -> Dict[str, str]:
+  """train.csv / dev.csv of the stdlib topics task and unlabeled.csv
+  (column text): first sentences of docstrings of modules outside every
+  topic, so the task's training split labels none of them."""
+  from data_pipeline.corpora import stdlib_corpus
+  from data_pipeline.corpora import stdlib_topics
+  folder = os.path.join(CACHE, f"topics-{max_per_topic}")
+  paths = {name: os.path.join(folder, f"{name}.csv")
+           for name in ("train", "dev", "unlabeled")}
+  if all(os.path.exists(p) for p in paths.values()):
+    return paths
+  stdlib_topics.write_task(folder, max_per_topic=max_per_topic)
+  import sysconfig
+  root = sysconfig.get_paths()["stdlib"]
+  taken = {m for modules in stdlib_topics.TOPICS.values() for m in modules}
+  texts = []
+  for path in stdlib_corpus.python_files(root):
+    top = os.path.relpath(path, root).split(os.sep)[0]
+    if top.removesuffix(".py") in taken:
+      continue
+    for doc in stdlib_corpus.docstrings(path):
+      sentences = stdlib_corpus.docstring_to_sentences(doc)
+      if sentences:
+        texts.append(" ".join(sentences[:stdlib_topics.MAX_SENTENCES]))
+  texts = sorted(set(texts), key=lambda t: hashlib.sha256(
+      t.encode()).digest())[:MAX_UNLABELED]
+  buffer = io.StringIO()
+  writer = csv.writer(buffer, lineterminator="\n")
+  writer.writerow(["text"])
+  writer.writerows([t] for t in texts)
+  file_io.write_atomic(paths["unlabeled"], buffer.getvalue())
+  return paths
+
+
+def _tool(module: str, flags: Sequence[str], output_dir: str,
+          log_name: str) -> Dict:
+  """Runs `python -m module flags` unless output_dir/eval_results.json
+  exists; returns that file's metrics."""
+  results = os.path.join(output_dir, "eval_results.json")
+  if not os.path.exists(results):
+    os.makedirs(os.path.dirname(output_dir), exist_ok=True)
+    log = output_dir + ".log"
+    command = [sys.executable, "-m", module, *flags,
+               f"--output_dir={output_dir}"]
+    started = time.time()
+    env = dict(os.environ, PYTHONPATH=common.REPO_ROOT)
+    with open(log, "w") as out:
+      done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT,
+                            cwd=common.REPO_ROOT, env=env)
+    if done.returncode:
+      tail = open(log).read().strip().splitlines()[-3:]
+      raise RuntimeError(f"{log_name}: {module} failed (log {log}): "
+                         + " | ".join(tail))
+    print(f"{log_name}: {time.time() - started:.0f} s", flush=True)
+  with open(results) as f:
+    return json.load(f)
+
+
+def common_flags(task: Dict[str, str], spm: str, seq_length: int,
+                 steps: int, batch_size: int, learning_rate: float,
+                 seed: int) -> List[str]:
+  """Fine-tuning's flags shared by run_classifier and distill runs."""
+  return [f"--train_file={task['train']}", f"--dev_file={task['dev']}",
+          "--text_a_column=text", "--label_column=label",
+          f"--spm_model_file={spm}", f"--max_seq_length={seq_length}",
+          f"--train_batch_size={batch_size}", "--eval_batch_size=64",
+          f"--learning_rate={learning_rate}", f"--train_step={steps}",
+          f"--warmup_step={steps // 10}",
+          f"--save_checkpoints_steps={max(steps // 3, 1)}",
+          f"--seed={seed}", "--do_train", "--do_eval"]
+
+
+def finetune(output_dir: str, source: Dict, flags: List[str],
+             layers: Optional[int] = None, early_exit: bool = False,
+             export: bool = True) -> Dict:
+  """A run_classifier run from the source checkpoint (layers: a config
+  with that num_hidden_layers, the same weights)."""
+  config = source["config"]
+  if layers is not None:
+    from albert_tf.config import AlbertConfig
+    base = AlbertConfig.from_json_file(config)
+    config = output_dir + "-config.json"
+    os.makedirs(os.path.dirname(config), exist_ok=True)
+    AlbertConfig.from_dict(dict(base.to_dict(), num_hidden_layers=layers)
+                           ).to_json_file(config)
+  extra = [f"--albert_config_file={config}",
+           f"--init_checkpoint={source['checkpoint']}"]
+  if early_exit:
+    extra.append("--early_exit")
+  if export:
+    extra.append(f"--export_dir={output_dir}-export")
+  return _tool("tools.run_classifier", flags + extra, output_dir,
+               os.path.basename(output_dir))
+
+
+def distill(output_dir: str, teacher: str, flags: List[str],
+            student_layers: int, intermediate_loss: str,
+            unlabeled: str = "", export: bool = True,
+            alpha: float = 0.5) -> Dict:
+  """A tools.distill run of `teacher` (a run folder) into the student of
+  its first `student_layers` applications (alpha 0 with no intermediate
+  loss: the cut fine-tuned on the gold labels alone)."""
+  # The teacher's config given as --albert_config_file: tools.distill
+  # (at this writing) reads the flags again after its recipe and loses the
+  # config it derives from the teacher; the student's is derived from the
+  # teacher's config and --student_layers whatever this flag says.
+  extra = [f"--albert_config_file={teacher}/albert_config.json",
+           f"--teacher={teacher}", f"--student_layers={student_layers}",
+           "--temperature=2", f"--alpha={alpha}",
+           f"--intermediate_loss={intermediate_loss}"]
+  if unlabeled:
+    extra.append(f"--unlabeled_file={unlabeled}")
+  if export:
+    extra.append(f"--export_dir={output_dir}-export")
+  return _tool("tools.distill", flags + extra, output_dir,
+               os.path.basename(output_dir))
+
+
+def flops_per_example(config: Dict, seq_length: int, num_classes: int
+                      ) -> int:
+  """FLOPs of one example's forward pass (2 per multiply-add) at
+  seq_length S, from AlbertConfig fields (E embedding_size, H hidden_size,
+  L num_hidden_layers, I intermediate_size), C classes:
+
+    2 S E H                                embedding projection E -> H
+    + L (8 S H^2 + 4 S^2 H + 4 S H I)      per application: Q, K, V, O;
+                                           scores and weighted values;
+                                           the feed-forward pair
+    + 2 H^2 + 2 H C                        pooler, classifier
+
+  Softmax, GELU, LayerNorm and the embedding lookups are not counted (a few
+  per cent at these shapes)."""
+  s, e, h = seq_length, config["embedding_size"], config["hidden_size"]
+  layers, inner = config["num_hidden_layers"], config["intermediate_size"]
+  per_application = 8 * s * h * h + 4 * s * s * h + 4 * s * h * inner
+  return (2 * s * e * h + layers * per_application + 2 * h * h
+          + 2 * h * num_classes)
