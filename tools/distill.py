@@ -48,19 +48,21 @@ def main(argv):
   # vocabulary is checked against it.
   teacher = teacher_lib.read_teacher(distill.teacher)
   student_lib.student_config(teacher.config, distill)
-  config_file = distill.student_config or teacher.config_file
-  params = settings_fields.replace(params, albert_config_file=config_file)
-  user_set = user_set | {"albert_config_file"}
+  derived = {"albert_config_file":
+             distill.student_config or teacher.config_file}
   if not (params.spm_model_file or params.vocab_file) and (
       teacher.vocabulary_file):  # an export teacher's own
     name = ("spm_model_file" if teacher.vocabulary_file.endswith(".model")
             else "vocab_file")
-    params = settings_fields.replace(params,
-                                     **{name: teacher.vocabulary_file})
-    user_set = user_set | {name}
-  train, recipe = own_data_settings.read_own_training(params, own, user_set)
+    derived[name] = teacher.vocabulary_file
+  params = settings_fields.replace(params, **derived)
+  train, recipe = own_data_settings.read_own_training(
+      params, own, user_set | set(derived))
+  # Read again with the recipe's defaults; what the teacher gives stays.
   params, user_set = settings_flags.read_settings(
       finetuning_params.FinetuningParams, recipe)
+  params = settings_fields.replace(params, **derived)
+  user_set = user_set | set(derived)
   prepared = finetuning_params.prepare(params, user_set, recipe,
                                        require_vocabulary=True)
   from albert_tf.training.distillation import run as distillation  # TF

@@ -278,6 +278,34 @@ def test_the_command_line_refuses_in_one_line_and_writes_nothing(task,
   assert not out.exists()
 
 
+def test_the_command_line_takes_the_teachers_config(task, tmp_path):
+  """tools.distill without --albert_config_file (the teacher's is the
+  student's) trains, evaluates beside the teacher and exports: the config
+  survives the recipe's second reading of the flags."""
+  import json
+  import pathlib
+  import subprocess
+  import sys
+  root = str(pathlib.Path(__file__).resolve().parents[4])
+  out = tmp_path / "run"
+  proc = subprocess.run(
+      [sys.executable, "-m", "tools.distill", f"--teacher={task['teacher']}",
+       "--student_layers=1", f"--train_file={task['train']}",
+       f"--dev_file={task['dev']}", f"--spm_model_file={task['spm']}",
+       f"--output_dir={out}", f"--export_dir={tmp_path / 'export'}",
+       f"--max_seq_length={kit.SEQ}", "--train_step=2", "--warmup_step=1",
+       "--save_checkpoints_steps=2", "--train_batch_size=32", "--do_train",
+       "--do_eval"],
+      capture_output=True, text=True, timeout=300, cwd=root,
+      env=dict(os.environ, PYTHONPATH=root))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  results = json.loads((out / "eval_results.json").read_text())
+  assert 0 <= results["accuracy"] <= 1 and "teacher/accuracy" in results
+  assert json.loads((out / "albert_config.json").read_text())[
+      "num_hidden_layers"] == 1
+  assert (tmp_path / "export" / "saved_model.pb").exists()
+
+
 def test_an_export_teaches_as_its_run_directory_does(task, tmp_path):
   settings = dict(train_step=2, save_checkpoints_steps=2, warmup_step=1)
   from_dir = _distil(task, tmp_path / "from_dir", **settings)
