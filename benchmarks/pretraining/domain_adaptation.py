@@ -93,7 +93,7 @@ class RunSettings:
   domain: str = "science"
   new_pieces: int = 1500
   domain_dupe_factor: int = 2
-  continued_steps: int = 200
+  continued_steps: int = 600
   continued_batch_size: int = 32
   continued_learning_rate: float = 1e-3
   finetune_steps: int = 600
