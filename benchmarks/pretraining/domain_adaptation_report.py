@@ -11,7 +11,8 @@ The goals (issue: continued pretraining, section 4), as checked here:
                 of the held-out domain text: extended <= 0.75 x old.
   downstream    the extended runs' mean dev accuracy above the old
                 vocabulary's by more than the seed spread (the larger of
-                the two contenders' max - min over seeds).
+                the two contenders' max - min over seeds); the difference
+                seed by seed is given beside it.
   general text  MLM accuracy on held-out docstring records at step 0:
                 the extended model (the extended run's step-0 evaluation,
                 records written with the extended tokenizer) against the
@@ -30,7 +31,23 @@ from albert_common import file_io
 from benchmarks import common
 from benchmarks.pretraining import whole_word_mlm
 
-SECTION = "Continued pretraining on a new domain (standard library code)"
+SECTIONS = {
+    "science": "Continued pretraining on a new domain (scientific Python "
+               "prose)",
+    "code": "Continued pretraining on a new domain (standard library code)"}
+# domain -> (the corpus, the downstream task), as the report says them.
+DOMAIN_TEXT = {
+    "science": (
+        "the docstring prose of numpy, scipy, scikit-learn and pandas "
+        "(descriptions and Notes; code, parameter tables and math dropped; "
+        "`benchmarks/pretraining/science_corpus.py`), split by file",
+        "which of 6 subpackage groups (scipy.stats, scipy.signal, "
+        "scipy.linalg, sklearn models, sklearn data, pandas) a docstring "
+        "paragraph comes from"),
+    "code": (
+        "the standard library's code without docstrings "
+        "(`benchmarks/pretraining/code_corpus.py`), split by file",
+        "which of 6 packages a 4-line snippet comes from")}
 DOCS_PAGE = os.path.join(common.REPO_ROOT, "docs",
                          "continued-pretraining.md")
 DOCS_START = "<!-- domain_adaptation results: written by the benchmark -->"
@@ -171,9 +188,15 @@ def goals(out: Dict) -> Dict[str, Dict]:
                        for k in ("mlm_accuracy", "sop_accuracy"))
   ppw = out["pieces_per_word"]
   cut = 1 - ppw["new"] / ppw["old"]
+  # Words count punctuation marks, so no vocabulary goes below one piece
+  # a word: the largest possible cut.
+  bound = 1 - 1 / ppw["old"]
   down = out["downstream"]
   gain = down["extended"]["mean"] - down["old vocab"]["mean"]
   seed_spread = max(down["extended"]["range"], down["old vocab"]["range"])
+  # The same seed (continued pretraining and fine-tuning) side by side.
+  paired = [e - o for e, o in zip(down["extended"]["values"],
+                                  down["old vocab"]["values"])]
   general = [s["mlm_accuracy"] for s in out["step0"]["extended"].values()]
   shift = max(abs(a - float(source["mlm_accuracy"])) for a in general)
   like = out["general_whole_word"]
@@ -186,13 +209,15 @@ def goals(out: Dict) -> Dict[str, Dict]:
       "fewer pieces": {
           "met": cut >= 0.25,
           "figure": f"{ppw['old']:.3f} -> {ppw['new']:.3f} pieces per word "
-                    f"({cut:.1%} fewer); a SentencePiece of the same size "
+                    f"({cut:.1%} fewer; one piece a word would be "
+                    f"{bound:.1%} fewer); a SentencePiece of the same size "
                     f"trained on the domain alone: {ppw['domain_only']:.3f} "
                     f"({1 - ppw['domain_only'] / ppw['old']:.1%} fewer)"},
       "better downstream": {
           "met": gain > seed_spread,
           "figure": f"extended - old vocab = {gain * 100:+.2f} points, seed "
-                    f"spread {seed_spread * 100:.2f} points"},
+                    f"spread {seed_spread * 100:.2f} points; seed by seed: "
+                    + ", ".join(f"{d * 100:+.1f}" for d in paired)},
       "general text barely moves": {
           "met": shift <= 0.005,
           "figure": "docstring MLM accuracy "
@@ -229,6 +254,7 @@ def markdown(out: Dict, source, run, machine: str, command: str) -> str:
   goal_rows = [[name, "met" if g["met"] else "**not met**", g["figure"]]
                for name, g in out["goals"].items()]
   final = out["final_general"]
+  corpus_text, task_text = DOMAIN_TEXT[run.domain]
   return (
       f"`{command}`; {machine}; {common.machine_label()}, {common.today()}; "
       f"{out['minutes']:.0f} min for this invocation with "
@@ -240,16 +266,19 @@ def markdown(out: Dict, source, run, machine: str, command: str) -> str:
       f"{source.num_hidden_layers} times, sequence {source.max_seq_length}, "
       f"{source.vocab_size:,}-piece SentencePiece, {source.num_train_steps} "
       f"steps of {source.train_batch_size} on the standard library's "
-      "docstrings. Domain: the standard library's code without docstrings "
-      "(`benchmarks/pretraining/code_corpus.py`), split by file. Continued "
+      f"docstrings. Domain: {corpus_text}. Continued "
       f"pretraining: {run.continued_steps} steps x {run.continued_batch_size}"
       f" sequences, learning rate {run.continued_learning_rate}, "
-      "`--restart_schedule`, for both vocabularies. Downstream: which of 6 "
-      f"packages a 4-line snippet comes from, {run.train_per_class} train "
-      f"and {run.dev_per_class} dev snippets per package (dev from held-out "
-      f"files), `tools.run_classifier` {run.finetune_steps} steps x "
+      "`--restart_schedule`, for both vocabularies. Downstream: "
+      f"{task_text}, {run.train_per_class} train and {run.dev_per_class} "
+      "dev rows per class (dev from held-out files), "
+      f"`tools.run_classifier` {run.finetune_steps} steps x "
       f"{run.finetune_batch_size}, learning rate "
-      f"{run.finetune_learning_rate}. Seeds {', '.join(map(str, run.seeds))}"
+      f"{run.finetune_learning_rate}, the dev set evaluated every "
+      f"{max(1, run.finetune_steps // run.finetune_evals)} steps and the "
+      "best of those evaluations reported (its `eval_results.json`), the "
+      "same rule for every contender. "
+      f"Seeds {', '.join(map(str, run.seeds))}"
       " (continued pretraining and fine-tuning); mean ± standard deviation "
       "(range). Pieces per word and <unk> rate: the held-out domain text "
       f"({out['heldout_words']:,} words), one tokenizer per contender. "
@@ -258,13 +287,13 @@ def markdown(out: Dict, source, run, machine: str, command: str) -> str:
       "vocabularies, a word right only if all its pieces are "
       "(`whole_word_mlm.py`); the extended model before its first "
       f"continued step: {_cell(out['whole_word']['extended, step 0'])}%.\n\n"
-      + table + "\n\nOf the held-out code's pieces, "
+      + table + "\n\nOf the held-out domain text's pieces, "
       f"{out['punctuation_share']['old']:.0%} (old tokenizer) and "
       f"{out['punctuation_share']['new']:.0%} (extended) hold no letter or "
       "digit: SentencePiece as ALBERT trains it splits where the Unicode "
-      "script changes, so no piece joins `self` to `.` or `_`, and those "
-      "pieces stay whatever the vocabulary adds; they bound the cut in "
-      "pieces per word on code.\n\nThe goals:\n\n" + common.markdown_table(
+      "script changes, so no piece joins a letter to `.`, `_` or `(`, and "
+      "those pieces stay whatever the vocabulary adds; they bound the cut "
+      "in pieces per word.\n\nThe goals:\n\n" + common.markdown_table(
           ["goal", "", "measured"], goal_rows) +
       "\n\nDocstring (general) MLM accuracy after the continued runs: old "
       f"vocabulary {_cell(final['old vocab'])}%, extended "
@@ -272,10 +301,12 @@ def markdown(out: Dict, source, run, machine: str, command: str) -> str:
       f"{float(out['source_eval']['mlm_accuracy']):.1%}).")
 
 
-def write(text: str, out: Dict, machine: str) -> None:
-  """BENCHMARKS.md's section, and the same text in the docs page between
-  its markers."""
-  common.update_benchmarks_md(SECTION, text, stage="Pretraining")
+def write(text: str, domain: str) -> None:
+  """BENCHMARKS.md's section of the domain, and the same text in the docs
+  page between its markers."""
+  common.update_benchmarks_md(SECTIONS[domain], text, stage="Pretraining")
+  if domain != "science":
+    return
   page = file_io.read_text(DOCS_PAGE)
   start, end = page.find(DOCS_START), page.find(DOCS_END)
   if start < 0 or end < start:

@@ -188,6 +188,8 @@ def _figures(step0_mlm_loss=1.0, ppw_new=1.5, extended=(0.80, 0.82, 0.81),
 def test_goal_checks_on_crafted_figures():
   met = report.goals(_figures())
   assert all(g["met"] for g in met.values()), met
+  assert met["better downstream"]["figure"].endswith(
+      "seed by seed: +10.0, +10.0, +10.0")
   assert not report.goals(_figures(step0_mlm_loss=1.0 + 2e-5))[
       "exact start"]["met"]
   assert not report.goals(_figures(ppw_new=1.51))["fewer pieces"]["met"]
