@@ -144,6 +144,17 @@ def workloads(trees, vocab: int, batch: int, seq: int, patience: int,
   return out
 
 
+def _revision(tree: str) -> str:
+  """The tree's commit, and "with local changes" when it has some."""
+  import subprocess
+  def git(*args):
+    return subprocess.run(["git", "-C", tree, *args], capture_output=True,
+                          text=True, check=False).stdout.strip()
+  commit = git("rev-parse", "--short", "HEAD") or "an unknown commit"
+  changed = git("status", "--porcelain", "--untracked-files=no")
+  return f"commit {commit}" + (", with local changes" if changed else "")
+
+
 def main(argv=None):
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--before_dir", required=True,
@@ -197,9 +208,10 @@ def main(argv=None):
     common.update_benchmarks_md(SECTION, "\n\n".join([
         f"ALBERT-{common.size_label(args.size)}, medians of "
         f"{args.repeats} alternating calls per tree, in one process. "
-        "Before: one definition per way to run the layer; after: one "
-        "block (layers/shared_block.py) and one loop "
-        "(networks/layer_loop.py).", table, common.machine_line(),
+        "Before: one definition per way to run the layer (the tree at "
+        f"{_revision(args.before_dir)}); after: one block "
+        "(layers/shared_block.py) and one loop (networks/layer_loop.py), "
+        f"at {_revision('.')}.", table, common.machine_line(),
         f"`{command}`"]))
   return rows
 
