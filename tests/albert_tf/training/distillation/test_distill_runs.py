@@ -258,20 +258,25 @@ def test_stopped_after_a_checkpoint_and_rerun_equals_uninterrupted(
     np.testing.assert_allclose(a, b, atol=1e-6)
 
 
-def test_the_command_line_refuses_in_one_line_and_writes_nothing(task,
-                                                                   tmp_path):
+def _run_tool(task, out, *flags):
+  """`python -m tools.distill` on the task's files into `out`."""
   import pathlib
   import subprocess
   import sys
   root = str(pathlib.Path(__file__).resolve().parents[4])
-  out = tmp_path / "never"
-  proc = subprocess.run(
+  return subprocess.run(
       [sys.executable, "-m", "tools.distill", f"--teacher={task['teacher']}",
-       "--student_layers=7", f"--train_file={task['train']}",
-       f"--dev_file={task['dev']}", f"--spm_model_file={task['spm']}",
-       f"--output_dir={out}", "--do_train", "--do_eval"],
-      capture_output=True, text=True, timeout=120, cwd=root,
+       f"--train_file={task['train']}", f"--dev_file={task['dev']}",
+       f"--spm_model_file={task['spm']}", f"--output_dir={out}",
+       "--do_train", "--do_eval", *flags],
+      capture_output=True, text=True, timeout=300, cwd=root,
       env=dict(os.environ, PYTHONPATH=root))
+
+
+def test_the_command_line_refuses_in_one_line_and_writes_nothing(task,
+                                                                   tmp_path):
+  out = tmp_path / "never"
+  proc = _run_tool(task, out, "--student_layers=7")
   assert proc.returncode == 1
   lines = [line for line in proc.stderr.splitlines() if line.strip()]
   assert len(lines) == 1 and "--student_layers=7" in lines[0], proc.stderr
@@ -283,21 +288,11 @@ def test_the_command_line_takes_the_teachers_config(task, tmp_path):
   student's) trains, evaluates beside the teacher and exports: the config
   survives the recipe's second reading of the flags."""
   import json
-  import pathlib
-  import subprocess
-  import sys
-  root = str(pathlib.Path(__file__).resolve().parents[4])
   out = tmp_path / "run"
-  proc = subprocess.run(
-      [sys.executable, "-m", "tools.distill", f"--teacher={task['teacher']}",
-       "--student_layers=1", f"--train_file={task['train']}",
-       f"--dev_file={task['dev']}", f"--spm_model_file={task['spm']}",
-       f"--output_dir={out}", f"--export_dir={tmp_path / 'export'}",
-       f"--max_seq_length={kit.SEQ}", "--train_step=2", "--warmup_step=1",
-       "--save_checkpoints_steps=2", "--train_batch_size=32", "--do_train",
-       "--do_eval"],
-      capture_output=True, text=True, timeout=300, cwd=root,
-      env=dict(os.environ, PYTHONPATH=root))
+  proc = _run_tool(
+      task, out, "--student_layers=1", f"--export_dir={tmp_path / 'export'}",
+      f"--max_seq_length={kit.SEQ}", "--train_step=2", "--warmup_step=1",
+      "--save_checkpoints_steps=2", "--train_batch_size=32")
   assert proc.returncode == 0, proc.stderr[-3000:]
   results = json.loads((out / "eval_results.json").read_text())
   assert 0 <= results["accuracy"] <= 1 and "teacher/accuracy" in results
