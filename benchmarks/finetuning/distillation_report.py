@@ -34,17 +34,17 @@ def summary(values: Sequence[float]) -> Dict:
 
 
 def goals(contenders: Dict[str, Dict], teacher: str, half: str,
-          small: str, half_others: Sequence[str],
-          small_others: Sequence[str], flops: Dict[str, int],
-          speed: Dict[str, float]) -> List[Dict]:
+          fast: str, beats: Dict[str, Sequence[str]],
+          flops: Dict[str, int], speed: Dict[str, float]) -> List[Dict]:
   """The issue's goals, each {"goal", "met", "figures"}.
 
   contenders: name -> {"accuracy": per-seed list, ...}; teacher, half,
-  small: the teacher, the distilled k=L/2 student and the distilled small
-  student; *_others: the alternatives each distilled student must beat by
-  more than the seed spread (the larger of the two contenders');
-  flops: name -> FLOPs per example; speed: {"teacher_savedmodel_ms",
-  "small_litert_ms"} (batch 1)."""
+  fast: the teacher, the distilled k=L/2 student and the distilled student
+  meant to be 4x cheaper (its FLOPs ratio is checked, not assumed);
+  beats: distilled student -> the alternatives it must beat by more than
+  the seed spread (the larger of the two contenders'); flops: name ->
+  FLOPs per example; speed: {"teacher_savedmodel_ms", "fast_litert_ms"}
+  (batch 1)."""
   def acc(name):
     return summary(contenders[name]["accuracy"])
   ref = acc(teacher)["mean"]
@@ -54,24 +54,24 @@ def goals(contenders: Dict[str, Dict], teacher: str, half: str,
                   "the teacher's accuracy", met=kept >= 0.98,
                   figures=f"{acc(half)['mean']:.4f} / {ref:.4f} = "
                   f"{kept:.1%}"))
-  ratio = flops[teacher] / flops[small]
-  kept = acc(small)["mean"] / ref
-  out.append(dict(goal=">= 4x fewer FLOPs: the distilled student keeps "
-                  ">= 95%", met=ratio >= 4 and kept >= 0.95,
-                  figures=f"{ratio:.2f}x fewer FLOPs; {acc(small)['mean']:.4f}"
+  ratio = flops[teacher] / flops[fast]
+  kept = acc(fast)["mean"] / ref
+  out.append(dict(goal=f">= 4x fewer FLOPs: {fast} keeps >= 95%",
+                  met=ratio >= 4 and kept >= 0.95,
+                  figures=f"{ratio:.2f}x fewer FLOPs; {acc(fast)['mean']:.4f}"
                   f" / {ref:.4f} = {kept:.1%}"))
-  for student, others in ((half, half_others), (small, small_others)):
+  for student, others in beats.items():
     for other in others:
       margin = acc(student)["mean"] - acc(other)["mean"]
       noise = max(acc(student)["spread"], acc(other)["spread"])
       out.append(dict(goal=f"{student} beats {other} by more than the seed "
                       "spread", met=margin > noise,
                       figures=f"{margin:+.4f} against spread {noise:.4f}"))
-  faster = speed["teacher_savedmodel_ms"] / speed["small_litert_ms"]
-  out.append(dict(goal=f"LiteRT int8 of {small} >= 8x faster at batch 1 "
+  faster = speed["teacher_savedmodel_ms"] / speed["fast_litert_ms"]
+  out.append(dict(goal=f"LiteRT int8 of {fast} >= 8x faster at batch 1 "
                   "than the teacher's float32 SavedModel", met=faster >= 8,
                   figures=f"{speed['teacher_savedmodel_ms']:.2f} ms / "
-                  f"{speed['small_litert_ms']:.2f} ms = {faster:.1f}x"))
+                  f"{speed['fast_litert_ms']:.2f} ms = {faster:.1f}x"))
   return out
 
 
@@ -87,7 +87,9 @@ def contenders_table(contenders: Dict[str, Dict], flops: Dict[str, int],
   """One row per contender: accuracy and macro F1 (mean +- spread over
   seeds), FLOPs, mean depth, batch-1 ms (SavedModel, LiteRT int8) and
   batch-32 examples/s (SavedModel) of the timed model it shares its graph
-  with (timings: name -> {"savedmodel_ms", "litert_ms", "per_s", "as"})."""
+  with, and the LiteRT int8 file's dev accuracy where it was measured (the
+  first seed's model; timings: name -> {"savedmodel_ms", "litert_ms",
+  "per_s", "litert_accuracy", "as"})."""
   rows = []
   for name, figures in contenders.items():
     a, f = summary(figures["accuracy"]), summary(figures["macro_f1"])
@@ -99,11 +101,13 @@ def contenders_table(contenders: Dict[str, Dict], flops: Dict[str, int],
                  f"{flops[name] / 1e6:.1f}",
                  f"{np.mean(figures['depth']):.2f}", *ms,
                  f"{t['per_s']:.0f}" if t else "",
-                 t.get("as", "")))
+                 f"{t['litert_accuracy']:.4f}" if "litert_accuracy" in t
+                 else "", t.get("as", "")))
   return common.markdown_table(
       ["contender", "dev accuracy (mean ± spread, seeds)", "macro F1",
        "MFLOPs / example", "mean depth", "batch 1 ms SavedModel",
-       "batch 1 ms LiteRT int8", "batch 32 ex/s SavedModel", "timed as"],
+       "batch 1 ms LiteRT int8", "batch 32 ex/s SavedModel",
+       "LiteRT int8 accuracy (seed 1)", "timed as"],
       rows)
 
 

@@ -18,6 +18,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -38,15 +39,26 @@ def key(settings: Dict) -> str:
 
 
 def source_model(model: Dict, steps: int, seq_length: int,
-                 batch_size: int = 64, learning_rate: float = 5e-3) -> Dict:
+                 batch_size: int = 64, learning_rate: float = 5e-3,
+                 data_from: Optional[Dict] = None) -> Dict:
   """The pretrained source model: {"checkpoint": pretraining run folder,
   "config": albert_config.json, "spm": SentencePiece model, "folder"}.
-  model: AlbertConfig fields (vocab_size among them)."""
+  model: AlbertConfig fields (vocab_size among them). data_from: another
+  source model whose corpus, SentencePiece model and pretraining records
+  this one copies (a narrower student needs the teacher's vocabulary
+  byte for byte)."""
   from albert_tf.config import AlbertConfig
   from tools.support import pipeline_demo
   settings = dict(model=model, steps=steps, seq_length=seq_length,
                   batch_size=batch_size, learning_rate=learning_rate)
+  if data_from:
+    settings["data_from"] = data_from["folder"]
   folder = os.path.join(CACHE, "source-" + key(settings))
+  if data_from:
+    for part in ("corpus", "spm", "data"):
+      if not os.path.exists(os.path.join(folder, part)):
+        shutil.copytree(os.path.join(data_from["folder"], part),
+                        os.path.join(folder, part))
   config = AlbertConfig.from_dict(dict(model,
                                        max_position_embeddings=seq_length))
   started = time.time()
@@ -160,18 +172,19 @@ def finetune(output_dir: str, source: Dict, flags: List[str],
 def distill(output_dir: str, teacher: str, flags: List[str],
             student_layers: int, intermediate_loss: str,
             unlabeled: str = "", export: bool = True,
-            alpha: float = 0.5) -> Dict:
+            alpha: float = 0.5,
+            student: Optional[Sequence[str]] = None) -> Dict:
   """A tools.distill run of `teacher` (a run folder) into the student of
   its first `student_layers` applications (alpha 0 with no intermediate
-  loss: the cut fine-tuned on the gold labels alone)."""
-  # The teacher's config given as --albert_config_file: tools.distill
-  # (at this writing) reads the flags again after its recipe and loses the
-  # config it derives from the teacher; the student's is derived from the
-  # teacher's config and --student_layers whatever this flag says.
-  extra = [f"--albert_config_file={teacher}/albert_config.json",
-           f"--teacher={teacher}", f"--student_layers={student_layers}",
-           "--temperature=2", f"--alpha={alpha}",
+  loss: the cut fine-tuned on the gold labels alone), or, with student =
+  (albert_config.json, checkpoint), into that narrower pretrained model."""
+  extra = [f"--teacher={teacher}", "--temperature=2", f"--alpha={alpha}",
            f"--intermediate_loss={intermediate_loss}"]
+  if student:
+    extra += [f"--student_config={student[0]}",
+              f"--student_init_checkpoint={student[1]}"]
+  else:
+    extra.append(f"--student_layers={student_layers}")
   if unlabeled:
     extra.append(f"--unlabeled_file={unlabeled}")
   if export:

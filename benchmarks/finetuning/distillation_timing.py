@@ -4,7 +4,7 @@ batch 1 (token ids in, fixed length: tokenization is not timed)."""
 
 import os
 import time
-from typing import Dict
+from typing import Dict, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -57,10 +57,13 @@ def median_ms(call, singles, repeats: int) -> float:
 
 def time_model(saved_model: str, dev: Dict[str, np.ndarray], work: str,
                seq_length: int, examples: int, repeats: int,
-               threads: int) -> Dict[str, float]:
+               threads: int, labels: Optional[np.ndarray] = None
+               ) -> Dict[str, float]:
   """{"savedmodel_ms", "litert_ms", "per_s"} of one SavedModel: batch-1
   medians over `examples` dev examples spread over the file, and the
-  SavedModel's batch-32 examples/s over the dev set (best of repeats)."""
+  SavedModel's batch-32 examples/s over the dev set (best of repeats);
+  with labels (one per dev row), "litert_accuracy": the int8 file's dev
+  accuracy, every row at batch 1 (after the timings)."""
   from albert_tf.exports import load_saved_model
   from albert_tf.exports.litert import converter as litert
   from albert_tf.exports.litert.interpreter import LiteRTModel
@@ -89,4 +92,7 @@ def time_model(saved_model: str, dev: Dict[str, np.ndarray], work: str,
       saved(batch)
     best = min(best, time.perf_counter() - start)
   result["per_s"] = sum(len(b["input_word_ids"]) for b in batches) / best
+  if labels is not None:
+    predicted = interpreter(dev)["logits"].argmax(-1)
+    result["litert_accuracy"] = float(np.mean(predicted == labels))
   return result
