@@ -129,6 +129,23 @@ def tool(name: str, *flags: str, log: str) -> None:
     raise SystemExit(f"tools.{name} failed ({done.returncode}):\n{tail}")
   TOOL_SECONDS.append(time.time() - started)
   print(f"    ({TOOL_SECONDS[-1]:.0f} s, log {log})", flush=True)
+  # Every stage's seconds, kept across invocations: a rerun that reuses
+  # stages still reports what building them took.
+  times = os.path.join(WORK_ROOT, "tool_seconds.json")
+  kept = (json.loads(file_io.read_text(times)) if file_io.exists(times)
+          else {})
+  kept[os.path.relpath(log, WORK_ROOT)] = TOOL_SECONDS[-1]
+  file_io.write_json_atomic(times, kept)
+
+
+def stage_minutes(*roots: str) -> float:
+  """Minutes of the tool runs kept in tool_seconds.json under `roots`."""
+  times = os.path.join(WORK_ROOT, "tool_seconds.json")
+  if not file_io.exists(times):
+    return 0.0
+  prefixes = tuple(os.path.relpath(r, WORK_ROOT) + os.sep for r in roots)
+  return sum(seconds for log, seconds in json.loads(
+      file_io.read_text(times)).items() if log.startswith(prefixes)) / 60
 
 
 def write_records(text: str, output: str, spm_model: str,
@@ -370,6 +387,7 @@ def main():
   measured = report.measure(src, dom, runs, downstream, source, run)
   measured["minutes"] = (time.time() - started) / 60
   measured["tool_runs"] = len(TOOL_SECONDS)
+  measured["stage_minutes"] = stage_minutes(src["root"], root)
   file_io.write_json_atomic(os.path.join(root, "results.json"), measured)
   argv = sys.argv[1:]
   text = report.markdown(measured, source, run, machine,

@@ -128,8 +128,11 @@ def _speller(proto) -> spm.SentencePieceProcessor:
 
 
 def _train_domain_model(proto, sentences: Sequence[str], vocab_size: int,
-                        random_seed: int):
-  """A unigram model of the domain with the old model's settings."""
+                        random_seed: int,
+                        split_by_unicode_script: bool = True):
+  """A unigram model of the domain with the old model's settings
+  (split_by_unicode_script=False: pieces may join letters to punctuation
+  and digits)."""
   spec = proto.trainer_spec
   options = dict(
       model_type="unigram", vocab_size=vocab_size,
@@ -140,6 +143,7 @@ def _train_domain_model(proto, sentences: Sequence[str], vocab_size: int,
       user_defined_symbols=list(spec.user_defined_symbols),
       pad_id=spec.pad_id, unk_id=spec.unk_id, bos_id=spec.bos_id,
       eos_id=spec.eos_id, split_digits=spec.split_digits,
+      split_by_unicode_script=split_by_unicode_script,
       input_sentence_size=0, hard_vocab_limit=False, num_threads=4,
       minloglevel=2)
   spm.set_random_generator_seed(random_seed)
@@ -157,7 +161,9 @@ def _train_domain_model(proto, sentences: Sequence[str], vocab_size: int,
 
 def sentencepiece_candidates(proto, sentences: Sequence[str],
                              vocab_size: int,
-                             random_seed: int = 12345) -> List[Candidate]:
+                             random_seed: int = 12345,
+                             split_by_unicode_script: bool = True
+                             ) -> List[Candidate]:
   """Pieces of a domain unigram model that `proto` (the old model) lacks.
 
   Args:
@@ -166,8 +172,11 @@ def sentencepiece_candidates(proto, sentences: Sequence[str],
       does (`SentencePieceTokenizer.preprocess`).
     vocab_size: the domain model's size (a soft limit on a small corpus).
     random_seed: SentencePiece's seed.
+    split_by_unicode_script: the domain model's trainer option (False:
+      pieces may cross from letters to punctuation or digits).
   """
-  domain = _train_domain_model(proto, sentences, vocab_size, random_seed)
+  domain = _train_domain_model(proto, sentences, vocab_size, random_seed,
+                               split_by_unicode_script)
   old_pieces = {p.piece for p in proto.pieces}
   kept = [(i, p) for i, p in enumerate(domain.pieces)
           if p.type == _NORMAL and p.piece not in old_pieces and

@@ -182,7 +182,8 @@ def _figures(step0_mlm_loss=1.0, ppw_new=1.5, extended=(0.80, 0.82, 0.81),
                               "domain_only": 1.9},
           "downstream": {"old vocab": spread([0.70, 0.72, 0.71]),
                          "extended": spread(extended)},
-          "general_whole_word": {"source": 0.3, "extended": 0.3}}
+          "general_whole_word": {"source": 0.3, "extended": 0.3},
+          "general_same_records": {"source": 0.4, "extended": general}}
 
 
 def test_goal_checks_on_crafted_figures():
@@ -198,6 +199,46 @@ def test_goal_checks_on_crafted_figures():
       "better downstream"]["met"]
   assert not report.goals(_figures(general=0.394))[
       "general text barely moves"]["met"]
+  assert report.goals(_figures(general=0.396))[
+      "general text barely moves"]["met"]
+
+
+class _CopyInput:
+  """Predicts, at each masked position, the id the input holds there: right
+  exactly where the masking kept the original piece (or drew it)."""
+
+  def __call__(self, inputs, training):
+    import tensorflow as tf
+    assert not training
+    seen = tf.gather(inputs["input_word_ids"],
+                     inputs["masked_lm_positions"], batch_dims=1)
+    return {"mlm_logits": tf.one_hot(seen, 3000) * 5.0}
+
+
+def test_records_mlm_accuracy_equals_a_count_over_the_raw_records(
+    pretraining_records):
+  import tensorflow as tf
+
+  class Source:
+    max_seq_length = pretraining_records["max_seq_length"]
+    max_predictions_per_seq = pretraining_records["max_predictions_per_seq"]
+  raws = list(tf.data.TFRecordDataset(pretraining_records["path"]))
+  assert len(raws) > 64
+  right = total = 0.0
+  # Full batches of 64, as run_pretraining's evaluation reads them.
+  for raw in raws[:len(raws) // 64 * 64]:
+    feature = tf.train.Example.FromString(raw.numpy()).features.feature
+    ids = np.array(feature["input_ids"].int64_list.value)
+    positions = np.array(feature["masked_lm_positions"].int64_list.value)
+    labels = np.array(feature["masked_lm_ids"].int64_list.value)
+    weights = np.array(feature["masked_lm_weights"].float_list.value)
+    right += float(np.sum(weights * (ids[positions] == labels)))
+    total += float(np.sum(weights))
+  expected = right / total
+  assert 0.02 < expected < 0.5  # kept pieces: about 10% of the masked
+  measured = report.records_mlm_accuracy(_CopyInput(),
+                                         pretraining_records["path"], Source)
+  assert measured == pytest.approx(expected, abs=1e-9)
 
 
 def test_punctuation_share_counts_pieces_without_letters_or_digits():
@@ -208,3 +249,32 @@ def test_punctuation_share_counts_pieces_without_letters_or_digits():
 
   # ".", "_", "▁(" and the bare "▁": 4 of 8 pieces.
   assert report.punctuation_share(Tokenizer(), ["a", "b"]) == 0.5
+
+
+def test_cut_curve_follows_the_tools_choice_and_says_when_supply_ends(
+    spm_model):
+  """Idioms joining letters to punctuation: more pieces read the held-out
+  lines in fewer pieces; without the script split a piece may hold both,
+  and the curve says where the domain ran out of candidates."""
+  idioms = ["df.loc[", "np.nan", "self._cache[", "os.path.join(", "__init__"]
+  names = ["alpha", "beta", "gamma", "delta", "omega", "kappa"]
+  lines = [f"{a}{n} = {b}{n}) or {c}" for i, (a, b, c) in enumerate(
+      (a, b, c) for a in idioms for b in idioms for c in idioms)
+           for n in [names[i % len(names)]]]
+  train, held_out = lines[::2] * 4, lines[1::2]
+  curve = report.cut_curve(spm_model, train, held_out, sizes=(0, 5, 30))
+  by = {(p["split"], p["n"]): p for p in curve}
+  old = by[True, 0]["pieces_per_word"]
+  assert by[False, 0]["pieces_per_word"] == old  # no piece added
+  crossing = [by[False, n]["pieces_per_word"] for n in (0, 5, 30)]
+  assert crossing[0] > crossing[1] > crossing[2], curve
+  assert by[False, 5]["chosen"] == 5
+  # The recipe's split finds few pieces here (the idioms are punctuation
+  # around words the old model has), the crossing ones many more; both
+  # run out before 30.
+  assert by[True, 30]["chosen"] < by[False, 30]["chosen"] < 30, curve
+  assert by[True, 30]["pieces_per_word"] > crossing[2]
+  table = report.curve_table(curve, old)
+  assert "all the domain supplies" in table
+  assert (f"{crossing[2]:.3f} ({1 - crossing[2] / old:.1%} fewer), "
+          f"{by[False, 30]['chosen']:,} pieces" in table)

@@ -80,6 +80,12 @@ class VocabularyExtensionParams(FlatConstructible):
       0, "Size of the tokenizer learned on the domain; 0: 4 x --new_pieces "
       "+ 32 (room for symbols and characters).")
   random_seed: int = setting(12345, "Seed of the domain tokenizer.")
+  split_by_unicode_script: bool = setting(
+      True, "SentencePiece: learn the domain's pieces splitting where the "
+      "Unicode script changes, as ALBERT's recipe does. false lets a new "
+      "piece join letters to punctuation and digits (code, URLs, formulas: "
+      "'self.', '()', 'np.'), which the old vocabulary never has; the "
+      "tokenizer then reads those spans in fewer pieces.")
 
   def check(self) -> None:
     """The checks that need no file read (UserInputError naming the flag)."""
@@ -94,6 +100,11 @@ class VocabularyExtensionParams(FlatConstructible):
     if not self.spm_model_file and not self.vocab_file:
       raise UserInputError("give the model's tokenizer: --spm_model_file or "
                            "--vocab_file")
+    if not self.split_by_unicode_script and not self.spm_model_file:
+      raise UserInputError(
+          "--split_by_unicode_script=false applies to a SentencePiece model;"
+          " WordPiece's basic tokenizer splits punctuation from letters "
+          f"before any piece (--vocab_file={self.vocab_file})")
     self.corpus.validate()
     if file_io.exists(self.output_dir):
       raise UserInputError(f"--output_dir={self.output_dir} exists; give a "
@@ -152,7 +163,8 @@ def choose_pieces(params: VocabularyExtensionParams, vocabulary: OldVocabulary,
   if vocabulary.kind == "sentencepiece":
     text = [vocabulary.tokenizer.preprocess(s) for s in sentences]
     candidates = vx.sentencepiece_candidates(
-        vocabulary.proto, [t for t in text if t], size, params.random_seed)
+        vocabulary.proto, [t for t in text if t], size, params.random_seed,
+        params.split_by_unicode_script)
   else:
     candidates = vx.wordpiece_candidates(vocabulary.tokenizer, sentences, size)
   ranked = vx.rank(candidates, ranking)
@@ -267,6 +279,7 @@ def extend_vocabulary(params: VocabularyExtensionParams) -> dict:
       "old_vocab_size": config.vocab_size,
       "vocab_size": new_config.vocab_size,
       "ranking": params.ranking,
+      "split_by_unicode_script": params.split_by_unicode_script,
       "domain_before": pieces_per_word(vocabulary.tokenizer, sentences),
       "domain_after": pieces_per_word(tokenizer, sentences),
       "pieces": [{"piece": c.piece, "id": config.vocab_size + i,
