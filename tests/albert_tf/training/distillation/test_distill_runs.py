@@ -301,6 +301,54 @@ def test_the_command_line_takes_the_teachers_config(task, tmp_path):
   assert (tmp_path / "export" / "saved_model.pb").exists()
 
 
+@pytest.mark.slow
+def test_sigkill_during_distillation_then_rerun_gives_the_same_weights(
+    task, tmp_path):
+  """`python -m tools.distill` with dropout on (the teacher's config: 0.1)
+  and the intermediate loss, killed with SIGKILL once ckpt-10 is the
+  latest checkpoint, then rerun: the rerun resumes (not a fresh start) and
+  its ckpt-30 equals an uninterrupted run's."""
+  import pathlib
+  import signal
+  import subprocess
+  import sys
+  import time
+  root = str(pathlib.Path(__file__).resolve().parents[4])
+
+  def start(out):
+    return subprocess.Popen(
+        [sys.executable, "-m", "tools.distill", f"--teacher={task['teacher']}",
+         f"--train_file={task['train']}", f"--dev_file={task['dev']}",
+         f"--spm_model_file={task['spm']}", f"--output_dir={out}",
+         "--do_train", "--student_layers=1", f"--max_seq_length={kit.SEQ}",
+         "--train_step=30", "--warmup_step=2", "--save_checkpoints_steps=10",
+         "--iterations_per_loop=5", "--train_batch_size=16", "--seed=5",
+         "--intermediate_loss=hidden_projection"],
+        cwd=root, env=dict(os.environ, PYTHONPATH=root),
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+  reference, killed = tmp_path / "reference", tmp_path / "killed"
+  uninterrupted, run = start(reference), start(killed)
+  deadline = time.time() + 300
+  while tf.train.latest_checkpoint(str(killed)) is None:
+    assert run.poll() is None, run.stderr.read()[-3000:]
+    assert time.time() < deadline, "ckpt-10 never written"
+    time.sleep(0.01)
+  run.send_signal(signal.SIGKILL)
+  run.wait()
+  latest = tf.train.latest_checkpoint(str(killed))
+  assert not latest.endswith("ckpt-30"), latest
+  rerun = start(killed)
+  logs = {}
+  for name, proc in (("uninterrupted", uninterrupted), ("rerun", rerun)):
+    _, logs[name] = proc.communicate(timeout=300)
+    assert proc.returncode == 0, logs[name][-3000:]
+  assert f"resumed from {latest}" in logs["rerun"], logs["rerun"][-3000:]
+  for a, b in zip(_student_weights(task, reference, 30),
+                  _student_weights(task, killed, 30)):
+    np.testing.assert_allclose(a, b, atol=1e-6)
+
+
 def test_an_export_teaches_as_its_run_directory_does(task, tmp_path):
   settings = dict(train_step=2, save_checkpoints_steps=2, warmup_step=1)
   from_dir = _distil(task, tmp_path / "from_dir", **settings)
