@@ -56,13 +56,16 @@ def bars(path: str, title: str, unit: str,
 
 def lines(path: str, title: str, x_label: str, unit: str,
           series: Dict[str, Sequence[Tuple[float, float]]]) -> str:
-  """One line per contender through its (x, y) points. Returns path."""
+  """One line per contender through its (x, y) points. Returns path.
+  Past ten contenders the colours repeat, so the markers change with
+  every ten: no two contenders look alike."""
   plt = _pyplot()
   fig, ax = plt.subplots(figsize=(7.5, 3.6))
-  for name, points in series.items():
+  markers = "osD^v"
+  for i, (name, points) in enumerate(series.items()):
     points = sorted(p for p in points if p[1] is not None)
-    ax.plot([p[0] for p in points], [p[1] for p in points], marker="o",
-            label=name)
+    ax.plot([p[0] for p in points], [p[1] for p in points],
+            marker=markers[i // 10 % len(markers)], label=name)
   ax.set_xlabel(x_label)
   ax.set_ylabel(unit)
   ax.set_title(title, fontsize=10)
