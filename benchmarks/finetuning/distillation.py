@@ -26,8 +26,8 @@ starts from the fine-tuned teacher has --train_steps more:
   distilled k      tools.distill --student_layers=k, soft targets (T=2,
                    alpha=0.5) + one intermediate loss: both are tried on the
                    first seed of k=L/2, the better is kept for every student
-  and the same for the small student (depth L/4; no static cut with PABEE
-  heads there);
+  and the same for the small students (depths L/4 and L/8; no static cut
+  with PABEE heads there);
   narrow alone     run_classifier from the narrower pretrained model
   narrow distilled tools.distill --student_config --student_init_checkpoint
                    from the narrower pretrained model (the 4x student).
@@ -163,7 +163,7 @@ def run(args) -> Dict:
   except RuntimeError:
     pass
   layers = MODEL["num_hidden_layers"]
-  half, small = layers // 2, layers // 4
+  half, small, tiny = layers // 2, layers // 4, max(1, layers // 8)
   narrow_layers = NARROW["num_hidden_layers"]
   source = runs.source_model(MODEL, args.pretrain_steps, args.seq_length)
   narrow = runs.source_model(NARROW, args.pretrain_steps, args.seq_length,
@@ -196,6 +196,10 @@ def run(args) -> Dict:
                alone_small=f"alone k={small}",
                gold_small=f"cut k={small} + gold only",
                distilled_small=f"distilled k={small}",
+               cut_tiny=f"static cut k={tiny}",
+               alone_tiny=f"alone k={tiny}",
+               gold_tiny=f"cut k={tiny} + gold only",
+               distilled_tiny=f"distilled k={tiny}",
                narrow_alone=f"narrow {width} k={narrow_layers} alone",
                narrow=f"narrow {width} k={narrow_layers} distilled")
   contenders = {name: dict(accuracy=[], macro_f1=[], depth=[])
@@ -222,6 +226,7 @@ def run(args) -> Dict:
                                  export=seed == 0), layers)
     add("cut", _static_cut(teacher, half, dev, labels), half)
     add("cut_small", _static_cut(teacher, small, dev, labels), small)
+    add("cut_tiny", _static_cut(teacher, tiny, dev, labels), tiny)
     pabee_dir = at(f"pabee-s{seed}")
     runs.finetune(pabee_dir, source, from_pretrained(seed), early_exit=True,
                   export=False)
@@ -237,7 +242,11 @@ def run(args) -> Dict:
     add("alone_small", runs.finetune(at(f"alone-k{small}-s{seed}"), source,
                                      from_pretrained(seed), layers=small,
                                      export=False), small)
-    for key, depth in (("gold", half), ("gold_small", small)):
+    add("alone_tiny", runs.finetune(at(f"alone-k{tiny}-s{seed}"), source,
+                                    from_pretrained(seed), layers=tiny,
+                                    export=False), tiny)
+    for key, depth in (("gold", half), ("gold_small", small),
+                       ("gold_tiny", tiny)):
       add(key, runs.distill(at(f"gold-k{depth}-s{seed}"), teacher,
                             flags(seed), depth, "none", export=False,
                             alpha=0.0), depth)
@@ -246,6 +255,9 @@ def run(args) -> Dict:
     add("distilled_small", runs.distill(
         at(f"distilled-k{small}-{loss}-s{seed}"), teacher, flags(seed),
         small, loss), small)
+    add("distilled_tiny", runs.distill(
+        at(f"distilled-k{tiny}-{loss}-s{seed}"), teacher, flags(seed),
+        tiny, loss), tiny)
     add("narrow_alone", runs.finetune(at(f"narrow-alone-s{seed}"), narrow,
                                       from_pretrained(seed), export=False),
         narrow_layers)
@@ -275,6 +287,8 @@ def run(args) -> Dict:
                names["distilled"]: at(f"distilled-k{half}-{loss}-s0-export"),
                names["distilled_small"]:
                at(f"distilled-k{small}-{loss}-s0-export"),
+               names["distilled_tiny"]:
+               at(f"distilled-k{tiny}-{loss}-s0-export"),
                names["narrow"]: at(f"narrow-{loss}-s0-export"),
                names["exit"]: timing.save_early_exit(
                    pabee0, patience0, os.path.join(work, "early_exit"))}
@@ -289,19 +303,25 @@ def run(args) -> Dict:
                     ("cut_small", "distilled_small"),
                     ("alone_small", "distilled_small"),
                     ("gold_small", "distilled_small"),
+                    ("cut_tiny", "distilled_tiny"),
+                    ("alone_tiny", "distilled_tiny"),
+                    ("gold_tiny", "distilled_tiny"),
                     ("narrow_alone", "narrow")):
     timings[names[key]] = {k: v for k, v in timings[names[same]].items()
                            if k != "litert_accuracy"}
     timings[names[key]]["as"] = names[same]
+  fast = [names["distilled_tiny"], names["narrow"]]
   checks = report.goals(
-      contenders, names["teacher"], names["distilled"], names["narrow"],
+      contenders, names["teacher"], names["distilled"], fast,
       {names["distilled"]: [names["alone"], names["cut"], names["gold"]],
        names["distilled_small"]: [names["alone_small"], names["cut_small"],
                                   names["gold_small"]],
+       names["distilled_tiny"]: [names["alone_tiny"], names["cut_tiny"],
+                                 names["gold_tiny"]],
        names["narrow"]: [names["narrow_alone"]]},
       flops,
       dict(teacher_savedmodel_ms=timings[names["teacher"]]["savedmodel_ms"],
-           fast_litert_ms=timings[names["narrow"]]["litert_ms"]))
+           litert_ms={name: timings[name]["litert_ms"] for name in fast}))
   return dict(contenders=contenders, flops=flops, timings=timings,
               checks=checks, names=names, loss=loss, tried=tried,
               patience=patience0, layers=layers, source=source,
