@@ -50,6 +50,16 @@ def seeded(seed, first_row=None, num_rows=None):
     _scope.state = previous
 
 
+def scope_rows():
+  """(first_row, num_rows) of the innermost scope, or (None, None) outside
+  any. A function that runs again later, outside the scope (a block under
+  tf.recompute_grad reruns inside `tape.gradient`), reads them now and
+  passes them to its own `seeded`, so it draws the rows it drew the first
+  time."""
+  state = getattr(_scope, "state", None)
+  return (None, None) if state is None else state[2]
+
+
 def next_seed():
   """The seed of the next dropout call in the current scope, or None.
 

@@ -55,6 +55,7 @@ from albert_common.encoder_inputs import INPUT_TYPE_IDS
 from albert_common.encoder_inputs import INPUT_WORD_IDS
 from albert_tf.layers import shared_block
 from albert_tf.layers.checkpointed_dropout import next_seed
+from albert_tf.layers.checkpointed_dropout import scope_rows
 from albert_tf.layers.checkpointed_dropout import seeded
 
 
@@ -181,9 +182,12 @@ def apply_block(block, x, batch, seq, bias, training=None, recompute=False,
   `arithmetic` with its variables already read (not under recompute)."""
   attention, ffn = prepared or arithmetic(block, serving)
   seed = _block_seed(block) if is_training(training) else None
+  # The update scope's rows, read now: a recomputed forward runs inside
+  # tape.gradient, after the trainer has left that scope.
+  first_row, num_rows = scope_rows()
 
   def forward(x):
-    with seeded(seed):
+    with seeded(seed, first_row, num_rows):
       y = attention(x, batch, seq, bias, query_rows, training, with_probs)
       y, probs = y if with_probs else (y, None)
       length = seq if query_rows is None else tf.shape(query_rows)[1]

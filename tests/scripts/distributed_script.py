@@ -136,7 +136,8 @@ def finetuning_accumulated():
   def largest(a, b):
     return max(float(np.abs(x - y).max()) for x, y in zip(a, b))
 
-  for case in ("packed_classifier", "ner", "squad_v2", "multiple_choice"):
+  for case in ("packed_classifier", "ner", "squad_v2", "multiple_choice",
+               "early_exit", "classifier_recomputed"):
     one_device = cases._train(case, 1)[0]  # noqa: SLF001
     whole = cases._train(case, 1, strategy)[0]  # noqa: SLF001
     accumulated = cases._train(case, 2, strategy)[0]  # noqa: SLF001

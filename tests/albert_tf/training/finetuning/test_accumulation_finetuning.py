@@ -2,10 +2,15 @@
 weights of K=1 (to 1e-5) for a classifier in two length buckets, a packed
 classifier, regression, multi-label, NER (a token mean over the whole
 batch, one micro-batch with no tagged piece), SQuAD spans (v1 and v2's
-answer-class head) and multiple choice (RACE, SWAG); clipping, weight
-decay and warmup on, and dropout on as users run it (encoder 0.1, heads
-0.1): each example's masks come from the update's seed and its position
-in the update (albert_tf.training.update_dropout)."""
+answer-class head), multiple choice (RACE, SWAG), early exit (PABEE), and
+--recompute_layers (a classifier and early exit); clipping, weight decay
+and warmup on, and dropout on as users run it (encoder 0.1, heads 0.1):
+each example's masks come from the update's seed and its position in the
+update (albert_tf.training.update_dropout), also where a recomputed block
+reruns inside tape.gradient. Each equality is checked to hold with a
+dropout that changes the weights."""
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -15,6 +20,10 @@ import tf_keras
 from albert_tf import optimization
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier
+from albert_tf.models.albert_early_exit_classifier import (
+  AlbertEarlyExitClassifier,
+)
+from albert_tf.models.albert_early_exit_classifier import early_exit_loss
 from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
@@ -123,13 +132,17 @@ def _packed_batches():
   return batches
 
 
-def _classifier(encoder):
-  return AlbertClassifier(encoder, 3, dropout_rate=HEAD_DROPOUT)
+def _classifier(encoder, head_dropout):
+  return AlbertClassifier(encoder, 3, dropout_rate=head_dropout)
 
 
 def _classifier_loss(labels, outputs):
   return tf.nn.sparse_softmax_cross_entropy_with_logits(
       labels=tf.cast(labels, tf.int32), logits=outputs["logits"])
+
+
+def _early_exit_loss(labels, outputs):
+  return early_exit_loss(labels, outputs, regression=False)
 
 
 def _ner_mean_of_slice_means(labels, outputs):
@@ -138,39 +151,62 @@ def _ner_mean_of_slice_means(labels, outputs):
   return token_loss(labels, outputs)
 
 
+# case: (model of (encoder, head dropout), loss, batches). Each model's
+# heads drop out at the official 0.1 unless the run turns dropout off.
 CASES = {
     "classifier_buckets": (_classifier, _classifier_loss,
                            _classifier_batches),
     "packed_classifier": (_classifier, _classifier_loss, _packed_batches),
-    "regression": (lambda e: AlbertClassifier(e, 1, HEAD_DROPOUT),
+    "regression": (lambda e, rate: AlbertClassifier(e, 1, rate),
                    own_data_loss("regression"), _regression_batches),
-    "multi_label": (lambda e: AlbertClassifier(e, 3, HEAD_DROPOUT),
+    "multi_label": (lambda e, rate: AlbertClassifier(e, 3, rate),
                     own_data_loss("multi_label"), _multi_label_batches),
-    "ner": (lambda e: AlbertTokenClassifier(e, 5, HEAD_DROPOUT),
+    "ner": (lambda e, rate: AlbertTokenClassifier(e, 5, rate),
             token_loss, _ner_batches),
     "ner_mean_of_means": (
-        lambda e: AlbertTokenClassifier(e, 5, HEAD_DROPOUT),
+        lambda e, rate: AlbertTokenClassifier(e, 5, rate),
         _ner_mean_of_slice_means, _ner_batches),
-    "squad": (AlbertSpanLabeler, span_loss, _squad_batches),
-    "squad_v2": (lambda e: AlbertSquadV2(e, 3, 3, HEAD_DROPOUT,
-                                         hidden_size=CONFIG.hidden_size),
+    "squad": (lambda e, rate: AlbertSpanLabeler(e), span_loss,
+              _squad_batches),
+    "squad_v2": (lambda e, rate: AlbertSquadV2(
+        e, 3, 3, rate, hidden_size=CONFIG.hidden_size),
                  squad_v2_loss, _squad_v2_batches),
     "multiple_choice": (
-        lambda e: AlbertMultipleChoice(e, num_choices=3,
-                                       dropout_rate=HEAD_DROPOUT),
+        lambda e, rate: AlbertMultipleChoice(e, num_choices=3,
+                                             dropout_rate=rate),
         multiple_choice_loss, _choice_batches),
+    # PABEE: one classifier per application, their dropout one call over
+    # [batch, applications, H].
+    "early_exit": (lambda e, rate: AlbertEarlyExitClassifier(e, 3, rate),
+                   _early_exit_loss, _regression_batches),
+    # --recompute_layers: each block reruns inside tape.gradient, after
+    # the update scope has closed; its masks must still be its rows'.
+    "classifier_recomputed": (_classifier, _classifier_loss,
+                              _regression_batches),
+    "early_exit_recomputed": (
+        lambda e, rate: AlbertEarlyExitClassifier(e, 3, rate),
+        _early_exit_loss, _regression_batches),
 }
 
 
-def _train(case, steps, strategy=None):
+def _train(case, steps, strategy=None, dropout=True):
   """(weights after 3 updates, optimizer iterations, last gradient norm),
-  trained under `strategy` (default: the default strategy)."""
+  trained under `strategy` (default: the default strategy); `dropout`
+  False: encoder and heads without dropout."""
   build, loss_fn, make_batches = CASES[case]
   batches = make_batches()
+  if case in ("early_exit", "early_exit_recomputed",
+              "classifier_recomputed"):  # class labels of 3
+    batches = [(features, (labels * 3).astype(np.int32) % 3)
+               for features, labels in batches]
+  config = CONFIG if dropout else dataclasses.replace(
+      CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
   strategy = strategy or tf.distribute.get_strategy()
   tf_keras.utils.set_random_seed(7)
   with strategy.scope():
-    model = build(AlbertEncoder(CONFIG))
+    encoder = AlbertEncoder(config,
+                            recompute_layers=case.endswith("_recomputed"))
+    model = build(encoder, HEAD_DROPOUT if dropout else 0.0)
     if case == "packed_classifier":
       model.packed_call(batches[0][0])
     else:
@@ -190,9 +226,14 @@ def _train(case, steps, strategy=None):
           history.history["gradient_norm"][-1])
 
 
+def _largest_difference(a, b):
+  return max(float(np.abs(x - y).max()) for x, y in zip(a, b))
+
+
 @pytest.mark.parametrize("case", [
     "classifier_buckets", "packed_classifier", "regression", "multi_label",
-    "ner", "squad", "squad_v2", "multiple_choice"])
+    "ner", "squad", "squad_v2", "multiple_choice", "early_exit",
+    "classifier_recomputed", "early_exit_recomputed"])
 def test_four_micro_batches_equal_the_whole_batch(case):
   whole, iterations, norm = _train(case, 1)
   accumulated, accumulated_iterations, accumulated_norm = _train(case, K)
@@ -202,6 +243,10 @@ def test_four_micro_batches_equal_the_whole_batch(case):
   assert len(whole) == len(accumulated) > 20
   for a, w in zip(accumulated, whole):
     np.testing.assert_allclose(a, w, rtol=1e-5, atol=1e-5)
+  # The dropout the equality holds under is on: the same updates without
+  # it end elsewhere.
+  without_dropout, _, _ = _train(case, 1, dropout=False)
+  assert _largest_difference(whole, without_dropout) > 1e-4
 
 
 def test_ner_micro_batch_token_means_are_not_the_whole_batch_mean():
@@ -237,7 +282,8 @@ def test_mirrored_two_replicas_equal_one_device_and_accumulate_exactly():
   finetuning_accumulated), dropout on: 2 replicas give the one-device
   weights (each example's masks from its position in the update; NER's
   mean over the tagged pieces of both replicas), and each replica's 4
-  rows in 2 slices give those of K=1."""
+  rows in 2 slices give those of K=1; also for early exit and for a
+  recomputed classifier."""
   import json
   import os
   import subprocess
@@ -252,7 +298,8 @@ def test_mirrored_two_replicas_equal_one_device_and_accumulate_exactly():
   result = json.loads(process.stdout.strip().splitlines()[-1])
   assert result.pop("replicas") == 2
   assert set(result) == {"packed_classifier", "ner", "squad_v2",
-                         "multiple_choice"}
+                         "multiple_choice", "early_exit",
+                         "classifier_recomputed"}
   for case, worst in result.items():
     assert worst["k2_vs_k1"] < 1e-5, (case, worst)
     assert worst["mirrored_vs_one_device"] < 1e-5, (case, worst)
