@@ -51,9 +51,9 @@ def make_batch(seed=0):
                                        tf.int32))
 
 
-def make_model(seed=1, config=CONFIG):
+def make_model(seed=1, config=CONFIG, recompute=False):
   tf_keras.utils.set_random_seed(seed)
-  model = AlbertPretrainer(AlbertEncoder(config))
+  model = AlbertPretrainer(AlbertEncoder(config, recompute_layers=recompute))
   model({k: v for k, v in make_batch().items()
          if k in ("input_word_ids", "input_mask", "input_type_ids",
                   "masked_lm_positions")})
@@ -106,25 +106,32 @@ def test_accumulated_gradient_equals_the_whole_batch():
   assert gap > 1e-3
 
 
-@pytest.mark.parametrize("name", [
-    "lamb", pytest.param("adamw", marks=pytest.mark.slow)])  # LAMB: make test
-def test_three_updates_equal_the_whole_batch(name):
+def _three_updates(name, steps, config, recompute=False):
+  """(weights, metrics) after 3 updates of K=`steps` micro-batches."""
+  model = make_model(config=config, recompute=recompute)
+  optimizer = optimization.create_optimizer(name, 1e-2, 10, 2,
+                                            weight_decay_rate=0.1)
+  runner = runner_for(model, optimizer, steps)
+  step = tf.function(runner.replica_train_step)
+  for seed in range(3):
+    step(make_batch(seed))
+  assert int(optimizer.iterations.numpy()) == 3
+  assert float(runner.gradient_norm.result()) > 0.05  # clipping active
+  metrics = {k: float(v) for k, v in runner.train_metrics.result().items()}
+  return [v.numpy() for v in model.trainable_variables], metrics
+
+
+@pytest.mark.parametrize("name,recompute", [
+    ("lamb", False), ("lamb", True),  # make test
+    pytest.param("adamw", False, marks=pytest.mark.slow)])
+def test_three_updates_equal_the_whole_batch(name, recompute):
   """Clipping (norm 0.05 is below every step's), weight decay with its
   exclusions, a warmup of 2 steps and dropout 0.1: after 3 updates K=4
-  equals K=1 (each sequence's masks from its position in the update)."""
-  runs = {}
-  for steps in (1, K):
-    model = make_model(config=DROPOUT_CONFIG)
-    optimizer = optimization.create_optimizer(name, 1e-2, 10, 2,
-                                              weight_decay_rate=0.1)
-    runner = runner_for(model, optimizer, steps)
-    step = tf.function(runner.replica_train_step)
-    for seed in range(3):
-      step(make_batch(seed))
-    assert int(optimizer.iterations.numpy()) == 3
-    assert float(runner.gradient_norm.result()) > 0.05  # clipping active
-    metrics = {k: float(v) for k, v in runner.train_metrics.result().items()}
-    runs[steps] = ([v.numpy() for v in model.trainable_variables], metrics)
+  equals K=1 (each sequence's masks from its position in the update),
+  also with --recompute_layers (each block reruns inside tape.gradient,
+  after the update scope closed), and the dropout changes the weights."""
+  runs = {steps: _three_updates(name, steps, DROPOUT_CONFIG, recompute)
+          for steps in (1, K)}
   start = [v.numpy() for v in make_model().trainable_variables]
   for one, accumulated, first in zip(runs[1][0], runs[K][0], start):
     np.testing.assert_allclose(accumulated, one, rtol=1e-5, atol=1e-5)
@@ -132,6 +139,9 @@ def test_three_updates_equal_the_whole_batch(name):
   assert moved > 1e-3
   for key, value in runs[1][1].items():
     assert runs[K][1][key] == pytest.approx(value, rel=1e-5), key
+  without_dropout, _ = _three_updates(name, 1, CONFIG, recompute)
+  assert max(np.abs(a - b).max()
+             for a, b in zip(runs[1][0], without_dropout)) > 1e-4
 
 
 @pytest.mark.slow  # XLA compiles for about 20 s
