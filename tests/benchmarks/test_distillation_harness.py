@@ -90,12 +90,49 @@ def test_each_goal_fails_on_its_own_crafted_figures():
   contenders, flops = _crafted()
   flops["small"] = 201  # 3.98x fewer FLOPs: not 4x
   assert _checks(contenders, flops)[0][1] is False
-  # Beating "alone" by 0.10 with a spread of 0.12 is not enough.
+  # Beating "alone" by 0.10 on the mean, per seed +0.05, +0.15, +0.10:
+  # the paired mean does not exceed its spread (0.10).
   contenders, flops = _crafted(distilled=(0.85, 0.97, 0.91))
-  met, _ = _checks(contenders, flops)
+  met, checks = _checks(contenders, flops)
   assert met[2] is False and met[3] is True
+  assert "signs +++" in checks[2]["figures"]
   met, _ = _checks(*_crafted(), teacher_ms=7.9, small_ms=1.0)
   assert met[-1] is False
+
+
+def test_beats_is_a_paired_test():
+  """Arms whose seed spreads overlap but whose pairs agree beat; a larger
+  mean gain whose pairs disagree does not (the old rule said the reverse
+  of both)."""
+  contenders, flops = _crafted()
+  contenders["alone"] = dict(accuracy=[0.80, 0.88, 0.84])  # spread 0.08
+  contenders["distilled"] = dict(accuracy=[0.83, 0.91, 0.87])  # +0.03 each
+  met, checks = _checks(contenders, flops)
+  assert met[2] is True, checks[2]
+  assert "paired mean +0.0300 against spread 0.0000" in checks[2]["figures"]
+  contenders["distilled"] = dict(accuracy=[0.99, 0.86, 0.90])  # +.19 -.02 +.06
+  met, checks = _checks(contenders, flops)
+  assert met[2] is False and "signs +-+" in checks[2]["figures"]
+  # One seed: no spread, never met.
+  one = {k: dict(accuracy=v["accuracy"][:1]) for k, v in _crafted()[0].items()}
+  assert _checks(one, flops)[0][2] is False
+
+
+def test_contenders_at_chance_write_no_row():
+  from benchmarks import accuracy
+  labels = [0, 1, 2, 3] * 50  # majority 0.25, 2 sd = 0.061
+  contenders = {"good": dict(accuracy=[0.60, 0.62]),
+                "chance": dict(accuracy=[0.30, 0.29])}
+  refused = report.at_chance(contenders, labels)
+  assert list(refused) == ["chance"]
+  assert "within 2 binomial standard deviations" in refused["chance"]
+  table = report.contenders_table(
+      {k: dict(v, macro_f1=v["accuracy"], depth=[1]) for k, v in
+       contenders.items()}, {"good": 1e6, "chance": 1e6}, {},
+      skip=tuple(refused))
+  assert "| good |" in table and "chance" not in table
+  with pytest.raises(accuracy.ChanceError):
+    accuracy.check_above_chance("chance", 0.295, labels)
 
 
 def test_figures_row_is_in_the_first_tables_form():
