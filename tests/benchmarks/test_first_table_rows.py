@@ -311,3 +311,36 @@ def test_early_exit_row_comes_from_the_sweeps_figures(md, monkeypatch):
   assert row["peer"]["value"] / row["ours"]["value"] < 1  # 0.98x
   assert row["ceiling"]["value"] == round(11.809 * 10.0 / 12, 2)
   assert "crafted task, 12-layer" in row["job"]
+
+
+def test_early_exit_at_chance_writes_no_row(md, monkeypatch):
+  """The short run the review found: final loss ln 3, 0.318 at every
+  patience on 192 balanced 3-class dev rows: refused in one line, nothing
+  written; the same figures at 0.45 are written."""
+  import numpy as np
+
+  from benchmarks import accuracy
+  from benchmarks import charts
+  from benchmarks.serving import early_exit
+  monkeypatch.setattr(charts, "from_spec", lambda spec, *a: "chart")
+  monkeypatch.setattr(sys, "argv", ["early_exit.py"] + early_exit.SHORT_ARGS)
+  layers = 12
+  curve = {"early exit": [(1.0 + p, 0.318, p) for p in range(1, layers)],
+           "static cut": [(float(d), 0.318, d) for d in range(1, layers + 1)]}
+  table = {p: dict(accuracy=0.318, mean_exit_layer=p + 1.0)
+           for p in range(layers)}
+  labels = np.array([0, 1, 2] * 64)
+  args = argparse.Namespace(run_dir="", task="", size=early_exit.SHORT_ARGS[
+      0].split("=", 1)[1], seq_length=32)
+  before = open(md, encoding="utf-8").read()
+  result = early_exit.Result("report", [], {}, curve, table, 1, layers,
+                             labels)
+  with pytest.raises(accuracy.ChanceError, match="full depth: dev accuracy "
+                     "0.3180 is within 2 binomial"):
+    early_exit._write(args, result, "quiet: other processes 0.02 cores")
+  assert open(md, encoding="utf-8").read() == before
+  table = {p: dict(accuracy=0.45, mean_exit_layer=p + 1.0)
+           for p in range(layers)}
+  early_exit._write(args, result._replace(table=table),
+                    "quiet: other processes 0.02 cores")
+  assert _only(md, 60)["ours"]["value"] == 2.0

@@ -458,3 +458,28 @@ def test_the_front_doors_quote_no_figure_of_the_table():
       assert f"{summary.ratio(row):.2f}x" not in text, (page, row["job"])
       ours = summary.number(row["ours"]["value"])
       assert not re.search(rf"\b{re.escape(ours)}\b", text), (page, ours)
+
+
+@pytest.mark.parametrize("higher", [False, True])
+def test_a_row_past_its_ceiling_is_refused_in_one_line(tmp_path, higher):
+  """Ours at 101% of the ceiling (a time below it, a rate above it): the
+  ceiling is not a limit; the refusal names the row. 100% passes."""
+  at, past = (800, 792) if not higher else (800, 808)
+  path = _doc(tmp_path)
+  common.update_benchmarks_md(
+      "Peak memory", "x", stage="Memory", path=str(path),
+      figures=[_row(higher_is_better=higher, reached=at)])
+  assert len(summary.current_rows(path.read_text())) == 1
+  common.update_benchmarks_md(
+      "Peak memory", "x", stage="Memory", path=str(path),
+      figures=[_row(higher_is_better=higher, reached=past)])
+  with pytest.raises(summary.FiguresError,
+                     match="row 'Memory, peak RSS': ours reached 101% of its "
+                     "ceiling"):
+    summary.current_rows(path.read_text())
+  result = subprocess.run(
+      [sys.executable, "-m", "benchmarks.summary", f"--path={path}"],
+      cwd=ROOT, capture_output=True, text=True,
+      env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+  assert result.returncode == 1 and result.stderr.count("\n") == 1
+  assert "Memory, peak RSS" in result.stderr
