@@ -105,19 +105,51 @@ def test_data_creation_row_with_the_official_script_run_here(md):
   _common_fields(row, command)
   assert row["contender"] == "peer" and "peer_run" not in row
   assert row["peer"]["value"] == round(94000 / 90.0)
-  assert row["ours"]["value"] == 25000
-  assert row["ceiling"]["value"] == 2 * 25000 and row["reached"] == 44000
+  # Ours is the figure the ceiling is reached by: 2 workers, both.
+  assert row["ours"]["value"] == 44000 and row["reached"] == 44000
+  assert row["ceiling"]["value"] == 2 * 25000
+  assert "one process 25,000" in row["ours"]["label"]
 
 
-def test_data_creation_row_without_it_names_the_peers_recorded_run(md):
+def test_data_creation_writes_no_row_without_the_official_script(md):
+  """No peer measured in this run: no row (the section's new run drops the
+  row its old run wrote there; every other row stays);
+  --write of a row-writing run is refused before any work, in one line
+  saying how to get the script; the env var is written into the command."""
   from benchmarks.data import creation
   from benchmarks.data import official_creation
+  before = _blocks(md)
   creation.write([], {("local", 1): 25000.0, ("local", 2): 44000.0}, None,
                  "python -m benchmarks.data.creation --write", 4, "")
-  row = _only(md, 10)
-  assert row["peer_run"] == official_creation.RECORDED_RUN["run"]
-  assert "same run" not in json.dumps(row)
-  assert "2026-" in row["peer_run"] and "core" in row["peer_run"]
+  assert _blocks(md) == [b for b in before if b["order"] != 10]
+  assert len(before) - len(_blocks(md)) == 1
+  env = {k: v for k, v in os.environ.items()
+         if k != official_creation.OFFICIAL_DIR_ENV}
+  result = subprocess.run(
+      [sys.executable, "-m", "benchmarks.data.creation", "--corpus_copies=4",
+       "--workers=1,2", "--beam_workers=", "--write",
+       f"--work_dir={os.path.dirname(md)}/never"],
+      cwd=ROOT, capture_output=True, text=True, timeout=300,
+      env=dict(env, PYTHONPATH=ROOT))
+  assert result.returncode == 1
+  assert result.stderr.count("\n") == 1, result.stderr
+  assert "git clone https://github.com/google-research/albert" in (
+      result.stderr) and "ALBERT_OFFICIAL_DIR" in result.stderr
+  assert not os.path.exists(f"{os.path.dirname(md)}/never")
+  assert creation.writes_row(4, "", "1,2")
+  assert not creation.writes_row(1, "", "1,2")
+  assert not creation.writes_row(4, "2", "1,2")
+  # A checkout from the environment goes into the command.
+  from benchmarks import figures
+  old = sys.argv
+  try:
+    sys.argv = ["creation.py", "--write"]
+    command = creation.command("/opt/albert dir", None)
+  finally:
+    sys.argv = old
+  assert command == ("ALBERT_OFFICIAL_DIR='/opt/albert dir' python -m "
+                     "benchmarks.data.creation --write")
+  assert figures.command_module(command) == "benchmarks.data.creation"
 
 
 def test_official_dir_must_hold_the_script(tmp_path, monkeypatch):

@@ -188,8 +188,12 @@ def test_data_creation_writes_its_row_only_from_a_large_local_run():
                             creation.MIN_COPIES, "", official)
   assert row["ceiling"]["value"] == 50522 and row["reached"] == 44407
   assert f"{summary.share(row):.0%}" == "88%"
-  assert f"{summary.ratio(row):.2f}x" == "25.65x"
+  # Ours and reached are one figure: 2 workers against the official
+  # script's one process (it has no workers).
+  assert row["ours"]["value"] == row["reached"] == 44407
+  assert f"{summary.ratio(row):.2f}x" == "45.08x"
   assert "peer_run" not in row  # the official script ran in this run
+  assert creation.figures(rates, "x", 16, "", None) == []  # no peer run
   small = creation.MIN_COPIES - 1
   assert creation.figures(rates, "x", small, "", official) == []
   assert creation.figures(rates, "x", 16, "2", official) == []  # with Beam
