@@ -134,6 +134,18 @@ def _own_seconds(children: bool = False) -> float:
   return own
 
 
+QUIET_CORES = 0.1  # a run is quiet below this many other processes' cores
+
+
+def load_conditions(others: float, quiet_cores: float = QUIET_CORES,
+                    span: str = "over the run") -> str:
+  """A row's conditions from CpuWindow.others(): "quiet: other processes
+  0.02 cores over the run", or "loaded: ..." (benchmarks.summary refuses a
+  loaded row)."""
+  state = "quiet" if others < quiet_cores else "loaded"
+  return f"{state}: other processes {others:.2f} cores {span}"
+
+
 def quiet_rounds(others: Sequence[float], threshold: float) -> List[int]:
   """Indices of the rounds in which other processes used less than
   `threshold` cores (every contender's window below it)."""

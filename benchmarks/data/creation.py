@@ -342,7 +342,7 @@ def figures(rates, command: str, corpus_copies: int, beam_workers: str,
                    value=round(many * one), unit="instances/s"),
       reached=round(ours), machine=machine, date=common.today(),
       command=command,
-      conditions=f"other processes {others:.2f} cores over the run")]
+      conditions=common.load_conditions(others))]
 
 
 if __name__ == "__main__":

@@ -288,27 +288,36 @@ def main():
   parser.add_argument("--write", action="store_true",
                       help="update BENCHMARKS.md")
   args = common.parse_args(parser)
+  # The load over the whole run (the memory children's CPU is ours).
+  window = common.CpuWindow(children=True)
+  window.start()
   table, _, plot = run(args.sizes.split(","), args.batch_size,
                        args.seq_length, args.repeats,
                        args.modes.split(","), memory=not args.no_memory)
+  others = window.others()
+  print(common.load_conditions(others))
   if args.write:
-    _write(args, table, plot)
+    _write(args, table, plot, others)
 
 
-def _write(args, table, plot):
-  """Section, first-table figures (the first float32 row) and chart."""
+def _write(args, table, plot, others: float = 0.0):
+  """Section, first-table figures (the first float32 row) and chart
+  (others: the cores other processes used over the run)."""
   save_plot(plot, os.path.join(charts.CHARTS_DIR, "pretraining_step.png"))
   command = common.command_line("benchmarks.pretraining.step",
                                 sys.argv[1:])
   common.update_benchmarks_md(
-      "Pretraining step", f"`{command}`; {common.machine_line()}.\n\n" +
+      "Pretraining step", f"`{command}`; {common.machine_line()}; "
+      f"{common.load_conditions(others)}.\n\n" +
       table + "\n\n" + NOTES +
       "\n\n![pretraining step](benchmarks/charts/pretraining_step.png)",
       figures=figures(plot, args.batch_size, args.seq_length,
-                      common.machine_label(), command), stage="Pretraining")
+                      common.machine_label(), command, others),
+      stage="Pretraining")
 
 
-def figures(plot, batch: int, seq: int, machine: str, command: str):
+def figures(plot, batch: int, seq: int, machine: str, command: str,
+            others: float = 0.0):
   """The first table's row: the first float32 row of `plot` (run's
   answer), ours against Model Garden in sequences/s, the ceiling the
   sequences/s of the matmul peak at that step's own shapes ([batch x
@@ -328,7 +337,8 @@ def figures(plot, batch: int, seq: int, machine: str, command: str):
                    f"{row['peak'] / 1e9:.0f} GFLOP/s, same run",
                    value=round(row["ceiling"], 2), unit="sequences/s"),
       reached=round(row["ours"], 2), machine=machine, date=common.today(),
-      command=command, conditions="alternating in one process")]
+      command=command, conditions="alternating in one process; "
+      + common.load_conditions(others))]
 
 
 if __name__ == "__main__":

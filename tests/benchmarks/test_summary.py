@@ -487,3 +487,37 @@ def test_a_row_past_its_ceiling_is_refused_in_one_line(tmp_path, higher):
       env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
   assert result.returncode == 1 and result.stderr.count("\n") == 1
   assert "Memory, peak RSS" in result.stderr
+
+
+def test_a_row_carries_the_load_its_harness_measured(tmp_path):
+  """Pretraining step, memory and data creation write the other
+  processes' cores over their run; a loaded speed row is refused."""
+  from benchmarks.data import creation
+  from benchmarks.memory import peaks
+  from benchmarks.pretraining import step
+  assert common.load_conditions(0.04) == ("quiet: other processes 0.04 "
+                                          "cores over the run")
+  assert common.load_conditions(0.5).startswith("loaded: ")
+  plot = [dict(label="base", size="base", mode="float32", ours=3.4,
+               garden=2.3, ceiling=4.25, peak=287e9, reached=0.8)]
+  (row,) = step.figures(plot, 8, 128, "2-core AMD EPYC", "python -m "
+                        "benchmarks.pretraining.step", others=0.6)
+  assert row["conditions"].endswith("loaded: other processes 0.60 cores "
+                                    "over the run")
+  path = _doc(tmp_path)
+  common.update_benchmarks_md("Step", "x", stage="Memory", path=str(path),
+                              figures=[row])
+  with pytest.raises(summary.FiguresError, match="cannot be current"):
+    summary.current_rows(path.read_text())
+  (row,) = creation.figures({("local", 1): 10.0, ("local", 2): 19.0}, "x",
+                            creation.MIN_COPIES, "", {"rate": 1.0},
+                            "2-core AMD EPYC", others=0.02)
+  assert row["conditions"] == ("quiet: other processes 0.02 cores over the "
+                               "run")
+  configs = [dict(size="base", seq=512, batch=4, on_mib=900.0,
+                  off_mib=3000.0, plan_on_mib=700.0)]
+  (row,) = peaks.figures(configs, "2-core AMD EPYC", "x", others=0.3)
+  assert row["conditions"].endswith("other processes 0.30 cores over the "
+                                    "run")
+  assert "over the built model" in row["ours"]["label"]
+  assert "over the built model" in row["peer"]["label"]
