@@ -27,7 +27,10 @@ LOOKS = 3
 def split_inputs(run_dir: str, path: str, spm: str, seq_length: int
                  ) -> Tuple[Dict, np.ndarray]:
   """A split's token ids at seq_length and label indices, in the run's
-  label order (packed as fine-tuning packs them)."""
+  label order (packed as fine-tuning packs them). path: a CSV or JSON
+  lines file (.jsonl) with columns text and label."""
+  import json
+
   from albert_common import file_io
   from albert_tf.exports.text_runner import TextRunner
   from data_pipeline.tasks import label_list
@@ -35,7 +38,10 @@ def split_inputs(run_dir: str, path: str, spm: str, seq_length: int
     SentencePieceTokenizer,
   )
   labels = list(label_list.read(run_dir).labels)
-  rows = list(csv.DictReader(io.StringIO(file_io.read_text(path))))
+  text = file_io.read_text(path)
+  rows = ([json.loads(line) for line in text.splitlines() if line.strip()]
+          if path.endswith(".jsonl") else
+          list(csv.DictReader(io.StringIO(text))))
   packer = TextRunner.__new__(TextRunner)  # its packing, no model
   packer.tokenizer = SentencePieceTokenizer(spm)
   packer.seq_length, packer.labels = seq_length, labels
@@ -64,26 +70,28 @@ def checkpoints(run_dir: str) -> List[Tuple[int, str]]:
   return [(step, os.path.join(run_dir, f"ckpt-{step}")) for step in steps]
 
 
-def _looks_or_refuse(run_dir: str) -> List[Tuple[int, str]]:
+def _looks_or_refuse(run_dir: str, looks: int = LOOKS
+                     ) -> List[Tuple[int, str]]:
   found = checkpoints(run_dir)
-  if len(found) != LOOKS:
+  if len(found) != looks:
     raise accuracy.LooksError(
-        f"{run_dir}: {len(found)} checkpoints kept, not {LOOKS}: each "
+        f"{run_dir}: {len(found)} checkpoints kept, not {looks}: each "
         "contender gets the same number of looks at dev")
   return found
 
 
-def classifier_looks(run_dir: str, splits: Dict, depth: Optional[int] = None
-                     ) -> List[Dict]:
+def classifier_looks(run_dir: str, splits: Dict, depth: Optional[int] = None,
+                     looks: int = LOOKS) -> List[Dict]:
   """One look per kept checkpoint of a run_classifier or tools.distill run
-  (depth: its first `depth` applications, the static cut)."""
+  (depth: its first `depth` applications, the static cut; looks: how many
+  checkpoints it must have kept)."""
   from albert_tf.config import AlbertConfig
   from albert_tf.models.albert_classifier import AlbertClassifier
   from albert_tf.networks.albert_encoder import AlbertEncoder
   from albert_tf.training.distillation import teacher as teacher_lib
   run = teacher_lib.read_teacher(run_dir)
   looks = []
-  for step, prefix in _looks_or_refuse(run_dir):
+  for step, prefix in _looks_or_refuse(run_dir, looks):
     config = run.config if depth is None else AlbertConfig.from_dict(
         dict(run.config.to_dict(), num_hidden_layers=depth))
     model = AlbertClassifier(AlbertEncoder(config, name="encoder"),
