@@ -90,7 +90,7 @@ def classifier_looks(run_dir: str, splits: Dict, depth: Optional[int] = None,
   from albert_tf.networks.albert_encoder import AlbertEncoder
   from albert_tf.training.distillation import teacher as teacher_lib
   run = teacher_lib.read_teacher(run_dir)
-  looks = []
+  scored = []
   for step, prefix in _looks_or_refuse(run_dir, looks):
     config = run.config if depth is None else AlbertConfig.from_dict(
         dict(run.config.to_dict(), num_hidden_layers=depth))
@@ -98,8 +98,8 @@ def classifier_looks(run_dir: str, splits: Dict, depth: Optional[int] = None,
                              run.label_list.num_labels)
     teacher_lib.restore_weights(
         model, dataclasses.replace(run, checkpoint=prefix), is_teacher=False)
-    looks.append(_look(step, model, splits))
-  return looks
+    scored.append(_look(step, model, splits))
+  return scored
 
 
 def _look(at, model, splits, key="logits", pick=None) -> Dict:

@@ -194,3 +194,93 @@ def test_write_puts_the_row_the_section_and_the_docs_figures(tmp_path,
   assert "TABLE 0.9100" in text and "Not measured yet" not in text
   assert text.startswith("# Distillation: the benchmark")
   assert text.rstrip().endswith(distillation.DOCS_END)
+
+
+def _run_folder(tmp_path, early_exit=False):
+  """A run folder as run_classifier leaves it (albert_config.json,
+  labels.json, ckpt-1..3), checkpoint k answering class k - 1 from every
+  head; and dev / test CSVs whose label shares are known."""
+  import numpy as np
+  import tensorflow as tf
+
+  from albert_tf.config import AlbertConfig
+  from albert_tf.models import AlbertEarlyExitClassifier
+  from albert_tf.models.albert_classifier import AlbertClassifier
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  from data_pipeline.tasks import label_list
+  config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=32)
+  run = tmp_path / ("pabee" if early_exit else "run")
+  run.mkdir()
+  config.to_json_file(str(run / "albert_config.json"))
+  label_list.write(str(run), label_list.LabelList(
+      "classification", ("gui", "email", "files")))
+  if early_exit:
+    model = AlbertEarlyExitClassifier(AlbertEncoder(config), 3,
+                                      dropout_rate=0.0)
+  else:
+    model = AlbertClassifier(AlbertEncoder(config, name="encoder"), 3)
+  model({k: tf.zeros([1, 32], tf.int32) for k in (
+      "input_word_ids", "input_mask", "input_type_ids")})
+  checkpoint = tf.train.Checkpoint(model=model)
+  for step in (1, 2, 3):
+    bias = np.full(3, -50.0, np.float32)
+    bias[step - 1] = 50.0
+    if early_exit:
+      model.head_bias.assign(np.tile(bias, (2, 1)))
+    else:
+      model.classifier.dense.bias.assign(bias)
+    # As the runner's manager names them: ckpt-1, ckpt-2, ckpt-3.
+    assert checkpoint.save(str(run / "ckpt")).endswith(f"ckpt-{step}")
+  # dev: gui 1, email 3, files 2 rows; test: gui 2, email 1, files 3.
+  texts = {"gui": "Draw the widget.", "email": "Close the mailbox.",
+           "files": "Remove the file."}
+  for name, counts in (("dev", (1, 3, 2)), ("test", (2, 1, 3))):
+    rows = [f"{texts[label]},{label}" for label, n in
+            zip(("gui", "email", "files"), counts) for _ in range(n)]
+    (tmp_path / f"{name}.csv").write_text("text,label\n" + "\n".join(rows)
+                                          + "\n")
+  return str(run)
+
+
+def test_every_checkpoint_is_one_look_on_dev_and_test(tmp_path, spm_model):
+  """Checkpoint k answers class k - 1: dev and test accuracies are the
+  label shares; dev chooses checkpoint 2 (3 of 6), whose test figure
+  (1 of 6) is reported, not test's best (checkpoint 3, 3 of 6)."""
+  from benchmarks import accuracy
+  from benchmarks.finetuning import distillation_eval as evaluate
+  run = _run_folder(tmp_path)
+  splits = {name: evaluate.split_inputs(run, str(tmp_path / f"{name}.csv"),
+                                        spm_model, 32)
+            for name in ("dev", "test")}
+  looks = evaluate.classifier_looks(run, splits)
+  assert [look["at"] for look in looks] == [1, 2, 3]
+  assert [look["dev"] for look in looks] == pytest.approx([1 / 6, 3 / 6,
+                                                           2 / 6])
+  assert [look["test"]["accuracy"] for look in looks] == pytest.approx(
+      [2 / 6, 1 / 6, 3 / 6])
+  chosen = accuracy.select(looks)
+  assert chosen["at"] == 2 and chosen["test"]["accuracy"] == pytest.approx(
+      1 / 6) and chosen["last"]["accuracy"] == pytest.approx(3 / 6)
+  # The static cut of one application: the same head, the same answers.
+  cut = evaluate.classifier_looks(run, splits, depth=1)
+  assert [look["dev"] for look in cut] == [look["dev"] for look in looks]
+  with pytest.raises(accuracy.LooksError, match="3 checkpoints kept, not 4"):
+    evaluate.classifier_looks(run, splits, looks=4)
+
+
+def test_an_early_exit_run_gives_cut_and_exit_looks(tmp_path, spm_model):
+  from benchmarks.finetuning import distillation_eval as evaluate
+  run = _run_folder(tmp_path, early_exit=True)
+  splits = {name: evaluate.split_inputs(run, str(tmp_path / f"{name}.csv"),
+                                        spm_model, 32)
+            for name in ("dev", "test")}
+  cuts, exits = evaluate.pabee_looks(run, splits, 1)
+  assert [look["dev"] for look in cuts] == pytest.approx([1 / 6, 3 / 6,
+                                                          2 / 6])
+  # Every head agrees: patience 1 exits after application 2 everywhere.
+  assert all(look["test"]["patience"] == 1 and look["test"]["depth"] == 2.0
+             for look in exits)
+  assert [look["test"]["accuracy"] for look in exits] == pytest.approx(
+      [2 / 6, 1 / 6, 3 / 6])
