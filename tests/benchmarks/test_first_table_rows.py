@@ -376,3 +376,29 @@ def test_early_exit_at_chance_writes_no_row(md, monkeypatch):
   early_exit._write(args, result._replace(table=table),
                     "quiet: other processes 0.02 cores")
   assert _only(md, 60)["ours"]["value"] == 2.0
+
+
+def test_a_packed_rows_ceiling_is_measured_at_its_packed_shapes(md,
+                                                                monkeypatch):
+  """pack ran 8 packed rows of 128 a step: its row's ceiling is the peak
+  at [1024, H], not at the [4096, H] of the batch it was fed."""
+  from benchmarks import roofline
+  from benchmarks.finetuning import peers
+  shapes = []
+  peaks = {32 * 128: 2e11, 8 * 128: 1e11}
+  monkeypatch.setattr(roofline, "step_peak", lambda h, i, rows, *a: (
+      shapes.append(rows), peaks[rows])[1])
+  _, args = peers.parse(peers.SHORT_ARGS[:-1] + ["--size=tiny"])
+  roof = peers.ceiling(args)
+  result = dict(examples=32, tokens=800, padded_tokens=1024, seconds=2.0,
+                other_cores=0.0, rows=8)
+  results = {task: [{"pack": result, "hf_dynamic": dict(
+      result, seconds=5.0, rows=None)}] for task in ("sst2", "mrpc")}
+  peers._write(args, "python -m benchmarks.finetuning.peers --write",
+               "machine line", results, ["pack", "hf_dynamic"], roof,
+               "table", [], "")
+  assert shapes[0] == 32 * 128 and set(shapes[1:]) == {8 * 128}
+  row = _only(md, 30)
+  assert "[1024, H]" in row["ceiling"]["label"]
+  assert row["ceiling"]["value"] == pytest.approx(
+      roof["tokens_per_s"] / 2, abs=0.1)
