@@ -87,7 +87,8 @@ MODEL = dict(vocab_size=5000, embedding_size=64, hidden_size=128,
              intermediate_size=512)
 # The narrower student: half the width, half the applications, the same
 # heads (so MiniLM's relations compare head by head) and vocabulary;
-# pretrained here on the teacher's records. 7.3x fewer FLOPs at seq 64.
+# pretrained here on the teacher's records (its FLOPs ratio is computed
+# by distillation_runs.flops_per_example, never assumed).
 NARROW = dict(MODEL, hidden_size=64, intermediate_size=256,
               num_hidden_layers=4)
 # `python -m benchmarks.summary --run`'s short mode: one seed, fewer

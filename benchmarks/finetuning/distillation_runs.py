@@ -223,21 +223,17 @@ def distill(output_dir: str, teacher: str, flags: List[str],
 
 
 def flops_per_example(config: Dict, seq_length: int, num_classes: int
-                      ) -> int:
-  """FLOPs of one example's forward pass (2 per multiply-add) at
-  seq_length S, from AlbertConfig fields (E embedding_size, H hidden_size,
-  L num_hidden_layers, I intermediate_size), C classes:
+                      ) -> float:
+  """FLOPs of one example's forward pass at seq_length S, from
+  AlbertConfig fields (num_hidden_layers may be a mean depth), C classes:
+  benchmarks.ceilings.encoder_flops (the one definition every row uses:
+  a classifier's last application at [CLS] only, its keys and values at
+  every position) plus the classifier's 2 H C. Softmax, GELU, LayerNorm
+  and the embedding lookups are not counted (a few per cent here)."""
+  import types
 
-    2 S E H                                embedding projection E -> H
-    + L (8 S H^2 + 4 S^2 H + 4 S H I)      per application: Q, K, V, O;
-                                           scores and weighted values;
-                                           the feed-forward pair
-    + 2 H^2 + 2 H C                        pooler, classifier
-
-  Softmax, GELU, LayerNorm and the embedding lookups are not counted (a few
-  per cent at these shapes)."""
-  s, e, h = seq_length, config["embedding_size"], config["hidden_size"]
-  layers, inner = config["num_hidden_layers"], config["intermediate_size"]
-  per_application = 8 * s * h * h + 4 * s * s * h + 4 * s * h * inner
-  return (2 * s * e * h + layers * per_application + 2 * h * h
-          + 2 * h * num_classes)
+  from benchmarks import ceilings
+  fields = types.SimpleNamespace(**dict(config, inner_group_num=config.get(
+      "inner_group_num", 1)))
+  return (ceilings.encoder_flops(fields, seq_length, last_positions=1)
+          + 2 * config["hidden_size"] * num_classes)
