@@ -12,6 +12,10 @@
                    tables, BENCHMARKS.md sections and their figures
   roofline.py      the matmul peak at a step's shapes (`python -m
                    benchmarks.roofline`), called by the harnesses in-process
+  ceilings.py      the one definition of FLOPs and of a speed ceiling
+  accuracy.py      accuracy figures: selection on dev, report on test,
+                   paired seeds, no row within noise of chance
+  revision.py      the code revision a cached run is keyed by
   charts.py        PNG charts (matplotlib: pip install ".[benchmarks]")
   figures.py       the figures block: the one form of a first-table row,
                    under a digest, and the check summary applies to it

@@ -91,7 +91,13 @@ class CpuWindow:
   Rounds are compared only when quiet (`quiet_rounds`): a spinning thread
   pool (onnxruntime's) slows 3-5x when another process takes a core, and
   its peers do not, so a ratio measured under load is not the machine's.
+
+  children: also count, as this process's own, the CPU of the child
+  processes it ran and waited for (a harness that measures in children).
   """
+
+  def __init__(self, children: bool = False):
+    self.children = children
 
   def __enter__(self):
     self.start()
@@ -101,10 +107,12 @@ class CpuWindow:
     self.other_cores = self.others()
 
   def start(self):
-    self.begin = (_busy_seconds(), _own_seconds(), time.perf_counter())
+    self.begin = (_busy_seconds(), _own_seconds(self.children),
+                  time.perf_counter())
 
   def others(self) -> float:
-    busy, own, wall = _busy_seconds(), _own_seconds(), time.perf_counter()
+    busy, own, wall = (_busy_seconds(), _own_seconds(self.children),
+                       time.perf_counter())
     self.seconds = wall - self.begin[2]
     used = (busy - self.begin[0]) - (own - self.begin[1])
     return max(used, 0.0) / max(self.seconds, 1e-9)
@@ -118,9 +126,24 @@ def _busy_seconds() -> float:
   return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def _own_seconds() -> float:
+def _own_seconds(children: bool = False) -> float:
   times = os.times()
-  return times.user + times.system
+  own = times.user + times.system
+  if children:
+    own += times.children_user + times.children_system
+  return own
+
+
+QUIET_CORES = 0.1  # a run is quiet below this many other processes' cores
+
+
+def load_conditions(others: float, quiet_cores: float = QUIET_CORES,
+                    span: str = "over the run") -> str:
+  """A row's conditions from CpuWindow.others(): "quiet: other processes
+  0.02 cores over the run", or "loaded: ..." (benchmarks.summary refuses a
+  loaded row)."""
+  state = "quiet" if others < quiet_cores else "loaded"
+  return f"{state}: other processes {others:.2f} cores {span}"
 
 
 def quiet_rounds(others: Sequence[float], threshold: float) -> List[int]:

@@ -22,6 +22,7 @@ matches and `check` refuses it. Fields (FIELDS below):
   machine           common.machine_label(), e.g. "2-core Intel Xeon (AMX)"
   date              YYYY-MM-DD of the run
   command           `python -m benchmarks.<harness> ...` that wrote it
+                    (after the environment settings it needs, if any)
   conditions        "quiet: 18 of 20 rounds", ... (never "loaded")
   chart             optional: {"name", "kind": "bars" | "lines", "title",
                     "unit", "series", "ceiling"}: benchmarks.charts draws it
@@ -146,11 +147,15 @@ def check(row: Dict, section: str, harnesses,
 
 
 def command_module(command: str) -> str:
-  """"benchmarks.x.y" of "python -m benchmarks.x.y ..."; "" otherwise."""
+  """"benchmarks.x.y" of "python -m benchmarks.x.y ...", after any
+  environment settings ("ALBERT_OFFICIAL_DIR=/x python -m ..."); ""
+  otherwise."""
   try:
     words = shlex.split(command)
   except ValueError:
     return ""
+  while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
+    words = words[1:]
   if len(words) >= 3 and words[:2] == ["python", "-m"] and re.fullmatch(
       r"benchmarks(\.\w+)+", words[2]):
     return words[2]

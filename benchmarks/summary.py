@@ -16,7 +16,10 @@ harness writes, a command of no harness, a digest that does not match: a
 hand edit), and writes one row per block between the summary markers, the
 ceiling, conditions and command of each in a numbered note under the table.
 A block under "## History" or whose conditions say "loaded" or
-"superseded" is refused too. With --write it also draws benchmarks/charts/.
+"superseded" is refused too, and so is a row whose ours passed its
+ceiling (a share above 100%). An accuracy harness writes no row whose
+model is within noise of chance (benchmarks.accuracy). With --write it
+also draws benchmarks/charts/.
 
 --run runs each harness of benchmarks.run_all.HARNESSES in its short mode
 (its SHORT_ARGS, which include --write), with progress, in at most 30
@@ -61,6 +64,7 @@ def current_rows(text: str, allow_undigested: bool = False) -> List[Dict]:
           f"section {section!r} ({stage}): figures of a "
           f"{'History' if stage == HISTORY else conditions} run cannot be "
           "current; move its block out")
+    check_share(row, section)
     rows.append(dict(row, section=section))
   return sorted(rows, key=lambda r: r["order"])
 
@@ -75,6 +79,18 @@ def share(row: Dict) -> float:
   """The share of the ceiling ours reached (1.0: at the ceiling)."""
   reached, ceiling = row["reached"], row["ceiling"]["value"]
   return reached / ceiling if row["higher_is_better"] else ceiling / reached
+
+
+def check_share(row: Dict, section: str) -> None:
+  """FiguresError (one line naming the row) when ours passed its ceiling:
+  a share above 100% says the ceiling is not a limit."""
+  reached = share(row)
+  if reached > 1.0:
+    raise FiguresError(
+        f"section {section!r}: row {row['job']!r}: ours reached "
+        f"{reached:.0%} of its ceiling ({row['ceiling']['label']}): a "
+        "ceiling that is passed is not a limit; fix its harness's ceiling "
+        "and rerun")
 
 
 def number(value: float) -> str:

@@ -21,14 +21,17 @@ the workers from scaling in wall time.
 
 The peer: the official google-research/albert script
 (benchmarks.data.official_creation), run on the same corpus, SentencePiece
-model and settings when a checkout of it is given (--official_dir, default
-$ALBERT_OFFICIAL_DIR); without it the first table's row names the peer's
-recorded run, machine and date.
+model and settings (--official_dir, default $ALBERT_OFFICIAL_DIR, which
+the row's command then names). A --write that would write the first
+table's row without it is refused in one line that says how to get it.
 
 The first table's row (with --write; local runs of 1 and N > 1 workers,
-no Beam, corpus x4 or more): ours in one process against the official
-script in one process, instances/s; the ceiling N processes x one
-process's rate, all measured in this run.
+no Beam, corpus x4 or more): ours with N workers (the feature the
+official script lacks) against the official script (one process, it has
+no workers), instances/s; the ceiling N processes x our one process's
+rate, reached: ours (the same N-worker figure); the machine's load: the
+CPU other processes used over the run (common.CpuWindow), all measured in
+this run.
 """
 
 import hashlib
@@ -153,6 +156,14 @@ def main(argv):
   except official_creation.OfficialScriptError as e:
     sys.stderr.write(f"error: {e}\n")
     sys.exit(1)
+  if FLAGS.write and not checkout and writes_row(
+      FLAGS.corpus_copies, FLAGS.beam_workers, FLAGS.workers):
+    sys.stderr.write("error: --write: the first table's row needs the "
+                     "official create_pretraining_data.py as its peer, run "
+                     f"here: {official_creation.HOW_TO_GET}\n")
+    sys.exit(1)
+  window = common.CpuWindow(children=True)
+  window.start()
   work_dir = FLAGS.work_dir or tempfile.mkdtemp(prefix="bench_data_")
   os.makedirs(work_dir, exist_ok=True)
   corpus, model, info = _prepare(work_dir)
@@ -164,15 +175,37 @@ def main(argv):
   official = None
   if checkout:
     official = _run_official(checkout, work_dir, corpus, model)
+  others = window.others()
   if FLAGS.write:
-    write(rows, rates, official,
-          common.command_line("benchmarks.data.creation", sys.argv[1:]),
-          FLAGS.corpus_copies, FLAGS.beam_workers)
+    write(rows, rates, official, command(checkout, FLAGS.official_dir),
+          FLAGS.corpus_copies, FLAGS.beam_workers, others)
+
+
+def writes_row(corpus_copies: int, beam_workers: str, workers: str) -> bool:
+  """Whether a run with these flags writes the first table's row (see
+  figures)."""
+  counts = {int(w) for w in workers.split(",") if w}
+  return (corpus_copies >= MIN_COPIES and not beam_workers and 1 in counts
+          and max(counts, default=1) >= 2)
+
+
+def command(checkout: Optional[str], flag_value: Optional[str]) -> str:
+  """The run's command; the official checkout taken from
+  $ALBERT_OFFICIAL_DIR is written before it, so the command reruns."""
+  import shlex
+
+  from benchmarks import common
+  text = common.command_line("benchmarks.data.creation", sys.argv[1:])
+  if checkout and not flag_value:
+    text = (f"{official_creation.OFFICIAL_DIR_ENV}={shlex.quote(checkout)} "
+            + text)
+  return text
 
 
 def write(rows, rates, official, command: str, corpus_copies: int,
-          beam_workers: str) -> None:
-  """The section (the run's table) and the first table's row."""
+          beam_workers: str, others: float = 0.0) -> None:
+  """The section (the run's table) and the first table's row (others: the
+  cores other processes used over the run)."""
   from benchmarks import common
   table = common.markdown_table(
       ["corpus copies", "runner", "workers", "seconds", "instances",
@@ -182,12 +215,13 @@ def write(rows, rates, official, command: str, corpus_copies: int,
       "Data creation")
   common.update_benchmarks_md(
       f"{title} (corpus x{corpus_copies})", f"`{command}`; "
-      f"{common.machine_line()}. {_official_sentence(official)} "
+      f"{common.machine_line()}; other processes {others:.2f} cores over "
+      f"the run. {_official_sentence(official)} "
       "\"Beam Direct\": the same job on Apache Beam's DirectRunner "
       "(multi_processing); \"same bytes\": the run's output has the "
       "first row's sha256.\n\n" + table,
       figures=figures(rates, command, corpus_copies, beam_workers, official,
-                      common.machine_label()),
+                      common.machine_label(), others),
       stage="Data")
 
 
@@ -268,8 +302,8 @@ def _run_official(checkout, work_dir, corpus, model) -> Dict[str, float]:
 
 def _official_sentence(official: Optional[Dict[str, float]]) -> str:
   if official is None:
-    return ("The official script was not run (no --official_dir); its "
-            "recorded run: " + official_creation.RECORDED_RUN["run"] + ".")
+    return ("The official script was not run (no --official_dir): no "
+            "first-table row.")
   return (f"The official script, same corpus and settings, one process, "
           f"in this run: {official['seconds']:.2f} s, "
           f"{official['instances']:,} instances, {official['rate']:,.0f} "
@@ -279,43 +313,36 @@ def _official_sentence(official: Optional[Dict[str, float]]) -> str:
 
 def figures(rates, command: str, corpus_copies: int, beam_workers: str,
             official: Optional[Dict[str, float]] = None,
-            machine: Optional[str] = None) -> List[Dict]:
+            machine: Optional[str] = None, others: float = 0.0
+            ) -> List[Dict]:
   """The first table's row, from a local run with 1 and with N > 1
-  workers (no Beam) on corpus x MIN_COPIES or more: one process against
-  the official script's one process (this run's, else its recorded run,
-  named in "peer_run"); the ceiling N processes x one process's rate,
-  reached: the N workers' rate."""
+  workers (no Beam) on corpus x MIN_COPIES or more, and the official
+  script's run in this run (none without it): ours, N workers, against the
+  official script's one process; the ceiling N processes x our one
+  process's rate; reached: ours."""
   many = min(max((w for runner, w in rates if runner == "local"),
                  default=1), os.cpu_count() or 1)
-  if (corpus_copies < MIN_COPIES or beam_workers or
+  if (official is None or corpus_copies < MIN_COPIES or beam_workers or
       ("local", 1) not in rates or ("local", many) not in rates or
       many < 2):
     return []
   from benchmarks import common
   machine = machine or common.machine_label()
-  one = rates["local", 1]
-  row = dict(
-      job=f"Data creation (instances/s, one process, corpus x"
+  one, ours = rates["local", 1], rates["local", many]
+  return [dict(
+      job=f"Data creation (instances/s, {many} workers, corpus x"
       f"{corpus_copies})", order=10,
-      ours=dict(label="one process", value=round(one), unit="instances/s"),
+      ours=dict(label=f"{many} workers, one process {one:,.0f}",
+                value=round(ours), unit="instances/s"),
+      peer=dict(label="official create_pretraining_data.py, one process "
+                "(it has no workers), same corpus and settings",
+                value=round(official["rate"]), unit="instances/s"),
       higher_is_better=True, contender="peer",
-      ceiling=dict(label=f"{many} cores x one process's rate",
+      ceiling=dict(label=f"{many} cores x our one process's rate",
                    value=round(many * one), unit="instances/s"),
-      reached=round(rates["local", many]), machine=machine,
-      date=common.today(), command=command,
-      conditions=f"{many} workers: {rates['local', many]:,.0f} instances/s;"
-      f" load average {os.getloadavg()[0]:.1f} at the end")
-  if official is not None:
-    row["peer"] = dict(label="official create_pretraining_data.py, one "
-                       "process, same corpus and settings",
-                       value=round(official["rate"]), unit="instances/s")
-  else:
-    recorded = official_creation.RECORDED_RUN
-    row["peer"] = dict(label="official create_pretraining_data.py, its "
-                       "recorded run, per CPU-second (not run here)",
-                       value=recorded["value"], unit=recorded["unit"])
-    row["peer_run"] = recorded["run"]
-  return [row]
+      reached=round(ours), machine=machine, date=common.today(),
+      command=command,
+      conditions=common.load_conditions(others))]
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ folder is put on the path as a package named `albert` (a symlink in a temp
 dir), whatever its own name; it needs TensorFlow's compat.v1 (TF 2.20 has
 it), six, sentencepiece and tensorflow_hub.
 
-Without it, the first table's row names the peer's recorded run
-(RECORDED_RUN) instead of a figure of the same run.
+Without it, the benchmark writes no first-table row (a peer figure must be
+measured in the same run): `python -m benchmarks.data.creation --write`
+refuses in one line saying how to get the script (HOW_TO_GET).
 """
 
 import dataclasses
@@ -27,18 +28,10 @@ OFFICIAL_DIR_ENV = "ALBERT_OFFICIAL_DIR"
 SCRIPT = "create_pretraining_data.py"
 NEEDED = (SCRIPT, "tokenization.py")
 
-# The peer's own recorded run, for a run without the script: this harness's
-# official run (run_official) on a loaded machine, so its rate is per
-# CPU-second: the script runs on one thread, so that is its one-process
-# rate on a quiet core.
-RECORDED_RUN = dict(
-    value=1239, unit="instances/s",
-    run=("official create_pretraining_data.py on the stdlib corpus x4 "
-         "(max_seq_length 128, dupe_factor 5, our other settings): 94,260 "
-         "instances in 76.1 CPU-seconds, 1,239 instances per CPU-second "
-         "(297.7 s of wall time at load average 8 on 2 cores: other "
-         "processes held the cores), peak RSS 1,102 MB; 2-core AMD EPYC, "
-         "2026-11-27, benchmarks.data.official_creation.run_official"))
+HOW_TO_GET = (
+    "git clone https://github.com/google-research/albert /path/to/albert "
+    f"and give --official_dir=/path/to/albert or set {OFFICIAL_DIR_ENV}="
+    "/path/to/albert (it needs six, sentencepiece and tensorflow_hub)")
 
 _CHILD = r"""
 import json, os, sys, time

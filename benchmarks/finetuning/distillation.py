@@ -3,46 +3,64 @@
   python -m benchmarks.finetuning.distillation --write
 
 The task: stdlib topics (data_pipeline/corpora/stdlib_topics.py: a
-docstring -> one of 8 topics of the standard library, split by source
-file). The model: an ALBERT pretrained here by our tools on the standard
-library's docstrings (E=64, H=128, I=512, 4 heads, L=8 applications of one
-shared layer, seq 64; cached under build/benchmarks/distillation/), and a
-narrower one pretrained on the same records (H=64, I=256, L=4). With
-k = L/2 and the small student's depth L/4, 3 seeds each (seeds of
-fine-tuning / distillation; the pretrained models are one each). A run
-that starts from a pretrained checkpoint has --teacher_steps; one that
-starts from the fine-tuned teacher has --train_steps more:
+docstring -> one of 8 topics of the standard library), split by source
+file into train, dev, a held-out test split and on-task unlabeled text
+(topic_splits). The model: an ALBERT pretrained here by our tools on the
+standard library's docstrings (E=64, H=128, I=512, 4 heads, L=8
+applications of one shared layer, seq 64; cached under
+build/benchmarks/distillation/, keyed by the settings and the code's
+revision), and a narrower one pretrained on the same records (H=64,
+I=256, L=4). With k = L/2 and the small student's depth L/4, 3 seeds each
+(seeds of fine-tuning / distillation; the pretrained models are one
+each). Budgets: a run from a pretrained checkpoint has --teacher_steps
+(T); one that starts from the fine-tuned teacher has --train_steps (S)
+more; a student trained alone gets T + S, the steps behind a distilled
+one:
 
-  teacher          run_classifier from the pretrained checkpoint, L
+  teacher          run_classifier from the pretrained checkpoint, L, T
+  teacher + S      the teacher fine-tuned S more steps on the gold labels
+                   (tools.distill --student_layers=L --alpha=0): the
+                   teacher at the distilled students' budget, the
+                   reference of "keeps x% of the teacher"
   static cut k     the teacher's weights and head after k applications
-                   (tools.distill's student before training)
   PABEE cut k      run_classifier --early_exit's model, application k's head
-  early exit       that model at the patience whose mean depth is nearest k
-  alone k          run_classifier with num_hidden_layers=k (same weights)
+  early exit       that model at the patience whose mean depth on dev is
+                   nearest k
+  alone k          run_classifier with num_hidden_layers=k, T + S steps
   cut k + gold     the static cut fine-tuned further on the gold labels
-                   alone (tools.distill --alpha=0, no intermediate loss):
-                   the distilled student's start and steps without the
-                   teacher's targets
+                   alone (tools.distill --alpha=0, no intermediate loss)
   distilled k      tools.distill --student_layers=k, soft targets (T=2,
-                   alpha=0.5) + one intermediate loss: both are tried on the
-                   first seed of k=L/2, the better is kept for every student
-  and the same for the small students (depths L/4 and L/8; no static cut
-  with PABEE heads there);
-  narrow alone     run_classifier from the narrower pretrained model
+                   alpha=0.5) + one intermediate loss, chosen on dev by a
+                   k=L/2 student of a seed that is not reported
+  and the same for the small students (depths L/4 and L/8);
+  narrow alone     run_classifier from the narrower model, 2 T steps
   narrow distilled tools.distill --student_config --student_init_checkpoint
-                   from the narrower pretrained model (the 4x student).
-  --unlabeled adds one run of distilled k with --unlabeled_file
-  (docstrings of modules no topic takes).
+                   from the narrower pretrained model, T steps.
+  --unlabeled adds, per seed, distilled k with --unlabeled_file of on-task
+  text (held-out docstrings of the topics' own modules, no labels, at least
+  as many rows as train) and its control: the same with as many rows of
+  docstrings of modules no topic takes.
 
-Figures: dev accuracy and macro F1 (mean ± max-min over seeds); FLOPs per
-example (distillation_runs.flops_per_example); of the first seed's models:
-batch-1 ms (median over --batch1_examples dev examples, token ids at fixed
-seq length) of the SavedModel's token_ids signature and of its LiteRT
-dynamic-int8 file, batch-32 examples/s of the SavedModel, and the LiteRT
-file's dev accuracy. A static cut or a student fine-tuned alone runs the
-graph of the distilled student of its shape (the same config): it is
-timed as that one. The machine's load is measured over the timings only
-(the training runs before them give no speed figure). --write writes
+Selection: every run keeps its 3 checkpoints (distillation_eval.LOOKS),
+each scored on dev and test; the figure is test accuracy at the
+checkpoint dev chose (a static cut: among the teacher's checkpoints;
+early exit: among its run's), beside the last checkpoint's. Every
+contender has the same number of looks at dev (checked). A contender
+whose test accuracy is within 2 binomial standard deviations of the
+majority-class rate writes no row; the teacher or the distilled k=L/2
+student at chance writes nothing.
+
+Figures: test accuracy and macro F1 (mean ± max-min over seeds); goals
+"A beats B" on paired seeds (the mean of per-seed differences against
+their spread, the signs per seed); FLOPs per example
+(distillation_runs.flops_per_example); of the first seed's models:
+batch-1 ms (median over --batch1_examples test examples, token ids at
+fixed seq length) of the SavedModel's token_ids signature and of its
+LiteRT dynamic-int8 file, batch-32 examples/s of the SavedModel, and the
+LiteRT file's test accuracy. A static cut or a student fine-tuned alone
+runs the graph of the distilled student of its shape (the same config):
+it is timed as that one. The machine's load is measured over the timings
+only (the training runs before them give no speed figure). --write writes
 BENCHMARKS.md's section, the chart, docs/distillation-benchmark.md and
 the first table's row (order 65).
 """
@@ -56,8 +74,10 @@ from typing import Dict
 import numpy as np
 import tensorflow as tf
 
+from benchmarks import accuracy
 from benchmarks import charts
 from benchmarks import common
+from benchmarks.finetuning import distillation_eval as evaluate
 from benchmarks.finetuning import distillation_report as report
 from benchmarks.finetuning import distillation_runs as runs
 from benchmarks.finetuning import distillation_timing as timing
@@ -67,7 +87,8 @@ MODEL = dict(vocab_size=5000, embedding_size=64, hidden_size=128,
              intermediate_size=512)
 # The narrower student: half the width, half the applications, the same
 # heads (so MiniLM's relations compare head by head) and vocabulary;
-# pretrained here on the teacher's records. 7.3x fewer FLOPs at seq 64.
+# pretrained here on the teacher's records (its FLOPs ratio is computed
+# by distillation_runs.flops_per_example, never assumed).
 NARROW = dict(MODEL, hidden_size=64, intermediate_size=256,
               num_hidden_layers=4)
 # `python -m benchmarks.summary --run`'s short mode: one seed, fewer
@@ -84,75 +105,9 @@ DOCS_START = "<!-- written by benchmarks.finetuning.distillation --write -->"
 DOCS_END = "<!-- end of the figures -->"
 
 
-def _dev_inputs(run_dir: str, dev_file: str, spm: str, seq_length: int):
-  """The dev file's token ids at seq_length and its label indices, in the
-  run's label order (packed as fine-tuning packs them)."""
-  import csv
-  import io
-
-  from albert_common import file_io
-  from albert_tf.exports.text_runner import TextRunner
-  from data_pipeline.tasks import label_list
-  from data_pipeline.tokenization.sentencepiece_tokenizer import (
-    SentencePieceTokenizer,
-  )
-  labels = list(label_list.read(run_dir).labels)
-  rows = list(csv.DictReader(io.StringIO(file_io.read_text(dev_file))))
-  packer = TextRunner.__new__(TextRunner)  # its packing, no model
-  packer.tokenizer = SentencePieceTokenizer(spm)
-  packer.seq_length, packer.labels = seq_length, labels
-  return (packer.classify_inputs([row["text"] for row in rows]),
-          np.array([labels.index(row["label"]) for row in rows]))
-
-
-def _metrics(logits: np.ndarray, labels: np.ndarray) -> Dict[str, float]:
-  from sklearn.metrics import f1_score
-  predicted = logits.argmax(-1)
-  return dict(accuracy=float(np.mean(predicted == labels)),
-              macro_f1=float(f1_score(labels, predicted, average="macro")))
-
-
-def _logits(model, dev, key="logits") -> np.ndarray:
-  n = len(dev["input_word_ids"])
-  return np.concatenate([model({k: v[i:i + 64] for k, v in dev.items()},
-                               training=False)[key].numpy()
-                         for i in range(0, n, 64)])
-
-
-def _static_cut(teacher_dir: str, depth: int, dev, labels):
-  """The teacher's weights and head after `depth` applications."""
-  from albert_tf.config import AlbertConfig
-  from albert_tf.models.albert_classifier import AlbertClassifier
-  from albert_tf.networks.albert_encoder import AlbertEncoder
-  from albert_tf.training.distillation import teacher as teacher_lib
-  teacher = teacher_lib.read_teacher(teacher_dir)
-  config = AlbertConfig.from_dict(dict(teacher.config.to_dict(),
-                                       num_hidden_layers=depth))
-  model = AlbertClassifier(AlbertEncoder(config, name="encoder"),
-                           teacher.label_list.num_labels)
-  teacher_lib.restore_weights(model, teacher, is_teacher=False)
-  return _metrics(_logits(model, dev), labels)
-
-
-def _pabee(run_dir: str, dev_file: str, spm: str, seq_length: int,
-           half: int, dev, labels):
-  """The early-exit run's model, its cut at `half` (that application's
-  head) and its early exit at the patience of mean depth nearest `half`:
-  (model, patience, {name: metrics with "depth"})."""
-  from albert_tf.training import early_exit
-  from benchmarks.serving import early_exit_models
-  model, _, _ = early_exit_models.finetuned_model_and_data(
-      run_dir, dev_file, spm, seq_length)
-  all_logits = _logits(model, dev, "all_logits")
-  table = early_exit.exit_table(all_logits, lambda x: _metrics(x, labels),
-                                "accuracy")
-  patience = report.patience_for_depth(table, half)
-  logits, layers = early_exit.exit_at(all_logits, patience,
-                                      early_exit.DEFAULT_THRESHOLD, False)
-  return model, patience, {
-      "cut": dict(_metrics(all_logits[:, half - 1], labels), depth=half),
-      "exit": dict(_metrics(logits, labels), depth=float(layers.mean()),
-                   patience=patience)}
+# Seed of the runs that choose the intermediate loss (on dev): never one
+# of the reported seeds, so no reported figure is a selection's winner.
+SELECTION_SEED = 1000
 
 
 def run(args) -> Dict:
@@ -174,106 +129,127 @@ def run(args) -> Dict:
       source=source["folder"], steps=args.train_steps, lr=args.learning_rate,
       batch=args.batch_size, topics=args.max_per_topic,
       teacher_steps=args.teacher_steps, narrow=narrow["folder"])))
+  # Equal budgets: a student trained alone gets the steps behind a
+  # distilled one (the teacher's and the student's own).
+  alone_steps = args.teacher_steps + args.train_steps
 
   def flags(seed, steps=args.train_steps):
     return runs.common_flags(task, source["spm"], args.seq_length,
                              steps, args.batch_size,
                              args.learning_rate, seed)
 
-  def from_pretrained(seed):
-    """A run from a pretrained checkpoint: the teacher's budget."""
-    return flags(seed, args.teacher_steps)
+  def from_pretrained(seed, steps=args.teacher_steps):
+    """A run from a pretrained checkpoint."""
+    return flags(seed, steps)
 
   def at(name):
     return os.path.join(folder, name)
-  width = f"H={NARROW['hidden_size']}"
-  names = dict(teacher=f"teacher (L={layers})",
-               cut=f"static cut k={half}", pabee=f"PABEE cut k={half}",
-               exit=f"early exit (depth ~{half})",
-               alone=f"alone k={half}", gold=f"cut k={half} + gold only",
-               distilled=f"distilled k={half}",
-               cut_small=f"static cut k={small}",
-               alone_small=f"alone k={small}",
-               gold_small=f"cut k={small} + gold only",
-               distilled_small=f"distilled k={small}",
-               cut_tiny=f"static cut k={tiny}",
-               alone_tiny=f"alone k={tiny}",
-               gold_tiny=f"cut k={tiny} + gold only",
-               distilled_tiny=f"distilled k={tiny}",
-               narrow_alone=f"narrow {width} k={narrow_layers} alone",
-               narrow=f"narrow {width} k={narrow_layers} distilled")
-  contenders = {name: dict(accuracy=[], macro_f1=[], depth=[])
-                for name in names.values()}
+  names = report.contender_names(layers, args.train_steps, NARROW)
+  contenders = {name: dict(accuracy=[], macro_f1=[], depth=[], last=[],
+                           dev=[], looks=[]) for name in names.values()}
+  splits = {}
 
-  def add(key, metrics, depth):
+  def add(key, looks):
+    chosen = accuracy.select(looks, names[key])
     figures = contenders[names[key]]
-    figures["accuracy"].append(metrics["accuracy"])
-    figures["macro_f1"].append(metrics["macro_f1"])
-    figures["depth"].append(depth)
+    figures["accuracy"].append(chosen["test"]["accuracy"])
+    figures["macro_f1"].append(chosen["test"]["macro_f1"])
+    figures["depth"].append(chosen["test"].get("depth", depths[key]))
+    figures["last"].append(chosen["last"]["accuracy"])
+    figures["dev"].append(chosen["dev"])
+    figures["looks"].append(chosen["looks"])
+    return chosen
 
-  # The intermediate loss: both on the first seed of k=L/2, keep the better.
-  runs.finetune(at("teacher-s0"), source, from_pretrained(0))
-  tried = {loss: runs.distill(at(f"distilled-k{half}-{loss}-s0"),
-                              at("teacher-s0"), flags(0), half, loss)
-           for loss in args.intermediate_losses.split(",")}
-  loss = max(tried, key=lambda name: tried[name]["accuracy"])
-  dev, labels = _dev_inputs(at("teacher-s0"), task["dev"], source["spm"],
-                            args.seq_length)
+  def scored(run_dir, depth=None):
+    return evaluate.classifier_looks(run_dir, splits, depth)
+
+  depths = dict(teacher=layers, teacher_more=layers, cut=half, pabee=half,
+                exit=half, alone=half, gold=half, distilled=half,
+                cut_small=small, alone_small=small, gold_small=small,
+                distilled_small=small, cut_tiny=tiny, alone_tiny=tiny,
+                gold_tiny=tiny, distilled_tiny=tiny,
+                narrow_alone=narrow_layers, narrow=narrow_layers,
+                on_task=half, off_task=half)
+  runs.finetune(at("teacher-s0"), source, from_pretrained(0), export=True)
+  for name in ("dev", "test"):
+    splits[name] = evaluate.split_inputs(at("teacher-s0"), task[name],
+                                         source["spm"], args.seq_length)
+  # The intermediate loss, chosen on dev on a seed that is not reported.
+  tried = {}
+  for loss_name in args.intermediate_losses.split(","):
+    trial = at(f"distilled-k{half}-{loss_name}-s{SELECTION_SEED}")
+    runs.distill(trial, at("teacher-s0"), flags(SELECTION_SEED), half,
+                 loss_name, export=False)
+    tried[loss_name] = accuracy.select(scored(trial))["dev"]
+  loss = max(tried, key=lambda name: (tried[name], name))
   pabee0 = patience0 = None
   for seed in seeds:
     teacher = at(f"teacher-s{seed}")
-    add("teacher", runs.finetune(teacher, source, from_pretrained(seed),
-                                 export=seed == 0), layers)
-    add("cut", _static_cut(teacher, half, dev, labels), half)
-    add("cut_small", _static_cut(teacher, small, dev, labels), small)
-    add("cut_tiny", _static_cut(teacher, tiny, dev, labels), tiny)
+    runs.finetune(teacher, source, from_pretrained(seed), export=seed == 0)
+    add("teacher", scored(teacher))
+    more = at(f"teacher-more-s{seed}")
+    runs.distill(more, teacher, flags(seed), layers, "none", export=False,
+                 alpha=0.0)
+    add("teacher_more", scored(more))
+    for key, depth in (("cut", half), ("cut_small", small),
+                       ("cut_tiny", tiny)):
+      add(key, scored(teacher, depth))
     pabee_dir = at(f"pabee-s{seed}")
     runs.finetune(pabee_dir, source, from_pretrained(seed), early_exit=True,
                   export=False)
-    model, patience, pabee = _pabee(pabee_dir, task["dev"], source["spm"],
-                                    args.seq_length, half, dev, labels)
-    add("pabee", pabee["cut"], half)
-    add("exit", pabee["exit"], pabee["exit"]["depth"])
+    cuts, exits = evaluate.pabee_looks(pabee_dir, splits, half)
+    add("pabee", cuts)
+    chosen = add("exit", exits)
     if seed == 0:
-      pabee0, patience0 = model, patience
-    add("alone", runs.finetune(at(f"alone-k{half}-s{seed}"), source,
-                               from_pretrained(seed), layers=half,
-                               export=False), half)
-    add("alone_small", runs.finetune(at(f"alone-k{small}-s{seed}"), source,
-                                     from_pretrained(seed), layers=small,
-                                     export=False), small)
-    add("alone_tiny", runs.finetune(at(f"alone-k{tiny}-s{seed}"), source,
-                                    from_pretrained(seed), layers=tiny,
-                                    export=False), tiny)
+      pabee0 = evaluate.pabee_model(pabee_dir, os.path.join(
+          pabee_dir, f"ckpt-{chosen['at']}"))
+      patience0 = chosen["test"]["patience"]
+    for key, depth in (("alone", half), ("alone_small", small),
+                       ("alone_tiny", tiny)):
+      alone = at(f"alone-k{depth}-{alone_steps}-s{seed}")
+      runs.finetune(alone, source, from_pretrained(seed, alone_steps),
+                    layers=depth, export=False)
+      add(key, scored(alone))
     for key, depth in (("gold", half), ("gold_small", small),
                        ("gold_tiny", tiny)):
-      add(key, runs.distill(at(f"gold-k{depth}-s{seed}"), teacher,
-                            flags(seed), depth, "none", export=False,
-                            alpha=0.0), depth)
-    add("distilled", runs.distill(at(f"distilled-k{half}-{loss}-s{seed}"),
-                                  teacher, flags(seed), half, loss), half)
-    add("distilled_small", runs.distill(
-        at(f"distilled-k{small}-{loss}-s{seed}"), teacher, flags(seed),
-        small, loss), small)
-    add("distilled_tiny", runs.distill(
-        at(f"distilled-k{tiny}-{loss}-s{seed}"), teacher, flags(seed),
-        tiny, loss), tiny)
-    add("narrow_alone", runs.finetune(at(f"narrow-alone-s{seed}"), narrow,
-                                      from_pretrained(seed), export=False),
-        narrow_layers)
-    add("narrow", runs.distill(
-        at(f"narrow-{loss}-s{seed}"), teacher, from_pretrained(seed), 0,
-        loss, student=(narrow["config"], narrow["checkpoint"])),
-        narrow_layers)
-  if args.unlabeled:
-    name = f"distilled k={half} + unlabeled"
-    metrics = runs.distill(at(f"distilled-k{half}-{loss}-unlabeled-s0"),
-                           at("teacher-s0"), flags(0), half, loss,
-                           unlabeled=task["unlabeled"], export=False)
-    contenders[name] = dict(accuracy=[metrics["accuracy"]],
-                            macro_f1=[metrics["macro_f1"]], depth=[half])
+      gold = at(f"gold-k{depth}-s{seed}")
+      runs.distill(gold, teacher, flags(seed), depth, "none", export=False,
+                   alpha=0.0)
+      add(key, scored(gold))
+    for key, depth in (("distilled", half), ("distilled_small", small),
+                       ("distilled_tiny", tiny)):
+      student = at(f"distilled-k{depth}-{loss}-s{seed}")
+      runs.distill(student, teacher, flags(seed), depth, loss,
+                   export=seed == 0)
+      add(key, scored(student))
+    narrow_alone = at(f"narrow-alone-{2 * args.teacher_steps}-s{seed}")
+    runs.finetune(narrow_alone, narrow,
+                  from_pretrained(seed, 2 * args.teacher_steps),
+                  export=False)
+    add("narrow_alone", scored(narrow_alone))
+    student = at(f"narrow-{loss}-s{seed}")
+    runs.distill(student, teacher, from_pretrained(seed), 0, loss,
+                 student=(narrow["config"], narrow["checkpoint"]),
+                 export=seed == 0)
+    add("narrow", scored(student))
+    if args.unlabeled:
+      for key in ("on_task", "off_task"):
+        student = at(f"distilled-k{half}-{loss}-{key}-s{seed}")
+        runs.distill(student, teacher, flags(seed), half, loss,
+                     unlabeled=task["unlabeled" if key == "on_task" else
+                                     "off_task"], export=False)
+        add(key, scored(student))
+  contenders = {name: figures for name, figures in contenders.items()
+                if figures["accuracy"]}
+  accuracy.check_equal_looks({name: max(figures["looks"]) for name, figures
+                              in contenders.items()})
+  test_labels = splits["test"][1]
+  at_chance = report.at_chance(contenders, test_labels)
+  for name in (names["teacher"], names["distilled"]):
+    if name in at_chance:
+      raise accuracy.ChanceError(at_chance[name])
   flops = {}
-  classes = int(labels.max()) + 1
+  classes = int(test_labels.max()) + 1
   for name, figures in contenders.items():
     base = NARROW if name.startswith("narrow") else MODEL
     config = dict(base, num_hidden_layers=float(np.mean(figures["depth"])))
@@ -294,12 +270,15 @@ def run(args) -> Dict:
                    pabee0, patience0, os.path.join(work, "early_exit"))}
     for name, path in exports.items():
       timings[name] = timing.time_model(
-          path, dev, work, args.seq_length, args.batch1_examples,
-          args.repeats, args.threads, labels=labels)
+          path, splits["test"][0], work, args.seq_length,
+          args.batch1_examples, args.repeats, args.threads,
+          labels=test_labels)
       print(name, timings[name], flush=True)
   others = window.others()
-  for key, same in (("cut", "distilled"), ("pabee", "distilled"),
-                    ("alone", "distilled"), ("gold", "distilled"),
+  for key, same in (("teacher_more", "teacher"), ("cut", "distilled"),
+                    ("pabee", "distilled"), ("alone", "distilled"),
+                    ("gold", "distilled"), ("on_task", "distilled"),
+                    ("off_task", "distilled"),
                     ("cut_small", "distilled_small"),
                     ("alone_small", "distilled_small"),
                     ("gold_small", "distilled_small"),
@@ -307,36 +286,55 @@ def run(args) -> Dict:
                     ("alone_tiny", "distilled_tiny"),
                     ("gold_tiny", "distilled_tiny"),
                     ("narrow_alone", "narrow")):
-    timings[names[key]] = {k: v for k, v in timings[names[same]].items()
-                           if k != "litert_accuracy"}
-    timings[names[key]]["as"] = names[same]
+    if names[key] in contenders:
+      timings[names[key]] = {k: v for k, v in timings[names[same]].items()
+                             if k != "litert_accuracy"}
+      timings[names[key]]["as"] = names[same]
   fast = [names["distilled_tiny"], names["narrow"]]
+  beats = {names["distilled"]: [names["alone"], names["cut"], names["gold"]],
+           names["distilled_small"]: [names["alone_small"],
+                                      names["cut_small"],
+                                      names["gold_small"]],
+           names["distilled_tiny"]: [names["alone_tiny"], names["cut_tiny"],
+                                     names["gold_tiny"]],
+           names["narrow"]: [names["narrow_alone"]]}
+  if args.unlabeled:
+    beats[names["on_task"]] = [names["distilled"], names["off_task"]]
   checks = report.goals(
-      contenders, names["teacher"], names["distilled"], fast,
-      {names["distilled"]: [names["alone"], names["cut"], names["gold"]],
-       names["distilled_small"]: [names["alone_small"], names["cut_small"],
-                                  names["gold_small"]],
-       names["distilled_tiny"]: [names["alone_tiny"], names["cut_tiny"],
-                                 names["gold_tiny"]],
-       names["narrow"]: [names["narrow_alone"]]},
+      contenders, names["teacher_more"], names["distilled"], fast, beats,
       flops,
       dict(teacher_savedmodel_ms=timings[names["teacher"]]["savedmodel_ms"],
            litert_ms={name: timings[name]["litert_ms"] for name in fast}))
   return dict(contenders=contenders, flops=flops, timings=timings,
               checks=checks, names=names, loss=loss, tried=tried,
               patience=patience0, layers=layers, source=source,
-              others=others)
+              others=others, at_chance=at_chance,
+              rows=dict(test=len(test_labels), dev=len(splits["dev"][1])),
+              majority=accuracy.majority_rate(test_labels))
 
 
 def _report(args, result) -> str:
-  tried = ", ".join(f"{k} {v['accuracy']:.4f}"
-                    for k, v in result["tried"].items())
+  tried = ", ".join(f"{k} {v:.4f}" for k, v in result["tried"].items())
+  half = result["layers"] // 2
+  chance = "".join(f"\n\nNot written (at chance): {line}"
+                   for line in result.get("at_chance", {}).values())
+  rows = result.get("rows", {})
   return (report.contenders_table(result["contenders"], result["flops"],
-                                  result["timings"])
-          + f"\n\nIntermediate loss kept: {result['loss']} (first seed of "
-          f"the k={result['layers'] // 2} student: {tried}). Early exit's "
-          f"patience on the first seed: {result['patience']}.\n\n"
-          "Goals (issue: distillation, section 3):\n\n"
+                                  result["timings"],
+                                  skip=tuple(result.get("at_chance", {})))
+          + chance
+          + f"\n\nTest split: {rows.get('test', '?')} rows (majority-class "
+          f"rate {result.get('majority', 0):.3f}), dev {rows.get('dev', '?')}"
+          " rows, train and test split by source file. Every contender had "
+          f"{evaluate.LOOKS} looks at dev (its run's checkpoints; a static "
+          "cut: the teacher's); the figure is the test accuracy at the look "
+          "dev chose, beside the last look's. Intermediate loss kept: "
+          f"{result['loss']} (chosen on dev by the k={half} student of seed "
+          f"{SELECTION_SEED}, not reported: {tried}). Early exit's patience "
+          f"on the first seed: {result['patience']} (its mean depth on dev "
+          f"nearest {half}).\n\n"
+          "Goals (issue: distillation, section 3; \"beats\": the mean of "
+          "per-seed paired differences exceeds their spread):\n\n"
           + report.goals_table(result["checks"]))
 
 
@@ -381,7 +379,13 @@ def main():
          args.pretrain_steps) < 1:
     parser.exit(1, "error: --seeds, --train_steps, --teacher_steps and "
                 "--pretrain_steps must be at least 1\n")
-  result = run(args)
+  from benchmarks import revision
+  from benchmarks.finetuning import topic_splits
+  try:
+    result = run(args)
+  except (accuracy.ChanceError, accuracy.LooksError, revision.StaleRunError,
+          topic_splits.SplitError) as e:
+    parser.exit(1, f"error: {e}\n")
   others = result["others"]
   conditions = (f"quiet while timed: other processes {others:.2f} cores "
                 "on average" if others < args.quiet_cores else

@@ -5,11 +5,14 @@ settings, so a rerun skips what it has):
   source_model: a small ALBERT pretrained on the standard library's
     docstrings (tools.support.pipeline_demo.run_demo: corpus,
     SentencePiece, SOP + n-gram data, LAMB), cached in source-<hash>/;
-  task_files: the stdlib topics task (train.csv, dev.csv) and an unlabeled
-    file of docstrings from modules no topic takes;
+  task_files: the stdlib topics task split by file into train.csv,
+    dev.csv, test.csv and an on-task unlabeled.csv (topic_splits), and
+    off_task.csv: docstrings of modules no topic takes (the unlabeled
+    file's control);
   finetune / distill: one `python -m tools.run_classifier` or
     `python -m tools.distill` run (a subprocess: each tool owns its flags),
-    skipped when its eval_results.json exists;
+    skipped when its eval_results.json exists and was made by this code
+    (benchmarks.revision: a folder made by other code is refused);
   flops_per_example: the FLOPs formula of a config.
 """
 
@@ -26,15 +29,29 @@ from typing import Dict, List, Optional, Sequence
 
 from albert_common import file_io
 from benchmarks import common
+from benchmarks import revision as revision_lib
+from benchmarks.finetuning import distillation_eval
+from benchmarks.finetuning import topic_splits
 
 CACHE = os.path.join(common.REPO_ROOT, "build", "benchmarks", "distillation")
 MAX_UNLABELED = 3000
 
 
+_REVISION: List[Dict] = []
+
+
+def code_revision() -> Dict:
+  """This code's revision (benchmarks.revision), read once per process."""
+  if not _REVISION:
+    _REVISION.append(revision_lib.code_revision())
+  return _REVISION[0]
+
+
 def key(settings: Dict) -> str:
-  """A short digest of settings (a dict of JSON values): a cache folder's
-  name."""
-  text = json.dumps(settings, sort_keys=True)
+  """A short digest of settings (a dict of JSON values) and of the code's
+  revision: a cache folder's name."""
+  text = json.dumps(dict(settings, code=code_revision()["key"]),
+                    sort_keys=True)
   return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -75,17 +92,20 @@ def source_model(model: Dict, steps: int, seq_length: int,
 
 
 def task_files(max_per_topic: int) -> Dict[str, str]:
-  """train.csv / dev.csv of the stdlib topics task and unlabeled.csv
-  (column text): first sentences of docstrings of modules outside every
-  topic, so the task's training split labels none of them."""
+  """train / dev / test / unlabeled.csv of the stdlib topics task
+  (topic_splits: by file, test never selected on, unlabeled on-task text
+  at least as many rows as train) and off_task.csv (column text): first
+  sentences of docstrings of modules outside every topic, the control of
+  the on-task unlabeled file."""
   from data_pipeline.corpora import stdlib_corpus
   from data_pipeline.corpora import stdlib_topics
-  folder = os.path.join(CACHE, f"topics-{max_per_topic}")
-  paths = {name: os.path.join(folder, f"{name}.csv")
-           for name in ("train", "dev", "unlabeled")}
+  folder = os.path.join(CACHE, f"topics-{max_per_topic}-split4")
+  names = ("train", "dev", "test", "unlabeled", "off_task")
+  paths = {name: os.path.join(folder, f"{name}.csv") for name in names}
   if all(os.path.exists(p) for p in paths.values()):
     return paths
-  stdlib_topics.write_task(folder, max_per_topic=max_per_topic)
+  splits = topic_splits.split(stdlib_topics.records_by_file(), max_per_topic)
+  topic_splits.write(folder, splits)
   import sysconfig
   root = sysconfig.get_paths()["stdlib"]
   taken = {m for modules in stdlib_topics.TOPICS.values() for m in modules}
@@ -98,21 +118,25 @@ def task_files(max_per_topic: int) -> Dict[str, str]:
       sentences = stdlib_corpus.docstring_to_sentences(doc)
       if sentences:
         texts.append(" ".join(sentences[:stdlib_topics.MAX_SENTENCES]))
+  # As many rows as the on-task file: the control differs in topic only.
   texts = sorted(set(texts), key=lambda t: hashlib.sha256(
-      t.encode()).digest())[:MAX_UNLABELED]
+      t.encode()).digest())[:len(splits["unlabeled"])]
   buffer = io.StringIO()
   writer = csv.writer(buffer, lineterminator="\n")
   writer.writerow(["text"])
   writer.writerows([t] for t in texts)
-  file_io.write_atomic(paths["unlabeled"], buffer.getvalue())
+  file_io.write_atomic(paths["off_task"], buffer.getvalue())
   return paths
 
 
 def _tool(module: str, flags: Sequence[str], output_dir: str,
           log_name: str) -> Dict:
   """Runs `python -m module flags` unless output_dir/eval_results.json
-  exists; returns that file's metrics."""
+  exists (made by this code: else StaleRunError); returns that file's
+  metrics."""
   results = os.path.join(output_dir, "eval_results.json")
+  revision = code_revision()
+  revision_lib.check(output_dir, revision, "eval_results.json")
   if not os.path.exists(results):
     os.makedirs(os.path.dirname(output_dir), exist_ok=True)
     log = output_dir + ".log"
@@ -127,6 +151,7 @@ def _tool(module: str, flags: Sequence[str], output_dir: str,
       tail = open(log).read().strip().splitlines()[-3:]
       raise RuntimeError(f"{log_name}: {module} failed (log {log}): "
                          + " | ".join(tail))
+    revision_lib.stamp(output_dir, revision)
     print(f"{log_name}: {time.time() - started:.0f} s", flush=True)
   with open(results) as f:
     return json.load(f)
@@ -135,14 +160,18 @@ def _tool(module: str, flags: Sequence[str], output_dir: str,
 def common_flags(task: Dict[str, str], spm: str, seq_length: int,
                  steps: int, batch_size: int, learning_rate: float,
                  seed: int) -> List[str]:
-  """Fine-tuning's flags shared by run_classifier and distill runs."""
+  """Fine-tuning's flags shared by run_classifier and distill runs: every
+  run keeps all its distillation_eval.LOOKS checkpoints (one look at dev
+  each, whatever its steps)."""
+  looks = distillation_eval.LOOKS
   return [f"--train_file={task['train']}", f"--dev_file={task['dev']}",
           "--text_a_column=text", "--label_column=label",
           f"--spm_model_file={spm}", f"--max_seq_length={seq_length}",
           f"--train_batch_size={batch_size}", "--eval_batch_size=64",
           f"--learning_rate={learning_rate}", f"--train_step={steps}",
           f"--warmup_step={steps // 10}",
-          f"--save_checkpoints_steps={max(steps // 3, 1)}",
+          f"--save_checkpoints_steps={max(-(-steps // looks), 1)}",
+          f"--keep_checkpoint_max={looks}",
           f"--seed={seed}", "--do_train", "--do_eval"]
 
 
@@ -194,21 +223,17 @@ def distill(output_dir: str, teacher: str, flags: List[str],
 
 
 def flops_per_example(config: Dict, seq_length: int, num_classes: int
-                      ) -> int:
-  """FLOPs of one example's forward pass (2 per multiply-add) at
-  seq_length S, from AlbertConfig fields (E embedding_size, H hidden_size,
-  L num_hidden_layers, I intermediate_size), C classes:
+                      ) -> float:
+  """FLOPs of one example's forward pass at seq_length S, from
+  AlbertConfig fields (num_hidden_layers may be a mean depth), C classes:
+  benchmarks.ceilings.encoder_flops (the one definition every row uses:
+  a classifier's last application at [CLS] only, its keys and values at
+  every position) plus the classifier's 2 H C. Softmax, GELU, LayerNorm
+  and the embedding lookups are not counted (a few per cent here)."""
+  import types
 
-    2 S E H                                embedding projection E -> H
-    + L (8 S H^2 + 4 S^2 H + 4 S H I)      per application: Q, K, V, O;
-                                           scores and weighted values;
-                                           the feed-forward pair
-    + 2 H^2 + 2 H C                        pooler, classifier
-
-  Softmax, GELU, LayerNorm and the embedding lookups are not counted (a few
-  per cent at these shapes)."""
-  s, e, h = seq_length, config["embedding_size"], config["hidden_size"]
-  layers, inner = config["num_hidden_layers"], config["intermediate_size"]
-  per_application = 8 * s * h * h + 4 * s * s * h + 4 * s * h * inner
-  return (2 * s * e * h + layers * per_application + 2 * h * h
-          + 2 * h * num_classes)
+  from benchmarks import ceilings
+  fields = types.SimpleNamespace(**dict(config, inner_group_num=config.get(
+      "inner_group_num", 1)))
+  return (ceilings.encoder_flops(fields, seq_length, last_positions=1)
+          + 2 * config["hidden_size"] * num_classes)

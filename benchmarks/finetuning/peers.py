@@ -41,6 +41,7 @@ import os
 import statistics
 import subprocess
 import sys
+from typing import Optional
 
 from benchmarks import common
 from benchmarks.finetuning import peers_worker as worker
@@ -140,31 +141,41 @@ def task_stats(results, contenders, args):
   return stats
 
 
-def ceiling(args) -> dict:
+def ceiling(args, rows: Optional[int] = None) -> dict:
   """The matmul peak at a step's shapes (float32, or bfloat16 where the
-  CPU has it and --dtype asks), measured here before the contenders run,
-  and what it allows: FLOPs a position for ours (every block but the last,
-  which runs at [CLS] only) and for Hugging Face (every block), and ours'
-  real tokens/s at the peak with no padding."""
-  from albert_tf import parameters_and_flops
+  CPU has it and --dtype asks), measured here, and what it allows
+  (benchmarks.ceilings): FLOPs a position for ours (its last block at
+  [CLS] only) and for Hugging Face (every block), and ours' real tokens/s
+  at the peak with no padding. rows: the positions of one of ours'
+  matmuls (default: --batch_size x --seq_length; a packed step's packed
+  rows x --seq_length: smaller matmuls reach less)."""
   from albert_tf.config import AlbertConfig
+  from benchmarks import ceilings
   from benchmarks import roofline
   config = AlbertConfig.from_dict(worker.config_dict(args.size))
   dtype = ("bfloat16" if args.dtype == "bfloat16" and
            roofline.bfloat16_supported() else "float32")
-  # The row's own shapes: its batch of --seq_length positions (a packed
-  # or bucketed step runs fewer rows, and smaller matmuls reach less).
-  rows = args.batch_size * args.seq_length
+  rows = rows or args.batch_size * args.seq_length
   peak = roofline.step_peak(config.hidden_size, config.intermediate_size,
                             rows, dtype)
-  full = parameters_and_flops.flops_per_token(
-      config, args.seq_length)["encoder_training"]
-  blocks = config.num_hidden_layers * config.inner_group_num
-  ours = full * (blocks - 1) / blocks
+  full = ceilings.encoder_flops(config, args.seq_length,
+                                training=True) / args.seq_length
+  ours = ceilings.encoder_flops(config, args.seq_length, 1,
+                                training=True) / args.seq_length
   print(f"{dtype} matmul peak at [{rows}, H] x [H, I]: {peak / 1e9:.1f} "
         f"GFLOP/s: at most {peak / ours:,.0f} real tokens/s", flush=True)
   return dict(peak=peak, dtype=dtype, rows=rows, ours_flops=ours,
-              theirs_flops=full, tokens_per_s=peak / ours)
+              theirs_flops=full,
+              tokens_per_s=ceilings.rate_at_peak(peak, ours))
+
+
+def ours_rows(stats: dict, contender: str, args) -> int:
+  """The positions one matmul of `contender` holds in the used rounds:
+  a packed step's packed rows (the largest the rounds ran) x
+  --seq_length; else --batch_size x --seq_length."""
+  packed = [r[contender].get("rows") for r in stats["used"]
+            if r[contender].get("rows")]
+  return (max(packed) if packed else args.batch_size) * args.seq_length
 
 
 def _share(contender: str, positions_per_s: float, roof: dict) -> str:
@@ -244,9 +255,12 @@ def chart(stats, roof, path: str) -> str:
       [roof["tokens_per_s"]] * len(stats))
 
 
-def figures(stats, roof, args, machine: str, command: str):
+def figures(stats, roof, args, machine: str, command: str,
+            roof_at=None):
   """The first table's rows, one per task: our fastest contender against
-  Hugging Face's, in real tokens/s, beside the peak's."""
+  Hugging Face's, in real tokens/s, beside the ceiling at that
+  contender's own shapes (roof_at(rows) -> a `ceiling` dict; default:
+  `roof`, measured at --batch_size x --seq_length)."""
   rows = []
   for i, (task, s) in enumerate(stats.items()):
     ours = max((r[1], c) for c, r in s["rates"].items() if c in worker.OURS)
@@ -256,6 +270,9 @@ def figures(stats, roof, args, machine: str, command: str):
       continue
     peer = max(theirs)
     label = TASK_LABELS.get(task, task)
+    positions = ours_rows(s, ours[1], args)
+    own = (roof if roof_at is None or positions == roof["rows"] else
+           roof_at(positions))
     rows.append(dict(
         job=f"Fine-tuning, {label} (ALBERT-{args.size}, {args.dtype}, "
         f"batch {args.batch_size})", order=30 + i,
@@ -266,10 +283,11 @@ def figures(stats, roof, args, machine: str, command: str):
                   f"{s['rates'][peer[1]][0]:.3g} examples/s",
                   value=round(peer[0], 1), unit="real tokens/s"),
         higher_is_better=True,
-        ceiling=dict(label=f"matmul peak at [{roof['rows']}, H] x [H, I]: "
-                     f"{roof['peak'] / 1e9:.0f} GFLOP/s, same run, no "
+        ceiling=dict(label=f"ours' FLOPs at the matmul peak at "
+                     f"[{own['rows']}, H] x [H, I]: "
+                     f"{own['peak'] / 1e9:.0f} GFLOP/s, same run, no "
                      "padding",
-                     value=round(roof["tokens_per_s"], 1),
+                     value=round(own["tokens_per_s"], 1),
                      unit="real tokens/s"),
         reached=round(ours[0], 1), machine=machine,
         date=common.today(), command=command,
@@ -360,8 +378,9 @@ def _write(args, command, machine, results, contenders, roof, table, notes,
           "round after a warm-up that runs every batch shape once. "
           + "; ".join(notes) + ". " + skipped + "\n\n" + table +
           f"\n\n![fine-tuning against peers](benchmarks/charts/{name}.png)"),
-      figures=[] if bf16 else figures(stats, roof, args,
-                                      common.machine_label(), command),
+      figures=[] if bf16 else figures(
+          stats, roof, args, common.machine_label(), command,
+          roof_at=lambda rows: ceiling(args, rows)),
       stage="Fine-tuning")
 
 

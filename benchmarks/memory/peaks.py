@@ -165,21 +165,25 @@ def _plan_mib(plan) -> float:
           + plan.shared_gradient_bytes) / MIB
 
 
-def figures(configs, machine: str, command: str) -> List[Dict]:
+def figures(configs, machine: str, command: str, others: float = 0.0
+            ) -> List[Dict]:
   """The first table's row, from the largest configuration of the first
   size (the longest sequence, then the largest batch): the step's peak
   with --recompute_layers against the same step without (the baseline),
   the ceiling the memory plan's figure for the step with recomputation;
-  all from this run."""
+  all from this run. Every figure is the step's increase over the built
+  model (VmHWM minus the RSS with the model, slots and traced step), and
+  the labels say so."""
   first = [c for c in configs if c["size"] == configs[0]["size"]]
   c = max(first, key=lambda c: (c["seq"], c["batch"]))
   return [dict(
       job=f"Memory, pretraining step (ALBERT-{common.size_label(c['size'])}"
       f", float32, {c['batch']} x {c['seq']}, --recompute_layers)",
       order=50,
-      ours=dict(label="step peak, --recompute_layers",
+      ours=dict(label="step peak over the built model, --recompute_layers",
                 value=round(c["on_mib"]), unit="MiB"),
-      peer=dict(label="the same step without recomputation",
+      peer=dict(label="the same step's peak over the built model, without "
+                "recomputation",
                 value=round(c["off_mib"]), unit="MiB"),
       contender="baseline", higher_is_better=False,
       ceiling=dict(label="the memory plan: gradients + activations with "
@@ -187,7 +191,8 @@ def figures(configs, machine: str, command: str) -> List[Dict]:
                    unit="MiB"),
       reached=round(c["on_mib"]), machine=machine, date=common.today(),
       command=command,
-      conditions="one fresh process per step; the first step's peak")]
+      conditions="one fresh process per step; the first step's peak; "
+      f"other processes {others:.2f} cores over the run")]
 
 
 def _marginal_checks(checks) -> List[Dict[str, object]]:
@@ -277,6 +282,9 @@ def main():
     print(json.dumps(worker(**json.loads(args.worker))))
     return
   args = common.parse_args(parser)
+  # The load over the run (every step runs in a child: its CPU is ours).
+  window = common.CpuWindow(children=True)
+  window.start()
   result = run(args.sizes.split(","), [int(s) for s in
                                        args.seq_lengths.split(",")],
                [int(b) for b in args.batch_sizes.split(",")], args.steps)
@@ -290,25 +298,32 @@ def main():
           "within 25% on the growth when measured, else per batch: "
           f"{'met' if within else 'NOT met'}):\n\n"
           + savings_table(result["checks"]))
+  others = window.others()
   print(body)
+  print(f"other processes {others:.2f} cores over the run")
   if args.write:
     write(args.section, common.command_line("benchmarks.memory.peaks",
-                                            sys.argv[1:]), body, result)
+                                            sys.argv[1:]), body, result,
+          others)
 
 
-def write(section: str, command: str, body: str, result) -> None:
+def write(section: str, command: str, body: str, result,
+          others: float = 0.0) -> None:
   """The section (`body`: run's tables), the chart and the first table's
-  row (figures)."""
+  row (figures; others: the cores other processes used over the run)."""
   chart = draw_chart()
   name = os.path.basename(chart)
   picture = (f"\n\n![memory plan](benchmarks/charts/{name})"
              if chart.endswith(".png") else f"\n\n{chart}")
   common.update_benchmarks_md(
-      section, f"`{command}`; {common.machine_line()}. "
+      section, f"`{command}`; {common.machine_line()}; other processes "
+      f"{others:.2f} cores over the run. "
       "Step peak: the child's VmHWM minus its RSS with the model, the "
-      "optimizer slots and the traced step built; float32.\n\n" + body
+      "optimizer slots and the traced step built (an increase over the "
+      "built model, not the process's peak); float32.\n\n" + body
       + picture,
-      figures=figures(result["configs"], common.machine_label(), command),
+      figures=figures(result["configs"], common.machine_label(), command,
+                      others),
       stage="Memory")
 
 

@@ -23,9 +23,15 @@ Domain (--domain):
 Words are the better test of the tool: code's pieces are 44% punctuation,
 which no SentencePiece piece joins to a letter, so no extension can cut
 them. Fine-tuning: tools.run_classifier on one's own files, the same steps,
-batch and learning rate for every contender, the dev set evaluated
---finetune_evals times; the figure is eval_results.json's accuracy, the best
-of those evaluations (dev selection, the same rule for every contender).
+batch and learning rate for every contender, each keeping its
+--finetune_evals checkpoints (the same number of looks at dev for every
+contender). The held-out task rows are split into dev and test
+(domain_figures.split_dev_test); each checkpoint is scored on both, and
+the figure is the test accuracy at the checkpoint dev chose, beside the
+last checkpoint's (benchmarks.accuracy.select). Seeds are paired: the
+goal "better downstream" is met when the mean of per-seed differences
+exceeds their spread. A contender within 2 binomial standard deviations of
+the test split's majority-class rate stops --write in one line.
 
 Contenders, each with 3 seeds (the seed of continued pretraining and of
 fine-tuning):
@@ -35,7 +41,14 @@ fine-tuning):
   extended    tools.extend_vocabulary --new_pieces=N, the domain's records
               rewritten with its tokenizer, then the same continued run.
 Every continued run has the same budget (steps x batch) and evaluates the
-held-out docstring records (general text) before its first update.
+held-out docstring records (general text) before its first update, and
+both contenders are evaluated after it on the same records (the source's,
+old ids). The share of general-text words the extended tokenizer segments
+differently, and pieces per task example beside the accuracy (fine-tuning
+truncates at --max_seq_length), are measured by domain_figures.
+
+Every stage's output is keyed by the settings and by the code's revision
+(benchmarks.revision): a rerun after a code change runs again.
 
 Measured: pieces per word and the <unk> rate of the held-out domain text,
 held-out whole-word MLM accuracy (benchmarks/pretraining/whole_word_mlm.py),
@@ -58,8 +71,10 @@ from typing import Dict, List
 
 from albert_common import file_io
 from benchmarks import common
+from benchmarks import revision as revision_lib
 from benchmarks.pretraining import code_corpus
 from benchmarks.pretraining import domain_adaptation_report as report
+from benchmarks.pretraining import domain_figures
 from benchmarks.pretraining import science_corpus
 
 # Seconds of each tool run of this invocation (the rest came from the
@@ -107,9 +122,22 @@ class RunSettings:
 
 
 def digest(*settings) -> str:
+  """The settings', Python's and the code revision's digest: a cache
+  folder's name."""
   text = json.dumps([dataclasses.asdict(s) for s in settings] +
-                    [sys.version.split()[0]], sort_keys=True)
+                    [sys.version.split()[0], code_revision()["key"]],
+                    sort_keys=True)
   return hashlib.md5(text.encode()).hexdigest()[:10]
+
+
+_REVISION: List[Dict] = []
+
+
+def code_revision() -> Dict:
+  """This code's revision (benchmarks.revision), read once per process."""
+  if not _REVISION:
+    _REVISION.append(revision_lib.code_revision())
+  return _REVISION[0]
 
 
 def tool(name: str, *flags: str, log: str) -> None:
@@ -246,25 +274,29 @@ def build_domain(root: str, src: Dict[str, str], source: SourceSettings,
                heldout_text=join(root, "domain_heldout.txt"),
                task_train=join(root, "task_train.jsonl"),
                task_dev=join(root, "task_dev.jsonl"),
+               task_test=join(root, "task_test.jsonl"),
                extended=join(root, "extended"))
   if run.domain == "science":
     corpus, task_rows = (science_corpus.build_domain(),
                          science_corpus.paragraph_rows)
   else:
     corpus, task_rows = code_corpus.build_domain(), code_corpus.snippet_rows
-  if not file_io.exists(paths["task_dev"]):
+  if not file_io.exists(paths["task_test"]):
     code_corpus.write_documents(paths["train_text"],
                                 corpus.documents("train"))
     code_corpus.write_documents(paths["heldout_text"],
                                 corpus.documents("heldout"))
     try:
       train_rows = task_rows(corpus, "train", run.train_per_class, seed=0)
-      dev_rows = task_rows(corpus, "heldout", run.dev_per_class, seed=1)
+      # dev_per_class rows a class for dev and as many for test.
+      held = domain_figures.split_dev_test(task_rows(
+          corpus, "heldout", 2 * run.dev_per_class, seed=1))
     except ValueError as error:
       raise SystemExit(f"--domain={run.domain}: {error}; lower "
                        "--train_per_class or --dev_per_class") from None
     code_corpus.write_rows(paths["task_train"], train_rows)
-    code_corpus.write_rows(paths["task_dev"], dev_rows)
+    code_corpus.write_rows(paths["task_dev"], held["dev"])
+    code_corpus.write_rows(paths["task_test"], held["test"])
   if not file_io.exists(paths["extended"]):
     tool("extend_vocabulary", f"--init_checkpoint={src['run']}",
          f"--albert_config_file={src['config']}",
@@ -322,11 +354,14 @@ def continue_pretraining(root: str, src, dom, source: SourceSettings,
 
 def finetune(root: str, name: str, seed: int, init: str, config: str,
              spm_model: str, dom, source: SourceSettings,
-             run: RunSettings) -> float:
-  """The downstream dev accuracy of one contender and seed: the best of
-  the run's `finetune_evals` dev evaluations (its eval_results.json)."""
+             run: RunSettings) -> Dict:
+  """The downstream figures of one contender and seed: its run's
+  `finetune_evals` checkpoints scored on dev and test, the one dev chose
+  (benchmarks.accuracy.select: "test", "last", "dev")."""
+  from benchmarks import accuracy
   output = os.path.join(root, f"task_{name.split()[0]}_{seed}")
   results = os.path.join(output, "eval_results.json")
+  revision_lib.check(output, code_revision(), "eval_results.json")
   if not file_io.exists(results):
     tool("run_classifier", f"--train_file={dom['task_train']}",
          f"--dev_file={dom['task_dev']}", f"--init_checkpoint={init}",
@@ -337,10 +372,14 @@ def finetune(root: str, name: str, seed: int, init: str, config: str,
          f"--train_step={run.finetune_steps}",
          f"--warmup_step={run.finetune_steps // 10}",
          "--save_checkpoints_steps="
-         f"{max(1, run.finetune_steps // run.finetune_evals)}",
+         f"{-(-run.finetune_steps // run.finetune_evals)}",
+         f"--keep_checkpoint_max={run.finetune_evals}",
          f"--seed={seed}", "--do_train", "--do_eval",
          f"--output_dir={output}", log=output + ".log")
-  return float(json.loads(file_io.read_text(results))["accuracy"])
+    revision_lib.stamp(output, code_revision())
+  return accuracy.select(domain_figures.finetune_looks(
+      output, dom["task_dev"], dom["task_test"], spm_model,
+      source.max_seq_length, run.finetune_evals), f"{name}, seed {seed}")
 
 
 def main():
@@ -390,12 +429,17 @@ def main():
   measured["stage_minutes"] = stage_minutes(src["root"], root)
   file_io.write_json_atomic(os.path.join(root, "results.json"), measured)
   argv = sys.argv[1:]
+  refused = report.at_chance(measured)
+  for line in refused:
+    print(line)
   text = report.markdown(measured, source, run, machine,
                          common.command_line(
                              "benchmarks.pretraining.domain_adaptation",
                              argv))
   print(text)
   if args.write:
+    if refused:
+      parser.exit(1, f"error: {refused[0]}\n")
     report.write(text, run.domain)
 
 

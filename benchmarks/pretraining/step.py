@@ -31,6 +31,7 @@ import tf_keras
 from albert_tf import optimization
 from albert_tf import parameters_and_flops
 from albert_tf.config import AlbertConfig
+from benchmarks import ceilings
 from benchmarks import charts
 from benchmarks import common
 from benchmarks import roofline
@@ -149,9 +150,23 @@ def _garden_step(config: AlbertConfig, batch, jit_compile: bool):
 
 
 def training_flops(config: AlbertConfig, batch: int, seq: int) -> float:
+  """Model FLOPs of a step (every block at every position): the "% of
+  peak" columns credit both contenders with these."""
   flops = parameters_and_flops.flops_per_token(config, seq)
   return (batch * seq * flops["encoder_training"]
           + batch * PREDICTIONS * flops["mlm_head_training"])
+
+
+def ours_training_flops(config: AlbertConfig, batch: int, seq: int
+                        ) -> float:
+  """The FLOPs of ours' step (benchmarks.ceilings: its last block at
+  [CLS] and the masked positions only): what its ceiling is made of."""
+  from benchmarks import ceilings
+  head = parameters_and_flops.flops_per_token(config, seq)[
+      "mlm_head_training"]
+  return batch * (ceilings.encoder_flops(config, seq, 1 + PREDICTIONS,
+                                         training=True)
+                  + PREDICTIONS * head)
 
 
 def measure_memory(size: str, which: str, batch: int, seq: int, mode: str):
@@ -236,7 +251,8 @@ def run(sizes, batch, seq, repeats, modes, memory=True):
           _megabytes(mem["ours"]), _megabytes(mem["garden"])])
       plot.append(dict(
           label=f"{label}\n{mode}", size=label, mode=mode,
-          ours=batch / ours_s, ceiling=peaks[mode] / flops * batch,
+          ours=batch / ours_s, ceiling=ceilings.rate_at_peak(
+              peaks[mode], ours_training_flops(config, batch, seq)) * batch,
           garden=0.0 if failed else batch / garden_s,
           peak=peaks[mode], reached=flops / ours_s / peaks[mode]))
       print(rows[-1], flush=True)
@@ -265,15 +281,17 @@ def save_plot(plot, path):
 
 NOTES = """\
 Both contenders are credited with the same model FLOPs (every layer over the
-whole sequence), so the "% of peak" columns (model FLOPs utilisation)
-compare like with like even though ours skips work (the last block outside
-[CLS] and the masked positions). The peak is the matmul's at the step's
-shapes, measured in the same process (benchmarks.roofline). Peak memory is
-the resident set (VmHWM) of a fresh process running three steps of one
-contender, TensorFlow's own footprint included. Model
-Garden's `MaskedLM` cannot run under `mixed_bfloat16` (it casts the tied
-bfloat16 embedding table to float32), so that mode has no Model Garden
-column."""
+whole sequence) in the "% of peak" columns (model FLOPs utilisation), so
+they compare like with like even though ours skips work (the last block
+outside [CLS] and the masked positions). The first table's ceiling is
+ours' own work at the peak (benchmarks.ceilings: the skipped work is not
+credited), so its share is of what ours could reach. The peak is the
+matmul's at the step's shapes, measured in the same process
+(benchmarks.roofline). Peak memory is the resident set (VmHWM) of a fresh
+process running three steps of one contender, TensorFlow's own footprint
+included. Model Garden's `MaskedLM` cannot run under `mixed_bfloat16` (it
+casts the tied bfloat16 embedding table to float32), so that mode has no
+Model Garden column."""
 
 
 def main():
@@ -288,31 +306,41 @@ def main():
   parser.add_argument("--write", action="store_true",
                       help="update BENCHMARKS.md")
   args = common.parse_args(parser)
+  # The load over the whole run (the memory children's CPU is ours).
+  window = common.CpuWindow(children=True)
+  window.start()
   table, _, plot = run(args.sizes.split(","), args.batch_size,
                        args.seq_length, args.repeats,
                        args.modes.split(","), memory=not args.no_memory)
+  others = window.others()
+  print(common.load_conditions(others))
   if args.write:
-    _write(args, table, plot)
+    _write(args, table, plot, others)
 
 
-def _write(args, table, plot):
-  """Section, first-table figures (the first float32 row) and chart."""
+def _write(args, table, plot, others: float = 0.0):
+  """Section, first-table figures (the first float32 row) and chart
+  (others: the cores other processes used over the run)."""
   save_plot(plot, os.path.join(charts.CHARTS_DIR, "pretraining_step.png"))
   command = common.command_line("benchmarks.pretraining.step",
                                 sys.argv[1:])
   common.update_benchmarks_md(
-      "Pretraining step", f"`{command}`; {common.machine_line()}.\n\n" +
+      "Pretraining step", f"`{command}`; {common.machine_line()}; "
+      f"{common.load_conditions(others)}.\n\n" +
       table + "\n\n" + NOTES +
       "\n\n![pretraining step](benchmarks/charts/pretraining_step.png)",
       figures=figures(plot, args.batch_size, args.seq_length,
-                      common.machine_label(), command), stage="Pretraining")
+                      common.machine_label(), command, others),
+      stage="Pretraining")
 
 
-def figures(plot, batch: int, seq: int, machine: str, command: str):
+def figures(plot, batch: int, seq: int, machine: str, command: str,
+            others: float = 0.0):
   """The first table's row: the first float32 row of `plot` (run's
   answer), ours against Model Garden in sequences/s, the ceiling the
-  sequences/s of the matmul peak at that step's own shapes ([batch x
-  seq, H] x [H, I]), measured in the same run. None if Garden failed."""
+  sequences/s ours' own work (benchmarks.ceilings) allows at the matmul
+  peak at that step's own shapes ([batch x seq, H] x [H, I]), measured in
+  the same run. None if Garden failed."""
   row = next((p for p in plot if p["mode"] == "float32"), plot[0])
   if not row["garden"]:
     return []
@@ -324,11 +352,13 @@ def figures(plot, batch: int, seq: int, machine: str, command: str):
       peer=dict(label="Model Garden", value=round(row["garden"], 2),
                 unit="sequences/s"),
       contender="peer", higher_is_better=True,
-      ceiling=dict(label=f"matmul peak at [{batch * seq}, H] x [H, I]: "
-                   f"{row['peak'] / 1e9:.0f} GFLOP/s, same run",
+      ceiling=dict(label=f"ours' FLOPs at the matmul peak at [{batch * seq}"
+                   f", H] x [H, I]: {row['peak'] / 1e9:.0f} GFLOP/s, same "
+                   "run",
                    value=round(row["ceiling"], 2), unit="sequences/s"),
       reached=round(row["ours"], 2), machine=machine, date=common.today(),
-      command=command, conditions="alternating in one process")]
+      command=command, conditions="alternating in one process; "
+      + common.load_conditions(others))]
 
 
 if __name__ == "__main__":

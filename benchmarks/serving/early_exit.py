@@ -43,6 +43,7 @@ import time
 import numpy as np
 import tensorflow as tf
 
+from benchmarks import accuracy as chance
 from benchmarks import charts
 from benchmarks import common
 from benchmarks.serving import early_exit_models as models
@@ -56,11 +57,14 @@ RUNTIME_FLAGS = {"savedmodel": "SavedModel", "litert": "LiteRT int8",
 # `python -m benchmarks.summary --run`'s short mode: the crafted task (no
 # user run needed; its sentences fit in 32 pieces) on the demo's 12-layer
 # config, auto's patience and SavedModel only in the per-runtime table,
-# 48 examples at batch 1; about 5 minutes on 2 cores (400 training steps of
-# 16 x 32, about 12 TFLOPs; the sweep's 23 batch-1 timings). 12 minutes
-# with every default patience, 3 repeats and 96 examples at load 9.
+# 48 examples at batch 1; about 5 minutes on 2 cores per 400 training
+# steps of 16 x 32 (about 12 TFLOPs) plus the sweep's 23 batch-1 timings.
+# The model trains 400 steps at a time until it is above chance on a check
+# set, up to 1,600: a model at chance writes no row (400 steps alone left
+# this config at chance, final loss ln 3).
 SHORT_ARGS = ["--size=configs/demo_12_layers.json", "--seq_length=32",
-              "--train_steps=400", "--threads=2", "--repeats=2",
+              "--train_steps=400", "--max_train_steps=1600", "--threads=2",
+              "--repeats=2",
               "--batch1_examples=48", "--patiences=auto",
               "--runtimes=savedmodel", "--write"]
 
@@ -68,8 +72,10 @@ SHORT_ARGS = ["--size=configs/demo_12_layers.json", "--seq_length=32",
 # run()'s answer: the markdown report, the per-runtime rows (dicts), the
 # SavedModel's compaction / masking examples/s, the accuracy-latency curve
 # (see _curve), the dev table per patience, auto's patience, the depth L.
+# labels: the dev labels (the chance check before a row is written).
 Result = collections.namedtuple(
-    "Result", "report rows compaction curve table auto layers")
+    "Result", "report rows compaction curve table auto layers labels",
+    defaults=(None,))
 
 
 def _picks(n: int, limit: int) -> np.ndarray:
@@ -195,7 +201,7 @@ def run(size: str, seq_length: int = 64, train_steps: int = 600,
         repeats: int = 3, threads: int = 2, learning_rate: float = 3e-4,
         patiences=None, run_dir=None, dev_file=None, spm_model_file=None,
         tolerance: float = 0.5, batch1_examples: int = BATCH1_EXAMPLES,
-        runtimes=RUNTIMES):
+        runtimes=RUNTIMES, max_train_steps: int = 0):
   """(markdown report, rows as dicts): see the module docstring. With
   run_dir (and dev_file, spm_model_file): that fine-tuned run's model
   and dev set instead of the crafted task."""
@@ -212,7 +218,8 @@ def run(size: str, seq_length: int = 64, train_steps: int = 600,
       loss = None
     else:
       model, dev, dev_labels, loss = models.crafted_model_and_data(
-          size, seq_length, train_steps, learning_rate, work)
+          size, seq_length, train_steps, learning_rate, work,
+          max_train_steps)
     layers = model.num_layers
     table, cuts = _dev_table(model, dev, dev_labels)
     auto = early_exit.choose_patience(table, "accuracy", tolerance)
@@ -252,7 +259,8 @@ def run(size: str, seq_length: int = 64, train_steps: int = 600,
                    batch1_examples)
   report = early_exit_report.report(depth_rows, rows, compaction, layers,
                                     loss, auto, curve, batch1_examples)
-  return Result(report, rows, compaction, curve, table, auto, layers)
+  return Result(report, rows, compaction, curve, table, auto, layers,
+                dev_labels)
 
 
 def _batch1_ms(function, singles, repeats: int) -> float:
@@ -323,6 +331,10 @@ def main():
   parser.add_argument("--size", default="base")
   parser.add_argument("--seq_length", type=int, default=64)
   parser.add_argument("--train_steps", type=int, default=600)
+  parser.add_argument("--max_train_steps", type=int, default=0,
+                      help="the crafted model trains --train_steps more at "
+                      "a time, up to this many, until it is above chance "
+                      "on a check set (0: --train_steps only)")
   parser.add_argument("--learning_rate", type=float, default=3e-4)
   parser.add_argument("--threads", type=int, default=2)
   parser.add_argument("--repeats", type=int, default=3)
@@ -370,7 +382,7 @@ def main():
       args.size, args.seq_length, args.train_steps, args.repeats,
       args.threads, args.learning_rate, patiences, args.run_dir or None,
       args.dev_file, args.spm_model_file, args.exit_tolerance,
-      args.batch1_examples, runtimes)
+      args.batch1_examples, runtimes, args.max_train_steps)
   others = window.others()
   quiet = others < args.quiet_cores
   conditions = (f"quiet: other processes {others:.2f} cores on average"
@@ -378,12 +390,22 @@ def main():
   print(result.report)
   print(conditions)
   if args.write:
-    _write(args, result, conditions)
+    try:
+      _write(args, result, conditions)
+    except chance.ChanceError as e:
+      parser.exit(1, f"error: {e}\n")
 
 
 def _write(args, result, conditions) -> None:
   """BENCHMARKS.md's section, the chart and the first table's row (its
-  conditions say whether the run was quiet)."""
+  conditions say whether the run was quiet). A model within noise of
+  chance on dev (full depth or auto's patience) writes nothing
+  (benchmarks.accuracy.ChanceError)."""
+  if result.labels is not None:
+    for name, patience in (("full depth", 0), (f"patience {result.auto}",
+                                               result.auto)):
+      chance.check_above_chance(name, result.table[patience]["accuracy"],
+                                  result.labels, "dev")
   command = common.command_line("benchmarks.serving.early_exit",
                                 sys.argv[1:])
   if args.run_dir:

@@ -40,12 +40,14 @@ def crafted_task(words, n: int, seed: int):
   return texts, np.array(labels)
 
 
-def train(model, inputs, labels, steps: int, learning_rate: float):
-  """PABEE's loss, Adam, batch 16."""
+def train(model, inputs, labels, steps: int, learning_rate: float,
+          skip: int = 0, optimizer=None):
+  """PABEE's loss, Adam, batch 16 (skip: the batches earlier calls
+  trained on, so a call continues the stream; optimizer: theirs)."""
   from albert_tf.models.albert_early_exit_classifier import early_exit_loss
   data = tf.data.Dataset.from_tensor_slices((inputs, labels)).shuffle(
-      len(labels), seed=0).repeat().batch(16)
-  optimizer = tf_keras.optimizers.Adam(learning_rate)
+      len(labels), seed=0).repeat().batch(16).skip(skip)
+  optimizer = optimizer or tf_keras.optimizers.Adam(learning_rate)
 
   @tf.function
   def step(x, y):
@@ -77,11 +79,18 @@ def cut_classifier(model, depth: int):
   return classifier
 
 
-def crafted_model_and_data(size, seq_length, train_steps, learning_rate, work):
-  """The fine-tuned early-exit model and the dev inputs / labels."""
+def crafted_model_and_data(size, seq_length, train_steps, learning_rate, work,
+                           max_train_steps=0):
+  """The fine-tuned early-exit model, the dev inputs / labels and the
+  final training loss. Trained `train_steps`, then, up to
+  `max_train_steps` in all, `train_steps` more at a time until it learns:
+  its full depth's accuracy on a check set (crafted sentences of another
+  seed than dev's: no look at dev) is above chance
+  (benchmarks.accuracy.check_above_chance)."""
   from albert_tf.exports.litert.runner import TextRunner
   from albert_tf.models import AlbertEarlyExitClassifier
   from albert_tf.networks.albert_encoder import AlbertEncoder
+  from benchmarks import accuracy
   from benchmarks.serving.litert import corpus_words
   from data_pipeline.corpora import stdlib_corpus
   from data_pipeline.tokenization import sentencepiece_trainer
@@ -101,8 +110,26 @@ def crafted_model_and_data(size, seq_length, train_steps, learning_rate, work):
   model = AlbertEarlyExitClassifier(AlbertEncoder(config), len(KEYWORDS),
                                     dropout_rate=0.0)
   texts, labels = crafted_task(words, 3000, seed=0)
-  loss = train(model, packer.classify_inputs(texts), labels, train_steps,
-                learning_rate)
+  inputs = packer.classify_inputs(texts)
+  check_texts, check_labels = crafted_task(words, DEV_SIZE, seed=2)
+  check = packer.classify_inputs(check_texts)
+  trained, optimizer = 0, tf_keras.optimizers.Adam(learning_rate)
+  while True:
+    # One stream: each chunk continues the shuffled batches.
+    loss = train(model, inputs, labels, train_steps, learning_rate,
+                 skip=trained, optimizer=optimizer)
+    trained += train_steps
+    logits = model(check, training=False)["all_logits"].numpy()[:, -1]
+    try:
+      accuracy.check_above_chance("full depth", float(np.mean(
+          logits.argmax(-1) == check_labels)), check_labels, "check set")
+      break
+    except accuracy.ChanceError as e:
+      if trained + train_steps > max(max_train_steps, train_steps):
+        print(f"after {trained} steps: {e}", flush=True)
+        break
+      print(f"not learned after {trained} steps (loss {loss:.3f}): "
+            "training on", flush=True)
   dev_texts, dev_labels = crafted_task(words, DEV_SIZE, seed=1)
   return model, packer.classify_inputs(dev_texts), dev_labels, loss
 

@@ -65,18 +65,10 @@ def _file_key(relative_path: str) -> bytes:
   return hashlib.sha256(relative_path.encode("utf-8")).digest()
 
 
-def build_records(stdlib_dir: Optional[str] = None,
-                  dev_fraction: float = 0.2,
-                  max_per_topic: int = 400,
-                  ) -> Dict[str, List[Tuple[str, str]]]:
-  """{"train": [(text, topic)], "dev": [...]}.
-
-  A text that occurs more than once in the library is dropped. Each topic's
-  files, in the order of their paths' hashes, go to dev until dev holds
-  dev_fraction of the topic's records, the rest to train. Each topic keeps
-  at most max_per_topic training records (and dev records in proportion),
-  so GUI's 1,700 docstrings do not drown markup's 240.
-  """
+def records_by_file(stdlib_dir: Optional[str] = None
+                    ) -> Dict[str, List[Tuple[bytes, List[str]]]]:
+  """topic -> [(file key, [texts])] in the order of the files' path hashes;
+  a text that occurs more than once in the library is dropped."""
   root = stdlib_dir or sysconfig.get_paths()["stdlib"]
   files = collections.defaultdict(list)  # topic -> [(key, [texts])]
   counts = collections.Counter()
@@ -92,12 +84,27 @@ def build_records(stdlib_dir: Optional[str] = None,
         texts.append(" ".join(sentences[:MAX_SENTENCES]))
     counts.update(texts)
     files[topic].append((_file_key(relative), texts))
+  return {topic: [(key, [t for t in texts if counts[t] == 1])
+                  for key, texts in sorted(files[topic])]
+          for topic in TOPICS}
+
+
+def build_records(stdlib_dir: Optional[str] = None,
+                  dev_fraction: float = 0.2,
+                  max_per_topic: int = 400,
+                  ) -> Dict[str, List[Tuple[str, str]]]:
+  """{"train": [(text, topic)], "dev": [...]}.
+
+  A text that occurs more than once in the library is dropped. Each topic's
+  files, in the order of their paths' hashes, go to dev until dev holds
+  dev_fraction of the topic's records, the rest to train. Each topic keeps
+  at most max_per_topic training records (and dev records in proportion),
+  so GUI's 1,700 docstrings do not drown markup's 240.
+  """
   records = {"train": [], "dev": []}
   caps = {"train": max_per_topic,
           "dev": round(max_per_topic * dev_fraction / (1 - dev_fraction))}
-  for topic in TOPICS:
-    unique = [(key, [t for t in texts if counts[t] == 1])
-              for key, texts in sorted(files[topic])]
+  for topic, unique in records_by_file(stdlib_dir).items():
     dev_target = dev_fraction * sum(len(texts) for _, texts in unique)
     seen, kept = collections.Counter(), collections.Counter()
     for _, texts in unique:

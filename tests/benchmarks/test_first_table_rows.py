@@ -105,19 +105,51 @@ def test_data_creation_row_with_the_official_script_run_here(md):
   _common_fields(row, command)
   assert row["contender"] == "peer" and "peer_run" not in row
   assert row["peer"]["value"] == round(94000 / 90.0)
-  assert row["ours"]["value"] == 25000
-  assert row["ceiling"]["value"] == 2 * 25000 and row["reached"] == 44000
+  # Ours is the figure the ceiling is reached by: 2 workers, both.
+  assert row["ours"]["value"] == 44000 and row["reached"] == 44000
+  assert row["ceiling"]["value"] == 2 * 25000
+  assert "one process 25,000" in row["ours"]["label"]
 
 
-def test_data_creation_row_without_it_names_the_peers_recorded_run(md):
+def test_data_creation_writes_no_row_without_the_official_script(md):
+  """No peer measured in this run: no row (the section's new run drops the
+  row its old run wrote there; every other row stays);
+  --write of a row-writing run is refused before any work, in one line
+  saying how to get the script; the env var is written into the command."""
   from benchmarks.data import creation
   from benchmarks.data import official_creation
+  before = _blocks(md)
   creation.write([], {("local", 1): 25000.0, ("local", 2): 44000.0}, None,
                  "python -m benchmarks.data.creation --write", 4, "")
-  row = _only(md, 10)
-  assert row["peer_run"] == official_creation.RECORDED_RUN["run"]
-  assert "same run" not in json.dumps(row)
-  assert "2026-" in row["peer_run"] and "core" in row["peer_run"]
+  assert _blocks(md) == [b for b in before if b["order"] != 10]
+  assert len(before) - len(_blocks(md)) == 1
+  env = {k: v for k, v in os.environ.items()
+         if k != official_creation.OFFICIAL_DIR_ENV}
+  result = subprocess.run(
+      [sys.executable, "-m", "benchmarks.data.creation", "--corpus_copies=4",
+       "--workers=1,2", "--beam_workers=", "--write",
+       f"--work_dir={os.path.dirname(md)}/never"],
+      cwd=ROOT, capture_output=True, text=True, timeout=300,
+      env=dict(env, PYTHONPATH=ROOT))
+  assert result.returncode == 1
+  assert result.stderr.count("\n") == 1, result.stderr
+  assert "git clone https://github.com/google-research/albert" in (
+      result.stderr) and "ALBERT_OFFICIAL_DIR" in result.stderr
+  assert not os.path.exists(f"{os.path.dirname(md)}/never")
+  assert creation.writes_row(4, "", "1,2")
+  assert not creation.writes_row(1, "", "1,2")
+  assert not creation.writes_row(4, "2", "1,2")
+  # A checkout from the environment goes into the command.
+  from benchmarks import figures
+  old = sys.argv
+  try:
+    sys.argv = ["creation.py", "--write"]
+    command = creation.command("/opt/albert dir", None)
+  finally:
+    sys.argv = old
+  assert command == ("ALBERT_OFFICIAL_DIR='/opt/albert dir' python -m "
+                     "benchmarks.data.creation --write")
+  assert figures.command_module(command) == "benchmarks.data.creation"
 
 
 def test_official_dir_must_hold_the_script(tmp_path, monkeypatch):
@@ -311,3 +343,62 @@ def test_early_exit_row_comes_from_the_sweeps_figures(md, monkeypatch):
   assert row["peer"]["value"] / row["ours"]["value"] < 1  # 0.98x
   assert row["ceiling"]["value"] == round(11.809 * 10.0 / 12, 2)
   assert "crafted task, 12-layer" in row["job"]
+
+
+def test_early_exit_at_chance_writes_no_row(md, monkeypatch):
+  """The short run the review found: final loss ln 3, 0.318 at every
+  patience on 192 balanced 3-class dev rows: refused in one line, nothing
+  written; the same figures at 0.45 are written."""
+  import numpy as np
+
+  from benchmarks import accuracy
+  from benchmarks import charts
+  from benchmarks.serving import early_exit
+  monkeypatch.setattr(charts, "from_spec", lambda spec, *a: "chart")
+  monkeypatch.setattr(sys, "argv", ["early_exit.py"] + early_exit.SHORT_ARGS)
+  layers = 12
+  curve = {"early exit": [(1.0 + p, 0.318, p) for p in range(1, layers)],
+           "static cut": [(float(d), 0.318, d) for d in range(1, layers + 1)]}
+  table = {p: dict(accuracy=0.318, mean_exit_layer=p + 1.0)
+           for p in range(layers)}
+  labels = np.array([0, 1, 2] * 64)
+  args = argparse.Namespace(run_dir="", task="", size=early_exit.SHORT_ARGS[
+      0].split("=", 1)[1], seq_length=32)
+  before = open(md, encoding="utf-8").read()
+  result = early_exit.Result("report", [], {}, curve, table, 1, layers,
+                             labels)
+  with pytest.raises(accuracy.ChanceError, match="full depth: dev accuracy "
+                     "0.3180 is within 2 binomial"):
+    early_exit._write(args, result, "quiet: other processes 0.02 cores")
+  assert open(md, encoding="utf-8").read() == before
+  table = {p: dict(accuracy=0.45, mean_exit_layer=p + 1.0)
+           for p in range(layers)}
+  early_exit._write(args, result._replace(table=table),
+                    "quiet: other processes 0.02 cores")
+  assert _only(md, 60)["ours"]["value"] == 2.0
+
+
+def test_a_packed_rows_ceiling_is_measured_at_its_packed_shapes(md,
+                                                                monkeypatch):
+  """pack ran 8 packed rows of 128 a step: its row's ceiling is the peak
+  at [1024, H], not at the [4096, H] of the batch it was fed."""
+  from benchmarks import roofline
+  from benchmarks.finetuning import peers
+  shapes = []
+  peaks = {32 * 128: 2e11, 8 * 128: 1e11}
+  monkeypatch.setattr(roofline, "step_peak", lambda h, i, rows, *a: (
+      shapes.append(rows), peaks[rows])[1])
+  _, args = peers.parse(peers.SHORT_ARGS[:-1] + ["--size=tiny"])
+  roof = peers.ceiling(args)
+  result = dict(examples=32, tokens=800, padded_tokens=1024, seconds=2.0,
+                other_cores=0.0, rows=8)
+  results = {task: [{"pack": result, "hf_dynamic": dict(
+      result, seconds=5.0, rows=None)}] for task in ("sst2", "mrpc")}
+  peers._write(args, "python -m benchmarks.finetuning.peers --write",
+               "machine line", results, ["pack", "hf_dynamic"], roof,
+               "table", [], "")
+  assert shapes[0] == 32 * 128 and set(shapes[1:]) == {8 * 128}
+  row = _only(md, 30)
+  assert "[1024, H]" in row["ceiling"]["label"]
+  assert row["ceiling"]["value"] == pytest.approx(
+      roof["tokens_per_s"] / 2, abs=0.1)

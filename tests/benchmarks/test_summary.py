@@ -188,8 +188,12 @@ def test_data_creation_writes_its_row_only_from_a_large_local_run():
                             creation.MIN_COPIES, "", official)
   assert row["ceiling"]["value"] == 50522 and row["reached"] == 44407
   assert f"{summary.share(row):.0%}" == "88%"
-  assert f"{summary.ratio(row):.2f}x" == "25.65x"
+  # Ours and reached are one figure: 2 workers against the official
+  # script's one process (it has no workers).
+  assert row["ours"]["value"] == row["reached"] == 44407
+  assert f"{summary.ratio(row):.2f}x" == "45.08x"
   assert "peer_run" not in row  # the official script ran in this run
+  assert creation.figures(rates, "x", 16, "", None) == []  # no peer run
   small = creation.MIN_COPIES - 1
   assert creation.figures(rates, "x", small, "", official) == []
   assert creation.figures(rates, "x", 16, "2", official) == []  # with Beam
@@ -458,3 +462,62 @@ def test_the_front_doors_quote_no_figure_of_the_table():
       assert f"{summary.ratio(row):.2f}x" not in text, (page, row["job"])
       ours = summary.number(row["ours"]["value"])
       assert not re.search(rf"\b{re.escape(ours)}\b", text), (page, ours)
+
+
+@pytest.mark.parametrize("higher", [False, True])
+def test_a_row_past_its_ceiling_is_refused_in_one_line(tmp_path, higher):
+  """Ours at 101% of the ceiling (a time below it, a rate above it): the
+  ceiling is not a limit; the refusal names the row. 100% passes."""
+  at, past = (800, 792) if not higher else (800, 808)
+  path = _doc(tmp_path)
+  common.update_benchmarks_md(
+      "Peak memory", "x", stage="Memory", path=str(path),
+      figures=[_row(higher_is_better=higher, reached=at)])
+  assert len(summary.current_rows(path.read_text())) == 1
+  common.update_benchmarks_md(
+      "Peak memory", "x", stage="Memory", path=str(path),
+      figures=[_row(higher_is_better=higher, reached=past)])
+  with pytest.raises(summary.FiguresError,
+                     match="row 'Memory, peak RSS': ours reached 101% of its "
+                     "ceiling"):
+    summary.current_rows(path.read_text())
+  result = subprocess.run(
+      [sys.executable, "-m", "benchmarks.summary", f"--path={path}"],
+      cwd=ROOT, capture_output=True, text=True,
+      env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+  assert result.returncode == 1 and result.stderr.count("\n") == 1
+  assert "Memory, peak RSS" in result.stderr
+
+
+def test_a_row_carries_the_load_its_harness_measured(tmp_path):
+  """Pretraining step, memory and data creation write the other
+  processes' cores over their run; a loaded speed row is refused."""
+  from benchmarks.data import creation
+  from benchmarks.memory import peaks
+  from benchmarks.pretraining import step
+  assert common.load_conditions(0.04) == ("quiet: other processes 0.04 "
+                                          "cores over the run")
+  assert common.load_conditions(0.5).startswith("loaded: ")
+  plot = [dict(label="base", size="base", mode="float32", ours=3.4,
+               garden=2.3, ceiling=4.25, peak=287e9, reached=0.8)]
+  (row,) = step.figures(plot, 8, 128, "2-core AMD EPYC", "python -m "
+                        "benchmarks.pretraining.step", others=0.6)
+  assert row["conditions"].endswith("loaded: other processes 0.60 cores "
+                                    "over the run")
+  path = _doc(tmp_path)
+  common.update_benchmarks_md("Step", "x", stage="Memory", path=str(path),
+                              figures=[row])
+  with pytest.raises(summary.FiguresError, match="cannot be current"):
+    summary.current_rows(path.read_text())
+  (row,) = creation.figures({("local", 1): 10.0, ("local", 2): 19.0}, "x",
+                            creation.MIN_COPIES, "", {"rate": 1.0},
+                            "2-core AMD EPYC", others=0.02)
+  assert row["conditions"] == ("quiet: other processes 0.02 cores over the "
+                               "run")
+  configs = [dict(size="base", seq=512, batch=4, on_mib=900.0,
+                  off_mib=3000.0, plan_on_mib=700.0)]
+  (row,) = peaks.figures(configs, "2-core AMD EPYC", "x", others=0.3)
+  assert row["conditions"].endswith("other processes 0.30 cores over the "
+                                    "run")
+  assert "over the built model" in row["ours"]["label"]
+  assert "over the built model" in row["peer"]["label"]
