@@ -39,10 +39,14 @@ example (distillation_runs.flops_per_example); of the first seed's models:
 batch-1 ms (median over --batch1_examples dev examples, token ids at fixed
 seq length) of the SavedModel's token_ids signature and of its LiteRT
 dynamic-int8 file, batch-32 examples/s of the SavedModel, and the LiteRT
-file's dev accuracy. A static cut or a student fine-tuned alone runs the
-graph of the distilled student of its shape (the same config): it is
-timed as that one. The machine's load is measured over the timings only
-(the training runs before them give no speed figure). --write writes
+file's dev accuracy. Why soft targets may add little: each teacher's
+accuracy and mean top probability on its own training records at the
+distillation temperature (T=2), softmax of its logits / T
+(distillation_report.soft_target_confidence). A static cut or a student
+fine-tuned alone runs the graph of the distilled student of its shape (the
+same config): it is timed as that one. The machine's load is measured
+over the timings only (the training runs before them give no speed
+figure). --write writes
 BENCHMARKS.md's section, the chart, docs/distillation-benchmark.md and
 the first table's row (order 65).
 """
@@ -56,6 +60,7 @@ from typing import Dict
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.training.distillation.settings import INTERMEDIATE_LOSSES
 from benchmarks import charts
 from benchmarks import common
 from benchmarks.finetuning import distillation_report as report
@@ -85,8 +90,8 @@ DOCS_END = "<!-- end of the figures -->"
 
 
 def _dev_inputs(run_dir: str, dev_file: str, spm: str, seq_length: int):
-  """The dev file's token ids at seq_length and its label indices, in the
-  run's label order (packed as fine-tuning packs them)."""
+  """A task file's (dev, train) token ids at seq_length and its label
+  indices, in the run's label order (packed as fine-tuning packs them)."""
   import csv
   import io
 
@@ -155,6 +160,17 @@ def _pabee(run_dir: str, dev_file: str, spm: str, seq_length: int,
                    patience=patience)}
 
 
+def _teacher_confidence(teacher_dir: str, train, labels) -> Dict:
+  """report.soft_target_confidence of the teacher in `teacher_dir` on the
+  training records (token ids `train`, label indices `labels`) at the
+  distilled runs' temperature."""
+  from albert_tf.training.distillation import teacher as teacher_lib
+  model = teacher_lib.build_teacher_model(
+      teacher_lib.read_teacher(teacher_dir))
+  return report.soft_target_confidence(_logits(model, train), labels,
+                                       runs.TEMPERATURE)
+
+
 def run(args) -> Dict:
   """Every contender's figures (see the module docstring)."""
   try:
@@ -219,11 +235,15 @@ def run(args) -> Dict:
   loss = max(tried, key=lambda name: tried[name]["accuracy"])
   dev, labels = _dev_inputs(at("teacher-s0"), task["dev"], source["spm"],
                             args.seq_length)
+  train, train_labels = _dev_inputs(at("teacher-s0"), task["train"],
+                                    source["spm"], args.seq_length)
   pabee0 = patience0 = None
+  confidence = []
   for seed in seeds:
     teacher = at(f"teacher-s{seed}")
     add("teacher", runs.finetune(teacher, source, from_pretrained(seed),
                                  export=seed == 0), layers)
+    confidence.append(_teacher_confidence(teacher, train, train_labels))
     add("cut", _static_cut(teacher, half, dev, labels), half)
     add("cut_small", _static_cut(teacher, small, dev, labels), small)
     add("cut_tiny", _static_cut(teacher, tiny, dev, labels), tiny)
@@ -325,7 +345,7 @@ def run(args) -> Dict:
   return dict(contenders=contenders, flops=flops, timings=timings,
               checks=checks, names=names, loss=loss, tried=tried,
               patience=patience0, layers=layers, source=source,
-              others=others)
+              others=others, confidence=confidence)
 
 
 def _report(args, result) -> str:
@@ -336,6 +356,7 @@ def _report(args, result) -> str:
           + f"\n\nIntermediate loss kept: {result['loss']} (first seed of "
           f"the k={result['layers'] // 2} student: {tried}). Early exit's "
           f"patience on the first seed: {result['patience']}.\n\n"
+          + report.confidence_line(result.get("confidence", ())) + "\n\n"
           "Goals (issue: distillation, section 3):\n\n"
           + report.goals_table(result["checks"]))
 
@@ -374,9 +395,9 @@ def main():
   parser = build_parser()
   args = parser.parse_args()
   losses = args.intermediate_losses.split(",")
-  if not set(losses) <= {"none", "attention_relation", "hidden_projection"}:
+  if not set(losses) <= set(INTERMEDIATE_LOSSES):
     parser.exit(1, f"error: --intermediate_losses={args.intermediate_losses}"
-                ": give some of none, attention_relation, hidden_projection\n")
+                f": give some of {', '.join(INTERMEDIATE_LOSSES)}\n")
   if min(args.seeds, args.train_steps, args.teacher_steps,
          args.pretrain_steps) < 1:
     parser.exit(1, "error: --seeds, --train_steps, --teacher_steps and "

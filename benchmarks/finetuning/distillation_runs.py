@@ -29,6 +29,7 @@ from benchmarks import common
 
 CACHE = os.path.join(common.REPO_ROOT, "build", "benchmarks", "distillation")
 MAX_UNLABELED = 3000
+TEMPERATURE = 2  # every distilled run's --temperature
 
 
 def key(settings: Dict) -> str:
@@ -178,7 +179,8 @@ def distill(output_dir: str, teacher: str, flags: List[str],
   its first `student_layers` applications (alpha 0 with no intermediate
   loss: the cut fine-tuned on the gold labels alone), or, with student =
   (albert_config.json, checkpoint), into that narrower pretrained model."""
-  extra = [f"--teacher={teacher}", "--temperature=2", f"--alpha={alpha}",
+  extra = [f"--teacher={teacher}", f"--temperature={TEMPERATURE}",
+           f"--alpha={alpha}",
            f"--intermediate_loss={intermediate_loss}"]
   if student:
     extra += [f"--student_config={student[0]}",
