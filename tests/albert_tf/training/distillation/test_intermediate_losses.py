@@ -175,3 +175,49 @@ def test_tinybert_loss_equals_numpy_on_crafted_tensors():
       as_tf(t), as_tf(s), tf.constant(mask, tf.int32), [(1, 1), (2, 2)],
       projection(w_e), projection(w_h)).numpy()
   assert np.abs(other - want).min() > 1e-3
+
+
+def test_tinybert_and_head_rules_are_refused_in_one_line():
+  from albert_common.errors import UserInputError
+  from albert_tf.training.distillation.settings import DistillationOptions
+  teacher = _config(num_hidden_layers=12)
+  with pytest.raises(UserInputError, match="tinybert.*5 layers must divide"):
+    student_rule.student_config(teacher, DistillationOptions(
+        teacher="t", student_layers=5, intermediate_loss="tinybert"))
+  assert student_rule.student_config(teacher, DistillationOptions(
+      teacher="t", student_layers=4,
+      intermediate_loss="tinybert")).num_hidden_layers == 4
+  # Five layers are fine without the layer mapping.
+  assert student_rule.student_config(teacher, DistillationOptions(
+      teacher="t", student_layers=5,
+      intermediate_loss="hidden_projection")).num_hidden_layers == 5
+
+
+def test_the_internals_under_recomputation_have_the_same_values_and_grads():
+  """--recompute_layers: the recomputed blocks return the same internals
+  and the same gradients through them as the plain loop."""
+  config = _config(inner_group_num=2, initializer_range=0.3)
+  inputs, mask = _inputs(seed=5)
+  results, weights = [], None
+  for recompute in (False, True):
+    encoder = AlbertEncoder(config, recompute_layers=recompute)
+    encoder(inputs)
+    if weights is None:
+      weights = encoder.get_weights()
+    encoder.set_weights(weights)
+    with tf.GradientTape() as tape:
+      out = student.intermediate_outputs(encoder, inputs, training=True)
+      loss = (tf.reduce_sum(out["values"] ** 2) +
+              tf.reduce_sum(out["layer_scores"][0] ** 2) +
+              tf.reduce_sum(out["embedding"] ** 2))
+    grads = tape.gradient(loss, encoder.trainable_variables)
+    # The pooler is not in the loss: no gradient (None) either way.
+    results.append((out["values"].numpy(), [
+        None if g is None else tf.convert_to_tensor(g).numpy()
+        for g in grads]))
+  np.testing.assert_allclose(results[0][0], results[1][0], atol=1e-5)
+  for a, b in zip(results[0][1], results[1][1]):
+    assert (a is None) == (b is None)
+    if a is not None:
+      np.testing.assert_allclose(a, b, atol=1e-4, rtol=1e-4)
+  assert sum(g is not None for g in results[0][1]) >= 10
