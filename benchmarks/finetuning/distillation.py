@@ -46,9 +46,8 @@ distillation temperature (T=2), softmax of its logits / T
 fine-tuned alone runs the graph of the distilled student of its shape (the
 same config): it is timed as that one. The machine's load is measured
 over the timings only (the training runs before them give no speed
-figure). --write writes
-BENCHMARKS.md's section, the chart, docs/distillation-benchmark.md and
-the first table's row (order 65).
+figure). --write writes BENCHMARKS.md's section, the chart,
+docs/distillation-benchmark.md and the first table's row (order 65).
 """
 
 import argparse
