@@ -93,6 +93,13 @@ def dense(x, kernel, bias) -> tf.Tensor:
   return tf.nn.bias_add(tf.matmul(x, kernel), bias)
 
 
+def attention_scores(query, key) -> tf.Tensor:
+  """The scores before the mask and softmax: query [batch, heads, T, size]
+  (already scaled) times key [batch, heads, S, size] -> [batch, heads, T,
+  S]."""
+  return tf.matmul(query, key, transpose_b=True)
+
+
 def attention_context(query, key, value, bias, dropout=None, training=None):
   """Scaled dot-product attention over heads: the one place its scores are
   computed.
@@ -108,7 +115,7 @@ def attention_context(query, key, value, bias, dropout=None, training=None):
     context [batch, heads, T, size] and the probabilities [batch, heads, T,
     S] before dropout, in query's dtype (the softmax runs in float32).
   """
-  scores = tf.matmul(query, key, transpose_b=True)  # (B, N, T, S)
+  scores = attention_scores(query, key)  # (B, N, T, S)
   probs = tf.cast(tf.nn.softmax(tf.cast(scores, tf.float32) + bias),
                   query.dtype)
   dropped = probs
@@ -160,8 +167,8 @@ class Attention:
                training=None, with_probs=False):
     """rows [batch * seq, H] -> [batch * T, H] float32 (T = seq, or the
     number of query_rows: int32 [batch, T] positions to compute the output
-    at; `bias` then holds the queries' rows). With `with_probs` also the
-    probabilities [batch, heads, T, seq]."""
+    at; `bias` then holds the queries' rows). With `with_probs` also
+    `attend`'s internals (probabilities, values, scores)."""
     rows = tf.cast(rows, self.dtype)
     key, value = self.keys_values(rows, batch, seq)
     length = seq
@@ -184,23 +191,30 @@ class Attention:
              with_probs=False):
     """The output at the query rows [batch * length, H] (the input there:
     the residual) over key, value [batch, seq, H]: [batch * length, H]
-    float32 (and the probabilities with `with_probs`)."""
+    float32. With `with_probs` also the internals distillation reads, a
+    tuple: the probabilities [batch, heads, length, seq] (before dropout),
+    the values [batch, heads, seq, size] and the scores [batch, heads,
+    length, seq] (before the mask and softmax), in the compute dtype."""
     rows = tf.cast(rows, self.dtype)
     seq = tf.shape(key)[1]
     # 4-D transposes: with one 5-D transpose of [B, S, 3, N, D] and its
     # slices, LiteRT ran ALBERT-base's dynamic-int8 file 1.7x slower.
     query = self._heads(dense(rows, *self._projection(0)), batch, length)
     key, value = (self._heads(t, batch, seq) for t in (key, value))
+    query = query * tf.cast(self.scale, self.dtype)
     context, probs = attention_context(
-        query * tf.cast(self.scale, self.dtype), key, value, bias,
-        self.sublayer.attention.probs_dropout, training)  # (B, N, T, D)
+        query, key, value, bias, self.sublayer.attention.probs_dropout,
+        training)  # (B, N, T, D)
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]),
                          [-1, self.hidden])  # (B*T, H)
     y = dense(context, *self._projection(3))
     y = _dropout(self.sublayer.dropout, y, batch, length, self.hidden,
                  training)
     output = layer_norm(self._norm(), rows + y)
-    return (output, probs) if with_probs else output
+    if not with_probs:
+      return output
+    # The same MatMul as attention_context's (a graph computes it once).
+    return output, (probs, value, attention_scores(query, key))
 
   def _heads(self, projected, batch, length):
     """[batch * length, H] or [batch, length, H] -> [batch, heads, length,

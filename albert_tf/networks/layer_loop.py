@@ -33,7 +33,10 @@ What the loop is parameterised by:
   them only there).
 - per-application outputs: every layer's hidden states (encoder_outputs)
   and, with `attention_probs`, every block's attention probabilities
-  [batch, heads, seq, seq] (distillation reads them).
+  [batch, heads, seq, seq]; with `block_internals`, every block's values
+  and raw scores and the embedding output the first block read
+  (distillation's intermediate losses read them from the pass that
+  computes the logits: the same dropout masks, every inner block).
 
 Serving (not training, float32, unpacked, the encoder's `fused_inference`)
 computes the embeddings as three gathers, a LayerNorm and a MatMul on 2-D
@@ -101,7 +104,8 @@ def blocks(encoder) -> List[Tuple]:
 
 def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
         output_positions: Optional[tf.Tensor] = None,
-        attention_probs: bool = False) -> Dict:
+        attention_probs: bool = False,
+        block_internals: bool = False) -> Dict:
   """The encoder's outputs (see AlbertEncoder) by the shared block.
 
   Args:
@@ -114,6 +118,10 @@ def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
       [CLS] and these.
     attention_probs: also return attention_probs, a list of one [batch,
       heads, T, seq] per block application.
+    block_internals: also return, per block application, attention_values
+      [batch, heads, seq, head size] and attention_scores [batch, heads, T,
+      seq] (before the mask and softmax), and embedding_output [batch, seq,
+      H] (the first block's input), in the compute dtype.
 
   Returns:
     sequence_output [batch, seq, H], pooled_output [batch, H] and
@@ -130,7 +138,8 @@ def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
   serving = serves(encoder, training, inputs)
   all_blocks = blocks(encoder)
   per_layer = encoder.config.inner_group_num
-  encoder_outputs, probs = [], []
+  embedding_output = x
+  encoder_outputs, internals = [], []
   query_rows = None
   # Each distinct sublayer's variables read once per call (a recomputed
   # block must read them inside its function).
@@ -145,9 +154,9 @@ def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
       if bias.shape[2] != 1:  # the queries' rows of a packed mask
         bias = tf.gather(bias, query_rows, axis=2, batch_dims=1)
     x, p = apply_block(block, x, batch, seq, bias, training, recompute,
-                       query_rows, attention_probs, serving,
-                       prepared.get(key))
-    probs.append(p)
+                       query_rows, attention_probs or block_internals,
+                       serving, prepared.get(key))
+    internals.append(p)
     if (index + 1) % per_layer == 0 and query_rows is None:
       encoder_outputs.append(tf.reshape(x, [batch, seq, hidden]))
   pooler = encoder.get_layer("pooler")
@@ -160,7 +169,12 @@ def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
                    pooled_output=pooler(encoder_outputs[-1][:, 0, :]),
                    encoder_outputs=encoder_outputs)
   if attention_probs:
-    outputs["attention_probs"] = probs
+    outputs["attention_probs"] = [p[0] for p in internals]
+  if block_internals:
+    outputs["attention_values"] = [p[1] for p in internals]
+    outputs["attention_scores"] = [p[2] for p in internals]
+    outputs["embedding_output"] = tf.reshape(embedding_output,
+                                             [batch, seq, hidden])
   return outputs
 
 
@@ -177,7 +191,8 @@ def apply_block(block, x, batch, seq, bias, training=None, recompute=False,
                 prepared=None):
   """One block (attention then feed-forward) on rows x [batch * seq, H]:
   rows [batch * T, H] float32 (T = seq or query_rows' [batch, T]), and the
-  attention probabilities (None unless `with_probs`). `serving`: the
+  attention's (probabilities, values, scores) (shared_block.Attention's;
+  None unless `with_probs`). `serving`: the
   serving form's GELU (shared_block.FeedForward); `prepared`: the block's
   `arithmetic` with its variables already read (not under recompute)."""
   attention, ffn = prepared or arithmetic(block, serving)

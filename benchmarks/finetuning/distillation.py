@@ -57,7 +57,11 @@ their spread, the signs per seed); FLOPs per example
 batch-1 ms (median over --batch1_examples test examples, token ids at
 fixed seq length) of the SavedModel's token_ids signature and of its
 LiteRT dynamic-int8 file, batch-32 examples/s of the SavedModel, and the
-LiteRT file's test accuracy. A static cut or a student fine-tuned alone
+LiteRT file's test accuracy. Why soft targets may add little: each
+teacher's accuracy and mean top probability on its own training records
+at the distillation temperature (T=2), softmax of its logits / T
+(distillation_report.soft_target_confidence). A static cut or a student
+fine-tuned alone
 runs the graph of the distilled student of its shape (the same config):
 it is timed as that one. The machine's load is measured over the timings
 only (the training runs before them give no speed figure). --write writes
@@ -74,6 +78,7 @@ from typing import Dict
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.training.distillation.settings import INTERMEDIATE_LOSSES
 from benchmarks import accuracy
 from benchmarks import charts
 from benchmarks import common
@@ -171,9 +176,11 @@ def run(args) -> Dict:
                 narrow_alone=narrow_layers, narrow=narrow_layers,
                 on_task=half, off_task=half)
   runs.finetune(at("teacher-s0"), source, from_pretrained(0), export=True)
-  for name in ("dev", "test"):
+  for name in ("dev", "test", "train"):
     splits[name] = evaluate.split_inputs(at("teacher-s0"), task[name],
                                          source["spm"], args.seq_length)
+  train = splits.pop("train")  # the teachers' own records: confidence only
+  confidence = []
   # The intermediate loss, chosen on dev on a seed that is not reported.
   tried = {}
   for loss_name in args.intermediate_losses.split(","):
@@ -187,6 +194,7 @@ def run(args) -> Dict:
     teacher = at(f"teacher-s{seed}")
     runs.finetune(teacher, source, from_pretrained(seed), export=seed == 0)
     add("teacher", scored(teacher))
+    confidence.append(_teacher_confidence(teacher, *train))
     more = at(f"teacher-more-s{seed}")
     runs.distill(more, teacher, flags(seed), layers, "none", export=False,
                  alpha=0.0)
@@ -308,9 +316,20 @@ def run(args) -> Dict:
   return dict(contenders=contenders, flops=flops, timings=timings,
               checks=checks, names=names, loss=loss, tried=tried,
               patience=patience0, layers=layers, source=source,
-              others=others, at_chance=at_chance,
+              others=others, at_chance=at_chance, confidence=confidence,
               rows=dict(test=len(test_labels), dev=len(splits["dev"][1])),
               majority=accuracy.majority_rate(test_labels))
+
+
+def _teacher_confidence(teacher_dir: str, inputs, labels) -> Dict:
+  """report.soft_target_confidence of the teacher in `teacher_dir` on its
+  training records (token ids `inputs`, label indices `labels`) at the
+  distilled runs' temperature."""
+  from albert_tf.training.distillation import teacher as teacher_lib
+  model = teacher_lib.build_teacher_model(
+      teacher_lib.read_teacher(teacher_dir))
+  return report.soft_target_confidence(evaluate.logits_of(model, inputs),
+                                       labels, runs.TEMPERATURE)
 
 
 def _report(args, result) -> str:
@@ -333,6 +352,7 @@ def _report(args, result) -> str:
           f"{SELECTION_SEED}, not reported: {tried}). Early exit's patience "
           f"on the first seed: {result['patience']} (its mean depth on dev "
           f"nearest {half}).\n\n"
+          + report.confidence_line(result.get("confidence", ())) + "\n\n"
           "Goals (issue: distillation, section 3; \"beats\": the mean of "
           "per-seed paired differences exceeds their spread):\n\n"
           + report.goals_table(result["checks"]))
@@ -372,9 +392,9 @@ def main():
   parser = build_parser()
   args = parser.parse_args()
   losses = args.intermediate_losses.split(",")
-  if not set(losses) <= {"none", "attention_relation", "hidden_projection"}:
+  if not set(losses) <= set(INTERMEDIATE_LOSSES):
     parser.exit(1, f"error: --intermediate_losses={args.intermediate_losses}"
-                ": give some of none, attention_relation, hidden_projection\n")
+                f": give some of {', '.join(INTERMEDIATE_LOSSES)}\n")
   if min(args.seeds, args.train_steps, args.teacher_steps,
          args.pretrain_steps) < 1:
     parser.exit(1, "error: --seeds, --train_steps, --teacher_steps and "

@@ -1,6 +1,8 @@
 """The pure parts of `benchmarks.finetuning.distillation`: the patience
 whose mean depth is nearest a cut, the figures per contender over seeds,
-the issue's goal checks, the report, the chart and the first table's row.
+the teacher's confidence on its training records at the distillation
+temperature, the issue's goal checks, the report, the chart and the first
+table's row.
 """
 
 from typing import Dict, List, Optional, Sequence
@@ -59,6 +61,40 @@ def summary(values: Sequence[float]) -> Dict:
   """{"mean", "spread", "n"} of per-seed values."""
   return dict(mean=float(np.mean(values)), spread=spread(values),
               n=len(values))
+
+
+def soft_target_confidence(logits, labels,
+                           temperature: float) -> Dict[str, float]:
+  """What the soft targets can carry beyond the gold labels: the teacher's
+  accuracy on the records of its logits [N, C] (labels [N] class
+  indices) and the mean top probability of softmax(logits / temperature).
+  A top probability near 1 on records it gets right means the soft targets
+  are near one-hot there: nearly the gold labels again."""
+  logits = np.asarray(logits, np.float64) / temperature
+  logits = logits - logits.max(axis=-1, keepdims=True)
+  probs = np.exp(logits)
+  probs /= probs.sum(axis=-1, keepdims=True)
+  labels = np.asarray(labels)
+  return dict(accuracy=float(np.mean(probs.argmax(-1) == labels)),
+              mean_top_probability=float(probs.max(-1).mean()),
+              temperature=float(temperature), records=int(len(labels)))
+
+
+def confidence_line(per_seed: Sequence[Dict]) -> str:
+  """One sentence of the section: soft_target_confidence per teacher seed
+  and their mean."""
+  if not per_seed:
+    return ""
+  seeds = "; ".join(
+      f"seed {i}: accuracy {c['accuracy']:.4f}, mean top probability "
+      f"{c['mean_top_probability']:.4f}" for i, c in enumerate(per_seed))
+  mean_top = float(np.mean([c["mean_top_probability"] for c in per_seed]))
+  mean_acc = float(np.mean([c["accuracy"] for c in per_seed]))
+  return (f"The teacher on its {per_seed[0]['records']} training records, "
+          f"softmax at the distillation temperature T="
+          f"{per_seed[0]['temperature']:g}: accuracy {mean_acc:.4f}, mean "
+          f"top probability {mean_top:.4f} (mean of {len(per_seed)} seeds; "
+          f"{seeds}).")
 
 
 def goals(contenders: Dict[str, Dict], teacher: str, half: str,

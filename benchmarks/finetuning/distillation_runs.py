@@ -35,6 +35,7 @@ from benchmarks.finetuning import topic_splits
 
 CACHE = os.path.join(common.REPO_ROOT, "build", "benchmarks", "distillation")
 MAX_UNLABELED = 3000
+TEMPERATURE = 2  # every distilled run's --temperature
 
 
 _REVISION: List[Dict] = []
@@ -207,7 +208,8 @@ def distill(output_dir: str, teacher: str, flags: List[str],
   its first `student_layers` applications (alpha 0 with no intermediate
   loss: the cut fine-tuned on the gold labels alone), or, with student =
   (albert_config.json, checkpoint), into that narrower pretrained model."""
-  extra = [f"--teacher={teacher}", "--temperature=2", f"--alpha={alpha}",
+  extra = [f"--teacher={teacher}", f"--temperature={TEMPERATURE}",
+           f"--alpha={alpha}",
            f"--intermediate_loss={intermediate_loss}"]
   if student:
     extra += [f"--student_config={student[0]}",

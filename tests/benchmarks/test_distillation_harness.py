@@ -291,3 +291,44 @@ def test_an_early_exit_run_gives_cut_and_exit_looks(tmp_path, spm_model):
              for look in exits)
   assert [look["test"]["accuracy"] for look in exits] == pytest.approx(
       [2 / 6, 1 / 6, 3 / 6])
+
+
+def test_soft_target_confidence_on_crafted_logits():
+  """Accuracy and mean top probability of softmax(logits / T), by hand."""
+  import numpy as np
+  logits = np.array([[4.0, 0.0, 0.0],    # right, T=2: e^2 / (e^2 + 2)
+                     [0.0, 2.0, 0.0],    # wrong (label 0): e / (e + 2)
+                     [1.0, 1.0, 1.0]])   # a tie: argmax 0, right; 1/3
+  labels = np.array([0, 0, 0])
+  got = report.soft_target_confidence(logits, labels, 2.0)
+  e = np.e
+  want_top = (e ** 2 / (e ** 2 + 2) + e / (e + 2) + 1 / 3) / 3
+  assert got["accuracy"] == pytest.approx(2 / 3)
+  assert got["mean_top_probability"] == pytest.approx(want_top, rel=1e-12)
+  assert got["temperature"] == 2.0 and got["records"] == 3
+  # A higher temperature flattens: the top probability falls, accuracy stays.
+  hotter = report.soft_target_confidence(logits, labels, 8.0)
+  assert hotter["accuracy"] == got["accuracy"]
+  assert hotter["mean_top_probability"] < got["mean_top_probability"]
+  # Very confident logits: near one-hot even at T=2.
+  sure = report.soft_target_confidence(np.array([[40.0, 0.0]]), [0], 2.0)
+  assert sure["mean_top_probability"] > 1 - 1e-8
+
+
+def test_the_section_reports_the_teachers_confidence():
+  from benchmarks.finetuning import distillation
+  per_seed = [dict(accuracy=0.99, mean_top_probability=0.97,
+                   temperature=2.0, records=3200),
+              dict(accuracy=0.97, mean_top_probability=0.95,
+                   temperature=2.0, records=3200)]
+  line = report.confidence_line(per_seed)
+  assert "3200 training records" in line and "T=2" in line
+  assert "accuracy 0.9800" in line and "mean top probability 0.9600" in line
+  assert "seed 1: accuracy 0.9700, mean top probability 0.9500" in line
+  contenders, flops = _crafted()
+  for figures in contenders.values():
+    figures.update(macro_f1=figures["accuracy"], depth=[1, 1, 1])
+  result = dict(contenders=contenders, flops=flops, timings={},
+                checks=[], tried={"none": 0.9}, loss="none",
+                layers=8, patience=2, confidence=per_seed)
+  assert line in distillation._report(None, result)

@@ -2,7 +2,7 @@
 
 settings      DistillationOptions: the teacher, the student, the losses
 losses        soft targets (Hinton), MiniLM attention + value relations,
-              TinyBERT hidden states through a projection
+              TinyBERT's layer mapping, last hidden states (projected)
 teacher       a fine-tuned run directory read and checked against the run
 teacher_cache the teacher's logits, computed once, fingerprinted
 student_rule  the student's config rule (no TensorFlow)

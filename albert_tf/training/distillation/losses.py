@@ -17,9 +17,15 @@ MiniLM (Wang et al. 2020) on the last application: the KL of the teacher's
 and the student's self-attention distributions, plus the KL of their value
 relations softmax(V V^T / sqrt(d_head)), each averaged over heads and the
 real query rows. Both models need the same number of heads (MiniLM v1; v2's
-relation heads are not implemented). TinyBERT (Jiao et al. 2020): the MSE of
-the last hidden states, the student's through a learned projection when the
-widths differ, averaged over the real tokens.
+relation heads are not implemented). hidden_projection: the MSE of the last
+hidden states, the student's through a learned projection when the widths
+differ, averaged over the real tokens. TinyBERT (Jiao et al. 2020, eqs. 7-9)
+with its uniform layer mapping (student layer m -> teacher layer m*L/k):
+the MSE of the embedding outputs plus, per mapped layer, the MSE of the raw
+attention scores (before mask and softmax, as the paper fits them) over
+heads and real (query, key) pairs and the MSE of the hidden states; the
+student's embedding outputs and hidden states go through learned
+projections W_e and W_h when the widths differ.
 """
 
 import math
@@ -134,3 +140,46 @@ def hidden_state_loss(teacher_hidden, projected_student_hidden,
       tf.cast(projected_student_hidden, tf.float32)), axis=-1)  # (B, S)
   return tf.reduce_sum(error * mask, axis=1) / tf.maximum(
       tf.reduce_sum(mask, axis=1), 1.0)
+
+
+def attention_score_loss(teacher_scores, student_scores,
+                         input_mask) -> tf.Tensor:
+  """TinyBERT's attention loss [batch]: the MSE of raw attention scores
+  [batch, heads, seq, seq] over heads and the real (query, key) pairs."""
+  mask = tf.cast(input_mask, tf.float32)
+  pairs = mask[:, None, :, None] * mask[:, None, None, :]  # (B, 1, S, S)
+  error = tf.square(tf.cast(teacher_scores, tf.float32) -
+                    tf.cast(student_scores, tf.float32)) * pairs
+  heads = tf.cast(tf.shape(teacher_scores)[1], tf.float32)
+  count = tf.square(tf.reduce_sum(mask, axis=1)) * heads  # (B,)
+  return tf.reduce_sum(error, axis=[1, 2, 3]) / tf.maximum(count, 1.0)
+
+
+def tinybert_loss(teacher, student, input_mask, mapping,
+                  embedding_projection=None,
+                  hidden_projection=None) -> tf.Tensor:
+  """TinyBERT's intermediate loss [batch] (module docstring).
+
+  Args:
+    teacher, student: dicts of "embedding" [batch, seq, H], "hidden" (one
+      [batch, seq, H] per layer) and "scores" (one [batch, heads, seq, seq]
+      per layer: its last block's); H may differ between the two.
+    input_mask: [batch, seq].
+    mapping: [(student layer m, teacher layer g)], 1-based
+      (student_rule.layer_map).
+    embedding_projection, hidden_projection: W_e and W_h, callables on the
+      student's [batch, seq, H_s] -> [batch, seq, H_t]; None: the widths
+      are equal.
+  """
+  def project(projection, x):
+    return x if projection is None else projection(x)
+  loss = hidden_state_loss(
+      teacher["embedding"],
+      project(embedding_projection, student["embedding"]), input_mask)
+  for m, g in mapping:
+    loss += attention_score_loss(teacher["scores"][g - 1],
+                                 student["scores"][m - 1], input_mask)
+    loss += hidden_state_loss(
+        teacher["hidden"][g - 1],
+        project(hidden_projection, student["hidden"][m - 1]), input_mask)
+  return loss

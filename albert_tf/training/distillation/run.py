@@ -54,13 +54,24 @@ def check_options(options: DistillationOptions, params) -> None:
     raise UserInputError(f"--temperature={options.temperature} must be > 0")
   if not 0.0 <= options.alpha <= 1.0:
     raise UserInputError(f"--alpha={options.alpha} must be in [0, 1]")
-  if options.intermediate_loss != "none" and params.pack_examples:
+  if intermediate_loss(options) != "none" and params.pack_examples:
     raise UserInputError(f"--intermediate_loss={options.intermediate_loss} "
                          "compares whole rows: it does not run with "
                          "--pack_examples")
+  if options.alpha == 0 and options.unlabeled_file:
+    raise UserInputError(f"--alpha=0 trains on the gold labels only: the "
+                         f"records of --unlabeled_file={options.unlabeled_file}"
+                         " would carry no loss (give --alpha > 0 or drop "
+                         "--unlabeled_file)")
   if options.unlabeled_file and not file_io.exists(options.unlabeled_file):
     raise UserInputError(f"--unlabeled_file={options.unlabeled_file} does "
                          "not exist")
+
+
+def intermediate_loss(options: DistillationOptions) -> str:
+  """The intermediate loss the run trains with: none at --alpha=0 (the gold
+  labels only: nothing of the teacher's contributes)."""
+  return options.intermediate_loss if options.alpha > 0 else "none"
 
 
 def distillation_loss_fn(task_type: str, options: DistillationOptions):
@@ -68,7 +79,8 @@ def distillation_loss_fn(task_type: str, options: DistillationOptions):
   def loss_fn(targets, outputs):
     loss = losses.distillation_loss(targets, outputs["logits"], task_type,
                                     options.temperature, options.alpha)
-    if student_lib.INTERMEDIATE_LOSS in outputs:
+    if (student_lib.INTERMEDIATE_LOSS in outputs and
+        intermediate_loss(options) != "none"):
       loss += options.intermediate_weight * outputs[
           student_lib.INTERMEDIATE_LOSS]
     return loss
@@ -115,6 +127,9 @@ def run_distillation(run: finetuning_params.PreparedOrParams,
   params = run.params
   check_own_data(params, options)
   check_options(distill, params)
+  if distill.intermediate_loss != intermediate_loss(distill):
+    logging.warning("--intermediate_loss=%s is not used at --alpha=0 (the "
+                    "gold labels only)", distill.intermediate_loss)
   teacher = teacher_lib.read_teacher(distill.teacher)
   config = student_rule.student_config(teacher.config, distill)
   if run.tokenizer is None:
@@ -199,7 +214,8 @@ def _splits_and_fingerprint(run, options, distill, data, teacher):
            "unlabeled": distill.unlabeled_file if unlabeled else ""}
   expected = teacher_cache.fingerprint(
       teacher.digest, {k: v for k, v in files.items() if v},
-      params.spm_model_file or params.vocab_file, params.max_seq_length)
+      params.spm_model_file or params.vocab_file,
+      teacher_cache.record_settings(options, params))
   return unlabeled, splits, expected
 
 
@@ -224,10 +240,10 @@ def _distillation_task(data, unlabeled, logits, teacher, distill,
   def build_model(encoder, config):
     student = AlbertClassifier(encoder, data.label_list.num_labels,
                                initializer_range=config.initializer_range)
-    frozen = (None if distill.intermediate_loss == "none" else
+    kind = intermediate_loss(distill)
+    frozen = (None if kind == "none" else
               teacher_lib.build_teacher_model(teacher))
-    return student_lib.DistillationModel(student, frozen,
-                                         distill.intermediate_loss)
+    return student_lib.DistillationModel(student, frozen, kind)
 
   return dataclasses.replace(
       base, name=f"distillation ({task_type})", build_model=build_model,

@@ -5,7 +5,8 @@ import dataclasses
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
 
-INTERMEDIATE_LOSSES = ("none", "attention_relation", "hidden_projection")
+INTERMEDIATE_LOSSES = ("none", "attention_relation", "hidden_projection",
+                       "tinybert")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -34,12 +35,18 @@ class DistillationOptions(FlatConstructible):
       "its square).")
   alpha: float = setting(
       0.5, "Weight of the soft-target loss on labelled records; the gold "
-      "labels' loss has 1 - alpha.")
+      "labels' loss has 1 - alpha. 0: the gold labels only (no soft "
+      "target, no --intermediate_loss; refused with --unlabeled_file, whose "
+      "records would carry no loss).")
   intermediate_loss: str = setting(
       "none", "none; attention_relation: MiniLM's KL of the last "
       "application's attention distributions and value relations; "
-      "hidden_projection: TinyBERT's MSE of the last hidden states (through "
-      "a learned projection when the widths differ).",
+      "hidden_projection: the MSE of the last hidden states only (through "
+      "a learned projection when the widths differ); tinybert: TinyBERT's "
+      "layer mapping (student layer m to teacher layer m*L/k; L a multiple "
+      "of k): the MSE of the embedding outputs, and per mapped layer of the "
+      "raw attention scores and the hidden states (learned projections "
+      "when the widths differ). Ignored at --alpha=0.",
       choices=INTERMEDIATE_LOSSES)
   intermediate_weight: float = setting(
       1.0, "Weight of --intermediate_loss in the training loss.")

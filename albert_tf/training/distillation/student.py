@@ -16,38 +16,42 @@ import tensorflow as tf
 import tf_keras
 
 from albert_common.encoder_inputs import INPUT_MASK
-from albert_common.encoder_inputs import INPUT_TYPE_IDS
-from albert_common.encoder_inputs import INPUT_WORD_IDS
-from albert_tf.layers import shared_block
 from albert_tf.networks import layer_loop
 from albert_tf.training.distillation import losses
+from albert_tf.training.distillation import student_rule
 
 INTERMEDIATE_LOSS = "intermediate_loss"
 
 
-def last_application(encoder, inputs, training) -> dict:
-  """The encoder's last application: attention probabilities [batch, heads,
-  seq, seq], values [batch, heads, seq, d_head], and the last hidden
-  states [batch, seq, H] (layer_loop.run's one loop)."""
+def intermediate_outputs(encoder, inputs, training) -> dict:
+  """What the intermediate losses read, all from layer_loop.run's one pass
+  (the pass whose pooled output gives the logits: the same dropout masks,
+  every inner block):
+
+    probs, values  the last block application's attention probabilities
+                   [batch, heads, seq, seq] and values [batch, heads, seq,
+                   d_head] (MiniLM)
+    hidden, pooled the last hidden states [batch, seq, H], pooled [batch, H]
+    embedding      the embedding output [batch, seq, H] (TinyBERT)
+    layers         per layer, its hidden states [batch, seq, H] (TinyBERT)
+    layer_scores   per layer, its last block's raw attention scores
+                   [batch, heads, seq, seq] (TinyBERT)
+  """
   out = layer_loop.run(encoder, inputs, training=training,
-                       attention_probs=True)
-  word_ids = inputs[INPUT_WORD_IDS]
-  batch, seq = tf.shape(word_ids)[0], tf.shape(word_ids)[1]
-  config = encoder.config
-  if len(out["encoder_outputs"]) > 1:
-    rows = out["encoder_outputs"][-2]  # the last application's input
-  else:
-    rows = encoder.embedding_layer(word_ids, inputs[INPUT_TYPE_IDS],
-                                   training=training)
-  rows = tf.reshape(rows, [-1, config.hidden_size])  # (B*S, H)
-  attention = shared_block.Attention(layer_loop.blocks(encoder)[-1][0])
-  _, values = attention.keys_values(rows, batch, seq)  # (B, S, H)
-  heads = config.num_attention_heads
-  values = tf.transpose(tf.reshape(
-      values, [batch, seq, heads, config.hidden_size // heads]),
-      [0, 2, 1, 3])  # (B, N, S, D)
-  return dict(probs=out["attention_probs"][-1], values=values,
-              hidden=out["sequence_output"], pooled=out["pooled_output"])
+                       attention_probs=True, block_internals=True)
+  per_layer = encoder.config.inner_group_num
+  return dict(probs=out["attention_probs"][-1],
+              values=out["attention_values"][-1],
+              hidden=out["sequence_output"], pooled=out["pooled_output"],
+              embedding=out["embedding_output"],
+              layers=out["encoder_outputs"],
+              layer_scores=out["attention_scores"][per_layer - 1::per_layer])
+
+
+def _tinybert_view(outputs) -> dict:
+  """losses.tinybert_loss's view of intermediate_outputs."""
+  return dict(embedding=outputs["embedding"], hidden=outputs["layers"],
+              scores=outputs["layer_scores"])
 
 
 class DistillationModel(tf_keras.Model):
@@ -57,8 +61,8 @@ class DistillationModel(tf_keras.Model):
     student: an AlbertClassifier (AlbertEncoder inside), trained.
     teacher: an AlbertClassifier, frozen; None with intermediate_loss
       "none".
-    intermediate_loss: "none", "attention_relation" or
-      "hidden_projection".
+    intermediate_loss: "none", "attention_relation", "hidden_projection"
+      or "tinybert".
   """
 
   def __init__(self, student, teacher, intermediate_loss: str, **kwargs):
@@ -67,15 +71,25 @@ class DistillationModel(tf_keras.Model):
     self.encoder = student.encoder
     self.intermediate_loss = intermediate_loss
     self.projection: Optional[tf_keras.layers.Dense] = None
+    self.embedding_projection: Optional[tf_keras.layers.Dense] = None
     if intermediate_loss == "none":
       return
     self.teacher = teacher
     self.teacher.trainable = False
     width, target = (student.encoder.config.hidden_size,
                      teacher.encoder.config.hidden_size)
-    if intermediate_loss == "hidden_projection" and width != target:
+    projected = ("hidden_projection", "tinybert")
+    if intermediate_loss in projected and width != target:
       self.projection = tf_keras.layers.Dense(target, name="projection")
       self.projection.build([None, None, width])
+    if intermediate_loss == "tinybert":
+      self.layer_map = student_rule.layer_map(
+          student.encoder.config.num_hidden_layers,
+          teacher.encoder.config.num_hidden_layers)
+      if width != target:  # TinyBERT's W_e
+        self.embedding_projection = tf_keras.layers.Dense(
+            target, name="embedding_projection")
+        self.embedding_projection.build([None, None, width])
 
   def packed_call(self, features, training=None):
     """The student's packed call (packing runs without an intermediate
@@ -85,15 +99,19 @@ class DistillationModel(tf_keras.Model):
   def call(self, inputs, training=None):
     if not training or self.intermediate_loss == "none":
       return self.student(inputs, training=training)
-    student = last_application(self.student.encoder, inputs, training)
+    student = intermediate_outputs(self.student.encoder, inputs, training)
     teacher = tf.nest.map_structure(
         tf.stop_gradient,
-        last_application(self.teacher.encoder, inputs, False))
+        intermediate_outputs(self.teacher.encoder, inputs, False))
     mask = inputs[INPUT_MASK]
     if self.intermediate_loss == "attention_relation":
       extra = losses.attention_relation_loss(
           teacher["probs"], student["probs"], teacher["values"],
           student["values"], mask)
+    elif self.intermediate_loss == "tinybert":
+      extra = losses.tinybert_loss(
+          _tinybert_view(teacher), _tinybert_view(student), mask,
+          self.layer_map, self.embedding_projection, self.projection)
     else:
       hidden = student["hidden"]
       if self.projection is not None:

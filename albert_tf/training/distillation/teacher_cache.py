@@ -3,11 +3,15 @@
 <output_dir>/teacher_logits.npz holds, per split ("train", "unlabeled",
 "dev"), the teacher's logits float32 [records, outputs] in record order,
 and the fingerprint they belong to: the teacher's checkpoint digest, the
-SHA-256 of each data file and of the vocabulary file, max_seq_length. A
-rerun (resume after a kill) reads it; a cache of another fingerprint (the
-teacher retrained, another file) is stale and stops the run in one line
-before anything is written. The epoch loop reads logits from the training
-targets only: the teacher never runs again for them.
+SHA-256 of each data file and of the vocabulary file, and every setting
+that changes the records (record_settings: how the files are read -- the
+format, the text and label columns, skipped labels and records, the task
+type -- --do_lower_case and --max_seq_length). A rerun (resume after a
+kill) reads it; a cache of another fingerprint (the teacher retrained,
+another file, another setting) is stale and stops the run in one line
+naming what changed, before anything is written. The epoch loop reads
+logits from the training targets only: the teacher never runs again for
+them.
 
 The teacher runs batched in the run's length buckets (evaluation
 batches, input order restored by EXAMPLE_INDEX).
@@ -21,24 +25,54 @@ from typing import Dict, Mapping, Tuple
 import numpy as np
 
 from albert_common import file_io
+from albert_common import settings_fields
 from albert_common.errors import UserInputError
 
 CACHE = "teacher_logits.npz"
 _FINGERPRINT = "__fingerprint__"
+_MISSING = object()
+# The own-data settings that do not change the records: the files (their
+# bytes are digested per split) and what only the evaluation or the export
+# reads. Every other one (and any added later) is in the fingerprint.
+NOT_RECORD_SETTINGS = ("train_file", "dev_file", "test_file", "export_dir",
+                       "threshold")
+# The fine-tuning settings that change the records (the vocabulary file is
+# digested).
+RECORD_PARAMS = ("do_lower_case", "max_seq_length")
 
 
 def file_digest(path: str) -> str:
   return hashlib.sha256(file_io.read_bytes(path)).hexdigest() if path else ""
 
 
+def record_settings(own_data_options, params) -> Dict[str, object]:
+  """Flag name -> value of every setting that changes the records: the
+  leaf fields of OwnDataOptions but NOT_RECORD_SETTINGS, and
+  RECORD_PARAMS of FinetuningParams (JSON values: tuples as lists)."""
+  values = {field.name: getattr_path(own_data_options, field.path)
+            for field in settings_fields.leaf_fields(type(own_data_options))
+            if field.name not in NOT_RECORD_SETTINGS}
+  values.update({name: getattr(params, name) for name in RECORD_PARAMS})
+  return json.loads(json.dumps(values, sort_keys=True))
+
+
+def getattr_path(settings, path):
+  """The value at a leaf field's path of nested settings."""
+  for name in path:
+    settings = getattr(settings, name)
+  return settings
+
+
 def fingerprint(teacher_digest: str, data_files: Mapping[str, str],
-                vocabulary_file: str, max_seq_length: int) -> Dict:
-  """What the logits depend on (module docstring), JSON-able."""
+                vocabulary_file: str, settings: Mapping[str, object]
+               ) -> Dict:
+  """What the logits depend on (module docstring), JSON-able; `settings`
+  is record_settings'."""
   return {"teacher": teacher_digest,
           "data": {split: file_digest(path)
                    for split, path in sorted(data_files.items())},
           "vocabulary": file_digest(vocabulary_file),
-          "max_seq_length": int(max_seq_length)}
+          "settings": json.loads(json.dumps(dict(settings), sort_keys=True))}
 
 
 def read_cache(output_dir: str, expected: Dict
@@ -57,14 +91,21 @@ def read_cache(output_dir: str, expected: Dict
   with np.load(io.BytesIO(file_io.read_bytes(path))) as stored:
     arrays = {k: stored[k] for k in stored.files}
   found = json.loads(str(arrays.pop(_FINGERPRINT)))
-  changed = [k for k in expected if k != "data" and found.get(k) != expected[k]]
+  changed = [k for k in ("teacher", "vocabulary")
+             if found.get(k) != expected[k]]
   changed += [f"{split} file" for split, digest in expected["data"].items()
               if found["data"].get(split, digest) != digest]
+  if "settings" not in found:
+    changed.append("record settings (not recorded by the code that wrote "
+                   "it)")
+  else:
+    changed += [f"--{name}" for name, value in expected["settings"].items()
+                if found["settings"].get(name, _MISSING) != value]
   if changed:
     raise UserInputError(
-        f"{path} holds the logits of another {', '.join(changed)} (teacher "
-        "or data changed since it was written); use a new --output_dir or "
-        "remove it")
+        f"{path} holds the logits of another {', '.join(changed)} (teacher, "
+        "data or the records' settings changed since it was written); use a "
+        "new --output_dir or remove it")
   return ({k: v for k, v in arrays.items() if k in expected["data"]},
           found)
 

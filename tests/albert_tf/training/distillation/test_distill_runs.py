@@ -13,58 +13,14 @@ import tensorflow as tf
 
 from albert_common.errors import UserInputError
 from albert_tf import exports
-from albert_tf.training.distillation import run as distillation
 from albert_tf.training.distillation import teacher as teacher_lib
 from albert_tf.training.distillation import teacher_cache
 from albert_tf.training.distillation.settings import DistillationOptions
 from albert_tf.training.finetuning import own_data
 from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
+from tests.albert_tf.training.distillation.distill_kit import distil
+from tests.albert_tf.training.distillation.distill_kit import student_weights
 from tests.albert_tf.training.finetuning import own_data_kit as kit
-
-
-@pytest.fixture(scope="module")
-def task(tmp_path_factory, english_corpus, spm_model):
-  root = tmp_path_factory.mktemp("distill")
-  lines = kit.corpus_lines(english_corpus, 700)
-  columns = ("id", "text", "label")
-  files = {"root": root, "spm": spm_model,
-           "config": kit.tiny_config(root / "albert_config.json")}
-  for split, part, seed in (("train", lines[:400], 1),
-                            ("dev", lines[400:560], 2),
-                            ("dev2", lines[560:700], 3)):
-    files[split] = kit.write_csv(root / f"{split}.csv",
-                                 kit.classification_rows(part, seed), columns)
-  teacher_dir = root / "teacher"
-  own_data.run_own_data(
-      kit.run_settings(teacher_dir, files["config"], spm_model,
-                       train_step=150, save_checkpoints_steps=150),
-      OwnDataOptions.from_flat(train_file=files["train"],
-                               dev_file=files["dev"],
-                               export_dir=str(root / "teacher_export")))
-  files["teacher"] = str(teacher_dir)
-  files["teacher_export"] = str(root / "teacher_export")
-  files["unlabeled"] = kit.write_csv(
-      root / "unlabeled.csv", kit.classification_rows(lines[560:700], 3),
-      ("id", "text"))
-  return files
-
-
-def _distil(task, output_dir, dev="dev", export_dir="", vocab_file="",
-            **values):
-  distill = dict(teacher=task["teacher"], student_layers=1)
-  distill.update({k: values.pop(k) for k in list(values)
-                  if k in DistillationOptions.__dataclass_fields__})
-  settings = dict(train_step=60, save_checkpoints_steps=60)
-  settings.update(values)
-  run = kit.run_settings(output_dir, os.path.join(task["teacher"],
-                                                  "albert_config.json"),
-                         "" if vocab_file else task["spm"], vocab_file,
-                         **settings)
-  return distillation.run_distillation(
-      run, OwnDataOptions.from_flat(train_file=task["train"],
-                                    dev_file=task[dev],
-                                    export_dir=export_dir),
-      DistillationOptions.from_flat(**distill))
 
 
 def _padded_dev(task, split="dev"):
@@ -85,7 +41,7 @@ def student(task, tmp_path_factory):
   on, exported."""
   root = tmp_path_factory.mktemp("student")
   out, export = root / "student", str(root / "export")
-  result = _distil(task, out, export_dir=export,
+  result = distil(task, out, export_dir=export,
                    intermediate_loss="attention_relation")
   return dict(result, out=out, export=export)
 
@@ -130,11 +86,11 @@ def test_distil_one_application_trains_evaluates_exports_and_caches(
   assert metadata["student_num_hidden_layers"] == 1
   # Another dev file on the same run: the cache is stale, one line.
   with pytest.raises(UserInputError, match="teacher_logits.npz.*dev file"):
-    _distil(task, out, dev="dev2", export_dir=export)
+    distil(task, out, dev="dev2", export_dir=export)
   # An evaluation-only rerun: the same metrics, from the cache alone.
   built = []
   monkeypatch.setattr(teacher_lib, "build_teacher_model", built.append)
-  again = _distil(task, out, do_train=False)
+  again = distil(task, out, do_train=False)
   assert not built
   assert again["eval"] == pytest.approx(result["eval"])
 
@@ -146,7 +102,7 @@ def test_accumulation_of_four_equals_one_with_unlabeled_records(task,
   weights = []
   for k in (1, 4):
     out = tmp_path / f"k{k}"
-    result = _distil(task, out, train_step=3, save_checkpoints_steps=3,
+    result = distil(task, out, train_step=3, save_checkpoints_steps=3,
                      warmup_step=1, gradient_accumulation_steps=k,
                      do_eval=False, unlabeled_file=task["unlabeled"],
                      intermediate_loss="attention_relation")
@@ -187,7 +143,7 @@ def test_bad_students_are_refused_before_anything_is_written(
                                                hidden_size=16)
   out = tmp_path / "never"
   with pytest.raises(UserInputError, match=message):
-    _distil(task, out, **values)
+    distil(task, out, **values)
   assert not out.exists()
 
 
@@ -197,7 +153,7 @@ def test_other_task_and_other_vocabulary_are_refused(task, tmp_path):
   out = tmp_path / "never"
   other = dict(task, train=scores, dev=scores)
   with pytest.raises(UserInputError, match="regression.*--teacher"):
-    _distil(other, out)
+    distil(other, out)
   assert not out.exists()
   big = kit.tiny_config(tmp_path / "big.json", vocab_size=3000)
   with pytest.raises(UserInputError, match="vocab"):
@@ -211,16 +167,6 @@ def test_other_task_and_other_vocabulary_are_refused(task, tmp_path):
   assert teacher_cache.CACHE == "teacher_logits.npz"
 
 
-def _student_weights(task, out, step):
-  """The student's weights in out/ckpt-<step>."""
-  teacher = teacher_lib.read_teacher(task["teacher"])
-  config = teacher.config.__class__.from_json_file(
-      str(out / "albert_config.json"))
-  return teacher_lib.build_teacher_model(teacher_lib.TeacherRun(
-      str(out), config, teacher.label_list, str(out / f"ckpt-{step}"),
-      "")).get_weights()
-
-
 def test_stopped_after_a_checkpoint_and_rerun_equals_uninterrupted(
     task, tmp_path, monkeypatch):
   """A run stopped right after ckpt-4 (as a kill would), rerun, ends with
@@ -229,7 +175,7 @@ def test_stopped_after_a_checkpoint_and_rerun_equals_uninterrupted(
   settings = dict(train_step=8, warmup_step=1, save_checkpoints_steps=4,
                   iterations_per_loop=2, train_batch_size=16, do_eval=False,
                   intermediate_loss="hidden_projection")
-  _distil(task, tmp_path / "reference", **settings)
+  distil(task, tmp_path / "reference", **settings)
   save = finetuning_runner.FinetuningRunner.save_and_evaluate
 
   class Killed(Exception):
@@ -245,16 +191,16 @@ def test_stopped_after_a_checkpoint_and_rerun_equals_uninterrupted(
     patch.setattr(finetuning_runner.FinetuningRunner, "save_and_evaluate",
                   save_then_die)
     with pytest.raises(Killed):
-      _distil(task, tmp_path / "killed", **settings)
+      distil(task, tmp_path / "killed", **settings)
   built = []
   real_build = teacher_lib.build_teacher_model
   monkeypatch.setattr(teacher_lib, "build_teacher_model",
                       lambda t: built.append(t) or real_build(t))
-  _distil(task, tmp_path / "killed", **settings)
+  distil(task, tmp_path / "killed", **settings)
   # The intermediate loss's frozen teacher only: no logits pass again.
   assert len(built) == 1
-  for a, b in zip(_student_weights(task, tmp_path / "reference", 8),
-                  _student_weights(task, tmp_path / "killed", 8)):
+  for a, b in zip(student_weights(task, tmp_path / "reference", 8),
+                  student_weights(task, tmp_path / "killed", 8)):
     np.testing.assert_allclose(a, b, atol=1e-6)
 
 
@@ -344,15 +290,15 @@ def test_sigkill_during_distillation_then_rerun_gives_the_same_weights(
     _, logs[name] = proc.communicate(timeout=300)
     assert proc.returncode == 0, logs[name][-3000:]
   assert f"resumed from {latest}" in logs["rerun"], logs["rerun"][-3000:]
-  for a, b in zip(_student_weights(task, reference, 30),
-                  _student_weights(task, killed, 30)):
+  for a, b in zip(student_weights(task, reference, 30),
+                  student_weights(task, killed, 30)):
     np.testing.assert_allclose(a, b, atol=1e-6)
 
 
 def test_an_export_teaches_as_its_run_directory_does(task, tmp_path):
   settings = dict(train_step=2, save_checkpoints_steps=2, warmup_step=1)
-  from_dir = _distil(task, tmp_path / "from_dir", **settings)
-  from_export = _distil(task, tmp_path / "from_export",
+  from_dir = distil(task, tmp_path / "from_dir", **settings)
+  from_export = distil(task, tmp_path / "from_export",
                         teacher=task["teacher_export"], **settings)
   for split in ("train", "dev"):
     np.testing.assert_allclose(from_export["teacher_logits"][split],
@@ -370,7 +316,7 @@ def test_a_vocabulary_other_than_the_export_teachers_is_refused(task,
   out = tmp_path / "never"
   with pytest.raises(UserInputError, match="differs from the teacher's "
                      "vocabulary"):
-    _distil(task, out, teacher=task["teacher_export"], vocab_file=str(vocab))
+    distil(task, out, teacher=task["teacher_export"], vocab_file=str(vocab))
   assert not out.exists()
 
 
@@ -386,7 +332,7 @@ def test_a_narrower_student_starts_from_its_init_checkpoint(task, tmp_path):
   prefix = tf.train.Checkpoint(model=AlbertPretrainer(init)).write(
       str(tmp_path / "init" / "ckpt"))
   out, export = tmp_path / "narrow_run", str(tmp_path / "narrow_export")
-  result = _distil(task, out, export_dir=export, student_layers=0,
+  result = distil(task, out, export_dir=export, student_layers=0,
                    student_config=narrow, student_init_checkpoint=prefix,
                    intermediate_loss="hidden_projection", train_step=2,
                    save_checkpoints_steps=2, warmup_step=1)

@@ -78,7 +78,8 @@ def test_attention_relation_loss_equals_numpy_on_crafted_maps():
   np.testing.assert_allclose(same.numpy(), 0.0, atol=1e-6)
 
 
-@pytest.mark.parametrize("kind", ["attention_relation", "hidden_projection"])
+@pytest.mark.parametrize("kind", ["attention_relation", "hidden_projection",
+                                  "tinybert"])
 def test_a_student_that_is_the_teacher_has_zero_distillation_loss(kind):
   from albert_tf.config import AlbertConfig
   from albert_tf.models.albert_classifier import AlbertClassifier

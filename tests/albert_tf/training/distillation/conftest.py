@@ -1,0 +1,37 @@
+"""The distillation tests' teacher: a 2-layer classifier fine-tuned once
+per test process on a crafted three-class task (session scope: every
+distillation test file reads the same one)."""
+
+import pytest
+
+from albert_tf.training.finetuning import own_data
+from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
+from tests.albert_tf.training.finetuning import own_data_kit as kit
+
+
+@pytest.fixture(scope="session")
+def task(tmp_path_factory, english_corpus, spm_model):
+  root = tmp_path_factory.mktemp("distill")
+  lines = kit.corpus_lines(english_corpus, 700)
+  columns = ("id", "text", "label")
+  files = {"root": root, "spm": spm_model,
+           "config": kit.tiny_config(root / "albert_config.json")}
+  for split, part, seed in (("train", lines[:400], 1),
+                            ("dev", lines[400:560], 2),
+                            ("dev2", lines[560:700], 3)):
+    files[split] = kit.write_csv(root / f"{split}.csv",
+                                 kit.classification_rows(part, seed), columns)
+  teacher_dir = root / "teacher"
+  own_data.run_own_data(
+      kit.run_settings(teacher_dir, files["config"], spm_model,
+                       train_step=150, save_checkpoints_steps=150),
+      OwnDataOptions.from_flat(train_file=files["train"],
+                               dev_file=files["dev"],
+                               export_dir=str(root / "teacher_export")))
+  files["teacher"] = str(teacher_dir)
+  files["teacher_export"] = str(root / "teacher_export")
+  files["unlabeled"] = kit.write_csv(
+      root / "unlabeled.csv", kit.classification_rows(lines[560:700], 3),
+      ("id", "text"))
+  return files
+
