@@ -17,6 +17,7 @@ m}, ...].
 """
 
 import dataclasses
+import re
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -76,8 +77,8 @@ def check(options: EarlyExitOptions, task_type: str) -> None:
         f"--early_exit supports classification and regression, not "
         f"{task_type} (its labels are not one prediction to be patient on)")
   patience = patience_setting(options)
-  if patience != AUTO and not (patience.isdigit() or (
-      patience.startswith("-") and patience[1:].isdigit())):
+  # ASCII digits only: str.isdigit() accepts '²', which int() refuses.
+  if patience != AUTO and not re.fullmatch(r"-?[0-9]+", patience):
     raise UserInputError(f"--exit_patience must be auto or an integer >= 0, "
                          f"got {patience!r}")
   if patience != AUTO and int(patience) < 0:

@@ -80,6 +80,11 @@ def test_flag_checks():
        "--exit_patience must be >= 0"),
       ("classification", dict(early_exit=True, exit_patience="two"),
        "--exit_patience must be auto or an integer"),
+      # str.isdigit() is true of '\u00b2' and int() refuses it.
+      ("classification", dict(early_exit=True, exit_patience="\u00b2"),
+       "--exit_patience must be auto or an integer >= 0, got '\u00b2'"),
+      ("classification", dict(early_exit=True, exit_patience="-\u00b2"),
+       "--exit_patience must be auto or an integer"),
       ("classification", dict(early_exit=True, exit_threshold=0.2),
        "--exit_threshold is for regression"),
       ("classification", dict(exit_patience="2"),
@@ -196,6 +201,10 @@ def test_command_line_bad_input_is_one_line(files, tmp_path, capsys):
                             "^error: --exit_patience must be >= 0"),
       "patience at depth": (("--early_exit", "--exit_patience=4"),
                             "^error: --exit_patience=4 never exits"),
+      "superscript patience": (
+          ("--early_exit", "--exit_patience=\u00b2"),
+          "^error: --exit_patience must be auto or an integer >= 0, got "
+          "'\u00b2'$"),
       "tolerance alone": (("--exit_tolerance=0.5",),
                           "^error: --exit_tolerance needs --early_exit"),
       "threshold, classification": (
