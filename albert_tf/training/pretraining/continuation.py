@@ -11,7 +11,8 @@ checks the run's data against the source's, and decides how the run starts:
   optimizer: from our own run, its LAMB slots and step (the warm-up and
     decay go on from there) unless --restart_schedule; from any other
     layout, or with --restart_schedule, fresh slots and step 0.
-`start_from` applies it (the CheckpointManager's init_fn).
+`start_from` applies it (the CheckpointManager's init_fn); the LAMB slots
+and step are checked to have been restored (`restore_optimizer`).
 
 Files in output_dir:
   continued_from.json  the source and the run's first step: a resumed
@@ -135,7 +136,8 @@ def start_from(source: Source, params: PretrainingParams, model,
   scope."""
   report = weight_loading.assign_weights(model, source.weights)
   if source.optimizer_prefix:
-    checkpoint.read(source.optimizer_prefix).expect_partial()
+    restore_optimizer(checkpoint, source.optimizer_prefix,
+                      params.init_checkpoint)
   restored = name_tables.heads_in(report.loaded)
   parts = ["encoder"] + [label for head, label in HEADS if head in restored]
   if source.optimizer_prefix:
@@ -154,6 +156,36 @@ def start_from(source: Source, params: PretrainingParams, model,
     logging.warning("%s", missing_heads_warning(
         params.init_checkpoint, missing,
         model_vocab_size(source.weights)))
+
+
+def restore_optimizer(checkpoint: tf.train.Checkpoint, prefix: str,
+                      init_checkpoint: str) -> None:
+  """Reads `prefix` into `checkpoint` (model + optimizer) and asserts that
+  every object of the run, the optimizer's slots included, took a value.
+
+  The slots are created first: a read restores a slot that does not exist
+  yet only when it is created later, which no status can check, so a
+  source whose slots do not match (another optimizer, a loss-scale wrapper)
+  would otherwise start from zeros while the log says they were restored.
+
+  Raises:
+    UserInputError: in one line, naming `prefix` and the first object that
+      took no value.
+  """
+  optimizer = checkpoint.optimizer
+  inner = getattr(optimizer, "inner_optimizer", optimizer)
+  inner._create_all_weights(checkpoint.model.trainable_variables)
+  status = checkpoint.read(prefix)
+  try:
+    status.assert_existing_objects_matched()
+  except AssertionError as e:
+    detail = " ".join(str(e).split())
+    raise UserInputError(
+        f"--init_checkpoint={init_checkpoint}: the optimizer state of "
+        f"{prefix} does not fit this run's {type(optimizer).__name__} "
+        f"(--optimizer, --dtype): {detail[:300]}; pass --restart_schedule "
+        "to take its weights only, with fresh slots and step 0") from None
+  status.expect_partial()
 
 
 def model_vocab_size(weights: readers.Weights) -> int:

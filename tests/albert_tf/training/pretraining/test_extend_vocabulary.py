@@ -28,8 +28,11 @@ from data_pipeline.tokenization import wordpiece_tokenizer as wpt
 from tests.albert_tf.training.pretraining import domain_text
 
 _REPO = os.path.abspath(os.path.join(__file__, "../../../../.."))
-N = 40
+# 30 of them are the Chinese characters of the corpus, which the old model
+# reads as <unk>: they come first (within its character_coverage).
+N = 60
 V = 2000
+CHINESE_CHARACTERS = 30
 
 
 def _run(*args):
@@ -117,13 +120,40 @@ def extended(runs):
 def test_folder_config_and_summary_line(extended):
   assert sorted(os.listdir(extended["out"])) == [
       "albert_2k.model", "albert_config.json", "checkpoint",
-      "model.ckpt.data-00000-of-00001", "model.ckpt.index",
-      vext.REPORT_NAME]
+      "data_settings.json", "model.ckpt.data-00000-of-00001",
+      "model.ckpt.index", vext.REPORT_NAME]
   assert extended["config"].vocab_size == V + N
   assert extended["new_tok"].vocab_size == V + N
   line = extended["done"]["extend"].stdout.strip().splitlines()[-1]
   assert line.startswith(f"wrote {extended['out']}: vocab_size {V} -> "
                          f"{V + N}; domain pieces per word ")
+  before, after = (extended["report"][k]["unk_share"]
+                   for k in ("domain_before", "domain_after"))
+  assert after == 0 < before, (before, after)
+  assert line.endswith(f", <unk> share of pieces {before:.1%} -> 0.0% "
+                       f"({CHINESE_CHARACTERS} characters added as pieces)"
+                       ), line
+  # What a run continued from the folder compares its records with (the
+  # source, a bare prefix, has no data_settings.json of its own).
+  with open(os.path.join(extended["out"], "data_settings.json")) as f:
+    assert json.load(f) == {"do_lower_case": True,
+                            "tokenizer": "sentencepiece"}
+
+
+def test_unknown_characters_come_first(extended):
+  """Every Chinese character of the corpus (the old model reads each as
+  <unk>) is a single-character piece, most frequent first, before the
+  ranked pieces; none is left unknown."""
+  pieces = extended["pieces"]
+  sentences = domain_text.clinical_sentences(300)
+  chinese = {c for s in sentences for c in s if "\u4e00" <= c <= "\u9fff"}
+  assert len(chinese) == CHINESE_CHARACTERS
+  assert set(pieces[:CHINESE_CHARACTERS]) == chinese
+  counts = [sum(s.count(c) for s in sentences)
+            for c in pieces[:CHINESE_CHARACTERS]]
+  assert counts == sorted(counts, reverse=True)
+  assert extended["report"]["characters_added"] == CHINESE_CHARACTERS
+  assert not set(pieces[CHINESE_CHARACTERS:]) & chinese
 
 
 def test_old_ids_and_pieces_are_unchanged(extended, english_corpus):
@@ -322,8 +352,9 @@ def test_wordpiece_model_on_a_ram_filesystem(english_corpus):
       vocab_file=vocab, input_file=f"{root}/domain.txt", new_pieces=30,
       output_dir=f"{root}/out"))
   assert sorted(file_io.listdir(f"{root}/out")) == [
-      "albert_config.json", "checkpoint", "model.ckpt.data-00000-of-00001",
-      "model.ckpt.index", "vocab.txt", vext.REPORT_NAME]
+      "albert_config.json", "checkpoint", "data_settings.json",
+      "model.ckpt.data-00000-of-00001", "model.ckpt.index", "vocab.txt",
+      vext.REPORT_NAME]
   new_tokens = wpt.load_vocab(f"{root}/out/vocab.txt")
   added = [p["piece"] for p in report["pieces"]]
   assert new_tokens == tokens + added
