@@ -38,11 +38,13 @@ from absl import logging
 import numpy as np
 
 from albert_common import file_io
+from albert_common import settings_fields
 from albert_common.errors import UserInputError
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
 from albert_tf.checkpoints import configs
 from albert_tf.config import AlbertConfig
+from albert_tf.training import encoder_files
 from data_pipeline.pretraining import sentence_corpus
 from data_pipeline.pretraining.data_creation_params import CorpusOptions
 from data_pipeline.tokenization import sentencepiece_tokenizer as spt
@@ -63,7 +65,11 @@ class VocabularyExtensionParams(FlatConstructible):
       help="The model: our checkpoint (prefix or folder), a released TF1 "
       "checkpoint, Hugging Face model.safetensors (file or folder), a Model "
       "Garden checkpoint or a keras-hub preset.")
-  albert_config_file: str = setting(help="The model's albert_config.json.")
+  albert_config_file: str = setting(
+      "", "The model's albert_config.json (a Hugging Face config.json is "
+      "read too). Optional when --init_checkpoint is a folder holding "
+      "albert_config.json or config.json (a Hugging Face folder, a keras-hub "
+      "preset): that file is used, and logged.")
   spm_model_file: str = setting(
       "", "The model's SentencePiece model (unigram).")
   vocab_file: str = setting(
@@ -115,6 +121,23 @@ class VocabularyExtensionParams(FlatConstructible):
     if file_io.exists(self.output_dir):
       raise UserInputError(f"--output_dir={self.output_dir} exists; give a "
                            "new folder (nothing was written)")
+
+
+def with_config_file(params: VocabularyExtensionParams
+                     ) -> VocabularyExtensionParams:
+  """`params` with --albert_config_file, from the --init_checkpoint folder
+  when left out (as run_pretraining takes it); UserInputError if neither
+  gives one."""
+  if params.albert_config_file:
+    return params
+  found = encoder_files.checkpoint_config(params.init_checkpoint,
+                                          "init_checkpoint")
+  if not found:
+    raise UserInputError(
+        "--albert_config_file is required unless --init_checkpoint is a "
+        "folder holding albert_config.json or a Hugging Face / keras-hub "
+        f"config.json (--init_checkpoint={params.init_checkpoint})")
+  return settings_fields.replace(params, **found)
 
 
 @dataclasses.dataclass
@@ -307,6 +330,7 @@ def extend_vocabulary(params: VocabularyExtensionParams) -> dict:
       written then).
   """
   params.check()
+  params = with_config_file(params)
   config = configs.load_albert_config(params.albert_config_file)
   vocabulary = read_vocabulary(params, config)
   sentences = read_domain(params)

@@ -277,3 +277,55 @@ def test_sigkill_during_a_continued_run_then_rerun_gives_the_same_weights(
   assert sorted(a) == sorted(b) and len(a) > 10
   worst = max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
   assert worst <= 1e-5, worst
+
+
+def test_optimizer_slots_that_do_not_fit_are_one_line(source, tmp_path):
+  """The source's LAMB slots must restore, not only the weights: under
+  --dtype=float16 the run's LAMB sits in a LossScaleOptimizer, where the
+  source's slots and step do not fit. Refused in one line (the log would
+  otherwise say the slots were restored while they start from zeros)."""
+  source_params, _ = source
+  run = settings_fields.replace(
+      source_params, output_dir=str(tmp_path / "float16"),
+      init_checkpoint=source_params.runtime.output_dir, num_train_steps=40,
+      dtype="float16")
+  with pytest.raises(lib.UserInputError) as info:
+    lib.build_pretraining(run)
+  message = str(info.value)
+  assert "\n" not in message
+  assert message.startswith(
+      f"--init_checkpoint={source_params.runtime.output_dir}: the optimizer "
+      f"state of {source_params.runtime.output_dir}/ckpt-20 does not fit "
+      "this run's LossScaleOptimizer"), message
+  assert message.endswith("pass --restart_schedule to take its weights "
+                          "only, with fresh slots and step 0"), message
+
+
+def test_a_checkpoint_that_does_not_fit_the_config_is_one_line(source,
+                                                               tmp_path):
+  """Through the tool: a config whose hidden size differs from the
+  checkpoint's is one line naming the checkpoint, a variable and both
+  shapes; exit status 1; nothing written."""
+  source_params, _ = source
+  wide = str(tmp_path / "wide.json")
+  dataclasses.replace(CONFIG, hidden_size=48,
+                      intermediate_size=96).to_json_file(wide)
+  out = tmp_path / "wide_run"
+  result = subprocess.run(
+      [sys.executable, "-m", "tools.run_pretraining",
+       f"--input_file={source_params.input_file}",
+       f"--init_checkpoint={source_params.runtime.output_dir}",
+       f"--albert_config_file={wide}", f"--output_dir={out}",
+       "--train_batch_size=16", "--max_seq_length=32",
+       "--max_predictions_per_seq=5", "--num_train_steps=40"],
+      cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
+      text=True, timeout=300, check=False)
+  assert result.returncode == 1, result.stderr[-3000:]
+  assert "Traceback" not in result.stderr
+  line = result.stderr.strip().splitlines()[-1]
+  assert line.startswith(
+      f"error: --init_checkpoint={source_params.runtime.output_dir} with "
+      f"--albert_config_file={wide}: "), line
+  assert "[32" in line and "48]" in line, line
+  assert "embeddings" in line or "attention" in line, line
+  assert not out.exists()

@@ -28,11 +28,11 @@ from data_pipeline.tokenization import wordpiece_tokenizer as wpt
 from tests.albert_tf.training.pretraining import domain_text
 
 _REPO = os.path.abspath(os.path.join(__file__, "../../../../.."))
-# 30 of them are the Chinese characters of the corpus, which the old model
-# reads as <unk>: they come first (within its character_coverage).
+# 29 of them are the characters of the corpus that the old model reads as
+# <unk> (28 Chinese characters and "。"): they come first.
 N = 60
 V = 2000
-CHINESE_CHARACTERS = 30
+UNKNOWN_CHARACTERS = 29
 
 
 def _run(*args):
@@ -131,7 +131,7 @@ def test_folder_config_and_summary_line(extended):
                    for k in ("domain_before", "domain_after"))
   assert after == 0 < before, (before, after)
   assert line.endswith(f", <unk> share of pieces {before:.1%} -> 0.0% "
-                       f"({CHINESE_CHARACTERS} characters added as pieces)"
+                       f"({UNKNOWN_CHARACTERS} characters added as pieces)"
                        ), line
   # What a run continued from the folder compares its records with (the
   # source, a bare prefix, has no data_settings.json of its own).
@@ -141,19 +141,22 @@ def test_folder_config_and_summary_line(extended):
 
 
 def test_unknown_characters_come_first(extended):
-  """Every Chinese character of the corpus (the old model reads each as
-  <unk>) is a single-character piece, most frequent first, before the
-  ranked pieces; none is left unknown."""
+  """Every character of the corpus that the old model reads as <unk> (the
+  Chinese characters and "。"; "，" is "," after NFKC) is a
+  single-character piece, most frequent first, before the ranked pieces."""
   pieces = extended["pieces"]
   sentences = domain_text.clinical_sentences(300)
-  chinese = {c for s in sentences for c in s if "\u4e00" <= c <= "\u9fff"}
-  assert len(chinese) == CHINESE_CHARACTERS
-  assert set(pieces[:CHINESE_CHARACTERS]) == chinese
+  old = extended["old_tok"].sp_model
+  unknown = {c for s in sentences for c in extended["old_tok"].preprocess(s)
+             if not c.isspace() and old.unk_id() in old.EncodeAsIds(c)}
+  assert len({c for c in unknown if "\u4e00" <= c <= "\u9fff"}) == 28
+  assert len(unknown) == UNKNOWN_CHARACTERS
+  assert set(pieces[:UNKNOWN_CHARACTERS]) == unknown
   counts = [sum(s.count(c) for s in sentences)
-            for c in pieces[:CHINESE_CHARACTERS]]
+            for c in pieces[:UNKNOWN_CHARACTERS]]
   assert counts == sorted(counts, reverse=True)
-  assert extended["report"]["characters_added"] == CHINESE_CHARACTERS
-  assert not set(pieces[CHINESE_CHARACTERS:]) & chinese
+  assert extended["report"]["characters_added"] == UNKNOWN_CHARACTERS
+  assert not set(pieces[UNKNOWN_CHARACTERS:]) & unknown
 
 
 def test_old_ids_and_pieces_are_unchanged(extended, english_corpus):
