@@ -9,6 +9,7 @@ the tests assert on their results and on the folder written.
 import concurrent.futures
 import dataclasses
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -375,3 +376,33 @@ def test_wordpiece_model_on_a_ram_filesystem(english_corpus):
     expected = (old.mean(axis=0) if spelling == [unk]
                 else old[spelling].mean(axis=0))
     np.testing.assert_allclose(grown[len(tokens) + i], expected, atol=1e-6)
+
+
+def test_a_run_continued_from_the_folder_warns_on_other_settings(
+    extended, tmp_path, caplog, pretraining_records):
+  """The folder's data_settings.json is what a continued run compares its
+  records with: records written without lowercasing (their stats JSON says
+  so) are one warning naming it; records like the source's, none."""
+  from albert_tf.training.pretraining import continuation
+  from albert_tf.training.pretraining import driver
+  with open(pretraining_records["path"] + ".stats.json") as f:
+    stats = json.load(f)
+  assert stats["settings"]["do_lower_case"] is True
+  stats["settings"]["do_lower_case"] = False
+  cased = str(tmp_path / "cased.tfrecord")
+  tf.io.gfile.copy(pretraining_records["path"], cased)
+  with open(cased + ".stats.json", "w") as f:
+    json.dump(stats, f)
+  caplog.set_level(logging.INFO, logger="absl")
+  for records, expected in ((pretraining_records["path"], []),
+                            (cased, ["do_lower_case True -> False"])):
+    caplog.clear()
+    continuation.read_source(driver.PretrainingParams.from_flat(
+        input_file=records, output_dir=str(tmp_path / "run"),
+        init_checkpoint=extended["out"], max_seq_length=32,
+        max_predictions_per_seq=5, num_train_steps=10), extended["config"])
+    warnings = [r.getMessage() for r in caplog.records
+                if r.levelno == logging.WARNING]
+    assert len(warnings) == len(expected), warnings
+    for text in expected:
+      assert f": {text}. " in warnings[0], warnings
