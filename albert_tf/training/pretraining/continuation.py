@@ -28,11 +28,14 @@ import re
 from typing import Dict, List, Optional
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import name_tables
+from albert_tf.checkpoints import object_readers
 from albert_tf.checkpoints import readers
 from albert_tf.checkpoints import weight_loading
 from albert_tf.config import AlbertConfig
@@ -137,7 +140,7 @@ def start_from(source: Source, params: PretrainingParams, model,
   report = weight_loading.assign_weights(model, source.weights)
   if source.optimizer_prefix:
     restore_optimizer(checkpoint, source.optimizer_prefix,
-                      params.init_checkpoint)
+                      params.init_checkpoint, source.first_step)
   restored = name_tables.heads_in(report.loaded)
   parts = ["encoder"] + [label for head, label in HEADS if head in restored]
   if source.optimizer_prefix:
@@ -159,33 +162,59 @@ def start_from(source: Source, params: PretrainingParams, model,
 
 
 def restore_optimizer(checkpoint: tf.train.Checkpoint, prefix: str,
-                      init_checkpoint: str) -> None:
-  """Reads `prefix` into `checkpoint` (model + optimizer) and asserts that
-  every object of the run, the optimizer's slots included, took a value.
+                      init_checkpoint: str, step: int) -> None:
+  """Reads `prefix` into `checkpoint` (model + optimizer) and checks that
+  the optimizer's step is `step` and every slot of every trainable
+  variable holds the value `prefix` saved for it.
 
   The slots are created first: a read restores a slot that does not exist
-  yet only when it is created later, which no status can check, so a
-  source whose slots do not match (another optimizer, a loss-scale wrapper)
-  would otherwise start from zeros while the log says they were restored.
+  yet only when it is created later, which no status can check. A source
+  whose slots do not fit (another optimizer, a loss-scale wrapper) would
+  otherwise start from zeros while the log says they were restored.
 
   Raises:
-    UserInputError: in one line, naming `prefix` and the first object that
-      took no value.
+    UserInputError: in one line, naming `prefix` and a slot that did not
+      restore.
   """
   optimizer = checkpoint.optimizer
   inner = getattr(optimizer, "inner_optimizer", optimizer)
   inner._create_all_weights(checkpoint.model.trainable_variables)
-  status = checkpoint.read(prefix)
-  try:
-    status.assert_existing_objects_matched()
-  except AssertionError as e:
-    detail = " ".join(str(e).split())
+  checkpoint.read(prefix).expect_partial()
+  missing = unrestored_slots(checkpoint, inner, prefix)
+  if missing or int(optimizer.iterations.numpy()) != step:
+    what = (f"{len(missing)} of its optimizer slots did not restore "
+            f"(first: {missing[0]})" if missing else
+            f"its step {step} did not restore (the run is at "
+            f"{int(optimizer.iterations.numpy())})")
     raise UserInputError(
-        f"--init_checkpoint={init_checkpoint}: the optimizer state of "
-        f"{prefix} does not fit this run's {type(optimizer).__name__} "
-        f"(--optimizer, --dtype): {detail[:300]}; pass --restart_schedule "
-        "to take its weights only, with fresh slots and step 0") from None
-  status.expect_partial()
+        f"--init_checkpoint={init_checkpoint}: {prefix} does not fit this "
+        f"run's {type(optimizer).__name__} (--optimizer, --dtype): {what}; "
+        "pass --restart_schedule to take its weights only, with fresh "
+        "slots and step 0")
+
+
+def unrestored_slots(checkpoint: tf.train.Checkpoint, optimizer,
+                     prefix: str) -> List[str]:
+  """"<variable path>/<slot>" of each slot of `optimizer` (on the model's
+  trainable variables) whose value is not the one `prefix` saved for that
+  variable's slot of that name (under whatever optimizer path it saved)."""
+  reader = locate.checkpoint_reader(prefix)
+  saved = list(reader.get_variable_to_shape_map())
+  suffix = "/.ATTRIBUTES/VARIABLE_VALUE"
+  paths = {id(v): k[:-len(suffix)] for k, v in
+           object_readers.checkpoint_keys(checkpoint).items()}
+  missing = []
+  for variable in checkpoint.model.trainable_variables:
+    path = paths.get(id(variable), variable.name)
+    for name in optimizer.get_slot_names():
+      pattern = re.compile(re.escape(f"{path}/.OPTIMIZER_SLOT/") + r".+/" +
+                           re.escape(name + suffix))
+      keys = [k for k in saved if pattern.fullmatch(k)]
+      if len(keys) != 1 or not np.array_equal(
+          optimizer.get_slot(variable, name).numpy(),
+          reader.get_tensor(keys[0])):
+        missing.append(f"{path}/{name}")
+  return missing
 
 
 def model_vocab_size(weights: readers.Weights) -> int:

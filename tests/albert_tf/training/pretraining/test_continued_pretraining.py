@@ -9,6 +9,7 @@ import json
 import logging
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +24,8 @@ import tensorflow as tf
 from albert_common import settings_fields
 from albert_tf.checkpoints import converter
 from albert_tf.config import AlbertConfig
+from albert_tf.models.albert_pretrainer import AlbertPretrainer
+from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training.pretraining import continuation
 from albert_tf.training.pretraining import driver as lib
 
@@ -279,26 +282,49 @@ def test_sigkill_during_a_continued_run_then_rerun_gives_the_same_weights(
   assert worst <= 1e-5, worst
 
 
-def test_optimizer_slots_that_do_not_fit_are_one_line(source, tmp_path):
-  """The source's LAMB slots must restore, not only the weights: under
-  --dtype=float16 the run's LAMB sits in a LossScaleOptimizer, where the
-  source's slots and step do not fit. Refused in one line (the log would
-  otherwise say the slots were restored while they start from zeros)."""
+def test_optimizer_slots_that_do_not_restore_are_one_line(source, tmp_path):
+  """The source's LAMB slots are checked, not assumed. A checkpoint of our
+  layout with the source's weights and step but no slots (a reader that
+  expects partial restores would start from zero slots and log that they
+  were restored) is refused in one line, nothing trained. Under
+  --dtype=float16 (LAMB inside a LossScaleOptimizer) the source's slots do
+  restore, and the check passes."""
   source_params, _ = source
+  prefix = tf.train.latest_checkpoint(source_params.runtime.output_dir)
+  model = AlbertPretrainer(AlbertEncoder(CONFIG))
+  tf.train.Checkpoint(model=model).read(prefix).expect_partial()
+  step = tf.train.Checkpoint(iter=tf.Variable(20, dtype=tf.int64))
+  slotless = tf.train.Checkpoint(model=model, optimizer=step).write(
+      str(tmp_path / "slotless" / "ckpt-20"))
   run = settings_fields.replace(
-      source_params, output_dir=str(tmp_path / "float16"),
-      init_checkpoint=source_params.runtime.output_dir, num_train_steps=40,
-      dtype="float16")
+      source_params, output_dir=str(tmp_path / "from_slotless"),
+      init_checkpoint=slotless, num_train_steps=40)
   with pytest.raises(lib.UserInputError) as info:
     lib.build_pretraining(run)
   message = str(info.value)
   assert "\n" not in message
   assert message.startswith(
-      f"--init_checkpoint={source_params.runtime.output_dir}: the optimizer "
-      f"state of {source_params.runtime.output_dir}/ckpt-20 does not fit "
-      "this run's LossScaleOptimizer"), message
+      f"--init_checkpoint={slotless}: {slotless} does not fit this run's "
+      "LAMB (--optimizer, --dtype): "), message
+  count = 2 * len(model.trainable_variables)  # m and v
+  assert re.search(rf": {count} of its optimizer slots did not restore "
+                   r"\(first: model/.+/(m|v)\); ", message), message
   assert message.endswith("pass --restart_schedule to take its weights "
                           "only, with fresh slots and step 0"), message
+  assert not tf.train.latest_checkpoint(run.runtime.output_dir)
+
+  setup = lib.build_pretraining(settings_fields.replace(
+      source_params, output_dir=str(tmp_path / "float16"),
+      init_checkpoint=source_params.runtime.output_dir, num_train_steps=40,
+      dtype="float16"))
+  assert int(setup.optimizer.iterations.numpy()) == 20
+  saved = tf.train.load_checkpoint(prefix)
+  kernel = setup.model.get_layer("masked_lm").transform.kernel
+  key = [k for k in saved.get_variable_to_shape_map()
+         if "transform/kernel/.OPTIMIZER_SLOT/optimizer/m/" in k]
+  np.testing.assert_array_equal(
+      setup.optimizer.inner_optimizer.get_slot(kernel, "m").numpy(),
+      saved.get_tensor(key[0]))
 
 
 def test_a_checkpoint_that_does_not_fit_the_config_is_one_line(source,
