@@ -9,7 +9,7 @@ r"""Extends a model's vocabulary with pieces learned from a domain corpus.
 (--vocab_file=vocab.txt for a WordPiece model; --input_format=jsonl or
 parquet reads documents as create_pretraining_data does.) The output folder
 holds our checkpoint, albert_config.json with the new vocab_size, the
-extended tokenizer and vocabulary_extension.json; give it as
+extended tokenizer, vocabulary_extension.json and data_settings.json; give it as
 --init_checkpoint to run_pretraining or a fine-tuning tool, with the new
 tokenizer file. Old ids are unchanged; a new piece's embedding row and MLM
 bias are the mean of those of the old pieces that spell it.
@@ -38,7 +38,9 @@ def main(argv):
         f"{before['pieces_per_word']:.3f} -> {after['pieces_per_word']:.3f}, "
         "unknown characters per word "
         f"{before['unknown_chars_per_word']:.4f} -> "
-        f"{after['unknown_chars_per_word']:.4f}")
+        f"{after['unknown_chars_per_word']:.4f}, <unk> share of pieces "
+        f"{before['unk_share']:.1%} -> {after['unk_share']:.1%} "
+        f"({report['characters_added']} characters added as pieces)")
 
 
 def run():

@@ -2,11 +2,13 @@
 
 `resolve_path` turns a user path (a prefix, a file or a folder, on any
 TensorFlow filesystem) into a TensorFlow checkpoint prefix or a safetensors
-file; `detect_format` tells the layout from the contents (keras-hub presets
-are recognised by keras_hub_preset.is_preset before this).
+file (in a folder: the `checkpoint` state file's latest, else the folder's
+only prefix, as a released download holds one); `detect_format` tells the
+layout from the contents (keras-hub presets are recognised by
+keras_hub_preset.is_preset before this).
 """
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -25,7 +27,7 @@ def resolve_path(path: str) -> Tuple[str, str]:
     for name in ("model.safetensors", "model.safetensors.index.json"):
       if file_io.exists(file_io.join(path, name)):
         return "safetensors", file_io.join(path, name)
-    latest = tf.train.latest_checkpoint(path)
+    latest = tf.train.latest_checkpoint(path) or _only_prefix(path)
     if latest:
       return "tf", latest
     if file_io.exists(file_io.join(path, "pytorch_model.bin")):
@@ -41,7 +43,7 @@ def resolve_path(path: str) -> Tuple[str, str]:
             f"--init_savedmodel={folder})")
     raise UserInputError(
         f"no checkpoint in directory {path}: expected model.safetensors, "
-        "or a TensorFlow checkpoint with a 'checkpoint' state file")
+        "or a TensorFlow checkpoint (<prefix>.index and its data files)")
   if path.endswith(".safetensors") or path.endswith(".safetensors.index.json"):
     if not file_io.exists(path):
       raise UserInputError(f"checkpoint file {path} not found")
@@ -53,6 +55,25 @@ def resolve_path(path: str) -> Tuple[str, str]:
   raise UserInputError(
       f"checkpoint {path} not found (neither {path}.index, a .safetensors "
       "file nor a directory holding a checkpoint)")
+
+
+def _only_prefix(folder: str) -> Optional[str]:
+  """The one checkpoint prefix in `folder` (its `<prefix>.index`), for a
+  folder with no `checkpoint` state file: the released google-research/albert
+  downloads ship `model.ckpt-best.*` or `model.ckpt.*` without one. None if
+  there is none.
+
+  Raises:
+    UserInputError: several prefixes, which nothing says how to choose.
+  """
+  prefixes = [name[:-len(".index")] for name in file_io.listdir(folder)
+              if name.endswith(".index") and not name.startswith(".")]
+  if len(prefixes) > 1:
+    raise UserInputError(
+        f"{folder} holds {len(prefixes)} checkpoints and no 'checkpoint' "
+        f"state file saying which is the latest: {', '.join(prefixes)}; give "
+        f"one by its prefix, e.g. {file_io.join(folder, prefixes[-1])}")
+  return file_io.join(folder, prefixes[0]) if prefixes else None
 
 
 def checkpoint_reader(prefix: str):

@@ -29,7 +29,7 @@ from albert_tf.config import AlbertConfig
 # that importing the converter loads neither.
 
 
-def _checkpoint_keys(root: tf.train.Checkpoint) -> Dict[str, tf.Variable]:
+def checkpoint_keys(root: tf.train.Checkpoint) -> Dict[str, tf.Variable]:
   """The checkpoint key each variable under `root` is saved as."""
   from tensorflow.python.checkpoint import graph_view
   from tensorflow.python.trackable import trackable_utils
@@ -55,7 +55,7 @@ def _is_rng_state(key: str) -> bool:
 def _object_mismatches(keys: Dict[str, List[int]], root_name: str,
                        root: tf.train.Checkpoint):
   """(unmatched, missing, mismatched) between a checkpoint and `root`."""
-  expected = {k: v for k, v in _checkpoint_keys(root).items()
+  expected = {k: v for k, v in checkpoint_keys(root).items()
               if not _is_rng_state(k)}
   present = {k: s for k, s in keys.items() if _is_object_weight(k, root_name)}
   unmatched = sorted(set(present) - set(expected))

@@ -5,7 +5,8 @@ user leaves out.
   tools.export_savedmodel copies them.
 - A checkpoint folder (--init_checkpoint=DIR): albert_config.json and one
   tokenizer file beside the checkpoint, as tools.extend_vocabulary writes
-  them.
+  them; for pretraining also a Hugging Face folder's or a keras-hub
+  preset's config.json (`checkpoint_config`).
 
 No TensorFlow: the settings checks run before it is imported.
 """
@@ -17,6 +18,9 @@ from absl import logging
 from albert_common import file_io
 
 CONFIG_NAME = "albert_config.json"
+# The config of a Hugging Face folder or a keras-hub preset (both read by
+# albert_tf.checkpoints.configs.load_albert_config).
+OTHER_CONFIG_NAME = "config.json"
 # A tokenizer file's suffix, and the flag that names it.
 _VOCABULARY_FLAGS = ((".model", "spm_model_file"), (".txt", "vocab_file"))
 
@@ -40,6 +44,19 @@ def config_in(folder: str, flag: str) -> Dict[str, str]:
   path = file_io.join(folder, CONFIG_NAME)
   if not (file_io.isdir(folder) and file_io.exists(path)):
     return {}
+  logging.info("--albert_config_file=%s (from --%s)", path, flag)
+  return {"albert_config_file": path}
+
+
+def checkpoint_config(folder: str, flag: str) -> Dict[str, str]:
+  """{"albert_config_file": path}: the folder's albert_config.json (ours, a
+  released download, an extend_vocabulary output), else its config.json (a
+  Hugging Face folder, a keras-hub preset); {} when neither, or not a
+  folder."""
+  found = config_in(folder, flag)
+  path = file_io.join(folder, OTHER_CONFIG_NAME)
+  if found or not (file_io.isdir(folder) and file_io.exists(path)):
+    return found
   logging.info("--albert_config_file=%s (from --%s)", path, flag)
   return {"albert_config_file": path}
 

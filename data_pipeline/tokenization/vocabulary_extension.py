@@ -5,16 +5,23 @@
    coverage and symbols; WordPiece with the same learner as
    `wordpiece_trainer`). Its pieces that the old vocabulary lacks are the
    candidates.
-2. Rank (`rank`): by `saving`, the pieces the domain corpus loses when the
-   candidate joins the old vocabulary, estimated one candidate at a time:
-   frequency x (old pieces to spell it - 1 + characters the old vocabulary
+2. Characters first (SentencePiece, `character_candidates`): as
+   SentencePiece's trainer guarantees `character_coverage` before it
+   learns any longer piece, every character of the domain text that the
+   old model cannot spell (it encodes to `<unk>`) becomes a single-character
+   piece, most frequent first, up to the old model's `character_coverage`
+   of the domain text. Without this a new script stays `<unk>` outside the
+   whole words the ranking prefers.
+3. Rank (`rank`) the rest: by `saving`, the pieces the domain corpus loses
+   when the candidate joins the old vocabulary, estimated one candidate at a
+   time: frequency x (old pieces to spell it - 1 + characters the old vocabulary
    reads as unknown). The frequency is the candidate's count in the domain
    corpus tokenized by the domain tokenizer; the spelling is the old
    tokenizer's on the piece's text. An unknown character counts as a piece
    lost: an old `<unk>` covers a run of them with no information, which the
    piece restores. The simpler ranking, `model_order`, is the domain
    tokenizer's own (unigram score; WordPiece: the learner's count order).
-3. Append: old pieces keep their ids and scores; the new ones follow, in
+4. Append: old pieces keep their ids and scores; the new ones follow, in
    rank order. SentencePiece (unigram only) is edited through the protobuf
    module the sentencepiece package ships; each new piece is NORMAL with
    score max(its spelling's log-probability + 1, its domain score shifted
@@ -65,7 +72,8 @@ class Candidate:
       with (an unknown run as the `<unk>` id).
     unknown_chars: int, characters of the text the old tokenizer reads as
       unknown.
-    model_rank: int, its place in the domain tokenizer's own order (0 first).
+    model_rank: int, its place in the domain tokenizer's own order (0
+      first); -1 for a character added for coverage (character_candidates).
     domain_score: float, its domain unigram log-probability (WordPiece: 0).
   """
   piece: str
@@ -218,10 +226,69 @@ def new_piece_scores(proto, chosen: Sequence[Candidate]) -> List[float]:
           for c in chosen]
 
 
-def extend_sentencepiece(proto, chosen: Sequence[Candidate]) -> bytes:
-  """The serialized old model with `chosen` appended (NORMAL pieces)."""
+def required_characters(proto, sentences: Sequence[str]
+                        ) -> List[Tuple[str, int]]:
+  """(character, count) of the domain text, most frequent first, that
+  SentencePiece's trainer would keep at the old model's
+  `character_coverage`: characters are taken while the share already
+  covered is below it (trainer_interface.cc; whitespace is not counted).
+
+  Args:
+    proto: the old ModelProto (its trainer_spec.character_coverage).
+    sentences: the domain text, normalised as the old tokenizer does.
+  """
+  counts = collections.Counter(c for s in sentences for c in s
+                               if not c.isspace())
+  total = sum(counts.values())
+  coverage = proto.trainer_spec.character_coverage or 1.0
+  kept, covered = [], 0
+  for char, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+    if total and covered / total >= coverage:
+      break
+    kept.append((char, count))
+    covered += count
+  return kept
+
+
+def character_candidates(proto, sentences: Sequence[str],
+                         candidates: Sequence[Candidate] = ()
+                         ) -> List[Candidate]:
+  """Single-character pieces for the characters of `required_characters`
+  that the old model cannot spell (it encodes them to `<unk>`), most
+  frequent first.
+
+  Args:
+    proto: the old ModelProto.
+    sentences: the domain text, normalised as the old tokenizer does.
+    candidates: the domain model's candidates (`sentencepiece_candidates`),
+      whose unigram score a character takes when it is among them (else
+      their lowest).
+
+  Returns:
+    Candidates whose frequency is the character's count in the domain text,
+    spelled as one `<unk>` (one unknown character).
+  """
+  speller = _speller(proto)
+  unk = speller.unk_id()
+  scores = {c.piece: c.domain_score for c in candidates}
+  lowest = min(scores.values(), default=0.0)
+  chosen = []
+  for char, count in required_characters(proto, sentences):
+    if unk not in speller.EncodeAsIds(char):
+      continue
+    chosen.append(Candidate(char, count, (unk,), 1, -1,
+                            scores.get(char, lowest)))
+  return chosen
+
+
+def extend_sentencepiece(proto, chosen: Sequence[Candidate],
+                         split_by_unicode_script: bool = True) -> bytes:
+  """The serialized old model with `chosen` appended (NORMAL pieces); its
+  trainer_spec.split_by_unicode_script says how the new pieces were
+  learned."""
   extended = sentencepiece_model_pb2.ModelProto()
   extended.CopyFrom(proto)
+  extended.trainer_spec.split_by_unicode_script = split_by_unicode_script
   for candidate, score in zip(chosen, new_piece_scores(proto, chosen)):
     piece = extended.pieces.add()
     piece.piece = candidate.piece
@@ -290,11 +357,12 @@ def wordpiece_candidates(tokenizer: wpt.WordPieceTokenizer,
 # --- Measures -------------------------------------------------------------
 
 def count_pieces(tokenizer, texts: Sequence[str]) -> Dict[str, int]:
-  """{"pieces", "words", "unknown_chars"} of raw `texts` under a tokenizer
-  (words as BERT's basic tokenization cuts them: at whitespace and
-  punctuation, a CJK character each; unknown_chars: the characters read as
-  <unk>, since SentencePiece gives one <unk> for a run of them)."""
-  pieces = words = unknown = 0
+  """{"pieces", "words", "unknown_chars", "unknown_pieces"} of raw `texts`
+  under a tokenizer (words as BERT's basic tokenization cuts them: at
+  whitespace and punctuation, a CJK character each; unknown_chars: the
+  characters read as <unk>, since SentencePiece gives one <unk> for a run
+  of them; unknown_pieces: the <unk> ids)."""
+  pieces = words = unknown = unknown_pieces = 0
   for text in texts:
     basic_words = wpt.basic_tokenize(text, do_lower_case=False)
     words += len(basic_words)
@@ -308,7 +376,9 @@ def count_pieces(tokenizer, texts: Sequence[str]) -> Dict[str, int]:
       unknown += sum(len(s) for s, i in zip(surfaces, ids)
                      if i == tokenizer.unk_id)
     pieces += len(ids)
-  return {"pieces": pieces, "words": words, "unknown_chars": unknown}
+    unknown_pieces += sum(1 for i in ids if i == tokenizer.unk_id)
+  return {"pieces": pieces, "words": words, "unknown_chars": unknown,
+          "unknown_pieces": unknown_pieces}
 
 
 def basic_tokenize_lower(tokenizer: wpt.WordPieceTokenizer,

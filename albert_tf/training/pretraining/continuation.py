@@ -11,7 +11,8 @@ checks the run's data against the source's, and decides how the run starts:
   optimizer: from our own run, its LAMB slots and step (the warm-up and
     decay go on from there) unless --restart_schedule; from any other
     layout, or with --restart_schedule, fresh slots and step 0.
-`start_from` applies it (the CheckpointManager's init_fn).
+`start_from` applies it (the CheckpointManager's init_fn); the LAMB slots
+and step are checked to have been restored (`restore_optimizer`).
 
 Files in output_dir:
   continued_from.json  the source and the run's first step: a resumed
@@ -27,11 +28,14 @@ import re
 from typing import Dict, List, Optional
 
 from absl import logging
+import numpy as np
 import tensorflow as tf
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import name_tables
+from albert_tf.checkpoints import object_readers
 from albert_tf.checkpoints import readers
 from albert_tf.checkpoints import weight_loading
 from albert_tf.config import AlbertConfig
@@ -135,7 +139,8 @@ def start_from(source: Source, params: PretrainingParams, model,
   scope."""
   report = weight_loading.assign_weights(model, source.weights)
   if source.optimizer_prefix:
-    checkpoint.read(source.optimizer_prefix).expect_partial()
+    restore_optimizer(checkpoint, source.optimizer_prefix,
+                      params.init_checkpoint, source.first_step)
   restored = name_tables.heads_in(report.loaded)
   parts = ["encoder"] + [label for head, label in HEADS if head in restored]
   if source.optimizer_prefix:
@@ -154,6 +159,62 @@ def start_from(source: Source, params: PretrainingParams, model,
     logging.warning("%s", missing_heads_warning(
         params.init_checkpoint, missing,
         model_vocab_size(source.weights)))
+
+
+def restore_optimizer(checkpoint: tf.train.Checkpoint, prefix: str,
+                      init_checkpoint: str, step: int) -> None:
+  """Reads `prefix` into `checkpoint` (model + optimizer) and checks that
+  the optimizer's step is `step` and every slot of every trainable
+  variable holds the value `prefix` saved for it.
+
+  The slots are created first: a read restores a slot that does not exist
+  yet only when it is created later, which no status can check. A source
+  whose slots do not fit (another optimizer, a loss-scale wrapper) would
+  otherwise start from zeros while the log says they were restored.
+
+  Raises:
+    UserInputError: in one line, naming `prefix` and a slot that did not
+      restore.
+  """
+  optimizer = checkpoint.optimizer
+  inner = getattr(optimizer, "inner_optimizer", optimizer)
+  inner._create_all_weights(checkpoint.model.trainable_variables)
+  checkpoint.read(prefix).expect_partial()
+  missing = unrestored_slots(checkpoint, inner, prefix)
+  if missing or int(optimizer.iterations.numpy()) != step:
+    what = (f"{len(missing)} of its optimizer slots did not restore "
+            f"(first: {missing[0]})" if missing else
+            f"its step {step} did not restore (the run is at "
+            f"{int(optimizer.iterations.numpy())})")
+    raise UserInputError(
+        f"--init_checkpoint={init_checkpoint}: {prefix} does not fit this "
+        f"run's {type(optimizer).__name__} (--optimizer, --dtype): {what}; "
+        "pass --restart_schedule to take its weights only, with fresh "
+        "slots and step 0")
+
+
+def unrestored_slots(checkpoint: tf.train.Checkpoint, optimizer,
+                     prefix: str) -> List[str]:
+  """"<variable path>/<slot>" of each slot of `optimizer` (on the model's
+  trainable variables) whose value is not the one `prefix` saved for that
+  variable's slot of that name (under whatever optimizer path it saved)."""
+  reader = locate.checkpoint_reader(prefix)
+  saved = list(reader.get_variable_to_shape_map())
+  suffix = "/.ATTRIBUTES/VARIABLE_VALUE"
+  paths = {id(v): k[:-len(suffix)] for k, v in
+           object_readers.checkpoint_keys(checkpoint).items()}
+  missing = []
+  for variable in checkpoint.model.trainable_variables:
+    path = paths.get(id(variable), variable.name)
+    for name in optimizer.get_slot_names():
+      pattern = re.compile(re.escape(f"{path}/.OPTIMIZER_SLOT/") + r".+/" +
+                           re.escape(name + suffix))
+      keys = [k for k in saved if pattern.fullmatch(k)]
+      if len(keys) != 1 or not np.array_equal(
+          optimizer.get_slot(variable, name).numpy(),
+          reader.get_tensor(keys[0])):
+        missing.append(f"{path}/{name}")
+  return missing
 
 
 def model_vocab_size(weights: readers.Weights) -> int:

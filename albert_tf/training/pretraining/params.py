@@ -21,7 +21,9 @@ from albert_common.run_constants import check_seed
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
 from albert_tf import memory_plan
+from albert_tf.checkpoints import configs
 from albert_tf.config import AlbertConfig
+from albert_tf.training import encoder_files
 from albert_tf.training.runtime_params import RuntimeParams
 from albert_tf.training.runtime_params import check_accumulation
 from albert_tf.training.warmup import scaled_warmup
@@ -38,12 +40,19 @@ class PretrainingParams(FlatConstructible):
   runtime: RuntimeParams
   input_file: str = setting(
       help="Training TFRecords: comma-separated paths or globs.")
-  albert_config_file: str = setting(help="albert_config.json.")
+  albert_config_file: str = setting(
+      "", "albert_config.json (a Hugging Face config.json is read too). "
+      "Optional when --init_checkpoint is a folder holding albert_config.json"
+      " (a released download, our run, an extend_vocabulary output) or "
+      "config.json (a Hugging Face folder, a keras-hub preset): that file is "
+      "used, and logged.")
   eval_file: str = setting("", "Held-out TFRecords for evaluation.")
   init_checkpoint: str = setting(
       "", "Warm-start weights: our checkpoint (prefix or directory), a "
-      "released google-research/albert TF1 checkpoint, Hugging Face "
-      "model.safetensors (file or folder) or a Model Garden checkpoint. "
+      "released google-research/albert TF1 checkpoint (its folder or "
+      "prefix), Hugging Face model.safetensors (file or folder), a keras-hub "
+      "ALBERT preset folder (its config.json and weights; a masked-LM "
+      "preset's head too) or a Model Garden checkpoint. "
       "The encoder, the MLM head and the SOP head are restored when the "
       "checkpoint has them. From our own run, its optimizer state and step "
       "too (the schedule goes on: --num_train_steps counts from the "
@@ -171,10 +180,11 @@ def prepare(params: PretrainingParams,
   Raises:
     UserInputError: the first problem found.
   """
+  params = with_config_file(params)
   if not file_io.exists(params.albert_config_file):
     raise UserInputError(
         f"--albert_config_file={params.albert_config_file} does not exist")
-  config = AlbertConfig.from_json_file(params.albert_config_file)
+  config = configs.load_albert_config(params.albert_config_file)
   validate_params(params, config)
   params = derive_warmup(params, user_set)
   if not 0 <= params.num_warmup_steps < params.num_train_steps:
@@ -182,6 +192,26 @@ def prepare(params: PretrainingParams,
         f"--num_warmup_steps ({params.num_warmup_steps}) must be in "
         f"[0, num_train_steps={params.num_train_steps})")
   return PreparedPretraining(params, config)
+
+
+def with_config_file(params: PretrainingParams) -> PretrainingParams:
+  """`params` with --albert_config_file, taken from the --init_checkpoint
+  folder when left out (encoder_files.checkpoint_config, logged).
+
+  Raises:
+    UserInputError: neither gives one.
+  """
+  if params.albert_config_file:
+    return params
+  found = (encoder_files.checkpoint_config(params.init_checkpoint,
+                                           "init_checkpoint")
+           if params.init_checkpoint else {})
+  if not found:
+    raise UserInputError(
+        "--albert_config_file is required unless --init_checkpoint is a "
+        "folder holding albert_config.json or a Hugging Face / keras-hub "
+        f"config.json (--init_checkpoint={params.init_checkpoint!r})")
+  return settings_fields.replace(params, **found)
 
 
 def prepared(run: Union[PretrainingParams, PreparedPretraining]

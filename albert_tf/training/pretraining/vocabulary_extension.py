@@ -4,8 +4,10 @@ Reads a model (any layout `read_weights` reads), its tokenizer
 (SentencePiece `.model` or WordPiece `vocab.txt`) and a domain corpus (any
 format data creation reads); learns and ranks the domain's new pieces
 (data_pipeline.tokenization.vocabulary_extension, whose doc states the
-ranking and the scores); appends the best `new_pieces` of them; and grows
-the word-embedding table [V, E] and the MLM output bias [V] by as many rows:
+ranking and the scores: every character the old model reads as `<unk>`
+first, up to its character_coverage); appends the best `new_pieces` of
+them; and grows the word-embedding table [V, E] and the MLM output bias
+[V] by as many rows:
 
 - a new piece's row is the mean of the rows of the old pieces that spell
   its text under the old tokenizer (`<unk>` included where part of the text
@@ -19,24 +21,30 @@ Old ids, pieces and rows are unchanged, so general text tokenizes to the
 same ids wherever no new piece applies and gives the same outputs. The
 output folder holds our checkpoint (`model.ckpt`, optimizer slots
 dropped, every other variable unchanged), `albert_config.json`
-(vocab_size V + N), the tokenizer (the old file's name, or `vocab.txt`)
-and `vocabulary_extension.json` (the pieces and the measured pieces per
-word); it is written in a hidden sibling and renamed, so it appears whole
-or not at all. It works as `--init_checkpoint` of run_pretraining and the
-fine-tuning tools. Every input check runs before anything is written.
+(vocab_size V + N), the tokenizer (the old file's name, or `vocab.txt`),
+`vocabulary_extension.json` (the pieces, and the measured pieces per word
+and <unk> share) and `data_settings.json` (the source run's data settings
+when known, and the tokenizer's: a run continued from the folder warns when
+its records differ); it is written in a hidden sibling and renamed, so it
+appears whole or not at all. It works as `--init_checkpoint` of
+run_pretraining and the fine-tuning tools. Every input check runs before
+anything is written.
 """
 
 import dataclasses
 from typing import Dict, List, Sequence
 
+from absl import logging
 import numpy as np
 
 from albert_common import file_io
+from albert_common import settings_fields
 from albert_common.errors import UserInputError
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
 from albert_tf.checkpoints import configs
 from albert_tf.config import AlbertConfig
+from albert_tf.training import encoder_files
 from data_pipeline.pretraining import sentence_corpus
 from data_pipeline.pretraining.data_creation_params import CorpusOptions
 from data_pipeline.tokenization import sentencepiece_tokenizer as spt
@@ -57,7 +65,11 @@ class VocabularyExtensionParams(FlatConstructible):
       help="The model: our checkpoint (prefix or folder), a released TF1 "
       "checkpoint, Hugging Face model.safetensors (file or folder), a Model "
       "Garden checkpoint or a keras-hub preset.")
-  albert_config_file: str = setting(help="The model's albert_config.json.")
+  albert_config_file: str = setting(
+      "", "The model's albert_config.json (a Hugging Face config.json is "
+      "read too). Optional when --init_checkpoint is a folder holding "
+      "albert_config.json or config.json (a Hugging Face folder, a keras-hub "
+      "preset): that file is used, and logged.")
   spm_model_file: str = setting(
       "", "The model's SentencePiece model (unigram).")
   vocab_file: str = setting(
@@ -111,6 +123,23 @@ class VocabularyExtensionParams(FlatConstructible):
                            "new folder (nothing was written)")
 
 
+def with_config_file(params: VocabularyExtensionParams
+                     ) -> VocabularyExtensionParams:
+  """`params` with --albert_config_file, from the --init_checkpoint folder
+  when left out (as run_pretraining takes it); UserInputError if neither
+  gives one."""
+  if params.albert_config_file:
+    return params
+  found = encoder_files.checkpoint_config(params.init_checkpoint,
+                                          "init_checkpoint")
+  if not found:
+    raise UserInputError(
+        "--albert_config_file is required unless --init_checkpoint is a "
+        "folder holding albert_config.json or a Hugging Face / keras-hub "
+        f"config.json (--init_checkpoint={params.init_checkpoint})")
+  return settings_fields.replace(params, **found)
+
+
 @dataclasses.dataclass
 class OldVocabulary:
   """The old tokenizer, read and checked against the config."""
@@ -156,18 +185,33 @@ def read_domain(params: VocabularyExtensionParams) -> List[str]:
 def choose_pieces(params: VocabularyExtensionParams, vocabulary: OldVocabulary,
                   sentences: Sequence[str], ranking: str
                   ) -> List[vx.Candidate]:
-  """The `new_pieces` best candidates by `ranking`; UserInputError if the
-  domain supplies fewer."""
+  """The `new_pieces` pieces to add: first (SentencePiece) a single-character
+  piece for each character of the domain the old model reads as `<unk>`,
+  up to its character_coverage (vx.character_candidates, most frequent
+  first), then the best other candidates by `ranking`. UserInputError if
+  the domain supplies fewer."""
   size = params.domain_vocab_size or (
       4 * params.new_pieces + 32)
+  characters = []
   if vocabulary.kind == "sentencepiece":
-    text = [vocabulary.tokenizer.preprocess(s) for s in sentences]
+    text = [t for t in (vocabulary.tokenizer.preprocess(s)
+                        for s in sentences) if t]
     candidates = vx.sentencepiece_candidates(
-        vocabulary.proto, [t for t in text if t], size, params.random_seed,
+        vocabulary.proto, text, size, params.random_seed,
         params.split_by_unicode_script)
+    characters = vx.character_candidates(vocabulary.proto, text, candidates)
+    if len(characters) > params.new_pieces:
+      logging.warning(
+          "the domain corpus has %d characters the old model reads as <unk> "
+          "(within its character_coverage); --new_pieces=%d adds only the "
+          "most frequent %d of them and no longer piece", len(characters),
+          params.new_pieces, params.new_pieces)
+      characters = characters[:params.new_pieces]
   else:
     candidates = vx.wordpiece_candidates(vocabulary.tokenizer, sentences, size)
-  ranked = vx.rank(candidates, ranking)
+  taken = {c.piece for c in characters}
+  ranked = characters + [c for c in vx.rank(candidates, ranking)
+                         if c.piece not in taken]
   if len(ranked) < params.new_pieces:
     raise UserInputError(
         f"--new_pieces={params.new_pieces} is more than the domain corpus in "
@@ -178,10 +222,12 @@ def choose_pieces(params: VocabularyExtensionParams, vocabulary: OldVocabulary,
 
 
 def extended_tokenizer(vocabulary: OldVocabulary,
-                       chosen: Sequence[vx.Candidate]):
+                       chosen: Sequence[vx.Candidate],
+                       split_by_unicode_script: bool = True):
   """(the new tokenizer file's bytes, a tokenizer reading them)."""
   if vocabulary.kind == "sentencepiece":
-    data = vx.extend_sentencepiece(vocabulary.proto, chosen)
+    data = vx.extend_sentencepiece(vocabulary.proto, chosen,
+                                   split_by_unicode_script)
     tokenizer = spt.SentencePieceTokenizer(
         vocabulary.file_name, vocabulary.tokenizer.do_lower_case,
         fs=vx.BytesFile(data))
@@ -225,18 +271,37 @@ def grow_arrays(arrays: Dict[str, np.ndarray], chosen: Sequence[vx.Candidate],
 
 
 def pieces_per_word(tokenizer, sentences: Sequence[str]) -> Dict[str, float]:
-  """{"pieces_per_word", "unknown_chars_per_word"} of `sentences`."""
+  """{"pieces_per_word", "unknown_chars_per_word", "unk_share"} of
+  `sentences` (unk_share: the fraction of its pieces that are <unk>)."""
   counts = vx.count_pieces(tokenizer, sentences)
   return {"pieces_per_word": counts["pieces"] / max(1, counts["words"]),
           "unknown_chars_per_word": counts["unknown_chars"] /
-          max(1, counts["words"])}
+          max(1, counts["words"]),
+          "unk_share": counts["unknown_pieces"] / max(1, counts["pieces"])}
+
+
+def data_settings(params: VocabularyExtensionParams, source_path: str,
+                  kind: str) -> dict:
+  """The data settings a run continued from the output compares its
+  records with (continuation.DATA_SETTINGS_FILE): the source run's own,
+  when its folder has them, with the tokenizer's casing and kind, which the
+  records must share."""
+  from albert_tf.training.pretraining import continuation
+  folder = (source_path if file_io.isdir(source_path)  # a keras-hub preset
+            else file_io.dirname(source_path))
+  path = file_io.join(folder, continuation.DATA_SETTINGS_FILE)
+  settings = (file_io.read_json_object(path, "the source run's data settings")
+              if file_io.exists(path) else {})
+  settings.update(do_lower_case=params.do_lower_case, tokenizer=kind)
+  return settings
 
 
 def _write_folder(output_dir: str, arrays, config: AlbertConfig,
                   tokenizer_name: str, tokenizer_data: bytes,
-                  report: dict) -> None:
+                  report: dict, settings: dict) -> None:
   """Writes everything in a hidden sibling, then renames it into place."""
   from albert_tf.checkpoints.writers import write_ours
+  from albert_tf.training.pretraining import continuation
   staging = file_io.temp_name(output_dir)
   file_io.rmtree(staging)
   try:
@@ -246,6 +311,8 @@ def _write_folder(output_dir: str, arrays, config: AlbertConfig,
     file_io.write_atomic(file_io.join(staging, tokenizer_name),
                          tokenizer_data)
     file_io.write_json_atomic(file_io.join(staging, REPORT_NAME), report)
+    file_io.write_json_atomic(
+        file_io.join(staging, continuation.DATA_SETTINGS_FILE), settings)
     file_io.rename_tree(staging, output_dir, last=("checkpoint",))
   except OSError as e:
     raise UserInputError(f"--output_dir={output_dir}: cannot write it: "
@@ -263,6 +330,7 @@ def extend_vocabulary(params: VocabularyExtensionParams) -> dict:
       written then).
   """
   params.check()
+  params = with_config_file(params)
   config = configs.load_albert_config(params.albert_config_file)
   vocabulary = read_vocabulary(params, config)
   sentences = read_domain(params)
@@ -270,7 +338,8 @@ def extend_vocabulary(params: VocabularyExtensionParams) -> dict:
   weights = read_weights(params.init_checkpoint, config)
   weights.check_config(config)
   chosen = choose_pieces(params, vocabulary, sentences, params.ranking)
-  data, tokenizer = extended_tokenizer(vocabulary, chosen)
+  data, tokenizer = extended_tokenizer(vocabulary, chosen,
+                                       params.split_by_unicode_script)
   new_config = dataclasses.replace(
       config, vocab_size=config.vocab_size + len(chosen))
   name = (vocabulary.file_name if vocabulary.kind == "sentencepiece"
@@ -280,6 +349,7 @@ def extend_vocabulary(params: VocabularyExtensionParams) -> dict:
       "vocab_size": new_config.vocab_size,
       "ranking": params.ranking,
       "split_by_unicode_script": params.split_by_unicode_script,
+      "characters_added": sum(1 for c in chosen if c.model_rank < 0),
       "domain_before": pieces_per_word(vocabulary.tokenizer, sentences),
       "domain_after": pieces_per_word(tokenizer, sentences),
       "pieces": [{"piece": c.piece, "id": config.vocab_size + i,
@@ -289,5 +359,6 @@ def extend_vocabulary(params: VocabularyExtensionParams) -> dict:
   }
   _write_folder(params.output_dir, grow_arrays(weights.arrays, chosen,
                                                vocabulary),
-                new_config, name, data, report)
+                new_config, name, data, report,
+                data_settings(params, weights.path, vocabulary.kind))
   return report

@@ -1,4 +1,4 @@
-"""An extended model (tools.extend_vocabulary: 40 clinical pieces appended
+"""An extended model (tools.extend_vocabulary: 60 clinical pieces appended
 to the stdlib SentencePiece model of a tiny random pretrainer) fine-tunes
 and exports like any model of ours: SavedModel, LiteRT, ONNX, the official
 TF1 layout and keras-hub presets carry the extended vocabulary, and each
@@ -29,7 +29,9 @@ from data_pipeline.tokenization import sentencepiece_tokenizer as spt
 from tests.albert_tf.training.pretraining import domain_text
 from tests.scripts.keras3_script import run_keras3
 
-V, N, SEQ = 2000, 40, 32
+# N: 29 characters the old model reads as <unk> (they come first), then
+# 31 ranked pieces (domain words).
+V, N, SEQ = 2000, 60, 32
 OUTPUTS = ("pooled_output", "sequence_output")
 
 

@@ -9,6 +9,7 @@ import json
 import logging
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +24,8 @@ import tensorflow as tf
 from albert_common import settings_fields
 from albert_tf.checkpoints import converter
 from albert_tf.config import AlbertConfig
+from albert_tf.models.albert_pretrainer import AlbertPretrainer
+from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training.pretraining import continuation
 from albert_tf.training.pretraining import driver as lib
 
@@ -277,3 +280,78 @@ def test_sigkill_during_a_continued_run_then_rerun_gives_the_same_weights(
   assert sorted(a) == sorted(b) and len(a) > 10
   worst = max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
   assert worst <= 1e-5, worst
+
+
+def test_optimizer_slots_that_do_not_restore_are_one_line(source, tmp_path):
+  """The source's LAMB slots are checked, not assumed. A checkpoint of our
+  layout with the source's weights and step but no slots (a reader that
+  expects partial restores would start from zero slots and log that they
+  were restored) is refused in one line, nothing trained. Under
+  --dtype=float16 (LAMB inside a LossScaleOptimizer) the source's slots do
+  restore, and the check passes."""
+  source_params, _ = source
+  prefix = tf.train.latest_checkpoint(source_params.runtime.output_dir)
+  model = AlbertPretrainer(AlbertEncoder(CONFIG))
+  tf.train.Checkpoint(model=model).read(prefix).expect_partial()
+  step = tf.train.Checkpoint(iter=tf.Variable(20, dtype=tf.int64))
+  slotless = tf.train.Checkpoint(model=model, optimizer=step).write(
+      str(tmp_path / "slotless" / "ckpt-20"))
+  run = settings_fields.replace(
+      source_params, output_dir=str(tmp_path / "from_slotless"),
+      init_checkpoint=slotless, num_train_steps=40)
+  with pytest.raises(lib.UserInputError) as info:
+    lib.build_pretraining(run)
+  message = str(info.value)
+  assert "\n" not in message
+  assert message.startswith(
+      f"--init_checkpoint={slotless}: {slotless} does not fit this run's "
+      "LAMB (--optimizer, --dtype): "), message
+  count = 2 * len(model.trainable_variables)  # m and v
+  assert re.search(rf": {count} of its optimizer slots did not restore "
+                   r"\(first: model/.+/(m|v)\); ", message), message
+  assert message.endswith("pass --restart_schedule to take its weights "
+                          "only, with fresh slots and step 0"), message
+  assert not tf.train.latest_checkpoint(run.runtime.output_dir)
+
+  setup = lib.build_pretraining(settings_fields.replace(
+      source_params, output_dir=str(tmp_path / "float16"),
+      init_checkpoint=source_params.runtime.output_dir, num_train_steps=40,
+      dtype="float16"))
+  assert int(setup.optimizer.iterations.numpy()) == 20
+  saved = tf.train.load_checkpoint(prefix)
+  kernel = setup.model.get_layer("masked_lm").transform.kernel
+  key = [k for k in saved.get_variable_to_shape_map()
+         if "transform/kernel/.OPTIMIZER_SLOT/optimizer/m/" in k]
+  np.testing.assert_array_equal(
+      setup.optimizer.inner_optimizer.get_slot(kernel, "m").numpy(),
+      saved.get_tensor(key[0]))
+
+
+def test_a_checkpoint_that_does_not_fit_the_config_is_one_line(source,
+                                                               tmp_path):
+  """Through the tool: a config whose hidden size differs from the
+  checkpoint's is one line naming the checkpoint, a variable and both
+  shapes; exit status 1; nothing written."""
+  source_params, _ = source
+  wide = str(tmp_path / "wide.json")
+  dataclasses.replace(CONFIG, hidden_size=48,
+                      intermediate_size=96).to_json_file(wide)
+  out = tmp_path / "wide_run"
+  result = subprocess.run(
+      [sys.executable, "-m", "tools.run_pretraining",
+       f"--input_file={source_params.input_file}",
+       f"--init_checkpoint={source_params.runtime.output_dir}",
+       f"--albert_config_file={wide}", f"--output_dir={out}",
+       "--train_batch_size=16", "--max_seq_length=32",
+       "--max_predictions_per_seq=5", "--num_train_steps=40"],
+      cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
+      text=True, timeout=300, check=False)
+  assert result.returncode == 1, result.stderr[-3000:]
+  assert "Traceback" not in result.stderr
+  line = result.stderr.strip().splitlines()[-1]
+  assert line.startswith(
+      f"error: --init_checkpoint={source_params.runtime.output_dir} with "
+      f"--albert_config_file={wide}: "), line
+  assert "[32" in line and "48]" in line, line
+  assert "embeddings" in line or "attention" in line, line
+  assert not out.exists()

@@ -9,6 +9,7 @@ the tests assert on their results and on the folder written.
 import concurrent.futures
 import dataclasses
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -28,8 +29,11 @@ from data_pipeline.tokenization import wordpiece_tokenizer as wpt
 from tests.albert_tf.training.pretraining import domain_text
 
 _REPO = os.path.abspath(os.path.join(__file__, "../../../../.."))
-N = 40
+# 29 of them are the characters of the corpus that the old model reads as
+# <unk> (28 Chinese characters and "。"): they come first.
+N = 60
 V = 2000
+UNKNOWN_CHARACTERS = 29
 
 
 def _run(*args):
@@ -117,13 +121,43 @@ def extended(runs):
 def test_folder_config_and_summary_line(extended):
   assert sorted(os.listdir(extended["out"])) == [
       "albert_2k.model", "albert_config.json", "checkpoint",
-      "model.ckpt.data-00000-of-00001", "model.ckpt.index",
-      vext.REPORT_NAME]
+      "data_settings.json", "model.ckpt.data-00000-of-00001",
+      "model.ckpt.index", vext.REPORT_NAME]
   assert extended["config"].vocab_size == V + N
   assert extended["new_tok"].vocab_size == V + N
   line = extended["done"]["extend"].stdout.strip().splitlines()[-1]
   assert line.startswith(f"wrote {extended['out']}: vocab_size {V} -> "
                          f"{V + N}; domain pieces per word ")
+  before, after = (extended["report"][k]["unk_share"]
+                   for k in ("domain_before", "domain_after"))
+  assert after == 0 < before, (before, after)
+  assert line.endswith(f", <unk> share of pieces {before:.1%} -> 0.0% "
+                       f"({UNKNOWN_CHARACTERS} characters added as pieces)"
+                       ), line
+  # What a run continued from the folder compares its records with (the
+  # source, a bare prefix, has no data_settings.json of its own).
+  with open(os.path.join(extended["out"], "data_settings.json")) as f:
+    assert json.load(f) == {"do_lower_case": True,
+                            "tokenizer": "sentencepiece"}
+
+
+def test_unknown_characters_come_first(extended):
+  """Every character of the corpus that the old model reads as <unk> (the
+  Chinese characters and "。"; "，" is "," after NFKC) is a
+  single-character piece, most frequent first, before the ranked pieces."""
+  pieces = extended["pieces"]
+  sentences = domain_text.clinical_sentences(300)
+  old = extended["old_tok"].sp_model
+  unknown = {c for s in sentences for c in extended["old_tok"].preprocess(s)
+             if not c.isspace() and old.unk_id() in old.EncodeAsIds(c)}
+  assert len({c for c in unknown if "\u4e00" <= c <= "\u9fff"}) == 28
+  assert len(unknown) == UNKNOWN_CHARACTERS
+  assert set(pieces[:UNKNOWN_CHARACTERS]) == unknown
+  counts = [sum(s.count(c) for s in sentences)
+            for c in pieces[:UNKNOWN_CHARACTERS]]
+  assert counts == sorted(counts, reverse=True)
+  assert extended["report"]["characters_added"] == UNKNOWN_CHARACTERS
+  assert not set(pieces[UNKNOWN_CHARACTERS:]) & unknown
 
 
 def test_old_ids_and_pieces_are_unchanged(extended, english_corpus):
@@ -322,8 +356,9 @@ def test_wordpiece_model_on_a_ram_filesystem(english_corpus):
       vocab_file=vocab, input_file=f"{root}/domain.txt", new_pieces=30,
       output_dir=f"{root}/out"))
   assert sorted(file_io.listdir(f"{root}/out")) == [
-      "albert_config.json", "checkpoint", "model.ckpt.data-00000-of-00001",
-      "model.ckpt.index", "vocab.txt", vext.REPORT_NAME]
+      "albert_config.json", "checkpoint", "data_settings.json",
+      "model.ckpt.data-00000-of-00001", "model.ckpt.index", "vocab.txt",
+      vext.REPORT_NAME]
   new_tokens = wpt.load_vocab(f"{root}/out/vocab.txt")
   added = [p["piece"] for p in report["pieces"]]
   assert new_tokens == tokens + added
@@ -341,3 +376,33 @@ def test_wordpiece_model_on_a_ram_filesystem(english_corpus):
     expected = (old.mean(axis=0) if spelling == [unk]
                 else old[spelling].mean(axis=0))
     np.testing.assert_allclose(grown[len(tokens) + i], expected, atol=1e-6)
+
+
+def test_a_run_continued_from_the_folder_warns_on_other_settings(
+    extended, tmp_path, caplog, pretraining_records):
+  """The folder's data_settings.json is what a continued run compares its
+  records with: records written without lowercasing (their stats JSON says
+  so) are one warning naming it; records like the source's, none."""
+  from albert_tf.training.pretraining import continuation
+  from albert_tf.training.pretraining import driver
+  with open(pretraining_records["path"] + ".stats.json") as f:
+    stats = json.load(f)
+  assert stats["settings"]["do_lower_case"] is True
+  stats["settings"]["do_lower_case"] = False
+  cased = str(tmp_path / "cased.tfrecord")
+  tf.io.gfile.copy(pretraining_records["path"], cased)
+  with open(cased + ".stats.json", "w") as f:
+    json.dump(stats, f)
+  caplog.set_level(logging.INFO, logger="absl")
+  for records, expected in ((pretraining_records["path"], []),
+                            (cased, ["do_lower_case True -> False"])):
+    caplog.clear()
+    continuation.read_source(driver.PretrainingParams.from_flat(
+        input_file=records, output_dir=str(tmp_path / "run"),
+        init_checkpoint=extended["out"], max_seq_length=32,
+        max_predictions_per_seq=5, num_train_steps=10), extended["config"])
+    warnings = [r.getMessage() for r in caplog.records
+                if r.levelno == logging.WARNING]
+    assert len(warnings) == len(expected), warnings
+    for text in expected:
+      assert f": {text}. " in warnings[0], warnings

@@ -373,3 +373,37 @@ def test_stops_at_exactly_num_train_steps_between_loops(params):
   assert sorted(s for s, _ in evals["loss"]) == [5, 7]
   with open(os.path.join(run.runtime.output_dir, "eval_results.json")) as f:
     assert json.load(f)["step"] == 7
+
+
+def test_the_config_comes_from_the_init_checkpoint_folder(tmp_path):
+  """Without --albert_config_file: the --init_checkpoint folder's
+  albert_config.json (ours, a released download), else its config.json (a
+  Hugging Face folder); neither is one line."""
+  from albert_tf.checkpoints import configs
+  from albert_tf.training.pretraining import params as pretraining_params
+  config = AlbertConfig(vocab_size=120, embedding_size=8, hidden_size=16,
+                        num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64)
+  released, hf, empty = (tmp_path / n for n in ("released", "hf", "empty"))
+  for folder in (released, hf, empty):
+    folder.mkdir()
+  config.to_json_file(str(released / "albert_config.json"))
+  (hf / "config.json").write_text(json.dumps(
+      configs.config_to_huggingface(config)))
+  base = lib.PretrainingParams.from_flat(
+      input_file="unused", output_dir=str(tmp_path / "run"),
+      max_seq_length=64, num_train_steps=10, num_warmup_steps=1)
+  for folder, name in ((released, "albert_config.json"),
+                       (hf, "config.json")):
+    prepared = pretraining_params.prepare(settings_fields.replace(
+        base, init_checkpoint=str(folder)))
+    assert prepared.params.albert_config_file == str(folder / name)
+    assert prepared.config == config
+  for init in (str(empty), ""):
+    with pytest.raises(lib.UserInputError,
+                       match=r"^--albert_config_file is required unless "
+                       r"--init_checkpoint is a folder holding "
+                       r"albert_config.json or a Hugging Face / keras-hub "
+                       rf"config.json \(--init_checkpoint='{init}'\)$"):
+      pretraining_params.prepare(settings_fields.replace(
+          base, init_checkpoint=init))
