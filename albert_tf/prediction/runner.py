@@ -116,7 +116,9 @@ def _remove_temporaries(output_dir: str) -> None:
 
 
 def predict_files(options: PredictOptions,
-                  load: Optional[Callable] = None) -> dict:
+                  load: Optional[Callable] = None,
+                  description: Optional[
+                      exported_model.ExportDescription] = None) -> dict:
   """Runs the prediction (module docstring); returns the manifest.
 
   Args:
@@ -124,12 +126,13 @@ def predict_files(options: PredictOptions,
     load: (model path, description, embeddings) -> an object with
       `predict(texts_a, texts_b)` (default exported_model.Predictor; tests
       pass a stand-in).
+    description: the export's (default: exported_model.describe).
 
   Raises:
     UserInputError: a bad export, input, column or row, or an output folder
       of another run.
   """
-  description = exported_model.describe(options.model)
+  description = description or exported_model.describe(options.model)
   if description.pair and not options.text_b_column:
     raise UserInputError(
         f"--model={options.model} is a sentence-pair model (text_a, "
