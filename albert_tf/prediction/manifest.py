@@ -54,18 +54,15 @@ def plan(options: PredictOptions, files: Sequence[str]) -> Dict[str, Any]:
           "inputs": inputs}
 
 
-def check_or_write_plan(output_dir: str, current: Dict[str, Any]) -> bool:
-  """Writes the plan at a first run; at a rerun checks it is the same.
-
-  Returns:
-    Whether the folder already held this run's plan (a resumed run).
+def check_plan(output_dir: str, current: Dict[str, Any]) -> bool:
+  """Whether the folder holds this run's plan (a resumed run); False when
+  it holds none.
 
   Raises:
     UserInputError: the folder holds another run's plan.
   """
   path = file_io.join(output_dir, PLAN_FILE)
   if not file_io.exists(path):
-    file_io.write_json_atomic(path, current)
     return False
   saved = file_io.read_json_object(path, "prediction plan")
   if saved == json.loads(json.dumps(current)):
@@ -79,6 +76,11 @@ def check_or_write_plan(output_dir: str, current: Dict[str, Any]) -> bool:
       f"--output_dir={output_dir} holds the shards of another run ({what} "
       f"changed since {path} was written); use a new --output_dir, or "
       "remove it to start over")
+
+
+def write_plan(output_dir: str, current: Dict[str, Any]) -> None:
+  """predict_run.json (a first run's), published atomically."""
+  file_io.write_json_atomic(file_io.join(output_dir, PLAN_FILE), current)
 
 
 @dataclasses.dataclass

@@ -145,15 +145,18 @@ def predict_files(options: PredictOptions,
   files = input_files(options.input_file)
   columns = Columns(options.text_column, options.text_b_column,
                     options.id_column)
+  plan = manifest_lib.plan(options, files)
+  resumed = manifest_lib.check_plan(options.output_dir, plan)
+  # Before anything is written: a bad row leaves no output folder.
+  total = count_rows(files, options, columns) if options.count_rows else None
   try:
     file_io.makedirs(options.output_dir)
+    if not resumed:
+      manifest_lib.write_plan(options.output_dir, plan)
   except OSError as e:
     raise UserInputError(f"--output_dir={options.output_dir} cannot be "
                          f"written: {e}") from None
-  resumed = manifest_lib.check_or_write_plan(
-      options.output_dir, manifest_lib.plan(options, files))
   _remove_temporaries(options.output_dir)
-  total = count_rows(files, options, columns) if options.count_rows else None
   logging.info("predict: %s export, %d input files%s%s", description.kind,
                len(files), f", {total:,} records" if total is not None
                else "", " (resuming)" if resumed else "")

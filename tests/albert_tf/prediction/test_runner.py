@@ -114,7 +114,7 @@ def test_a_bad_row_stops_the_run_before_anything_is_written(tmp_path):
                      match=r"in2.jsonl:8: not JSON .*--skip_bad_rows"):
     _run(_options(tmp_path))
   assert LengthModel.calls == []
-  assert sorted(os.listdir(tmp_path / "out")) == ["predict_run.json"]
+  assert not os.path.exists(tmp_path / "out")
 
 
 def test_skip_bad_rows_writes_rejects_and_counts_them(tmp_path):
@@ -176,3 +176,14 @@ def test_ram_filesystem_input_and_output(tmp_path):
                    "part-00001-00001.jsonl", "predict_run.json"]
   with tf.io.gfile.GFile("ram://predict_out/run/part-00001-00001.jsonl") as f:
     assert [json.loads(line)["id"] for line in f] == ["1-4", "1-5"]
+
+
+def test_without_counting_a_bad_row_keeps_the_whole_shards_before_it(
+    tmp_path):
+  _write_inputs(tmp_path, bad=(107,))
+  with pytest.raises(UserInputError, match=r"in2.jsonl:8: not JSON"):
+    _run(_options(tmp_path, count_rows=False))
+  assert sorted(os.listdir(tmp_path / "out")) == [
+      "part-00000-00000.jsonl", "part-00000-00001.jsonl",
+      "part-00000-00002.jsonl", "part-00001-00000.jsonl",
+      "predict_run.json"]
