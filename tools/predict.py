@@ -7,7 +7,8 @@ r"""Predict with a fine-tuned export over files of any size, streaming.
 reads the export's kind, labels and columns from the export itself
 (classifier: `label` and `probabilities` by label name; regression:
 `value`; multi-label: `labels` over the threshold and every probability;
-NER: `entities` with character offsets; an export_savedmodel folder:
+NER: `entities` with character offsets; SQuAD: `answer` with its offsets
+(--context_column, --question_column); an export_savedmodel folder:
 `embedding`, --embeddings=pooled|mean). Inputs: CSV, TSV, JSON lines,
 Parquet or plain text (one record a line), local or gs://, globs, .gz.
 Outputs: one row per input row, keyed by --id_column (else `file` and

@@ -2,8 +2,9 @@
 process, streaming, exactly once across crashes.
 
   options.py         PredictOptions (the tool's flags) and their checks
-  exported_model.py  what an export is, read from its signatures and assets
-                     (no TensorFlow), and its per-batch predict function
+  exported_model.py  what an export is (classifier, regression, multi-label,
+                     NER, SQuAD, encoder), read from its signatures and
+                     assets (no TensorFlow), and its predict function
   inputs.py          CSV, TSV, JSON lines, Parquet, plain text records,
                      streamed (local, gs://, .gz), with their columns
   batching.py        rows -> length-sorted batches -> output rows: the pure

@@ -10,11 +10,13 @@ the export's assets (data_pipeline.tasks.label_list):
   regression   the same, a regression task        `score` or `predictions`
   multi_label  the same, --task_type=multi_label  `labels` [batch, C]
   ner          run_ner --export_dir               `entity_*`
+  squad        run_squad --export_dir             `answer`, `start`, `end`
   encoder      export_savedmodel's folder         (encoder/ + preprocessor/)
 
 `load(model, description, embeddings)` gives a `Predictor`: texts in, one
 output dict per text out, under plain names (`label`, `probabilities` by
-label name, `value`, `labels`, `entities`, `embedding`). It calls the
+label name, `value`, `labels`, `entities`, `answer` with `start` and `end`,
+`embedding`). It calls the
 export's own `serving_default` (the encoder: its preprocessor, then the
 encoder), so what it returns is what the export serves; the export's
 length buckets apply inside it.
@@ -29,7 +31,8 @@ from albert_common.errors import UserInputError
 from albert_tf import saved_model_inspection as inspection
 from data_pipeline.tasks import label_list as label_list_lib
 
-KINDS = ("classifier", "regression", "multi_label", "ner", "encoder")
+KINDS = ("classifier", "regression", "multi_label", "ner", "squad",
+         "encoder")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,7 +42,8 @@ class ExportDescription:
   Attributes:
     kind: one of KINDS.
     pair: serving_default takes `text_a` and `text_b` (a sentence-pair
-      model; the encoder's preprocessor takes either).
+      model; the encoder's preprocessor takes either; SQuAD: the context
+      is text_a, the question text_b).
     labels: label names in logit order (classifier, multi_label), else ().
   """
   kind: str
@@ -87,6 +91,8 @@ def describe(path: str) -> ExportDescription:
       return ExportDescription("multi_label", pair, _labels(path))
   if inputs == ["text"] and "entity_label" in outputs:
     return ExportDescription("ner", pair=False)
+  if inputs == ["context", "question"] and "answer" in outputs:
+    return ExportDescription("squad", pair=True)
   if sorted(inputs) == sorted(ENCODER_INPUT_NAMES):
     raise UserInputError(
         f"--model={path} is an encoder SavedModel; pass the export folder "
@@ -94,8 +100,8 @@ def describe(path: str) -> ExportDescription:
   raise UserInputError(
       f"--model={path}: tools.predict does not serve this export yet "
       f"(serving_default({', '.join(inputs)}) -> {', '.join(outputs)}); "
-      "it serves classifier, regression, multi-label, NER and encoder "
-      "exports")
+      "it serves classifier, regression, multi-label, NER, SQuAD and "
+      "encoder exports")
 
 
 def _strings(tensor) -> List[str]:
@@ -147,6 +153,9 @@ class Predictor:
       outputs["input_mask"] = inputs["input_mask"]
     elif self.kind == "ner":
       outputs = self._serve(text=a)
+    elif self.kind == "squad":
+      outputs = self._serve(context=a,
+                            question=tf.constant(list(texts_b), tf.string))
     elif self.description.pair:
       outputs = self._serve(text_a=a,
                             text_b=tf.constant(list(texts_b), tf.string))
@@ -191,6 +200,15 @@ class Predictor:
                            "text": text[int(start):int(end)],
                            "score": float(score)})
         rows.append({"entities": entities})
+      return rows
+    if kind == "squad":
+      rows = [{"answer": answer.decode("utf-8"), "start": int(start),
+               "end": int(end), "score": float(score)}
+              for answer, start, end, score in zip(
+                  outputs["answer"], outputs["start"], outputs["end"],
+                  outputs["score"])]
+      for row, p in zip(rows, outputs.get("no_answer_probability", ())):
+        row["no_answer_probability"] = float(p)
       return rows
     if self.embeddings == "mean":
       import numpy as np

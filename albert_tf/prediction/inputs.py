@@ -33,10 +33,12 @@ TEXT_COLUMN = "text"  # plain text's one column
 
 @dataclasses.dataclass(frozen=True)
 class Columns:
-  """The columns asked for (the tool's flags)."""
+  """The columns asked for (the tool's flags: `flags` names those of text
+  and text_b, SQuAD's --context_column and --question_column)."""
   text: str = "text"
   text_b: str = ""
   id: str = ""
+  flags: Tuple[str, str] = ("--text_column", "--text_b_column")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,9 +129,9 @@ class InputFile:
     if text == "text" and "text" not in available:
       text = next((n for n in TEXT_FALLBACKS[1:] if n in available), text)
     chosen = {}
-    for role, name, flag in (("text_a", text, "--text_column"),
-                             ("text_b", self.columns.text_b,
-                              "--text_b_column"),
+    flags = self.columns.flags
+    for role, name, flag in (("text_a", text, flags[0]),
+                             ("text_b", self.columns.text_b, flags[1]),
                              ("id", self.columns.id, "--id_column")):
       if name and name not in available:
         raise record_files.missing_column_error(where, name, flag,
@@ -168,7 +170,7 @@ class InputFile:
     """JSON lines and plain text."""
     if self.format == "text":
       if self.columns.id or self.columns.text_b:
-        flag = "--id_column" if self.columns.id else "--text_b_column"
+        flag = "--id_column" if self.columns.id else self.columns.flags[1]
         raise UserInputError(
             f"{flag}: {self.path} is plain text (one record a line, no "
             "columns); its rows are keyed by file and row")

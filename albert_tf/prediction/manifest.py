@@ -31,7 +31,8 @@ MANIFEST_FILE = "manifest.json"
 # Settings that change the output files (the others change only speed or
 # what is logged).
 _PLAN_SETTINGS = ("model", "output_format", "input_format", "text_column",
-                  "text_b_column", "id_column", "embeddings",
+                  "text_b_column", "context_column", "question_column",
+                  "id_column", "embeddings",
                   "rows_per_shard", "skip_bad_rows")
 
 

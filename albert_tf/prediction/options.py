@@ -18,10 +18,10 @@ class PredictOptions:
   """Settings of tools.predict (each field is its flag)."""
 
   model: str = setting(
-      help="A fine-tuned export (the --export_dir of run_classifier or "
-      "run_ner), or an encoder export folder (export_savedmodel's, holding "
-      "encoder/ and preprocessor/). Its kind, labels and columns are read "
-      "from it.")
+      help="A fine-tuned export (the --export_dir of run_classifier, "
+      "run_ner or run_squad), or an encoder export folder "
+      "(export_savedmodel's, holding encoder/ and preprocessor/). Its kind, "
+      "labels and columns are read from it.")
   input_file: str = setting(
       help="Input files: comma-separated paths or globs, on any filesystem "
       "(gs://), .gz of the text formats read as a stream.")
@@ -39,6 +39,10 @@ class PredictOptions:
       "`sentence`, else `sentence1` (as the fine-tuning tools).")
   text_b_column: str = setting(
       "", "The second text of a sentence-pair model (required by one).")
+  context_column: str = setting(
+      "context", "SQuAD exports: the column of the passage.")
+  question_column: str = setting(
+      "question", "SQuAD exports: the column of the question.")
   id_column: str = setting(
       "", "A column copied into every output row under its own name. "
       "Empty: rows are keyed by `file` and `row` (0-based record number).")

@@ -133,7 +133,14 @@ def predict_files(options: PredictOptions,
       of another run.
   """
   description = description or exported_model.describe(options.model)
-  if description.pair and not options.text_b_column:
+  if description.kind == "squad":
+    columns = Columns(options.context_column, options.question_column,
+                      options.id_column,
+                      ("--context_column", "--question_column"))
+  else:
+    columns = Columns(options.text_column, options.text_b_column,
+                      options.id_column)
+  if description.pair and not columns.text_b:
     raise UserInputError(
         f"--model={options.model} is a sentence-pair model (text_a, "
         "text_b); give --text_b_column")
@@ -143,8 +150,6 @@ def predict_files(options: PredictOptions,
         f"--text_b_column={options.text_b_column}: --model="
         f"{options.model} takes one text")
   files = input_files(options.input_file)
-  columns = Columns(options.text_column, options.text_b_column,
-                    options.id_column)
   plan = manifest_lib.plan(options, files)
   resumed = manifest_lib.check_plan(options.output_dir, plan)
   # Before anything is written: a bad row leaves no output folder.

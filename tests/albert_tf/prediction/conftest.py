@@ -8,14 +8,15 @@ import pytest
 @pytest.fixture(scope="session")
 def prediction_exports(tmp_path_factory, spm_model):
   """{kind: export path}: classifier (one text, length buckets 16,32,64),
-  regression (a text pair), multi_label, ner, encoder (export_savedmodel's
-  folder)."""
+  regression (a text pair), multi_label, ner, squad (v1.1), encoder
+  (export_savedmodel's folder)."""
   import tensorflow as tf
   import tf_keras
 
   from albert_tf import exports
   from albert_tf.config import AlbertConfig
   from albert_tf.models.albert_classifier import AlbertClassifier
+  from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
   from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
   from albert_tf.networks.albert_encoder import AlbertEncoder
   from data_pipeline.tasks.label_list import LabelList
@@ -31,7 +32,8 @@ def prediction_exports(tmp_path_factory, spm_model):
     return AlbertClassifier(AlbertEncoder(config), n, dropout_rate=0.0)
 
   paths = {kind: str(root / kind) for kind in
-           ("classifier", "regression", "multi_label", "ner", "encoder")}
+           ("classifier", "regression", "multi_label", "ner", "squad",
+            "encoder")}
   labels = LabelList("classification", ("billing", "other", "shipping"))
   exports.export_classifier(classifier(3), paths["classifier"], spm_model,
                             list(labels.labels), 1, seq,
@@ -47,6 +49,10 @@ def prediction_exports(tmp_path_factory, spm_model):
   exports.export_ner(
       AlbertTokenClassifier(AlbertEncoder(config), 5, dropout_rate=0.0),
       paths["ner"], tags, seq, 16, spm_model_file=spm_model)
+  exports.export_squad(AlbertSpanLabeler(AlbertEncoder(config)),
+                       paths["squad"], spm_model, seq, doc_stride=16,
+                       max_query_length=12, n_best_size=5,
+                       max_answer_length=10, beam=False, version_2=False)
   encoder = AlbertEncoder(config)
   prefix = tf.train.Checkpoint(encoder=encoder).write(
       str(root / "checkpoint" / "ckpt"))

@@ -83,6 +83,12 @@ def _expected(kind, path, texts_a, texts_b, embeddings="pooled"):
     mean = (out["sequence_output"].numpy() * mask).sum(1) / mask.sum(1)
     return [{"embedding": v} for v in mean]
   serve = load_saved_model(path).signatures["serving_default"]
+  if kind == "squad":
+    out = {k: v.numpy() for k, v in serve(
+        context=strings, question=tf.constant(texts_b)).items()}
+    return [{"answer": a.decode(), "start": s, "end": e, "score": score}
+            for a, s, e, score in zip(out["answer"], out["start"],
+                                      out["end"], out["score"])]
   if kind == "ner":
     out = {k: v.numpy() for k, v in serve(text=strings).items()}
     return [{"entities": [
@@ -119,7 +125,7 @@ def _assert_rows_equal(kind, rows, expected, labels=()):
       if key == "probabilities":
         np.testing.assert_allclose([row[key][n] for n in labels], value,
                                    atol=1e-5)
-      elif key in ("value", "embedding"):
+      elif key in ("value", "embedding", "score"):
         np.testing.assert_allclose(row[key], value, atol=1e-5)
       else:
         assert row[key] == value
@@ -128,7 +134,7 @@ def _assert_rows_equal(kind, rows, expected, labels=()):
 CASES = [("classifier", "a.jsonl"), ("classifier", "a.csv"),
          ("classifier", "a.tsv"), ("classifier", "a.parquet"),
          ("classifier", "a.txt"), ("regression", "a.csv"),
-         ("multi_label", "a.parquet"), ("ner", "a.jsonl"),
+         ("multi_label", "a.parquet"), ("ner", "a.jsonl"), ("squad", "a.jsonl"),
          ("encoder", "a.txt"), ("encoder-mean", "a.jsonl")]
 
 
@@ -138,17 +144,20 @@ def test_rows_equal_the_exports_own_outputs(kind, name, prediction_exports,
                                             english_corpus, tmp_path):
   kind, _, embeddings = kind.partition("-")
   texts = _texts(english_corpus, 23, seed=len(name))
-  pair = kind == "regression"
+  pair = kind in ("regression", "squad")
   records = [dict({"key": f"k{i}", "text": t},
                   **({"other": texts[-1 - i]} if pair else {}))
              for i, t in enumerate(texts)]
+  if kind == "squad":  # the context (text) and a question (other)
+    records = [{"key": r["key"], "context": r["text"],
+                "question": r["other"][:40]} for r in records]
   path = _write(str(tmp_path), name, records)
   plain = name.endswith(".txt")
   options = PredictOptions(
       model=prediction_exports[kind], input_file=path,
       output_dir=str(tmp_path / "out"), rows_per_shard=10, batch_size=4,
       id_column="" if plain else "key",
-      text_b_column="other" if pair else "",
+      text_b_column="other" if kind == "regression" else "",
       embeddings=embeddings or "pooled")
   manifest = runner.predict_files(options)
   assert manifest["kind"] == kind and manifest["rows"] == len(texts)
@@ -156,14 +165,19 @@ def test_rows_equal_the_exports_own_outputs(kind, name, prediction_exports,
   keys = ([r["row"] for r in rows] if plain else
           [int(r["key"][1:]) for r in rows])
   assert sorted(keys) == list(range(len(texts)))
-  expected = _expected(kind, prediction_exports[kind], texts,
-                       [r["other"] for r in records] if pair else None,
+  second = ([r["question"] for r in records] if kind == "squad" else
+            [r["other"] for r in records] if pair else None)
+  expected = _expected(kind, prediction_exports[kind], texts, second,
                        embeddings or "pooled")
   labels = {"classifier": ("billing", "other", "shipping"),
             "multi_label": ("a", "b", "c", "d")}.get(kind, ())
   _assert_rows_equal(kind, rows, [expected[k] for k in keys], labels)
   if kind == "ner":  # the comparison covered entities
     assert sum(len(r["entities"]) for r in rows) > 0
+  if kind == "squad":  # offsets into the context (-1: no valid span)
+    found = [(k, r) for k, r in zip(keys, rows) if r["start"] >= 0]
+    assert found and all(texts[k][r["start"]:r["end"]] == r["answer"]
+                         for k, r in found)
 
 
 def _tool(args, **kwargs):

@@ -45,8 +45,8 @@ def test_a_bad_row_is_one_line_and_nothing_is_written(fake_exports,
      "text_b); give --text_b_column"),
     ("classifier", ["--text_column=c", "--text_b_column=b"],
      ":1: no column 'c' (--text_column); the columns there: a, b"),
-    ("squad", [], "tools.predict does not serve this export yet "
-     "(serving_default(context, question)"),
+    ("race", [], "tools.predict does not serve this export yet "
+     "(serving_default(article, options, question)"),
     ("export/preprocessor", [], "is the preprocessor of an export"),
 ])
 def test_wrong_model_or_column_is_one_line(fake_exports, pair_inputs,
