@@ -172,6 +172,7 @@ def readme_flag_tables() -> str:
   from albert_tf.exports import options
   from albert_tf.exports import options as export_options
   from albert_tf.exports.onnx import options as onnx_options
+  from albert_tf.prediction import options as predict_options
   from albert_tf.training import early_exit
   from albert_tf.training import runtime_params
   from albert_tf.training.distillation import settings as distill_settings
@@ -224,6 +225,7 @@ def readme_flag_tables() -> str:
        (options.TfliteExportParams,)),
       ("export_onnx (`OnnxExportParams`)",
        (onnx_options.OnnxExportParams,)),
+      ("predict (`PredictOptions`)", (predict_options.PredictOptions,)),
       ("model_summary (`ModelSummaryParams`)",
        (parameters_and_flops.ModelSummaryParams,)),
   ]
@@ -233,11 +235,12 @@ def readme_flag_tables() -> str:
     table = flag_table(*classes)
     # The training tools' tables leave out the RuntimeParams they hold
     # (listed once above); model_summary's --dtype and extend_vocabulary's
-    # --output_dir are their own.
+    # and predict's --output_dir are their own.
     if classes[0] not in (runtime_params.RuntimeParams,
                           data_creation_params.DataCreationParams,
                           vocabulary_extension.VocabularyExtensionParams,
-                          parameters_and_flops.ModelSummaryParams):
+                          parameters_and_flops.ModelSummaryParams,
+                          predict_options.PredictOptions):
       table = "\n".join(row for row in table.splitlines()
                         if not any(f"`--{n}`" in row for n in shared))
     parts.append(f"#### {title}\n\n{table}")

@@ -1,0 +1,225 @@
+"""What an export is, read from the export itself, and its predict function.
+
+`describe(path)` tells the kind without TensorFlow, from the signatures in
+saved_model.pb (albert_tf.saved_model_inspection) and the label list in
+the export's assets (data_pipeline.tasks.label_list):
+
+  kind         the export                         serving_default outputs
+  classifier   run_classifier --export_dir        `label` (own data) or
+                                                  `labels` + `label_ids` (GLUE)
+  regression   the same, a regression task        `score` or `predictions`
+  multi_label  the same, --task_type=multi_label  `labels` [batch, C]
+  ner          run_ner --export_dir               `entity_*`
+  squad        run_squad --export_dir             `answer`, `start`, `end`
+  encoder      export_savedmodel's folder         (encoder/ + preprocessor/)
+
+`load(model, description, embeddings)` gives a `Predictor`: texts in, one
+output dict per text out, under plain names (`label`, `probabilities` by
+label name, `value`, `labels`, `entities`, `answer` with `start` and `end`,
+`embedding`). It calls the
+export's own `serving_default` (the encoder: its preprocessor, then the
+encoder), so what it returns is what the export serves; the export's
+length buckets apply inside it.
+"""
+
+import dataclasses
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from albert_common import file_io
+from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+from albert_common.errors import UserInputError
+from albert_tf import saved_model_inspection as inspection
+from data_pipeline.tasks import label_list as label_list_lib
+
+KINDS = ("classifier", "regression", "multi_label", "ner", "squad",
+         "encoder")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportDescription:
+  """An export as tools.predict sees it.
+
+  Attributes:
+    kind: one of KINDS.
+    pair: serving_default takes `text_a` and `text_b` (a sentence-pair
+      model; the encoder's preprocessor takes either; SQuAD: the context
+      is text_a, the question text_b).
+    labels: label names in logit order (classifier, multi_label), else ().
+  """
+  kind: str
+  pair: bool
+  labels: Tuple[str, ...] = ()
+
+
+def _labels(path: str) -> Tuple[str, ...]:
+  """Label names in logit order: labels.json, else labels.txt."""
+  assets = file_io.join(path, "assets")
+  saved = label_list_lib.read(assets)
+  if saved is not None:
+    return tuple(saved.labels)
+  text_file = file_io.join(assets, "labels.txt")
+  if file_io.exists(text_file):
+    return tuple(file_io.read_text(text_file).splitlines())
+  return ()
+
+
+def describe(path: str) -> ExportDescription:
+  """The kind of the export at `path` (--model).
+
+  Raises:
+    UserInputError: not a SavedModel, or a kind tools.predict does not
+      serve yet, naming what it is.
+  """
+  encoder = file_io.join(path, "encoder")
+  preprocessor = file_io.join(path, "preprocessor")
+  if (not inspection.is_saved_model(path) and
+      inspection.is_saved_model(encoder) and
+      inspection.is_saved_model(preprocessor)):
+    return ExportDescription("encoder", pair=False)
+  inspection.check_model_savedmodel(path, "--model")
+  signatures = inspection.read_signatures(path)
+  if "serving_default" not in signatures:
+    raise UserInputError(f"--model={path} has no serving_default signature")
+  inputs, outputs = signatures["serving_default"]
+  if inputs in (["sentences"], ["text_a", "text_b"]):
+    pair = inputs != ["sentences"]
+    if "score" in outputs or "predictions" in outputs:
+      return ExportDescription("regression", pair)
+    if "label" in outputs or "label_ids" in outputs:
+      return ExportDescription("classifier", pair, _labels(path))
+    if "labels" in outputs:
+      return ExportDescription("multi_label", pair, _labels(path))
+  if inputs == ["text"] and "entity_label" in outputs:
+    return ExportDescription("ner", pair=False)
+  if inputs == ["context", "question"] and "answer" in outputs:
+    return ExportDescription("squad", pair=True)
+  if sorted(inputs) == sorted(ENCODER_INPUT_NAMES):
+    raise UserInputError(
+        f"--model={path} is an encoder SavedModel; pass the export folder "
+        f"holding it and its preprocessor ({file_io.dirname(path)})")
+  raise UserInputError(
+      f"--model={path}: tools.predict does not serve this export yet "
+      f"(serving_default({', '.join(inputs)}) -> {', '.join(outputs)}); "
+      "it serves classifier, regression, multi-label, NER, SQuAD and "
+      "encoder exports")
+
+
+def _strings(tensor) -> List[str]:
+  return [v.decode("utf-8") for v in tensor.numpy().reshape(-1)]
+
+
+class Predictor:
+  """An export's predict function: texts -> one output dict per text.
+
+  Args:
+    path: --model.
+    description: describe(path).
+    embeddings: "pooled" or "mean" (encoder exports).
+  """
+
+  def __init__(self, path: str, description: ExportDescription,
+               embeddings: str = "pooled"):
+    from albert_tf.exports.saved_model_loading import load_saved_model
+    self.description = description
+    self.embeddings = embeddings
+    if description.kind == "encoder":
+      self._preprocessor = load_saved_model(file_io.join(path,
+                                                         "preprocessor"))
+      self._encoder = load_saved_model(file_io.join(path, "encoder"))
+      self._encode = self._encoder.signatures["serving_default"]
+    else:
+      self._loaded = load_saved_model(path)
+      self._serve = self._loaded.signatures["serving_default"]
+
+  @property
+  def kind(self) -> str:
+    return self.description.kind
+
+  def raw_outputs(self, texts_a: Sequence[str],
+                  texts_b: Optional[Sequence[str]] = None) -> Dict:
+    """serving_default's outputs (numpy) for a batch of texts."""
+    import tensorflow as tf
+    a = tf.constant(list(texts_a), tf.string)
+    if self.kind == "encoder":
+      if texts_b is None:
+        inputs = self._preprocessor.signatures["serving_default"](
+            sentences=a)
+      else:
+        inputs = self._preprocessor.signatures["two_segments"](
+            text_a=a, text_b=tf.constant(list(texts_b), tf.string))
+      outputs = self._encode(**inputs)
+      outputs = {k: outputs[k] for k in ("pooled_output",
+                                         "sequence_output")}
+      outputs["input_mask"] = inputs["input_mask"]
+    elif self.kind == "ner":
+      outputs = self._serve(text=a)
+    elif self.kind == "squad":
+      outputs = self._serve(context=a,
+                            question=tf.constant(list(texts_b), tf.string))
+    elif self.description.pair:
+      outputs = self._serve(text_a=a,
+                            text_b=tf.constant(list(texts_b), tf.string))
+    else:
+      outputs = self._serve(sentences=a)
+    return {k: v.numpy() for k, v in outputs.items()}
+
+  def predict(self, texts_a: Sequence[str],
+              texts_b: Optional[Sequence[str]] = None
+             ) -> List[Dict[str, Any]]:
+    """One dict of plain-named predictions per text (module docstring)."""
+    return self.named(self.raw_outputs(texts_a, texts_b), texts_a)
+
+  def named(self, outputs: Dict, texts_a: Sequence[str]
+           ) -> List[Dict[str, Any]]:
+    """serving_default's outputs -> plain-named rows."""
+    kind, labels = self.kind, self.description.labels
+    if kind == "regression":
+      values = outputs.get("score", outputs.get("predictions"))
+      return [{"value": float(v)} for v in values]
+    if kind in ("classifier", "multi_label"):
+      named = [{n: float(p) for n, p in zip(labels, row)}
+               for row in outputs["probabilities"]]
+      if kind == "classifier":
+        names = outputs.get("label", outputs.get("labels"))
+        return [{"label": name.decode("utf-8"), "probabilities": p}
+                for name, p in zip(names, named)]
+      return [{"labels": [n.decode("utf-8") for n in names if n],
+               "probabilities": p}
+              for names, p in zip(outputs["labels"], named)]
+    if kind == "ner":
+      rows = []
+      for i, text in enumerate(texts_a):
+        entities = []
+        for label, start, end, score in zip(
+            outputs["entity_label"][i], outputs["entity_start"][i],
+            outputs["entity_end"][i], outputs["entity_score"][i]):
+          if not label:
+            continue
+          entities.append({"label": label.decode("utf-8"),
+                           "start": int(start), "end": int(end),
+                           "text": text[int(start):int(end)],
+                           "score": float(score)})
+        rows.append({"entities": entities})
+      return rows
+    if kind == "squad":
+      rows = [{"answer": answer.decode("utf-8"), "start": int(start),
+               "end": int(end), "score": float(score)}
+              for answer, start, end, score in zip(
+                  outputs["answer"], outputs["start"], outputs["end"],
+                  outputs["score"])]
+      for row, p in zip(rows, outputs.get("no_answer_probability", ())):
+        row["no_answer_probability"] = float(p)
+      return rows
+    if self.embeddings == "mean":
+      import numpy as np
+      mask = outputs["input_mask"][..., None].astype(np.float32)
+      vectors = ((outputs["sequence_output"] * mask).sum(1) /
+                 np.maximum(mask.sum(1), 1.0))
+    else:
+      vectors = outputs["pooled_output"]
+    return [{"embedding": [float(x) for x in v]} for v in vectors]
+
+
+def load(path: str, embeddings: str = "pooled") -> Predictor:
+  """The Predictor of the export at `path` (TensorFlow loads here)."""
+  return Predictor(path, describe(path), embeddings)

@@ -1,0 +1,86 @@
+"""tools.predict's settings and the checks made before TensorFlow loads.
+
+Imports no TensorFlow.
+"""
+
+import dataclasses
+
+from albert_common.errors import UserInputError
+from albert_common.settings_fields import setting
+
+OUTPUT_FORMATS = ("jsonl", "parquet", "csv")
+INPUT_FORMATS = ("auto", "csv", "tsv", "jsonl", "parquet", "text")
+EMBEDDINGS = ("pooled", "mean")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PredictOptions:
+  """Settings of tools.predict (each field is its flag)."""
+
+  model: str = setting(
+      help="A fine-tuned export (the --export_dir of run_classifier, "
+      "run_ner or run_squad), or an encoder export folder "
+      "(export_savedmodel's, holding encoder/ and preprocessor/). Its kind, "
+      "labels and columns are read from it.")
+  input_file: str = setting(
+      help="Input files: comma-separated paths or globs, on any filesystem "
+      "(gs://), .gz of the text formats read as a stream.")
+  output_dir: str = setting(
+      help="Where the shards, rejects and manifest.json go (any "
+      "filesystem). A rerun into it skips the shards already written.")
+  output_format: str = setting(
+      "jsonl", "Format of the output shards.", choices=OUTPUT_FORMATS)
+  input_format: str = setting(
+      "auto", "Format of the inputs: csv, tsv, jsonl (.json too), parquet, "
+      "text (one record a line, its column `text`). auto: from the "
+      "extension (.txt is text).", choices=INPUT_FORMATS)
+  text_column: str = setting(
+      "text", "The text column. Left at `text` and missing from a file: "
+      "`sentence`, else `sentence1` (as the fine-tuning tools).")
+  text_b_column: str = setting(
+      "", "The second text of a sentence-pair model (required by one).")
+  context_column: str = setting(
+      "context", "SQuAD exports: the column of the passage.")
+  question_column: str = setting(
+      "question", "SQuAD exports: the column of the question.")
+  id_column: str = setting(
+      "", "A column copied into every output row under its own name. "
+      "Empty: rows are keyed by `file` and `row` (0-based record number).")
+  embeddings: str = setting(
+      "pooled", "Encoder exports: `pooled` (the pooled output) or `mean` "
+      "(the mean of the sequence output over real tokens).",
+      choices=EMBEDDINGS)
+  batch_size: int = setting(
+      32, "Rows per model call; rows of similar length are batched "
+      "together.")
+  rows_per_shard: int = setting(
+      10000, "Input records per output shard (a shard is a fixed range of "
+      "one input file's records, so a rerun redoes only missing ones).")
+  skip_bad_rows: bool = setting(
+      False, "Write malformed rows (bad JSON, missing column, undecodable "
+      "bytes) to rejects-*.jsonl with the reason and count them in the "
+      "manifest, instead of stopping at the first.")
+  count_rows: bool = setting(
+      True, "Read the inputs once before predicting: bad rows are found "
+      "before any shard is written, and the progress shows an ETA.")
+
+
+def check_options(options: PredictOptions) -> None:
+  """Checks the settings that need no file.
+
+  Raises:
+    UserInputError: naming the flag.
+  """
+  for name in ("model", "input_file", "output_dir"):
+    if not getattr(options, name):
+      raise UserInputError(f"--{name} is required")
+  for name, choices in (("output_format", OUTPUT_FORMATS),
+                        ("input_format", INPUT_FORMATS),
+                        ("embeddings", EMBEDDINGS)):
+    if getattr(options, name) not in choices:
+      raise UserInputError(f"--{name}={getattr(options, name)} is not one "
+                           f"of {', '.join(choices)}")
+  for name in ("batch_size", "rows_per_shard"):
+    if getattr(options, name) < 1:
+      raise UserInputError(f"--{name}={getattr(options, name)} must be "
+                           "positive")
