@@ -19,7 +19,6 @@ import tf_keras
 
 from albert_tf.layers import activations
 from albert_tf.layers.attention_sublayer import AttentionSublayer
-from albert_tf.layers.matmul_einsum_dense import MatMulEinsumDense
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from benchmarks import common
 from benchmarks.pretraining import step as pretraining_step
@@ -86,9 +85,7 @@ VARIANTS = {  # name: patches undoing one optimisation
     "last block over the whole sequence": lambda: _stack(
         mock.patch.object(AlbertEncoder, "call", _full_last_block_call)),
     "einsum projections (EinsumDense)": lambda: _stack(
-        mock.patch.object(tf_keras.layers, "Dense", _RankedEinsumDense),
-        mock.patch.object(MatMulEinsumDense, "call",
-                          tf_keras.layers.EinsumDense.call)),
+        mock.patch.object(tf_keras.layers, "Dense", _RankedEinsumDense)),
     "GELU in its tanh form": lambda: _stack(
         mock.patch.dict(activations.BY_NAME,
                         {"gelu": _gelu_tanh_form})),
