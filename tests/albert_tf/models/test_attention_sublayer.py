@@ -91,3 +91,17 @@ def test_gathered_query_rows_equal_those_rows_of_the_whole():
   keras_mask = tf.cast(mask[:, None, :], tf.bool)
   want = norm(query + mha(query, x, attention_mask=keras_mask))
   np.testing.assert_allclose(tf.reshape(got, [B, 2, H]), want, atol=1e-5)
+
+
+def test_one_reading_of_the_training_flag(tiny_config, encoder_inputs):
+  # layers/shared_block.py decides for the block, the embeddings and the
+  # loop (networks/layer_loop.py): Python or NumPy values; tensors refused.
+  from albert_tf.networks import layer_loop
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  assert layer_loop.is_training is shared_block.is_training
+  for flag, expected in ((None, False), (False, False), (0, False),
+                         (True, True), (1, True), (np.bool_(True), True)):
+    assert shared_block.is_training(flag) is expected, flag
+  encoder = AlbertEncoder(tiny_config)
+  with pytest.raises(TypeError, match="training must be None or a Python"):
+    encoder(encoder_inputs, training=tf.constant(True))
