@@ -22,15 +22,15 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
-# A newcomer's check of an install (6 min 32 s on a quiet 2-core AMD EPYC
-# with AVX-512, 1,121 tests, the venv in place): every tool
-# once, the parity checks, the import graph, the CLI help. Tests marked
-# `slow` (multi-process runs, whole pipelines, kill-and-resume sequences,
-# Keras 3 subprocesses, benchmarks) run only in test-all.
+# A newcomer's check of an install: every tool once, the parity checks,
+# the import graph, the CLI help. Tests marked `slow` (multi-process runs,
+# whole pipelines, kill-and-resume sequences, Keras 3 subprocesses,
+# benchmarks) run only in test-all. How long each takes, measured: the
+# README's `make test` paragraph (the one place for those figures).
 # Both run in TEST_WORKERS pytest-xdist processes, each test file in one of
-# them (its module fixtures built once): on 2 cores the whole suite takes
-# 22 minutes instead of 36, much of a test being single-threaded Python
-# (tracing, tool start-up). TEST_WORKERS=0 runs everything in this process.
+# them (its module fixtures built once): on 2 cores two workers finish
+# sooner than one, much of a test being single-threaded Python (tracing,
+# tool start-up). TEST_WORKERS=0 runs everything in this process.
 # A test must pass in any order: `make test TEST_DIST=load` spreads single
 # tests over the workers, TEST_ORDER=reverse runs the files backwards.
 TEST_WORKERS ?= 2

@@ -14,7 +14,6 @@ from albert_tf.layers.classification_head import ClassificationHead
 from albert_tf.layers.feed_forward_sublayer import FeedForwardSublayer
 from albert_tf.layers.float32_softmax_attention import Float32SoftmaxAttention
 from albert_tf.layers.masked_lm_head import MaskedLMHead
-from albert_tf.layers.matmul_einsum_dense import MatMulEinsumDense
 from albert_tf.layers.multiple_choice_head import MultipleChoiceHead
 from albert_tf.layers.sentence_order_head import SentenceOrderHead
 from albert_tf.layers.span_head import SpanHead
@@ -30,7 +29,6 @@ __all__ = [
     "FeedForwardSublayer",
     "Float32SoftmaxAttention",
     "MaskedLMHead",
-    "MatMulEinsumDense",
     "MultipleChoiceHead",
     "SentenceOrderHead",
     "SpanHead",

@@ -3,6 +3,7 @@
 import tensorflow as tf
 import tf_keras
 
+from albert_tf.layers import shared_block
 from albert_tf.layers.checkpointed_dropout import CheckpointedDropout
 
 
@@ -12,7 +13,11 @@ class AlbertEmbeddings(tf_keras.layers.Layer):
 
   As the official model: the three E-wide embeddings are summed, normalised
   (epsilon 1e-12, in float32) and dropped out, then projected to H (the
-  `embedding_hidden_mapping_in` dense) when E != H.
+  `embedding_hidden_mapping_in` dense) when E != H. The one form of this
+  arithmetic: three gathers, then 2-D rows [batch * seq, E] through
+  layers/shared_block.py's LayerNorm and MatMul (every way to run the
+  encoder calls this layer). Dropout only with a Python-true `training`
+  (shared_block.is_training).
 
   Args:
     vocab_size: int, rows V of the word table.
@@ -65,11 +70,22 @@ class AlbertEmbeddings(tf_keras.layers.Layer):
           name="embedding_projection")
 
   def build(self, input_shape):
+    """Creates the position table, then the variables the word and type
+    Embeddings, the LayerNormalization and the projection create on a
+    first call, under the same names: `call` reads them, it does not call
+    those layers."""
     self.position_embeddings = self.add_weight(
         "position_embeddings",
         shape=[self.max_position_embeddings, self.embedding_size],
         initializer=tf_keras.initializers.TruncatedNormal(
             stddev=self.initializer_range))
+    rows = [None, self.embedding_size]
+    for layer, shape in ((self.word_embeddings, [None, None]),
+                         (self.token_type_embeddings, [None, None]),
+                         (self.layer_norm, rows), (self.projection, rows)):
+      if layer is not None and not layer.built:
+        with tf.name_scope(layer.name):
+          layer.build(shape)
     super().build(input_shape)
 
   @property
@@ -77,25 +93,38 @@ class AlbertEmbeddings(tf_keras.layers.Layer):
     """The word table [V, E]; the masked-LM decoder is tied to it."""
     return self.word_embeddings.embeddings
 
-  def call(self, word_ids, type_ids, position_ids=None, training=None):
+  def check_length(self, word_ids) -> None:
+    """ValueError if word_ids' static sequence length exceeds the position
+    table."""
     seq_length = word_ids.shape[1]
     if seq_length is not None and seq_length > self.max_position_embeddings:
       raise ValueError(
           f"sequence length {seq_length} exceeds max_position_embeddings "
           f"({self.max_position_embeddings})")
-    words = self.word_embeddings(word_ids)  # (B, S, E)
-    types = self.token_type_embeddings(type_ids)  # (B, S, E)
+
+  def call(self, word_ids, type_ids, position_ids=None, training=None):
+    self.check_length(word_ids)
+    dtype = self.compute_dtype
+    shape = tf.shape(word_ids)
+    batch, seq = shape[0], shape[1]
     if position_ids is None:
-      positions = self.position_embeddings[:tf.shape(word_ids)[1]][None]
+      positions = self.position_embeddings[:seq][tf.newaxis]  # (1, S, E)
     else:
       positions = tf.gather(self.position_embeddings, position_ids)
-    # positions: (1, S, E) or (B, S, E)
-    embeddings = words + types + tf.cast(positions, words.dtype)
-    embeddings = self.layer_norm(embeddings)
-    embeddings = self.dropout(embeddings, training=training)
+    x = (tf.cast(tf.gather(self.word_embeddings.embeddings, word_ids), dtype)
+         + tf.cast(tf.gather(self.token_type_embeddings.embeddings,
+                             type_ids), dtype)
+         + tf.cast(positions, dtype))  # (B, S, E)
+    # 2-D rows from here: the LayerNorm and the projection's one MatMul +
+    # BiasAdd (layers/shared_block.py).
+    x = tf.reshape(x, [-1, self.embedding_size])  # (B*S, E)
+    x = tf.cast(shared_block.layer_norm(self.layer_norm, x), dtype)
+    x = shared_block.dropout_rows(self.dropout, x, batch, seq,
+                                  self.embedding_size, training)
     if self.projection is not None:
-      embeddings = self.projection(embeddings)  # (B, S, H)
-    return embeddings
+      x = shared_block.dense(x, tf.cast(self.projection.kernel, dtype),
+                             tf.cast(self.projection.bias, dtype))
+    return tf.reshape(x, [batch, seq, self.hidden_size])  # (B, S, H)
 
   def get_config(self):
     config = super().get_config()

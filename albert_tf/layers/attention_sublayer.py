@@ -21,17 +21,14 @@ class AttentionSublayer(tf_keras.layers.Layer):
     attention_dropout_rate: float, dropout on the attention probabilities.
 
   Call args:
-    x: float [batch, seq, H], the keys and values (and, by default, queries).
+    x: float [batch, seq, H].
     input_mask: int [batch, seq], 1 for real tokens, 0 for padding; or an
-      attention mask int/bool [batch, T, seq] (1: query t may attend to
-      key s), e.g. block-diagonal for packed rows, whose rows are the
-      queries' (`query`'s when given).
-    query: optional float [batch, T, H], rows of `x` to compute the output
-      for (e.g. gathered [CLS] + masked positions); default all of `x`.
+      attention mask int/bool [batch, seq, seq] (1: query t may attend to
+      key s), e.g. block-diagonal for packed rows.
     training: bool, enables dropout.
 
   Returns:
-    float32 [batch, T, H] (T = seq without `query`).
+    float32 [batch, seq, H].
   """
 
   def __init__(self, hidden_size, num_attention_heads, initializer_range,
@@ -66,20 +63,13 @@ class AttentionSublayer(tf_keras.layers.Layer):
       self.layer_norm.build(shape)
     super().build(input_shape)
 
-  def call(self, x, input_mask, query=None, training=None):
+  def call(self, x, input_mask, training=None):
     shape = tf.shape(x)
-    batch, seq = shape[0], shape[1]
-    block = shared_block.Attention(self)
     rows = tf.reshape(x, [-1, self.hidden_size])  # (B*S, H)
-    bias = shared_block.mask_bias(input_mask)  # (B, 1, 1|T, S)
-    if query is None:
-      return tf.reshape(block(rows, batch, seq, bias, training=training),
-                        shape)
-    length = tf.shape(query)[1]
-    key, value = block.keys_values(rows, batch, seq)
-    y = block.attend(tf.reshape(query, [-1, self.hidden_size]), key, value,
-                     bias, batch, length, training)
-    return tf.reshape(y, [batch, length, self.hidden_size])
+    bias = shared_block.mask_bias(input_mask)  # (B, 1, 1|S, S)
+    y = shared_block.Attention(self)(rows, shape[0], shape[1], bias,
+                                     training=training)
+    return tf.reshape(y, shape)  # (B, S, H)
 
   def get_config(self):
     config = super().get_config()

@@ -38,6 +38,7 @@ H] for the outputs), so its per-example masks are those of before.
 import math
 import types
 
+import numpy as np
 import tensorflow as tf
 
 from albert_tf.layers import activations
@@ -119,8 +120,8 @@ def attention_context(query, key, value, bias, dropout=None, training=None):
   probs = tf.cast(tf.nn.softmax(tf.cast(scores, tf.float32) + bias),
                   query.dtype)
   dropped = probs
-  if dropout is not None and _training(training):
-    dropped = dropout(probs, training=training)
+  if dropout is not None and is_training(training):
+    dropped = dropout(probs, training=True)
   return tf.matmul(dropped, value), probs  # (B, N, T, D)
 
 
@@ -208,8 +209,8 @@ class Attention:
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]),
                          [-1, self.hidden])  # (B*T, H)
     y = dense(context, *self._projection(3))
-    y = _dropout(self.sublayer.dropout, y, batch, length, self.hidden,
-                 training)
+    y = dropout_rows(self.sublayer.dropout, y, batch, length, self.hidden,
+                     training)
     output = layer_norm(self._norm(), rows + y)
     if not with_probs:
       return output
@@ -266,22 +267,38 @@ class FeedForward:
     weights, norm = self.read or (self._weights(), layers.layer_norm)
     h = self.activation(dense(rows, *weights[:2]))  # (rows, I)
     y = dense(h, *weights[2:])  # (rows, H)
-    y = _dropout(layers.dropout, y, batch, length, layers.hidden_size,
-                 training)
+    y = dropout_rows(layers.dropout, y, batch, length,
+                     layers.hidden_size, training)
     return layer_norm(norm, rows + y)
 
 
-def _training(training) -> bool:
-  """Whether dropout may be on: training True or a tensor (not None or
-  False)."""
-  return training is not None and training is not False and (
-      not isinstance(training, int) or bool(training))
+def is_training(training) -> bool:
+  """The one reading of a call's training flag (this block, the embeddings
+  and networks/layer_loop.py): None or a Python / NumPy false value is
+  inference, a true one training.
+
+  The flag decides at trace time what the call builds (dropout, each
+  block's seed, recomputation), so a tensor is refused rather than read as
+  one or the other: the trainers and Keras' fit, evaluate and predict pass
+  Python booleans.
+
+  Raises:
+    TypeError: `training` is a tensor (or anything not bool-like).
+  """
+  if training is None:
+    return False
+  if isinstance(training, (bool, int, np.bool_, np.integer)):
+    return bool(training)
+  raise TypeError("training must be None or a Python bool (it decides what "
+                  "the call builds: dropout, seeds, recomputation), received "
+                  f"{training!r}")
 
 
-def _dropout(layer, y, batch, length, hidden, training):
-  """A CheckpointedDropout on rows y [batch * length, H], seen as [batch,
-  length, H] (the Keras layers' shape: the same per-example masks)."""
-  if layer.rate <= 0 or not _training(training):
+def dropout_rows(layer, y, batch, length, width, training):
+  """A CheckpointedDropout on rows y [batch * length, width], seen as
+  [batch, length, width] (the Keras layers' shape: the same per-example
+  masks); y itself when not training or at rate 0."""
+  if layer.rate <= 0 or not is_training(training):
     return y
-  y = layer(tf.reshape(y, [batch, length, hidden]), training=training)
-  return tf.reshape(y, [-1, hidden])
+  y = layer(tf.reshape(y, [batch, length, width]), training=True)
+  return tf.reshape(y, [-1, width])

@@ -1,6 +1,6 @@
 """AlbertEncoder: factorized embeddings, shared transformer layers, pooler."""
 
-from typing import Dict, List, Optional, Union
+from typing import Dict, Optional, Union
 
 import tensorflow as tf
 import tf_keras
@@ -134,7 +134,7 @@ class AlbertEncoder(tf_keras.Model):
         dropout_rate=config.hidden_dropout_prob,
         dtype=dtype,
         name="embeddings")
-    attention_for_layer = _sublayers_by_layer(
+    sublayers = _build_sublayers(
         config, "attention", lambda name: AttentionSublayer(
             hidden_size=config.hidden_size,
             num_attention_heads=config.num_attention_heads,
@@ -142,20 +142,19 @@ class AlbertEncoder(tf_keras.Model):
             dropout_rate=config.hidden_dropout_prob,
             attention_dropout_rate=config.attention_probs_dropout_prob,
             dtype=dtype, name=name))
-    ffn_for_layer = _sublayers_by_layer(
+    sublayers.update(_build_sublayers(
         config, "ffn", lambda name: FeedForwardSublayer(
             hidden_size=config.hidden_size,
             intermediate_size=config.intermediate_size,
             hidden_act=config.hidden_act,
             initializer_range=config.initializer_range,
             dropout_rate=config.hidden_dropout_prob,
-            dtype=dtype, name=name))
+            dtype=dtype, name=name)))
 
     x = embedding_layer(inputs[INPUT_WORD_IDS], inputs[INPUT_TYPE_IDS])
     encoder_outputs = []
-    for layer_index in range(config.num_hidden_layers):
-      for attention, ffn in zip(attention_for_layer[layer_index],
-                                ffn_for_layer[layer_index]):
+    for layer in layer_loop.blocks_by_layer(config, sublayers.__getitem__):
+      for attention, ffn in layer:
         x = attention(x, inputs[INPUT_MASK])
         x = ffn(x)
       encoder_outputs.append(x)
@@ -244,19 +243,10 @@ def packed_pooled_output(encoder, features: Dict[str, tf.Tensor],
   return encoder.get_layer("pooler")(cls)
 
 
-def _sublayers_by_layer(config: AlbertConfig, kind: str,
-                        make) -> List[List[tf_keras.layers.Layer]]:
-  """For each layer l, the `inner_group_num` sublayers of `kind` it applies.
-
-  Named by `config.sublayer_names`: shared sublayers are built once per
-  group and appear in several layers' lists; unshared ones are built per
-  layer. `make(name)` is called once per name, in order of first use.
-  """
-  built = {}
-  by_layer = []
-  for names in config.sublayer_names(kind):
-    for name in names:
-      if name not in built:
-        built[name] = make(name)
-    by_layer.append([built[name] for name in names])
-  return by_layer
+def _build_sublayers(config: AlbertConfig, kind: str,
+                     make) -> Dict[str, tf_keras.layers.Layer]:
+  """The sublayers of `kind` by name (`config.sublayer_names`: a shared
+  sublayer once per group, an unshared one per layer), `make(name)` called
+  once per name in order of first use."""
+  return {name: make(name) for name in dict.fromkeys(
+      name for names in config.sublayer_names(kind) for name in names)}

@@ -110,9 +110,9 @@ class _Layer:
 
   def at_cls(self, x, mask_bias):
     rows, batch, seq = self._rows(x)
+    call = layer_loop.Call(batch, seq, mask_bias, serving=True)
     for block in self.blocks[:-1]:
-      rows, _ = layer_loop.apply_block(block, rows, batch, seq, mask_bias,
-                                        serving=True)
+      rows, _ = layer_loop.apply_block(block, rows, call)
     attention = shared_block.Attention(self.blocks[-1][0])
     key, value = attention.keys_values(rows, batch, seq)  # (b, S, H)
     first = tf.reshape(rows, [batch, seq, self.hidden])[:, 0, :]  # (b, H)
@@ -124,9 +124,9 @@ class _Layer:
   def __call__(self, x, mask_bias):
     """The whole application [b, seq, H]."""
     rows, batch, seq = self._rows(x)
+    call = layer_loop.Call(batch, seq, mask_bias, serving=True)
     for block in self.blocks:
-      rows, _ = layer_loop.apply_block(block, rows, batch, seq, mask_bias,
-                                        serving=True)
+      rows, _ = layer_loop.apply_block(block, rows, call)
     return tf.reshape(rows, [batch, seq, self.hidden])
 
   def rest(self, carry, mask_bias, keep):

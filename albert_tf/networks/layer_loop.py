@@ -38,17 +38,16 @@ What the loop is parameterised by:
   (distillation's intermediate losses read them from the pass that
   computes the logits: the same dropout masks, every inner block).
 
-Serving (not training, float32, unpacked, the encoder's `fused_inference`)
-computes the embeddings as three gathers, a LayerNorm and a MatMul on 2-D
-rows; other calls run the embedding layer (positions of packed rows,
-dropout, mixed precision).
+Every call runs the embedding layer (AlbertEmbeddings: three gathers, then
+a LayerNorm and a MatMul on 2-D rows).
 
 A new way to run the layer composes `blocks` and `run` in its own module
 (as early_exit_encoder.py does with its while loop); it does not restate
 the block.
 """
 
-from typing import Dict, List, Optional, Tuple
+import dataclasses
+from typing import Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
@@ -61,10 +60,29 @@ from albert_tf.layers.checkpointed_dropout import next_seed
 from albert_tf.layers.checkpointed_dropout import scope_rows
 from albert_tf.layers.checkpointed_dropout import seeded
 
+# The one reading of a training flag (a tensor is refused).
+is_training = shared_block.is_training
 
-def is_training(training) -> bool:
-  """Whether `training` is a Python-true training flag."""
-  return isinstance(training, (bool, int)) and bool(training)
+
+@dataclasses.dataclass(frozen=True)
+class Call:
+  """What every block application of one call shares.
+
+  Attributes:
+    batch, seq: int32 scalars, the rows' [batch, seq] (before any
+      query_rows).
+    bias: float32 [batch, 1, 1|T, seq], shared_block.mask_bias of the
+      call's mask.
+    training: the call's training flag (is_training: dropout, seeds).
+    recompute: wrap each block in tf.recompute_grad.
+    serving: the serving form's GELU (shared_block.FeedForward).
+  """
+  batch: tf.Tensor
+  seq: tf.Tensor
+  bias: tf.Tensor
+  training: Optional[bool] = None
+  recompute: bool = False
+  serving: bool = False
 
 
 def is_packed(inputs) -> bool:
@@ -76,9 +94,8 @@ def is_packed(inputs) -> bool:
 def serves(encoder, training, inputs) -> bool:
   """Whether the call runs the serving form: not training, float32,
   unpacked, and the encoder built with `fused_inference`."""
-  inference = training is None or (
-      isinstance(training, (bool, int)) and not training)
-  return (encoder.fused_inference and inference and not is_packed(inputs)
+  return (encoder.fused_inference and not is_training(training)
+          and not is_packed(inputs)
           and encoder.embedding_layer.compute_dtype == "float32")
 
 
@@ -92,14 +109,23 @@ def replaces_keras_graph(encoder, training, inputs) -> bool:
       is_training(training) and (dropout or encoder.recompute_layers))
 
 
+def blocks_by_layer(config, sublayer: Callable) -> List[List[Tuple]]:
+  """The one statement of the block order: per layer, its
+  `inner_group_num` (attention, feed-forward) sublayer pairs in order, by
+  the config's names (AlbertConfig.sublayer_names: shared sublayers appear
+  in several layers). `sublayer(name)` gives the layer of a name (the
+  encoder's constructor builds them; `blocks` looks them up)."""
+  return [list(zip(map(sublayer, attention), map(sublayer, ffn)))
+          for attention, ffn in zip(config.sublayer_names("attention"),
+                                    config.sublayer_names("ffn"))]
+
+
 def blocks(encoder) -> List[Tuple]:
   """Per block application in order, its (AttentionSublayer,
-  FeedForwardSublayer) (shared ones once per use), by the config's names."""
-  config = encoder.config
-  return [block for attention, ffn in zip(config.sublayer_names("attention"),
-                                          config.sublayer_names("ffn"))
-          for block in zip(map(encoder.get_layer, attention),
-                           map(encoder.get_layer, ffn))]
+  FeedForwardSublayer) (shared ones once per use)."""
+  return [block for layer in blocks_by_layer(encoder.config,
+                                             encoder.get_layer)
+          for block in layer]
 
 
 def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
@@ -132,10 +158,12 @@ def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
   shape = tf.shape(word_ids)
   batch, seq = shape[0], shape[1]
   hidden = encoder.config.hidden_size
-  x = _embedding_rows(encoder, inputs, training)  # (B*S, H)
-  bias = shared_block.mask_bias(inputs[INPUT_MASK])  # (B, 1, 1|S, S)
-  recompute = encoder.recompute_layers and is_training(training)
-  serving = serves(encoder, training, inputs)
+  x = tf.reshape(encoder.embedding_layer(
+      word_ids, inputs[INPUT_TYPE_IDS], inputs.get(INPUT_POSITIONS),
+      training=training), [-1, hidden])  # (B*S, H)
+  call = Call(batch, seq, shared_block.mask_bias(inputs[INPUT_MASK]),
+              training, encoder.recompute_layers and is_training(training),
+              serves(encoder, training, inputs))  # bias (B, 1, 1|S, S)
   all_blocks = blocks(encoder)
   per_layer = encoder.config.inner_group_num
   embedding_output = x
@@ -146,16 +174,17 @@ def run(encoder, inputs: Dict[str, tf.Tensor], training=None,
   prepared = {}
   for index, block in enumerate(all_blocks):
     key = tuple(map(id, block))
-    if not recompute and key not in prepared:
-      prepared[key] = arithmetic(block, serving, read_once=True)
+    if not call.recompute and key not in prepared:
+      prepared[key] = arithmetic(block, call.serving, read_once=True)
     if index == len(all_blocks) - 1 and output_positions is not None:
       query_rows = tf.concat([tf.zeros([batch, 1], tf.int32), tf.cast(
           output_positions, tf.int32)], axis=1)  # (B, 1+P)
-      if bias.shape[2] != 1:  # the queries' rows of a packed mask
-        bias = tf.gather(bias, query_rows, axis=2, batch_dims=1)
-    x, p = apply_block(block, x, batch, seq, bias, training, recompute,
-                       query_rows, attention_probs or block_internals,
-                       serving, prepared.get(key))
+      if call.bias.shape[2] != 1:  # the queries' rows of a packed mask
+        call = dataclasses.replace(call, bias=tf.gather(
+            call.bias, query_rows, axis=2, batch_dims=1))
+    x, p = apply_block(block, x, call, query_rows,
+                       attention_probs or block_internals,
+                       prepared.get(key))
     internals.append(p)
     if (index + 1) % per_layer == 0 and query_rows is None:
       encoder_outputs.append(tf.reshape(x, [batch, seq, hidden]))
@@ -186,16 +215,16 @@ def arithmetic(block, serving=False, read_once=False) -> Tuple:
           shared_block.FeedForward(block[1], serving, read_once))
 
 
-def apply_block(block, x, batch, seq, bias, training=None, recompute=False,
-                query_rows=None, with_probs=False, serving=False,
+def apply_block(block, x, call: Call, query_rows=None, with_probs=False,
                 prepared=None):
   """One block (attention then feed-forward) on rows x [batch * seq, H]:
   rows [batch * T, H] float32 (T = seq or query_rows' [batch, T]), and the
   attention's (probabilities, values, scores) (shared_block.Attention's;
-  None unless `with_probs`). `serving`: the
-  serving form's GELU (shared_block.FeedForward); `prepared`: the block's
-  `arithmetic` with its variables already read (not under recompute)."""
-  attention, ffn = prepared or arithmetic(block, serving)
+  None unless `with_probs`). `call`: what the call's applications share
+  (Call); `prepared`: the block's `arithmetic` with its variables already
+  read (not under recompute)."""
+  attention, ffn = prepared or arithmetic(block, call.serving)
+  batch, seq, bias, training = call.batch, call.seq, call.bias, call.training
   seed = _block_seed(block) if is_training(training) else None
   # The update scope's rows, read now: a recomputed forward runs inside
   # tape.gradient, after the trainer has left that scope.
@@ -209,7 +238,7 @@ def apply_block(block, x, batch, seq, bias, training=None, recompute=False,
       y = ffn(y, batch, length, training)
       return (y, probs) if with_probs else y
 
-  if recompute:
+  if call.recompute:
     forward = tf.recompute_grad(forward)
   y = forward(x)
   return y if with_probs else (y, None)
@@ -226,34 +255,3 @@ def _block_seed(block) -> Optional[tf.Tensor]:
     return None
   seed = next_seed()
   return rngs[0].make_seeds(1)[:, 0] if seed is None else seed
-
-
-def _embedding_rows(encoder, inputs, training) -> tf.Tensor:
-  """The embeddings as rows [batch * seq, H]: the serving form's gathers
-  on 2-D rows, else the embedding layer."""
-  embedding = encoder.embedding_layer
-  word_ids = inputs[INPUT_WORD_IDS]
-  if not serves(encoder, training, inputs):
-    x = embedding(word_ids, inputs[INPUT_TYPE_IDS],
-                  inputs.get(INPUT_POSITIONS), training=training)
-    return tf.reshape(x, [-1, encoder.config.hidden_size])
-  seq = tf.shape(word_ids)[1]
-  _check_length(word_ids, encoder.config.max_position_embeddings)
-  x = (tf.gather(embedding.word_embeddings.embeddings, word_ids) +
-       tf.gather(embedding.token_type_embeddings.embeddings,
-                 inputs[INPUT_TYPE_IDS]) +
-       embedding.position_embeddings[:seq][tf.newaxis])  # (B, S, E)
-  x = tf.reshape(x, [-1, embedding.embedding_size])  # (B*S, E)
-  x = shared_block.layer_norm(embedding.layer_norm, x)
-  if embedding.projection is not None:
-    x = shared_block.dense(x, embedding.projection.kernel,
-                           embedding.projection.bias)
-  return x
-
-
-def _check_length(word_ids, max_positions: int) -> None:
-  """The embedding layer's check of a static sequence length."""
-  seq_length = word_ids.shape[1]
-  if seq_length is not None and seq_length > max_positions:
-    raise ValueError(f"sequence length {seq_length} exceeds "
-                     f"max_position_embeddings ({max_positions})")

@@ -15,33 +15,13 @@ import contextlib
 from unittest import mock
 
 import tensorflow as tf
-import tf_keras
 
 from albert_tf.layers import activations
-from albert_tf.layers.attention_sublayer import AttentionSublayer
-from albert_tf.layers.matmul_einsum_dense import MatMulEinsumDense
+from albert_tf.layers import shared_block
+from albert_tf.networks import layer_loop
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from benchmarks import common
 from benchmarks.pretraining import step as pretraining_step
-
-
-class _RankedEinsumDense(tf_keras.layers.EinsumDense):
-  """What `Dense(units)` was before: an EinsumDense with an explicit equation
-  for its input's rank ("bsh,hi->bsi" for [B, S, H])."""
-
-  def __init__(self, units, activation=None, kernel_initializer=None,
-               **kwargs):
-    super().__init__("xh,hb->xb", output_shape=units, bias_axes="b",
-                     activation=activation,
-                     kernel_initializer=kernel_initializer or
-                     "glorot_uniform", **kwargs)
-    self.units = units
-
-  def build(self, input_shape):
-    free = "xyz"[:len(input_shape) - 1]
-    self.equation = f"{free}h,hb->{free}b"
-    self.partial_output_shape = [None] * (len(free) - 1) + [self.units]
-    super().build(input_shape)
 
 
 def _gelu_tanh_form(x):
@@ -50,13 +30,17 @@ def _gelu_tanh_form(x):
       0.7978845608028654 * (x + 0.044715 * tf.math.pow(x, 3))))
 
 
-def _full_mask_call(self, x, input_mask, query=None, training=None):
-  """The attention sublayer with a [batch, seq, seq] mask materialised."""
-  query = x if query is None else tf.cast(query, x.dtype)
-  mask = tf.cast(input_mask, tf.bool)[:, tf.newaxis, :]
-  mask = tf.logical_and(mask, tf.ones_like(query[:, :, :1], tf.bool))
-  y = self.attention(query, x, attention_mask=mask, training=training)
-  return self.layer_norm(query + self.dropout(y, training=training))
+_MASK_BIAS = shared_block.mask_bias
+
+
+def _full_mask_bias(input_mask):
+  """The attention bias materialised per query, [batch, 1, seq, seq], in
+  place of [batch, 1, 1, seq] broadcast over the queries."""
+  bias = _MASK_BIAS(input_mask)
+  if bias.shape.rank == 4 and bias.shape[2] == 1:
+    seq = tf.shape(bias)[3]
+    bias = tf.broadcast_to(bias, tf.stack([tf.shape(bias)[0], 1, seq, seq]))
+  return bias
 
 
 _ENCODER_CALL = AlbertEncoder.call
@@ -64,10 +48,10 @@ _ENCODER_CALL = AlbertEncoder.call
 
 def _full_last_block_call(self, inputs, training=None, mask=None,
                           output_positions=None):
-  """The encoder over the whole sequence, then gathered at the positions."""
-  outputs = _ENCODER_CALL(self, inputs, training=training, mask=mask)
+  """The loop over the whole sequence, then gathered at the positions."""
   if output_positions is None:
-    return outputs
+    return _ENCODER_CALL(self, inputs, training=training, mask=mask)
+  outputs = layer_loop.run(self, inputs, training)
   return dict(pooled_output=outputs["pooled_output"],
               sequence_output_at_positions=tf.gather(
                   outputs["sequence_output"], output_positions,
@@ -81,19 +65,20 @@ def _stack(*patches):
   return stack
 
 
-VARIANTS = {  # name: patches undoing one optimisation
+# name: patches undoing one optimisation. Each replaces a function the
+# training step runs (tests/benchmarks/test_ablations.py checks that it is
+# called while the step is traced). The projections' einsum (undone by an
+# EinsumDense patch before layers/shared_block.py) has no variant: every
+# projection is a 2-D MatMul of that one block now.
+VARIANTS = {
     "all optimisations": lambda: _stack(),
     "last block over the whole sequence": lambda: _stack(
         mock.patch.object(AlbertEncoder, "call", _full_last_block_call)),
-    "einsum projections (EinsumDense)": lambda: _stack(
-        mock.patch.object(tf_keras.layers, "Dense", _RankedEinsumDense),
-        mock.patch.object(MatMulEinsumDense, "call",
-                          tf_keras.layers.EinsumDense.call)),
     "GELU in its tanh form": lambda: _stack(
         mock.patch.dict(activations.BY_NAME,
                         {"gelu": _gelu_tanh_form})),
     "[batch, seq, seq] attention mask": lambda: _stack(
-        mock.patch.object(AttentionSublayer, "call", _full_mask_call)),
+        mock.patch.object(shared_block, "mask_bias", _full_mask_bias)),
 }
 
 

@@ -236,7 +236,13 @@ def test_mixed_precision(tiny_config, encoder_inputs, policy):
   assert all(v.dtype == tf.float32 for v in mixed.weights)
   attention = mixed.get_layer("group_0_inner_0_attention").attention
   assert attention.compute_dtype == policy.split("_")[1]
-  assert attention._softmax.compute_dtype == "float32"
+  # Every softmax the call runs (layers/shared_block.py's) is float32.
+  graph = tf.function(mixed).get_concrete_function(
+      {k: tf.TensorSpec([None, None], tf.int32)
+       for k in encoder_inputs}).graph
+  softmaxes = [op for op in graph.get_operations() if op.type == "Softmax"]
+  assert len(softmaxes) == tiny_config.num_hidden_layers
+  assert {op.get_attr("T") for op in softmaxes} == {tf.float32}
   expected, actual = full(encoder_inputs), mixed(encoder_inputs)
   for key in ("sequence_output", "pooled_output"):
     assert actual[key].dtype == tf.float32

@@ -32,7 +32,6 @@ from albert_tf.layers.classification_head import ClassificationHead
 from albert_tf.layers.feed_forward_sublayer import FeedForwardSublayer
 from albert_tf.layers.float32_softmax_attention import Float32SoftmaxAttention
 from albert_tf.layers.masked_lm_head import MaskedLMHead
-from albert_tf.layers.matmul_einsum_dense import MatMulEinsumDense
 from albert_tf.layers.multiple_choice_head import MultipleChoiceHead
 from albert_tf.layers.sentence_order_head import SentenceOrderHead
 from albert_tf.layers.span_head import SpanHead
@@ -86,9 +85,7 @@ CASES = {
     AttentionSublayer: (
         dict(hidden_size=H, num_attention_heads=2, initializer_range=0.05,
              dropout_rate=0.2, attention_dropout_rate=0.3),
-        lambda layer: (layer(HIDDEN, MASK, training=False),
-                       layer(HIDDEN, MASK, query=HIDDEN[:, :2],
-                             training=False))),
+        lambda layer: layer(HIDDEN, MASK, training=False)),
     CheckpointedDropout: (dict(rate=0.25, noise_shape=(B, 1, H), seed=3),
                           lambda layer: layer(HIDDEN, training=False)),
     ClassificationHead: (
@@ -98,20 +95,17 @@ CASES = {
         dict(hidden_size=H, intermediate_size=24, hidden_act="relu",
              initializer_range=0.05, dropout_rate=0.2),
         lambda layer: layer(HIDDEN, training=False)),
+    # Never called (it holds the variables shared_block reads): its
+    # projections built, their weights are its outputs.
     Float32SoftmaxAttention: (
         dict(num_heads=2, key_dim=4, value_dim=6, dropout=0.1,
              output_shape=10),
-        lambda layer: layer(HIDDEN, HIDDEN[:, :4],
-                            attention_mask=MASK[:, None, :4].astype(bool),
-                            training=False)),
+        lambda layer: (layer.build_projections(tf.TensorShape(HIDDEN.shape)),
+                       layer.get_weights())[1]),
     MaskedLMHead: (
         dict(embedding_layer=lambda: AlbertEmbeddings(**EMBEDDINGS),
              hidden_act="relu", initializer_range=0.05),
         _call_masked_lm_head),
-    MatMulEinsumDense: (
-        dict(equation="abc,cde->abde", output_shape=(None, 2, 4),
-             bias_axes="de", activation="relu"),
-        lambda layer: layer(HIDDEN)),
     MultipleChoiceHead: (
         dict(num_choices=3, initializer_range=0.05, dropout_rate=0.2),
         # B*S = 12 pooled rows: 4 questions of 3 options.
@@ -214,7 +208,7 @@ def _names(classes):
 
 def test_every_class_has_a_case():
   # Including those whose get_config is Keras' (CheckpointedDropout,
-  # Float32SoftmaxAttention, MatMulEinsumDense) or EncoderModelConfig's.
+  # Float32SoftmaxAttention) or EncoderModelConfig's.
   assert _names(_defined_classes()) == _names(CASES)
 
 

@@ -15,6 +15,13 @@ import pytest
 from tests.data.shared_layer import write_export_fixtures as writer
 
 TOLERANCE = 1e-6  # relative to the largest recorded value (1 if below)
+# Exports whose recorded graph computed something in another op form than
+# today's, which moves the runtime's own rounding: the early-exit loop's
+# embeddings were the Keras layers' [B, S, E] ops and are 2-D rows now
+# (AlbertEmbeddings, the one form every path runs). TensorFlow, LiteRT and
+# the full-depth ONNX file give the recorded values exactly; ONNX Runtime's
+# Loop differs by 1.07e-6 on one logit of nine (probabilities 2.4e-7).
+RUNTIME_ROUNDING = {"classifier_onnx_loop": 2e-6}
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +49,9 @@ def _assert_unchanged(actual, recorded, kind):
       np.testing.assert_array_equal(actual[name], expected, err_msg=name)
     else:
       scale = max(1.0, float(np.max(np.abs(expected), initial=0.0)))
+      tolerance = RUNTIME_ROUNDING.get(name.split("/")[0], TOLERANCE)
       np.testing.assert_allclose(actual[name], expected, rtol=0,
-                                 atol=TOLERANCE * scale, err_msg=name)
+                                 atol=tolerance * scale, err_msg=name)
 
 
 def test_encoder_exports_give_the_recorded_outputs(recorded, tmp_path):
