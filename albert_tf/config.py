@@ -161,7 +161,13 @@ class AlbertConfig:
       UserInputError: the file is missing, not JSON, or holds invalid values;
         the message names the file.
     """
-    values = read_config_json(path)
+    return cls.from_json_values(read_config_json(path), path)
+
+  @classmethod
+  def from_json_values(cls, values: Mapping[str, Any],
+                       path: str) -> "AlbertConfig":
+    """`from_dict` of the values read from `path` (UserInputError naming
+    it when they are invalid)."""
     try:
       return cls.from_dict(values)
     except (TypeError, ValueError) as e:

@@ -115,7 +115,7 @@ def load_albert_config(path: str) -> AlbertConfig:
   if is_keras_hub_config(values):  # a preset's config.json
     return config_from_keras_hub(values, read_keras_hub_extra(path),
                                  source=path)
-  return AlbertConfig.from_json_file(path)
+  return AlbertConfig.from_json_values(values, path)  # read once
 
 
 def is_keras_hub_config(values: Mapping[str, Any]) -> bool:

@@ -115,6 +115,22 @@ def _remove_temporaries(output_dir: str) -> None:
     file_io.remove(path)
 
 
+def _count_shard(file_counts, chunk, name: str, position,
+                 skip_bad_rows: bool) -> List:
+  """Adds shard `name` (at (file index, shard index) `position`) and its
+  rows to `file_counts`; returns its bad rows (UserInputError for the
+  first one unless `skip_bad_rows`)."""
+  bad = [row for row in chunk if row.problem]
+  if bad and not skip_bad_rows:
+    raise _bad_row_error(bad[0])
+  file_counts.records += len(chunk)
+  file_counts.bad_rows += len(bad)
+  file_counts.shards.append(name)
+  if bad:
+    file_counts.rejects.append(manifest_lib.rejects_name(*position))
+  return bad
+
+
 def predict_files(options: PredictOptions,
                   load: Optional[Callable] = None,
                   description: Optional[
@@ -176,15 +192,8 @@ def predict_files(options: PredictOptions,
       name = manifest_lib.shard_name(file_index, shard,
                                      options.output_format)
       target = file_io.join(options.output_dir, name)
-      bad = [row for row in chunk if row.problem]
-      if bad and not options.skip_bad_rows:
-        raise _bad_row_error(bad[0])
-      file_counts.records += len(chunk)
-      file_counts.bad_rows += len(bad)
-      file_counts.shards.append(name)
-      if bad:
-        file_counts.rejects.append(manifest_lib.rejects_name(file_index,
-                                                             shard))
+      bad = _count_shard(file_counts, chunk, name, (file_index, shard),
+                         options.skip_bad_rows)
       if file_io.exists(target):
         progress.add(len(chunk), predicted=False)
         continue

@@ -164,8 +164,8 @@ def start_from(source: Source, params: PretrainingParams, model,
 def restore_optimizer(checkpoint: tf.train.Checkpoint, prefix: str,
                       init_checkpoint: str, step: int) -> None:
   """Reads `prefix` into `checkpoint` (model + optimizer) and checks that
-  the optimizer's step is `step` and every slot of every trainable
-  variable holds the value `prefix` saved for it.
+  the optimizer's step is `step` and (after step 0) every slot of every
+  trainable variable holds the value `prefix` saved for it.
 
   The slots are created first: a read restores a slot that does not exist
   yet only when it is created later, which no status can check. A source
@@ -180,7 +180,9 @@ def restore_optimizer(checkpoint: tf.train.Checkpoint, prefix: str,
   inner = getattr(optimizer, "inner_optimizer", optimizer)
   inner._create_all_weights(checkpoint.model.trainable_variables)
   checkpoint.read(prefix).expect_partial()
-  missing = unrestored_slots(checkpoint, inner, prefix)
+  # At step 0 no update has made slots yet (ckpt-0 is written before the
+  # first): fresh zero slots are the source's state.
+  missing = unrestored_slots(checkpoint, inner, prefix) if step > 0 else []
   if missing or int(optimizer.iterations.numpy()) != step:
     what = (f"{len(missing)} of its optimizer slots did not restore "
             f"(first: {missing[0]})" if missing else
