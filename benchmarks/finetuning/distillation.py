@@ -61,12 +61,11 @@ LiteRT file's test accuracy. Why soft targets may add little: each
 teacher's accuracy and mean top probability on its own training records
 at the distillation temperature (T=2), softmax of its logits / T
 (distillation_report.soft_target_confidence). A static cut or a student
-fine-tuned alone
-runs the graph of the distilled student of its shape (the same config):
-it is timed as that one. The machine's load is measured over the timings
-only (the training runs before them give no speed figure). --write writes
-BENCHMARKS.md's section, the chart, docs/distillation-benchmark.md and
-the first table's row (order 65).
+fine-tuned alone runs the graph of the distilled student of its shape
+(the same config): it is timed as that one. The machine's load is
+measured over the timings only (the training runs before them give no
+speed figure). --write writes BENCHMARKS.md's section, the chart,
+docs/distillation-benchmark.md and the first table's row (order 65).
 """
 
 import argparse
@@ -194,7 +193,8 @@ def run(args) -> Dict:
     teacher = at(f"teacher-s{seed}")
     runs.finetune(teacher, source, from_pretrained(seed), export=seed == 0)
     add("teacher", scored(teacher))
-    confidence.append(_teacher_confidence(teacher, *train))
+    confidence.append(evaluate.teacher_confidence(teacher, *train,
+                                                  runs.TEMPERATURE))
     more = at(f"teacher-more-s{seed}")
     runs.distill(more, teacher, flags(seed), layers, "none", export=False,
                  alpha=0.0)
@@ -319,17 +319,6 @@ def run(args) -> Dict:
               others=others, at_chance=at_chance, confidence=confidence,
               rows=dict(test=len(test_labels), dev=len(splits["dev"][1])),
               majority=accuracy.majority_rate(test_labels))
-
-
-def _teacher_confidence(teacher_dir: str, inputs, labels) -> Dict:
-  """report.soft_target_confidence of the teacher in `teacher_dir` on its
-  training records (token ids `inputs`, label indices `labels`) at the
-  distilled runs' temperature."""
-  from albert_tf.training.distillation import teacher as teacher_lib
-  model = teacher_lib.build_teacher_model(
-      teacher_lib.read_teacher(teacher_dir))
-  return report.soft_target_confidence(evaluate.logits_of(model, inputs),
-                                       labels, runs.TEMPERATURE)
 
 
 def _report(args, result) -> str:

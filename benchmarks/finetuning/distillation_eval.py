@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from benchmarks import accuracy
+from benchmarks.finetuning import distillation_report as report
 
 LOOKS = 3
 
@@ -159,3 +160,15 @@ def pabee_model(run_dir: str, prefix: str):
   tf.train.Checkpoint(model=model).restore(prefix).expect_partial(
       ).assert_existing_objects_matched()
   return model
+
+
+def teacher_confidence(teacher_dir: str, inputs: Dict, labels: np.ndarray,
+                       temperature: float) -> Dict:
+  """report.soft_target_confidence of the teacher in `teacher_dir` on its
+  training records (token ids `inputs`, label indices `labels`) at the
+  distilled runs' `temperature`."""
+  from albert_tf.training.distillation import teacher as teacher_lib
+  model = teacher_lib.build_teacher_model(
+      teacher_lib.read_teacher(teacher_dir))
+  return report.soft_target_confidence(logits_of(model, inputs), labels,
+                                       temperature)
