@@ -20,7 +20,8 @@ class PredictOptions:
 
   model: str = setting(
       help="A fine-tuned export (the --export_dir of run_classifier, "
-      "run_ner or run_squad), or an encoder export folder "
+      "run_ner, run_squad, run_multiple_choice or run_race), or an encoder "
+      "export folder "
       "(export_savedmodel's, holding encoder/ and preprocessor/). Its kind, "
       "labels and columns are read from it.")
   input_file: str = setting(
@@ -67,7 +68,7 @@ class PredictOptions:
       choices=EMBEDDINGS)
   batch_size: int = setting(
       32, "Rows per model call; rows of similar length are batched "
-      "together.")
+      "together, within one of the export's length buckets.")
   rows_per_shard: int = setting(
       10000, "Input records per output shard (a shard is a fixed range of "
       "one input file's records, so a rerun redoes only missing ones).")

@@ -4,7 +4,8 @@ For each input file (in the order the globs list them) its records are
 read as a stream and cut into shards of --rows_per_shard records
 (manifest.py's plan). A shard already under its final name is skipped
 (its records are read, not predicted, to count them); a missing one is
-predicted (batching.predict_rows) and published atomically (writers.py).
+predicted (batching.predict_rows: batches within the export's length
+buckets) and published atomically (writers.py).
 Memory holds one shard's rows and outputs, whatever the inputs' size.
 
 Bad rows: without --skip_bad_rows the first one stops the run with one
@@ -133,6 +134,19 @@ def _count_shard(file_counts, chunk, name: str, position,
   return bad
 
 
+def _columns(options: PredictOptions,
+             description: exported_model.ExportDescription) -> Columns:
+  """The columns the export's kind reads."""
+  if description.kind not in ("squad", "multiple_choice"):
+    return Columns(options.text_column, options.text_b_column,
+                   options.id_column)
+  choices = description.kind == "multiple_choice"
+  return Columns(options.context_column, options.question_column,
+                 options.id_column, ("--context_column", "--question_column"),
+                 options.choices_column if choices else "",
+                 description.num_choices)
+
+
 def predict_files(options: PredictOptions,
                   load: Optional[Callable] = None,
                   description: Optional[
@@ -151,18 +165,7 @@ def predict_files(options: PredictOptions,
       of another run.
   """
   description = description or exported_model.describe(options.model)
-  if description.kind == "multiple_choice":
-    columns = Columns(options.context_column, options.question_column,
-                      options.id_column,
-                      ("--context_column", "--question_column"),
-                      options.choices_column, description.num_choices)
-  elif description.kind == "squad":
-    columns = Columns(options.context_column, options.question_column,
-                      options.id_column,
-                      ("--context_column", "--question_column"))
-  else:
-    columns = Columns(options.text_column, options.text_b_column,
-                      options.id_column)
+  columns = _columns(options, description)
   if description.pair and not columns.text_b:
     raise UserInputError(
         f"--model={options.model} is a sentence-pair model (text_a, "
