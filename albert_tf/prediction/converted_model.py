@@ -124,8 +124,8 @@ class ConvertedPredictor(exported_model.Predictor):
     self.embeddings = embeddings
     self.runtime = runtime
     model_file = runtime_file(path, runtime)
-    stem = model_file[:-len(FILES[runtime][1])] + "model"
-    converted = _read_json(stem + ".json")
+    # model.onnx -> model.json, as both converters name it.
+    converted = _read_json(model_file.rsplit(".", 1)[0] + ".json")
     seq_length = description.length_buckets[-1]
     if converted["kind"] not in _CONVERTED_KINDS[description.kind]:
       raise UserInputError(
