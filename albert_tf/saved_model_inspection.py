@@ -51,8 +51,9 @@ def _saved_model_class():
   proto = descriptor_pb2.FileDescriptorProto(
       name="albert_saved_model_signatures.proto",
       package="albert_saved_model_signatures", syntax="proto3")
-  string, message = (descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
-                     descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE)
+  string, message, int64 = (descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                            descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+                            descriptor_pb2.FieldDescriptorProto.TYPE_INT64)
   repeated = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
   optional = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
 
@@ -65,7 +66,11 @@ def _saved_model_class():
           if type_name else None)
 
   # Maps are repeated key/value entries on the wire.
-  add("TensorEntry", ("key", 1, string, optional, ""))
+  add("Dim", ("size", 1, int64, optional, ""))
+  add("TensorShape", ("dim", 2, message, repeated, "Dim"))
+  add("TensorInfo", ("tensor_shape", 3, message, optional, "TensorShape"))
+  add("TensorEntry", ("key", 1, string, optional, ""),
+      ("value", 2, message, optional, "TensorInfo"))
   add("Signature", ("inputs", 1, message, repeated, "TensorEntry"),
       ("outputs", 2, message, repeated, "TensorEntry"))
   add("SignatureEntry", ("key", 1, string, optional, ""),
@@ -86,6 +91,29 @@ def read_signatures(path: str) -> Dict[str, Tuple[List[str], List[str]]]:
   Raises:
     UserInputError: saved_model.pb cannot be read or parsed.
   """
+  return {key: (sorted(i.key for i in value.inputs),
+                sorted(o.key for o in value.outputs))
+          for key, value in _signature_defs(path).items()}
+
+
+def input_shapes(path: str, signature: str = "serving_default"
+                ) -> Dict[str, Tuple[int, ...]]:
+  """{input name: its shape (-1 where unknown)} of a signature of the
+  SavedModel in folder `path` ({} without that signature), e.g. a
+  multiple-choice export's `choices` [-1, 4].
+
+  Raises:
+    UserInputError: saved_model.pb cannot be read or parsed.
+  """
+  definition = _signature_defs(path).get(signature)
+  if definition is None:
+    return {}
+  return {i.key: tuple(d.size for d in i.value.tensor_shape.dim)
+          for i in definition.inputs}
+
+
+def _signature_defs(path: str) -> Dict:
+  """{signature name: its SignatureDef message} (read_signatures)."""
   pb = file_io.join(path, "saved_model.pb")
   try:
     saved_model = _saved_model_class().FromString(file_io.read_bytes(pb))
@@ -95,8 +123,7 @@ def read_signatures(path: str) -> Dict[str, Tuple[List[str], List[str]]]:
     raise UserInputError(f"{pb} is not a SavedModel: {e}") from None
   if not saved_model.meta_graphs:
     return {}
-  return {entry.key: (sorted(i.key for i in entry.value.inputs),
-                      sorted(o.key for o in entry.value.outputs))
+  return {entry.key: entry.value
           for entry in saved_model.meta_graphs[0].signature_def
           if not entry.key.startswith("__")}
 

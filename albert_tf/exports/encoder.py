@@ -54,6 +54,7 @@ from albert_tf.exports import endpoints
 from albert_tf.exports import options
 from albert_tf.exports.preprocessor import build_preprocessor
 from albert_tf.exports.preprocessor import preprocessor_signatures
+from data_pipeline.tasks import length_buckets as length_buckets_lib
 
 
 def build_encoder_export_model(encoder, pretrainer=None) -> tf_keras.Model:
@@ -231,6 +232,12 @@ def _save_preprocessor(path: str, vocab_asset, config_copy,
       vocab_file=None if sentencepiece else vocab_copy)
   setattr(preprocessor, attribute, tf.saved_model.Asset(vocab_copy))
   preprocessor.albert_config_file = tf.saved_model.Asset(config_copy)
+  # The buckets, for readers that batch by length (tools.predict).
+  record_attribute, name, text = length_buckets_lib.export_asset(
+      seq_length, buckets)
+  record = file_io.join(file_io.dirname(config_copy), name)
+  file_io.write_atomic(record, text)
+  setattr(preprocessor, record_attribute, tf.saved_model.Asset(record))
   endpoints.add_preprocessor_endpoints(preprocessor, buckets)
   preprocessor.save(path, include_optimizer=False, save_format="tf",
                     signatures=preprocessor_signatures(preprocessor, buckets))

@@ -7,13 +7,20 @@ batch and returns one output row per input row, in input order. No file
 I/O: a Beam ModelHandler's `run_inference` can wrap it as it is. The
 order of the sort is fixed (length, then position), so the same rows give
 the same batches and the same numbers in every run.
+
+An export that records its length buckets (exported_model.length_buckets)
+is batched at them: rows are sorted by their length in tokens
+(lengths.TokenCounter) and a batch never mixes two buckets, so none runs
+at a larger bucket than its rows need (`batches`). An export without the
+record is batched as before: sorted by characters, cut every batch_size
+rows.
 """
 
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from albert_tf.prediction.inputs import InputRow
 
-# texts_a, texts_b (None for one text) -> one dict per text.
+# texts_a, texts_b (None for one text)[, choices] -> one dict per text.
 PredictFn = Callable[[Sequence[str], Optional[Sequence[str]]],
                      List[Dict[str, Any]]]
 
@@ -27,28 +34,79 @@ def row_key(row: InputRow, path: str, id_column: str) -> Dict[str, Any]:
 
 
 def _length(row: InputRow) -> int:
-  return len(row.text_a) + (len(row.text_b) if row.text_b is not None
-                            else 0)
+  """Characters: the sort key when the export records no buckets."""
+  return (len(row.text_a) + (len(row.text_b) if row.text_b is not None
+                             else 0) +
+          (max(map(len, row.choices)) if row.choices else 0))
+
+
+def bucket_of(length: int, buckets: Sequence[int]) -> int:
+  """The smallest bucket holding `length` tokens (the last one: longer
+  rows are truncated to it), as the export's signature picks it."""
+  return next((b for b in buckets if b >= length), buckets[-1])
+
+
+def batches(lengths: Sequence[int], batch_size: int,
+            buckets: Sequence[int] = ()) -> List[List[int]]:
+  """Row indices in batches of at most batch_size, sorted by length (then
+  position); with buckets (more than one, `lengths` in tokens) a batch
+  never mixes two buckets, so each runs at its rows' own bucket.
+
+  Args:
+    lengths: one per row.
+    batch_size: rows per batch.
+    buckets: the export's (exported_model.length_buckets), or ().
+  """
+  order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
+  if len(buckets) < 2:
+    return [order[i:i + batch_size] for i in range(0, len(order),
+                                                   batch_size)]
+  out: List[List[int]] = []
+  current = None
+  for i in order:
+    bucket = bucket_of(lengths[i], buckets)
+    if not out or len(out[-1]) == batch_size or bucket != current:
+      out.append([])
+      current = bucket
+    out[-1].append(i)
+  return out
 
 
 def predict_rows(rows: Sequence[InputRow], predict: PredictFn,
-                 batch_size: int, path: str = "", id_column: str = ""
+                 batch_size: int, path: str = "", id_column: str = "",
+                 buckets: Sequence[int] = (),
+                 count_tokens: Optional[Callable[[Sequence[InputRow]],
+                                                 List[int]]] = None
                 ) -> List[Dict[str, Any]]:
   """One output row (key columns, then the predictions) per input row.
 
   Args:
     rows: good rows (no problem).
-    predict: texts -> predictions (exported_model.Predictor.predict).
+    predict: texts -> predictions (exported_model.Predictor.predict;
+      multiple choice: also each row's choices).
     batch_size: rows per call.
     path, id_column: for the key columns (row_key).
+    buckets: the export's length buckets (exported_model.length_buckets).
+    count_tokens: rows -> their lengths in tokens
+      (lengths.TokenCounter.lengths); with buckets, batches stay within
+      one bucket (batches). None: rows are sorted by characters and cut
+      every batch_size rows.
   """
-  order = sorted(range(len(rows)), key=lambda i: (_length(rows[i]), i))
+  if count_tokens is not None and len(buckets) > 1:
+    groups = batches(count_tokens(rows), batch_size, buckets)
+  else:
+    groups = batches([_length(row) for row in rows], batch_size)
   outputs: List[Optional[Dict[str, Any]]] = [None] * len(rows)
   pair = bool(rows) and rows[0].text_b is not None
-  for start in range(0, len(order), batch_size):
-    batch = order[start:start + batch_size]
-    predictions = predict([rows[i].text_a for i in batch],
-                          [rows[i].text_b for i in batch] if pair else None)
+  choices = bool(rows) and rows[0].choices is not None
+  for batch in groups:
+    texts_a = [rows[i].text_a for i in batch]
+    texts_b = [rows[i].text_b for i in batch] if pair else None
+    if choices:
+      predictions = predict(texts_a, texts_b,
+                            [rows[i].choices for i in batch])
+    else:
+      predictions = predict(texts_a, texts_b)
     for i, prediction in zip(batch, predictions):
       outputs[i] = dict(row_key(rows[i], path, id_column), **prediction)
   return outputs

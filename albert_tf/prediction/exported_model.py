@@ -11,12 +11,21 @@ the export's assets (data_pipeline.tasks.label_list):
   multi_label  the same, --task_type=multi_label  `labels` [batch, C]
   ner          run_ner --export_dir               `entity_*`
   squad        run_squad --export_dir             `answer`, `start`, `end`
+  multiple_choice  run_multiple_choice / run_race  `choice` / `option`,
+               --export_dir                       `answer_index`
   encoder      export_savedmodel's folder         (encoder/ + preprocessor/)
+
+`length_buckets(path)` reads the length buckets the export recorded (the
+asset length_buckets.json; () for an export written before exports
+recorded them): the in-process batching (batching.py) and Beam's model
+handler both batch at them.
 
 `load(model, description, embeddings)` gives a `Predictor`: texts in, one
 output dict per text out, under plain names (`label`, `probabilities` by
 label name, `value`, `labels`, `entities`, `answer` with `start` and `end`,
-`embedding`). It calls the
+`embedding`; multiple choice: `choice` (the chosen choice's text),
+`choice_index` and `probabilities`, one per choice, RACE also `answer`,
+the letter). It calls the
 export's own `serving_default` (the encoder: its preprocessor, then the
 encoder), so what it returns is what the export serves; the export's
 length buckets apply inside it.
@@ -30,9 +39,13 @@ from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_common.errors import UserInputError
 from albert_tf import saved_model_inspection as inspection
 from data_pipeline.tasks import label_list as label_list_lib
+from data_pipeline.tasks import length_buckets as length_buckets_lib
 
 KINDS = ("classifier", "regression", "multi_label", "ner", "squad",
-         "encoder")
+         "multiple_choice", "encoder")
+# serving_default's (context, question, choices) inputs: own, RACE.
+CHOICE_INPUTS = (("context", "question", "choices"),
+                 ("article", "question", "options"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,10 +58,18 @@ class ExportDescription:
       model; the encoder's preprocessor takes either; SQuAD: the context
       is text_a, the question text_b).
     labels: label names in logit order (classifier, multi_label), else ().
+    length_buckets: the export's recorded buckets (length_buckets), () when
+      it recorded none.
+    num_choices: multiple choice: the choices of a question, else 0.
+    choice_inputs: multiple choice: serving_default's (context, question,
+      choices) input names (CHOICE_INPUTS), else ().
   """
   kind: str
   pair: bool
   labels: Tuple[str, ...] = ()
+  length_buckets: Tuple[int, ...] = ()
+  num_choices: int = 0
+  choice_inputs: Tuple[str, ...] = ()
 
 
 def _labels(path: str) -> Tuple[str, ...]:
@@ -63,6 +84,31 @@ def _labels(path: str) -> Tuple[str, ...]:
   return ()
 
 
+def _is_encoder_export(path: str) -> bool:
+  """export_savedmodel's folder (encoder/ and preprocessor/)."""
+  return (not inspection.is_saved_model(path) and
+          inspection.is_saved_model(file_io.join(path, "encoder")) and
+          inspection.is_saved_model(file_io.join(path, "preprocessor")))
+
+
+def length_buckets(path: str) -> Tuple[int, ...]:
+  """The length buckets the export at `path` (--model) serves at:
+  increasing token counts ending with its seq_length (one: no bucketing),
+  as its raw-text signature cuts a batch to the smallest holding the
+  batch's longest row. () for an export written before exports recorded
+  them (their batches are cut by rows alone, as before).
+
+  The one place readers of an export (tools.predict's batching, its Beam
+  model handler) learn the buckets; no TensorFlow.
+
+  Raises:
+    UserInputError: a record that is not a list of increasing lengths.
+  """
+  assets = file_io.join(file_io.join(path, "preprocessor") if
+                        _is_encoder_export(path) else path, "assets")
+  return length_buckets_lib.read_export_record(assets) or ()
+
+
 def describe(path: str) -> ExportDescription:
   """The kind of the export at `path` (--model).
 
@@ -70,11 +116,13 @@ def describe(path: str) -> ExportDescription:
     UserInputError: not a SavedModel, or a kind tools.predict does not
       serve yet, naming what it is.
   """
-  encoder = file_io.join(path, "encoder")
-  preprocessor = file_io.join(path, "preprocessor")
-  if (not inspection.is_saved_model(path) and
-      inspection.is_saved_model(encoder) and
-      inspection.is_saved_model(preprocessor)):
+  description = _describe(path)
+  return dataclasses.replace(description, length_buckets=length_buckets(path))
+
+
+def _describe(path: str) -> ExportDescription:
+  """describe, without the buckets."""
+  if _is_encoder_export(path):
     return ExportDescription("encoder", pair=False)
   inspection.check_model_savedmodel(path, "--model")
   signatures = inspection.read_signatures(path)
@@ -93,6 +141,12 @@ def describe(path: str) -> ExportDescription:
     return ExportDescription("ner", pair=False)
   if inputs == ["context", "question"] and "answer" in outputs:
     return ExportDescription("squad", pair=True)
+  for names in CHOICE_INPUTS:
+    if inputs == sorted(names) and "answer_index" in outputs:
+      shape = inspection.input_shapes(path)[names[2]]
+      return ExportDescription("multiple_choice", pair=True,
+                               num_choices=int(shape[-1]),
+                               choice_inputs=names)
   if sorted(inputs) == sorted(ENCODER_INPUT_NAMES):
     raise UserInputError(
         f"--model={path} is an encoder SavedModel; pass the export folder "
@@ -100,8 +154,8 @@ def describe(path: str) -> ExportDescription:
   raise UserInputError(
       f"--model={path}: tools.predict does not serve this export yet "
       f"(serving_default({', '.join(inputs)}) -> {', '.join(outputs)}); "
-      "it serves classifier, regression, multi-label, NER, SQuAD and "
-      "encoder exports")
+      "it serves classifier, regression, multi-label, NER, SQuAD, "
+      "multiple-choice and encoder exports")
 
 
 def _strings(tensor) -> List[str]:
@@ -136,11 +190,19 @@ class Predictor:
     return self.description.kind
 
   def raw_outputs(self, texts_a: Sequence[str],
-                  texts_b: Optional[Sequence[str]] = None) -> Dict:
-    """serving_default's outputs (numpy) for a batch of texts."""
+                  texts_b: Optional[Sequence[str]] = None,
+                  choices: Optional[Sequence[Sequence[str]]] = None
+                 ) -> Dict:
+    """serving_default's outputs (numpy) for a batch of texts (multiple
+    choice: contexts, questions and each question's choices)."""
     import tensorflow as tf
     a = tf.constant(list(texts_a), tf.string)
-    if self.kind == "encoder":
+    if self.kind == "multiple_choice":
+      context, question, choice = self.description.choice_inputs
+      outputs = self._serve(**{
+          context: a, question: tf.constant(list(texts_b), tf.string),
+          choice: tf.constant([list(c) for c in choices], tf.string)})
+    elif self.kind == "encoder":
       if texts_b is None:
         inputs = self._preprocessor.signatures["serving_default"](
             sentences=a)
@@ -164,9 +226,13 @@ class Predictor:
     return {k: v.numpy() for k, v in outputs.items()}
 
   def predict(self, texts_a: Sequence[str],
-              texts_b: Optional[Sequence[str]] = None
+              texts_b: Optional[Sequence[str]] = None,
+              choices: Optional[Sequence[Sequence[str]]] = None
              ) -> List[Dict[str, Any]]:
     """One dict of plain-named predictions per text (module docstring)."""
+    if self.kind == "multiple_choice":
+      return self.named(self.raw_outputs(texts_a, texts_b, choices),
+                        texts_a)
     return self.named(self.raw_outputs(texts_a, texts_b), texts_a)
 
   def named(self, outputs: Dict, texts_a: Sequence[str]
@@ -200,6 +266,17 @@ class Predictor:
                            "text": text[int(start):int(end)],
                            "score": float(score)})
         rows.append({"entities": entities})
+      return rows
+    if kind == "multiple_choice":
+      rows = []
+      for i, index in enumerate(outputs["answer_index"]):
+        chosen = outputs.get("choice", outputs.get("option"))[i]
+        row = {"choice": chosen.decode("utf-8"), "choice_index": int(index),
+               "probabilities": [float(p) for p in
+                                 outputs["probabilities"][i]]}
+        if "answer" in outputs:  # RACE: the letter
+          row["answer"] = outputs["answer"][i].decode("utf-8")
+        rows.append(row)
       return rows
     if kind == "squad":
       rows = [{"answer": answer.decode("utf-8"), "start": int(start),

@@ -14,6 +14,13 @@ and id or the problem that makes it bad: not JSON, not a JSON object, a
 wrong field count, bytes that are not UTF-8, no such column, no text. A
 column the header (or Parquet schema) lacks fails the whole file at once,
 with the fine-tuning tools' message (record_files.missing_column_error).
+
+Multiple choice (`Columns.choices` set): text_a is the context, text_b the
+question (each optional when left at its default, with SWAG's `sent1`,
+`sent2` as the fine-tuning tool's fallbacks), `choices` a list (JSON /
+Parquet, or a JSON list in a CSV field) or numbered columns <name>0,
+<name>1, ... (left at `choices`: SWAG's ending0, ending1, ...); a record
+with another number of choices than the export's is a bad row.
 """
 
 import csv
@@ -26,6 +33,7 @@ import zlib
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from data_pipeline.corpora import record_files
+from data_pipeline.tasks.multiple_choice.examples import SWAG_COLUMNS
 from data_pipeline.tasks.own_data.examples import TEXT_FALLBACKS
 
 TEXT_COLUMN = "text"  # plain text's one column
@@ -34,11 +42,15 @@ TEXT_COLUMN = "text"  # plain text's one column
 @dataclasses.dataclass(frozen=True)
 class Columns:
   """The columns asked for (the tool's flags: `flags` names those of text
-  and text_b, SQuAD's --context_column and --question_column)."""
+  and text_b, SQuAD's and multiple choice's --context_column and
+  --question_column). Multiple choice: `choices` (--choices_column) and
+  the export's `num_choices`."""
   text: str = "text"
   text_b: str = ""
   id: str = ""
   flags: Tuple[str, str] = ("--text_column", "--text_b_column")
+  choices: str = ""
+  num_choices: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +63,7 @@ class InputRow:
     text_a, text_b: its texts (text_b None without --text_b_column).
     record_id: the --id_column value as read (None without the flag).
     problem: why it is bad ("" for a good one; then the texts are None).
+    choices: multiple choice: the choices' texts, else None.
   """
   row: int
   where: str
@@ -58,6 +71,7 @@ class InputRow:
   text_b: Optional[str] = None
   record_id: Any = None
   problem: str = ""
+  choices: Optional[Tuple[str, ...]] = None
 
 
 def detect_format(path: str, input_format: str = "auto") -> str:
@@ -102,6 +116,37 @@ def _text_value(value) -> Optional[str]:
   return value if isinstance(value, str) else str(value)
 
 
+def _numbered(prefix: str, available) -> List[str]:
+  """<prefix>0, <prefix>1, ... as far as `available` has them."""
+  names: List[str] = []
+  while f"{prefix}{len(names)}" in available:
+    names.append(f"{prefix}{len(names)}")
+  return names
+
+
+def _choice_texts(values: Dict[str, Any], chosen, num_choices: int
+                 ) -> Tuple[Optional[Tuple[str, ...]], str]:
+  """(the choices' texts, "") or (None, the problem) of a record."""
+  value = ([values[c] for c in chosen] if isinstance(chosen, list)
+           else values[chosen])
+  if isinstance(value, str) and value.lstrip().startswith("["):
+    try:
+      value = json.loads(value)
+    except json.JSONDecodeError:
+      return None, f"choices {value[:80]!r} are not a JSON list"
+  if hasattr(value, "tolist"):  # a Parquet list read as an array
+    value = value.tolist()
+  if not isinstance(value, (list, tuple)):
+    return None, f"choices {str(value)[:80]!r} are not a list"
+  texts = tuple(_text_value(v) for v in value)
+  if any(t is None for t in texts):
+    return None, "a choice is empty (null)"
+  if num_choices and len(texts) != num_choices:
+    return None, (f"{len(texts)} choices; the export takes "
+                  f"{num_choices}")
+  return texts, ""
+
+
 class InputFile:
   """The records of one input file, as InputRows.
 
@@ -119,12 +164,15 @@ class InputFile:
       raise UserInputError(f"{path} does not exist")
     self._chosen: Optional[Dict[str, str]] = None
 
-  def _choose(self, available, where: str) -> Dict[str, str]:
-    """role -> column among `available`.
+  def _choose(self, available, where: str) -> Dict[str, Any]:
+    """role -> column among `available` (multiple choice's `choices`: a
+    name or a list of numbered names).
 
     Raises:
       UserInputError: a missing text column (naming those there are).
     """
+    if self.columns.choices:
+      return self._choose_choices(available, where)
     text = self.columns.text
     if text == "text" and "text" not in available:
       text = next((n for n in TEXT_FALLBACKS[1:] if n in available), text)
@@ -140,9 +188,48 @@ class InputFile:
         chosen[role] = name
     return chosen
 
+  def _choose_choices(self, available, where: str) -> Dict[str, Any]:
+    """_choose for multiple choice (module docstring)."""
+    chosen: Dict[str, Any] = {}
+    for role, name, flag, default, swag in (
+        ("text_a", self.columns.text, self.columns.flags[0], "context",
+         SWAG_COLUMNS["context"]),
+        ("text_b", self.columns.text_b, self.columns.flags[1], "question",
+         SWAG_COLUMNS["question"])):
+      if name in available:
+        chosen[role] = name
+      elif name == default and swag in available:
+        chosen[role] = swag
+      elif name != default:
+        raise record_files.missing_column_error(where, name, flag,
+                                                list(available))
+    name = self.columns.choices
+    numbered = _numbered(name, available) or (
+        _numbered(SWAG_COLUMNS["choices"], available) if name == "choices"
+        else [])
+    if name in available:
+      chosen["choices"] = name
+    elif len(numbered) >= 2:
+      chosen["choices"] = numbered
+    else:
+      raise record_files.missing_column_error(
+          where, name, "--choices_column (or numbered columns "
+          f"{name}0, {name}1, ...)", list(available))
+    if self.columns.id:
+      if self.columns.id not in available:
+        raise record_files.missing_column_error(
+            where, self.columns.id, "--id_column", list(available))
+      chosen["id"] = self.columns.id
+    return chosen
+
+  def _columns(self) -> List[str]:
+    """The columns read (self._chosen set)."""
+    return sorted({c for v in self._chosen.values()
+                   for c in (v if isinstance(v, list) else [v])})
+
   def _row(self, row: int, where: str, values: Dict[str, Any]) -> InputRow:
     """The InputRow of a record's values (self._chosen set)."""
-    missing = [c for c in self._chosen.values() if c not in values]
+    missing = [c for c in self._columns() if c not in values]
     if missing:
       return InputRow(row, where, problem=(
           f"no column {missing[0]!r}; the columns there: "
@@ -154,8 +241,15 @@ class InputFile:
         return InputRow(row, where, problem=(
             f"no text in column {self._chosen[role]!r}"))
     record_id = values[self._chosen["id"]] if "id" in self._chosen else None
-    return InputRow(row, where, texts["text_a"], texts.get("text_b"),
-                    record_id)
+    if not self.columns.choices:
+      return InputRow(row, where, texts["text_a"], texts.get("text_b"),
+                      record_id)
+    choices, problem = _choice_texts(values, self._chosen["choices"],
+                                     self.columns.num_choices)
+    if problem:
+      return InputRow(row, where, problem=problem)
+    return InputRow(row, where, texts.get("text_a", ""),
+                    texts.get("text_b", ""), record_id, choices=choices)
 
   def rows(self) -> Iterator[InputRow]:
     """Every record, in file order."""
@@ -253,6 +347,5 @@ class InputFile:
   def _parquet_rows(self) -> Iterator[InputRow]:
     source = record_files.RecordFile(self.path, "parquet")
     self._chosen = self._choose(source.header(), self.path)
-    for row, record in enumerate(source.records(
-        sorted(set(self._chosen.values())))):
+    for row, record in enumerate(source.records(self._columns())):
       yield self._row(row, record.where, record.values)

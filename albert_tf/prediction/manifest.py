@@ -32,7 +32,7 @@ MANIFEST_FILE = "manifest.json"
 # what is logged).
 _PLAN_SETTINGS = ("model", "output_format", "input_format", "text_column",
                   "text_b_column", "context_column", "question_column",
-                  "id_column", "embeddings",
+                  "id_column", "embeddings", "choices_column", "runtime",
                   "rows_per_shard", "skip_bad_rows")
 
 

@@ -11,6 +11,7 @@ from albert_common.settings_fields import setting
 OUTPUT_FORMATS = ("jsonl", "parquet", "csv")
 INPUT_FORMATS = ("auto", "csv", "tsv", "jsonl", "parquet", "text")
 EMBEDDINGS = ("pooled", "mean")
+RUNTIMES = ("savedmodel", "onnx", "litert")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -19,7 +20,8 @@ class PredictOptions:
 
   model: str = setting(
       help="A fine-tuned export (the --export_dir of run_classifier, "
-      "run_ner or run_squad), or an encoder export folder "
+      "run_ner, run_squad, run_multiple_choice or run_race), or an encoder "
+      "export folder "
       "(export_savedmodel's, holding encoder/ and preprocessor/). Its kind, "
       "labels and columns are read from it.")
   input_file: str = setting(
@@ -40,9 +42,23 @@ class PredictOptions:
   text_b_column: str = setting(
       "", "The second text of a sentence-pair model (required by one).")
   context_column: str = setting(
-      "context", "SQuAD exports: the column of the passage.")
+      "context", "SQuAD and multiple-choice exports: the column of the "
+      "passage (multiple choice: optional; left at `context` and missing, "
+      "SWAG's `sent1`, else none).")
   question_column: str = setting(
-      "question", "SQuAD exports: the column of the question.")
+      "question", "SQuAD and multiple-choice exports: the column of the "
+      "question (multiple choice: optional; left at `question` and "
+      "missing, SWAG's `sent2`, else none).")
+  choices_column: str = setting(
+      "choices", "Multiple-choice exports: a list of the choices (JSON / "
+      "Parquet list, or a JSON list in a CSV field); missing from a file: "
+      "the numbered columns <name>0, <name>1, ... (left at `choices`: "
+      "SWAG's ending0, ending1, ...).")
+  runtime: str = setting(
+      "savedmodel", "What runs the model: the SavedModel, or the ONNX / "
+      "LiteRT file made from it in the export folder (onnx/model.onnx, "
+      "litert/model.tflite; classifier, regression, multi-label, "
+      "multiple-choice and encoder exports).", choices=RUNTIMES)
   id_column: str = setting(
       "", "A column copied into every output row under its own name. "
       "Empty: rows are keyed by `file` and `row` (0-based record number).")
@@ -52,7 +68,7 @@ class PredictOptions:
       choices=EMBEDDINGS)
   batch_size: int = setting(
       32, "Rows per model call; rows of similar length are batched "
-      "together.")
+      "together, within one of the export's length buckets.")
   rows_per_shard: int = setting(
       10000, "Input records per output shard (a shard is a fixed range of "
       "one input file's records, so a rerun redoes only missing ones).")
@@ -76,7 +92,8 @@ def check_options(options: PredictOptions) -> None:
       raise UserInputError(f"--{name} is required")
   for name, choices in (("output_format", OUTPUT_FORMATS),
                         ("input_format", INPUT_FORMATS),
-                        ("embeddings", EMBEDDINGS)):
+                        ("embeddings", EMBEDDINGS),
+                        ("runtime", RUNTIMES)):
     if getattr(options, name) not in choices:
       raise UserInputError(f"--{name}={getattr(options, name)} is not one "
                            f"of {', '.join(choices)}")

@@ -4,7 +4,8 @@ For each input file (in the order the globs list them) its records are
 read as a stream and cut into shards of --rows_per_shard records
 (manifest.py's plan). A shard already under its final name is skipped
 (its records are read, not predicted, to count them); a missing one is
-predicted (batching.predict_rows) and published atomically (writers.py).
+predicted (batching.predict_rows: batches within the export's length
+buckets) and published atomically (writers.py).
 Memory holds one shard's rows and outputs, whatever the inputs' size.
 
 Bad rows: without --skip_bad_rows the first one stops the run with one
@@ -23,7 +24,9 @@ from absl import logging
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.prediction import batching
+from albert_tf.prediction import converted_model
 from albert_tf.prediction import exported_model
+from albert_tf.prediction import lengths
 from albert_tf.prediction import manifest as manifest_lib
 from albert_tf.prediction import writers
 from albert_tf.prediction.inputs import Columns
@@ -131,6 +134,19 @@ def _count_shard(file_counts, chunk, name: str, position,
   return bad
 
 
+def _columns(options: PredictOptions,
+             description: exported_model.ExportDescription) -> Columns:
+  """The columns the export's kind reads."""
+  if description.kind not in ("squad", "multiple_choice"):
+    return Columns(options.text_column, options.text_b_column,
+                   options.id_column)
+  choices = description.kind == "multiple_choice"
+  return Columns(options.context_column, options.question_column,
+                 options.id_column, ("--context_column", "--question_column"),
+                 options.choices_column if choices else "",
+                 description.num_choices)
+
+
 def predict_files(options: PredictOptions,
                   load: Optional[Callable] = None,
                   description: Optional[
@@ -140,8 +156,8 @@ def predict_files(options: PredictOptions,
   Args:
     options: checked settings (options.check_options).
     load: (model path, description, embeddings) -> an object with
-      `predict(texts_a, texts_b)` (default exported_model.Predictor; tests
-      pass a stand-in).
+      `predict(texts_a, texts_b)` (default: --runtime's,
+      converted_model.loader; tests pass a stand-in).
     description: the export's (default: exported_model.describe).
 
   Raises:
@@ -149,13 +165,7 @@ def predict_files(options: PredictOptions,
       of another run.
   """
   description = description or exported_model.describe(options.model)
-  if description.kind == "squad":
-    columns = Columns(options.context_column, options.question_column,
-                      options.id_column,
-                      ("--context_column", "--question_column"))
-  else:
-    columns = Columns(options.text_column, options.text_b_column,
-                      options.id_column)
+  columns = _columns(options, description)
   if description.pair and not columns.text_b:
     raise UserInputError(
         f"--model={options.model} is a sentence-pair model (text_a, "
@@ -165,6 +175,9 @@ def predict_files(options: PredictOptions,
     raise UserInputError(
         f"--text_b_column={options.text_b_column}: --model="
         f"{options.model} takes one text")
+  if load is None:
+    load = converted_model.loader(options.model, options.runtime,
+                                  description)
   files = input_files(options.input_file)
   plan = manifest_lib.plan(options, files)
   resumed = manifest_lib.check_plan(options.output_dir, plan)
@@ -183,6 +196,8 @@ def predict_files(options: PredictOptions,
                else "", " (resuming)" if resumed else "")
   progress = Progress(total)
   predictor = None
+  counter = lengths.token_counter(options.model, description.length_buckets,
+                                  description.kind == "encoder")
   counts = []
   for file_index, path in enumerate(files):
     file_counts = manifest_lib.FileCounts(path)
@@ -198,13 +213,13 @@ def predict_files(options: PredictOptions,
         progress.add(len(chunk), predicted=False)
         continue
       if predictor is None:
-        predictor = (load or exported_model.Predictor)(
-            options.model, description, options.embeddings)
+        predictor = load(options.model, description, options.embeddings)
         progress.restart_clock()
       good = [row for row in chunk if not row.problem]
-      outputs = batching.predict_rows(good, predictor.predict,
-                                      options.batch_size, path,
-                                      options.id_column)
+      outputs = batching.predict_rows(
+          good, predictor.predict, options.batch_size, path,
+          options.id_column, description.length_buckets,
+          counter.lengths if counter else None)
       if bad:
         writers.write_rejects(
             file_io.join(options.output_dir, file_counts.rejects[-1]),

@@ -30,12 +30,20 @@ on resumes it exactly. Evaluation and prediction datasets carry each
 example's position (`EXAMPLE_INDEX`) so the runner puts outputs back in
 input order.
 
+An export records its buckets as the asset `length_buckets.json`
+({"seq_length": 128, "length_buckets": [32, 64, 128]}; one bucket: no
+bucketing): `export_asset` writes it, `read_export_record` reads it, so a
+reader of the export (tools.predict's batching, a Beam model handler)
+batches at the export's own buckets without loading it.
+
 This module imports TensorFlow only inside the dataset functions: the
 tools check the flag before TensorFlow loads.
 """
 
-from typing import Sequence, Tuple
+import json
+from typing import Optional, Sequence, Tuple
 
+from albert_common import file_io
 from albert_common.encoder_inputs import INPUT_MASK
 from albert_common.errors import UserInputError
 
@@ -99,6 +107,46 @@ def parse_length_buckets(value: str, max_seq_length: int,
   if buckets[-1] < max_seq_length:
     buckets.append(max_seq_length)
   return tuple(buckets)
+
+
+EXPORT_FILE = "length_buckets.json"
+
+
+def export_asset(seq_length: int, buckets: Sequence[int]
+                ) -> Tuple[str, str, str]:
+  """The (attribute, file name, text) asset recording an export's buckets.
+
+  Args:
+    seq_length: the export's packed length.
+    buckets: increasing lengths (seq_length is the last); (): none.
+  """
+  lengths = [int(b) for b in buckets if b < seq_length] + [int(seq_length)]
+  text = json.dumps({"seq_length": int(seq_length),
+                     "length_buckets": lengths}) + "\n"
+  return ("length_buckets_file", EXPORT_FILE, text)
+
+
+def read_export_record(asset_dir: str) -> Optional[Tuple[int, ...]]:
+  """The buckets an export recorded in `asset_dir` (its assets/ folder):
+  increasing lengths ending with its seq_length; None for an export
+  written before exports recorded them.
+
+  Raises:
+    UserInputError: a record that is not increasing positive lengths.
+  """
+  path = file_io.join(asset_dir, EXPORT_FILE)
+  if not file_io.exists(path):
+    return None
+  values = file_io.read_json_object(path, "length buckets record")
+  lengths = values.get("length_buckets")
+  if (not isinstance(lengths, list) or not lengths or
+      not all(isinstance(n, int) and n > 0 for n in lengths) or
+      any(b <= a for a, b in zip(lengths, lengths[1:])) or
+      lengths[-1] != values.get("seq_length")):
+    raise UserInputError(
+        f"{path} is not a length buckets record ({{\"seq_length\": N, "
+        "\"length_buckets\": [increasing lengths ending with N]})")
+  return tuple(lengths)
 
 
 def is_bucketed(buckets: Sequence[int]) -> bool:

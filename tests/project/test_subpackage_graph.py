@@ -56,7 +56,9 @@ ALLOWED = {
                                        f"{_TF}.exports.serving"} | _DATA,
     f"{_TF}.exports.onnx": _MODEL | {f"{_TF}.exports",
                                      f"{_TF}.exports.serving"} | _DATA,
-    f"{_TF}.prediction": {_TF, f"{_TF}.exports"} | _DATA,
+    # --runtime=onnx|litert runs the converted files with their runtimes.
+    f"{_TF}.prediction": {_TF, f"{_TF}.exports", f"{_TF}.exports.litert",
+                          f"{_TF}.exports.onnx"} | _DATA,
     f"{_TF}.training": _MODEL | {f"{_TF}.checkpoints"},
     f"{_TF}.training.pretraining": _MODEL | {
         f"{_TF}.training", f"{_TF}.checkpoints", f"{_DP}.pretraining",

@@ -58,6 +58,7 @@ from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.exports.options import check_export_dir_free
 from albert_tf.exports.preprocessor import build_preprocessor
 from data_pipeline.tasks import label_list as label_list_lib
+from data_pipeline.tasks import length_buckets as length_buckets_lib
 from data_pipeline.tasks.label_list import LabelList
 
 EARLY_EXIT = "early_exit"
@@ -197,7 +198,9 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
     raise ValueError(f"num_segments must be 1 or 2, got {num_segments}")
   labels_text = ("\n".join(labels) + "\n" if labels is not None
                  else "<regression>\n")
-  text_assets = [("labels_file", "labels.txt", labels_text)]
+  text_assets = [("labels_file", "labels.txt", labels_text),
+                 length_buckets_lib.export_asset(
+                     seq_length, length_buckets)]
   if label_list is not None:
     if list(label_list.labels) != list(labels or ()):
       raise ValueError(f"labels {labels} differ from the label list's "

@@ -34,6 +34,7 @@ from albert_tf.exports.options import check_export_dir_free
 from albert_tf.exports.saved_model_loading import load_saved_model
 from albert_tf.exports.serving.ner_serving import NerServing
 from data_pipeline.tasks import label_list
+from data_pipeline.tasks import length_buckets as length_buckets_lib
 from data_pipeline.tokenization import factory as tokenizer_factory
 from data_pipeline.tokenization import tf_sentencepiece
 from data_pipeline.tokenization import tf_wordpiece
@@ -95,7 +96,9 @@ def export_ner(model: tf_keras.Model, export_dir: str,
       text_assets=[
           ("labels_file", "labels.txt", "\n".join(labels.labels) + "\n"),
           ("label_list_file", label_list.FILE_NAME,
-           json.dumps(labels.to_dict(), indent=2) + "\n")],
+           json.dumps(labels.to_dict(), indent=2) + "\n"),
+          length_buckets_lib.export_asset(
+              seq_length, length_buckets)],
       vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
 
 

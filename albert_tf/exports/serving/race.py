@@ -23,8 +23,13 @@ featurisation over `num_choices` choices; its `serving_default` takes
 int32 [batch], `choice` tf.string [batch] (the chosen choice's text),
 `probabilities` float32 [batch, num_choices] and `logits`; `token_ids`
 takes int32 [batch, num_choices, seq].
+
+Assets of both: the vocabulary, choice_settings.json (seq_length,
+max_qa_length: the packing, for readers that feed `token_ids`) and
+length_buckets.json (data_pipeline.tasks.length_buckets).
 """
 
+import json
 from typing import Sequence
 
 import tensorflow as tf
@@ -38,6 +43,7 @@ from albert_tf.exports import atomic_export
 from albert_tf.exports import token_ids
 from albert_tf.exports.bucketing import cut_to_bucket
 from albert_tf.exports.options import check_export_dir_free
+from data_pipeline.tasks import length_buckets as length_buckets_lib
 from data_pipeline.tasks.race import examples as race_examples
 from data_pipeline.tokenization import tf_sentencepiece as tf_tokenization
 
@@ -178,6 +184,20 @@ def _ranges(k):
                                                 k)
 
 
+# The packing a reader needs to feed the token-ids signature as
+# serving_default does (tools.predict's ONNX and LiteRT runtimes).
+CHOICE_SETTINGS_FILE = "choice_settings.json"
+
+
+def _text_assets(seq_length: int, max_qa_length: int,
+                 length_buckets: Sequence[int]):
+  """The assets recording the export's packing and length buckets."""
+  settings = json.dumps({"seq_length": seq_length,
+                         "max_qa_length": max_qa_length}) + "\n"
+  return [("choice_settings_file", CHOICE_SETTINGS_FILE, settings),
+          length_buckets_lib.export_asset(seq_length, length_buckets)]
+
+
 def _vocabulary(spm_model_file: str, vocab_file: str):
   """(SentencePiece model bytes or None, WordPiece tokens or None)."""
   if spm_model_file:
@@ -228,6 +248,7 @@ def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
 
   return atomic_export.save_serving_model(
       export_dir, spm_model_file or vocab_file, build, albert_config_file,
+      text_assets=_text_assets(seq_length, max_qa_length, length_buckets),
       vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
 
 
@@ -276,4 +297,5 @@ def export_multiple_choice(model: tf_keras.Model, export_dir: str,
 
   return atomic_export.save_serving_model(
       export_dir, spm_model_file or vocab_file, build, albert_config_file,
+      text_assets=_text_assets(seq_length, max_qa_length, length_buckets),
       vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")

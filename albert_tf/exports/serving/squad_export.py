@@ -62,6 +62,7 @@ from albert_tf.exports.serving.squad_serving import SquadServing
 from albert_tf.exports.serving.squad_serving_wordpiece import (
   WordPieceSquadServing,
 )
+from data_pipeline.tasks import length_buckets as length_buckets_lib
 from data_pipeline.tokenization import (
   wordpiece_tokenizer as wordpiece_tokenization,
 )
@@ -123,7 +124,9 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
   return atomic_export.save_serving_model(
       export_dir, spm_model_file or vocab_file, build, albert_config_file,
       text_assets=[("squad_settings_file", SQUAD_SETTINGS_FILE,
-                    json.dumps(recorded, indent=2) + "\n")],
+                    json.dumps(recorded, indent=2) + "\n"),
+                   length_buckets_lib.export_asset(
+                       seq_length, length_buckets)],
       vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
 
 

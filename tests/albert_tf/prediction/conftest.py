@@ -8,14 +8,17 @@ import pytest
 @pytest.fixture(scope="session")
 def prediction_exports(tmp_path_factory, spm_model):
   """{kind: export path}: classifier (one text, length buckets 16,32,64),
-  regression (a text pair), multi_label, ner, squad (v1.1), encoder
+  regression (a text pair), multi_label, ner, squad (v1.1),
+  multiple_choice (3 choices, buckets 32,64), race (4 options), encoder
   (export_savedmodel's folder)."""
   import tensorflow as tf
   import tf_keras
 
   from albert_tf import exports
   from albert_tf.config import AlbertConfig
+  from albert_tf.exports.serving import race as race_export
   from albert_tf.models.albert_classifier import AlbertClassifier
+  from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
   from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
   from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
   from albert_tf.networks.albert_encoder import AlbertEncoder
@@ -33,7 +36,7 @@ def prediction_exports(tmp_path_factory, spm_model):
 
   paths = {kind: str(root / kind) for kind in
            ("classifier", "regression", "multi_label", "ner", "squad",
-            "encoder")}
+            "multiple_choice", "race", "encoder")}
   labels = LabelList("classification", ("billing", "other", "shipping"))
   exports.export_classifier(classifier(3), paths["classifier"], spm_model,
                             list(labels.labels), 1, seq,
@@ -53,6 +56,13 @@ def prediction_exports(tmp_path_factory, spm_model):
                        paths["squad"], spm_model, seq, doc_stride=16,
                        max_query_length=12, n_best_size=5,
                        max_answer_length=10, beam=False, version_2=False)
+  race_export.export_multiple_choice(
+      AlbertMultipleChoice(AlbertEncoder(config), 3, dropout_rate=0.0),
+      paths["multiple_choice"], spm_model, seq, max_qa_length=20,
+      num_choices=3, length_buckets=(32, seq))
+  race_export.export_race(
+      AlbertMultipleChoice(AlbertEncoder(config), 4, dropout_rate=0.0),
+      paths["race"], spm_model, seq, max_qa_length=20)
   encoder = AlbertEncoder(config)
   prefix = tf.train.Checkpoint(encoder=encoder).write(
       str(root / "checkpoint" / "ckpt"))

@@ -109,3 +109,56 @@ def test_ram_filesystem_input():
   with tf.io.gfile.GFile(path, "w") as f:
     f.write('{"text": "x"}\n{"text": "y"}\n')
   assert [r.text_a for r in _rows(path, Columns())] == ["x", "y"]
+
+
+CHOICES = Columns("context", "question", "id", ("--context_column",
+                                                "--question_column"),
+                  "choices", 3)
+
+
+def test_choices_from_lists_json_text_and_numbered_columns(tmp_path):
+  records = [{"id": i, "context": f"c{i}", "question": f"q{i} _",
+              "choices": [f"a{i}", f"b{i}", f"c{i}"]} for i in range(4)]
+  _write_parquet(tmp_path / "a.parquet", records)
+  (tmp_path / "a.jsonl").write_text(
+      "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+  (tmp_path / "a.csv").write_text(
+      "id,context,question,choices\n" + "".join(
+          f"{r['id']},{r['context']},{r['question']},"
+          f"\"{json.dumps(r['choices']).replace(chr(34), chr(34) * 2)}\"\n"
+          for r in records), encoding="utf-8")
+  # SWAG's layout: sent1, sent2, ending0..ending2 (no question here).
+  (tmp_path / "swag.csv").write_text(
+      "id,sent1,ending0,ending1,ending2\n" + "".join(
+          f"{r['id']},{r['context']},{','.join(r['choices'])}\n"
+          for r in records), encoding="utf-8")
+  want = [(r["context"], r["question"], tuple(r["choices"]))
+          for r in records]
+  for name in ("a.parquet", "a.jsonl", "a.csv"):
+    rows = _rows(tmp_path / name, CHOICES)
+    assert [(r.text_a, r.text_b, r.choices) for r in rows] == want, name
+    assert [str(r.record_id) for r in rows] == ["0", "1", "2", "3"]
+  rows = _rows(tmp_path / "swag.csv", CHOICES)
+  assert [(r.text_a, r.text_b, r.choices) for r in rows] == [
+      (c, "", x) for c, _, x in want]
+
+
+def test_bad_choices_are_bad_rows_and_a_missing_column_stops(tmp_path):
+  (tmp_path / "a.jsonl").write_text(
+      '{"choices": ["a", "b", "c"]}\n{"choices": ["a", "b"]}\n'
+      '{"choices": "a, b, c"}\n{"choices": ["a", null, "c"]}\n'
+      '{"choices": "[not json"}\n', encoding="utf-8")
+  columns = Columns("context", "question", "", CHOICES.flags, "choices", 3)
+  assert [r.problem for r in _rows(tmp_path / "a.jsonl", columns)] == [
+      "", "2 choices; the export takes 3",
+      "choices 'a, b, c' are not a list", "a choice is empty (null)",
+      "choices '[not json' are not a JSON list"]
+  (tmp_path / "b.jsonl").write_text('{"options": ["a", "b", "c"]}\n',
+                                    encoding="utf-8")
+  with pytest.raises(UserInputError, match=r"b.jsonl:1: no column "
+                     r"'choices' \(--choices_column \(or numbered columns "
+                     r"choices0, choices1, \.\.\.\)\)"):
+    _rows(tmp_path / "b.jsonl", columns)
+  with pytest.raises(UserInputError, match="--context_column"):
+    _rows(tmp_path / "a.jsonl", Columns("article", "question", "",
+                                        CHOICES.flags, "choices", 3))

@@ -48,6 +48,12 @@ def test_a_bad_row_is_one_line_and_nothing_is_written(fake_exports,
     ("race", [], "tools.predict does not serve this export yet "
      "(serving_default(article, options, question)"),
     ("export/preprocessor", [], "is the preprocessor of an export"),
+    ("classifier", ["--text_column=a", "--text_b_column=b",
+                    "--runtime=onnx"],
+     "/classifier/onnx/model.onnx does not exist; make it with: python -m "
+     "tools.export_onnx --saved_model="),
+    ("squad", ["--runtime=litert"], "--runtime=litert serves classifier, "
+     "regression, multi-label, multiple-choice and encoder exports; "),
 ])
 def test_wrong_model_or_column_is_one_line(fake_exports, pair_inputs,
                                            tmp_path, model, flags, message):

@@ -187,3 +187,26 @@ def test_without_counting_a_bad_row_keeps_the_whole_shards_before_it(
       "part-00000-00000.jsonl", "part-00000-00001.jsonl",
       "part-00000-00002.jsonl", "part-00001-00000.jsonl",
       "predict_run.json"]
+
+
+def test_progress_shows_rows_per_second_and_the_eta(monkeypatch, caplog):
+  """Rows/s counts predicted rows from the model's load; the ETA is the
+  rows left at that rate; without a total, no percentage and no ETA."""
+  import logging
+  now = [100.0]
+  monkeypatch.setattr(runner.time, "monotonic", lambda: now[0])
+  progress = runner.Progress(total=10_000, every=10.0)
+  now[0] = 105.0
+  progress.restart_clock()
+  progress.add(1_000, predicted=False)  # a resumed run's finished shards
+  now[0] = 125.0
+  with caplog.at_level(logging.INFO):
+    progress.add(2_000, predicted=True)  # 2,000 rows in 20 s: 100 rows/s
+  assert caplog.messages[-1] == ("predict: 3,000 rows of 10,000 (30.0%), "
+                                 "100.0 rows/s, ETA 1m10s")
+  unknown = runner.Progress(total=None, every=0.0)
+  unknown.restart_clock()
+  now[0] = 129.0
+  with caplog.at_level(logging.INFO):
+    unknown.add(400, predicted=True)
+  assert caplog.messages[-1] == "predict: 400 rows, 100.0 rows/s"

@@ -312,3 +312,22 @@ def test_resume_mid_epoch_equals_uninterrupted_bucketed_run(glue_setup):
   assert sorted(a) == sorted(b) and len(a) > 10
   worst = max(float(np.max(np.abs(a[k] - b[k]))) for k in a)
   assert worst <= 1e-5, worst
+
+
+def test_export_record_round_trip_and_bad_records(tmp_path):
+  from data_pipeline.tasks.length_buckets import export_asset
+  from data_pipeline.tasks.length_buckets import read_export_record
+  assert read_export_record(str(tmp_path)) is None  # an older export
+  for buckets, want in (((32, 64, 128), (32, 64, 128)), ((), (128,)),
+                        ((32, 64), (32, 64, 128))):
+    attribute, name, text = export_asset(128, buckets)
+    (tmp_path / name).write_text(text)
+    assert attribute == "length_buckets_file"
+    assert read_export_record(str(tmp_path)) == want
+  for bad in ('{"seq_length": 64, "length_buckets": [64, 32]}',
+              '{"seq_length": 64, "length_buckets": [32]}',
+              '{"length_buckets": "32,64"}'):
+    (tmp_path / "length_buckets.json").write_text(bad)
+    with pytest.raises(UserInputError, match="is not a length buckets "
+                       "record"):
+      read_export_record(str(tmp_path))

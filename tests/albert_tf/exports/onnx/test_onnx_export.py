@@ -155,7 +155,7 @@ def test_fine_tuned_classifier_and_its_int8_variant(keyword_classifier,
   assert agreement >= 0.98, agreement
   assert sorted(os.listdir(tmp_path)) == sorted([
       "glue_int8.onnx", "glue_int8.json", "labels.txt",
-      description["vocab_file"]])
+      "length_buckets.json", description["vocab_file"]])
 
 
 @pytest.mark.slow

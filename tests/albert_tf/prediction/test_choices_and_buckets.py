@@ -1,0 +1,214 @@
+"""tools.predict on multiple-choice exports (own and RACE): rows equal the
+export's serving_default; exports record their length buckets and the
+batching keeps each batch within one of them."""
+
+import csv
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from albert_tf.prediction import batching
+from albert_tf.prediction import exported_model
+from albert_tf.prediction import lengths
+from albert_tf.prediction import runner
+from albert_tf.prediction.inputs import InputRow
+from albert_tf.prediction.options import PredictOptions
+
+
+def _questions(english_corpus, n, num_choices, seed=0):
+  """n records {id, context, question, choices}: contexts of 5-50 words
+  (some past the export's 64 tokens), questions with a blank `_` in
+  every third."""
+  with open(english_corpus, encoding="utf-8") as f:
+    words = f.read().split()[:4000]
+  rng = np.random.default_rng(seed)
+
+  def text(low, high):
+    start = int(rng.integers(len(words) - high))
+    return " ".join(words[start:start + int(rng.integers(low, high))])
+  return [{"id": f"q{i}", "context": text(5, 50),
+           "question": text(2, 8) + (" _ ." if i % 3 == 0 else ""),
+           "choices": [text(1, 6) for _ in range(num_choices)]}
+          for i in range(n)]
+
+
+def _serving_default(path, records, names):
+  """The export's own outputs on all records at once."""
+  import tensorflow as tf
+
+  from albert_tf.exports import load_saved_model
+  serve = load_saved_model(path).signatures["serving_default"]
+  context, question, choices = names
+  out = serve(**{context: tf.constant([r["context"] for r in records]),
+                 question: tf.constant([r["question"] for r in records]),
+                 choices: tf.constant([r["choices"] for r in records])})
+  return {k: v.numpy() for k, v in out.items()}
+
+
+def _rows(folder):
+  return [json.loads(line) for name in sorted(os.listdir(folder))
+          if name.startswith("part")
+          for line in open(os.path.join(folder, name), encoding="utf-8")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind,layout", [("multiple_choice", "jsonl"),
+                                         ("multiple_choice", "csv"),
+                                         ("race", "jsonl")])
+def test_choice_rows_equal_the_exports_own_outputs(
+    kind, layout, prediction_exports, english_corpus, tmp_path):
+  path = prediction_exports[kind]
+  description = exported_model.describe(path)
+  assert description.kind == "multiple_choice"
+  assert description.num_choices == (3 if kind == "multiple_choice" else 4)
+  records = _questions(english_corpus, 21, description.num_choices,
+                       seed=len(kind + layout))
+  if layout == "csv":  # SWAG's layout: sent1, sent2, ending0..ending2
+    name = str(tmp_path / "in.csv")
+    with open(name, "w", newline="", encoding="utf-8") as f:
+      writer = csv.writer(f)
+      writer.writerow(["id", "sent1", "sent2", "ending0", "ending1",
+                       "ending2"])
+      writer.writerows([[r["id"], r["context"], r["question"]] +
+                        r["choices"] for r in records])
+  else:
+    name = str(tmp_path / "in.jsonl")
+    with open(name, "w", encoding="utf-8") as f:
+      f.writelines(json.dumps(r) + "\n" for r in records)
+  manifest = runner.predict_files(PredictOptions(
+      model=path, input_file=name, output_dir=str(tmp_path / "out"),
+      id_column="id", rows_per_shard=8, batch_size=4))
+  assert manifest["kind"] == "multiple_choice"
+  assert manifest["rows"] == len(records)
+  rows = _rows(str(tmp_path / "out"))
+  assert [r["id"] for r in rows] == [r["id"] for r in records]
+  want = _serving_default(path, records, description.choice_inputs)
+  np.testing.assert_allclose([r["probabilities"] for r in rows],
+                             want["probabilities"], atol=1e-5)
+  assert [r["choice_index"] for r in rows] == list(want["answer_index"])
+  chosen = want["choice" if kind == "multiple_choice" else "option"]
+  assert [r["choice"] for r in rows] == [c.decode() for c in chosen]
+  assert all(r["choice"] == rec["choices"][r["choice_index"]]
+             for r, rec in zip(rows, records))
+  if kind == "race":
+    assert [r["answer"] for r in rows] == [a.decode() for a in
+                                           want["answer"]]
+
+
+@pytest.mark.slow
+def test_a_question_with_another_number_of_choices_is_a_bad_row(
+    prediction_exports, tmp_path):
+  name = str(tmp_path / "in.jsonl")
+  with open(name, "w", encoding="utf-8") as f:
+    f.write(json.dumps({"question": "q", "choices": ["a", "b", "c"]}) + "\n")
+    f.write(json.dumps({"question": "q", "choices": ["a", "b"]}) + "\n")
+  options = PredictOptions(model=prediction_exports["multiple_choice"],
+                           input_file=name, output_dir=str(tmp_path / "o"))
+  with pytest.raises(Exception, match=r"in.jsonl:2: 2 choices; the export "
+                     "takes 3"):
+    runner.predict_files(options)
+  assert not os.path.exists(tmp_path / "o")
+
+
+@pytest.mark.slow  # the session's exports (~1 min to build)
+def test_exports_record_their_length_buckets(prediction_exports, tmp_path):
+  buckets = exported_model.length_buckets
+  assert buckets(prediction_exports["classifier"]) == (16, 32, 64)
+  assert buckets(prediction_exports["multiple_choice"]) == (32, 64)
+  for kind in ("regression", "ner", "squad", "race", "encoder"):
+    assert buckets(prediction_exports[kind]) == (64,), kind
+  # An export written before the record: no buckets, today's batching.
+  old = str(tmp_path / "old")
+  shutil.copytree(prediction_exports["classifier"], old)
+  os.remove(os.path.join(old, "assets", "length_buckets.json"))
+  assert buckets(old) == ()
+  assert exported_model.describe(old).length_buckets == ()
+  assert lengths.token_counter(old, ()) is None
+
+
+def test_batches_never_mix_two_buckets():
+  lengths_ = [5, 40, 17, 16, 64, 33, 3, 15, 30, 31, 32, 50]
+  groups = batching.batches(lengths_, 3, (16, 32, 64))
+  assert sorted(i for g in groups for i in g) == list(range(12))
+  for group in groups:
+    assert len(group) <= 3
+    assert len({batching.bucket_of(lengths_[i], (16, 32, 64))
+                for i in group}) == 1
+  # Sorted by length, cut at each bucket's end.
+  assert [[lengths_[i] for i in g] for g in groups] == [
+      [3, 5, 15], [16], [17, 30, 31], [32], [33, 40, 50], [64]]
+  # No buckets: the rows alone cut the batches (as before).
+  assert [len(g) for g in batching.batches(lengths_, 5)] == [5, 5, 2]
+
+
+@pytest.mark.slow  # the session's exports
+def test_token_counts_equal_the_preprocessors_input_mask(
+    prediction_exports, english_corpus):
+  """The counter's lengths are what the export's packing makes of a row."""
+  import tensorflow as tf
+
+  from albert_tf.exports import load_saved_model
+  path = prediction_exports["encoder"]
+  counter = lengths.TokenCounter(
+      os.path.join(path, "preprocessor", "assets"), 64)
+  with open(english_corpus, encoding="utf-8") as f:
+    texts = [line.strip() for line in f if line.strip()][:40]
+  texts += ["Café à Paris 北京", "a, b,c 1,000 words"]
+  pre = load_saved_model(os.path.join(path, "preprocessor"))
+  one = pre.signatures["serving_default"](sentences=tf.constant(texts))
+  rows = [InputRow(i, "x", t) for i, t in enumerate(texts)]
+  assert counter.lengths(rows) == list(
+      one["input_mask"].numpy().sum(-1))
+  two = pre.signatures["two_segments"](text_a=tf.constant(texts),
+                                       text_b=tf.constant(texts[::-1]))
+  rows = [InputRow(i, "x", a, b) for i, (a, b) in
+          enumerate(zip(texts, texts[::-1]))]
+  counted = np.array(counter.lengths(rows))
+  packed = two["input_mask"].numpy().sum(-1)
+  # Equal where nothing is truncated (the pair truncation is the export's).
+  assert (counted[counted < 64] == packed[counted < 64]).all()
+  assert (packed[counted == 64] == 64).all()
+
+
+@pytest.mark.slow
+def test_bucketed_export_batches_within_its_buckets(
+    prediction_exports, english_corpus, tmp_path):
+  """Through the runner: every batch the model gets falls in one of the
+  export's buckets (16, 32, 64), and the rows are the export's own."""
+  path = prediction_exports["classifier"]
+  with open(english_corpus, encoding="utf-8") as f:
+    words = f.read().split()[:3000]
+  rng = np.random.default_rng(3)
+  texts = [" ".join(words[s:s + int(n)]) for s, n in zip(
+      rng.integers(0, 2000, 60), rng.integers(1, 45, 60))]
+  name = str(tmp_path / "in.txt")
+  with open(name, "w", encoding="utf-8") as f:
+    f.writelines(t + "\n" for t in texts)
+  description = exported_model.describe(path)
+  counter = lengths.token_counter(path, description.length_buckets)
+  seen = []
+
+  class Recording(exported_model.Predictor):
+    def predict(self, texts_a, texts_b=None):
+      rows = [InputRow(0, "x", t) for t in texts_a]
+      seen.append({batching.bucket_of(n, (16, 32, 64))
+                   for n in counter.lengths(rows)})
+      return super().predict(texts_a, texts_b)
+
+  runner.predict_files(PredictOptions(
+      model=path, input_file=name, output_dir=str(tmp_path / "out"),
+      rows_per_shard=30, batch_size=8), Recording, description)
+  assert all(len(buckets) == 1 for buckets in seen)
+  assert {b for buckets in seen for b in buckets} == {16, 32, 64}
+  rows = _rows(str(tmp_path / "out"))
+  import tensorflow as tf
+
+  from albert_tf.exports import load_saved_model
+  want = load_saved_model(path).signatures["serving_default"](
+      sentences=tf.constant(texts))["probabilities"].numpy()
+  got = [[r["probabilities"][n] for n in ("billing", "other", "shipping")]
+         for r in rows]
+  np.testing.assert_allclose(got, want, atol=1e-5)
