@@ -1,12 +1,13 @@
 """Rows -> batches of similar length -> output rows: the per-batch step.
 
-`predict_rows` is a pure function of a list of good InputRows (and the
+`predictions` is a pure function of a list of good InputRows (and the
 predict function): it sorts them by length (so a batch's rows are alike
 and the export's length buckets cut its padding), calls `predict` once per
-batch and returns one output row per input row, in input order. No file
-I/O: a Beam ModelHandler's `run_inference` can wrap it as it is. The
-order of the sort is fixed (length, then position), so the same rows give
-the same batches and the same numbers in every run.
+batch and returns one prediction per input row, in input order; no file
+I/O. `predict_rows` adds the key columns (the in-process path); the Beam
+ModelHandler (beam_handler.py) runs `predictions` on each batch Beam
+makes. The order of the sort is fixed (length, then position), so the
+same rows give the same batches and the same numbers in every run.
 """
 
 from typing import Any, Callable, Dict, List, Optional, Sequence
@@ -26,9 +27,31 @@ def row_key(row: InputRow, path: str, id_column: str) -> Dict[str, Any]:
   return {"file": path, "row": row.row}
 
 
-def _length(row: InputRow) -> int:
+def text_length(row: InputRow) -> int:
+  """A row's characters (both texts): the length batches are sorted by."""
   return len(row.text_a) + (len(row.text_b) if row.text_b is not None
                             else 0)
+
+
+def predictions(rows: Sequence[InputRow], predict: PredictFn,
+                batch_size: int) -> List[Dict[str, Any]]:
+  """The predictions (no key columns) of good rows, in their order.
+
+  Args:
+    rows: good rows (no problem).
+    predict: texts -> predictions (exported_model.Predictor.predict).
+    batch_size: rows per call.
+  """
+  order = sorted(range(len(rows)), key=lambda i: (text_length(rows[i]), i))
+  outputs: List[Optional[Dict[str, Any]]] = [None] * len(rows)
+  pair = bool(rows) and rows[0].text_b is not None
+  for start in range(0, len(order), batch_size):
+    batch = order[start:start + batch_size]
+    for i, prediction in zip(batch, predict(
+        [rows[i].text_a for i in batch],
+        [rows[i].text_b for i in batch] if pair else None)):
+      outputs[i] = prediction
+  return outputs
 
 
 def predict_rows(rows: Sequence[InputRow], predict: PredictFn,
@@ -42,13 +65,6 @@ def predict_rows(rows: Sequence[InputRow], predict: PredictFn,
     batch_size: rows per call.
     path, id_column: for the key columns (row_key).
   """
-  order = sorted(range(len(rows)), key=lambda i: (_length(rows[i]), i))
-  outputs: List[Optional[Dict[str, Any]]] = [None] * len(rows)
-  pair = bool(rows) and rows[0].text_b is not None
-  for start in range(0, len(order), batch_size):
-    batch = order[start:start + batch_size]
-    predictions = predict([rows[i].text_a for i in batch],
-                          [rows[i].text_b for i in batch] if pair else None)
-    for i, prediction in zip(batch, predictions):
-      outputs[i] = dict(row_key(rows[i], path, id_column), **prediction)
-  return outputs
+  return [dict(row_key(row, path, id_column), **prediction)
+          for row, prediction in zip(
+              rows, predictions(rows, predict, batch_size))]

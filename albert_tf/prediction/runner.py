@@ -15,6 +15,7 @@ shard's bad rows go to its rejects file, with the reason, and are counted
 in manifest.json.
 """
 
+import dataclasses
 import time
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
@@ -72,7 +73,7 @@ def _duration(seconds: float) -> str:
           f"{rest // 60}m{rest % 60:02d}s")
 
 
-def _shards(rows: Iterator[InputRow], size: int
+def shards(rows: Iterator[InputRow], size: int
            ) -> Iterator[Tuple[int, List[InputRow]]]:
   """(shard number, its records) of a file's record stream."""
   shard, chunk = 0, []
@@ -85,7 +86,7 @@ def _shards(rows: Iterator[InputRow], size: int
     yield shard, chunk
 
 
-def _bad_row_error(row: InputRow) -> UserInputError:
+def bad_row_error(row: InputRow) -> UserInputError:
   return UserInputError(f"{row.where}: {row.problem} (--skip_bad_rows "
                         "writes such rows to a rejects file)")
 
@@ -104,7 +105,7 @@ def count_rows(files: Sequence[str], options: PredictOptions,
   for path in files:
     for row in InputFile(path, options.input_format, columns).rows():
       if row.problem and not options.skip_bad_rows:
-        raise _bad_row_error(row)
+        raise bad_row_error(row)
       total += 1
   return total
 
@@ -122,7 +123,7 @@ def _count_shard(file_counts, chunk, name: str, position,
   first one unless `skip_bad_rows`)."""
   bad = [row for row in chunk if row.problem]
   if bad and not skip_bad_rows:
-    raise _bad_row_error(bad[0])
+    raise bad_row_error(bad[0])
   file_counts.records += len(chunk)
   file_counts.bad_rows += len(bad)
   file_counts.shards.append(name)
@@ -131,18 +132,25 @@ def _count_shard(file_counts, chunk, name: str, position,
   return bad
 
 
-def predict_files(options: PredictOptions,
-                  load: Optional[Callable] = None,
-                  description: Optional[
-                      exported_model.ExportDescription] = None) -> dict:
-  """Runs the prediction (module docstring); returns the manifest.
+@dataclasses.dataclass(frozen=True)
+class PreparedRun:
+  """What a run knows before predicting (prepare_run)."""
+  description: exported_model.ExportDescription
+  columns: Columns
+  files: List[str]
+  resumed: bool
+  total: Optional[int]
 
-  Args:
-    options: checked settings (options.check_options).
-    load: (model path, description, embeddings) -> an object with
-      `predict(texts_a, texts_b)` (default exported_model.Predictor; tests
-      pass a stand-in).
-    description: the export's (default: exported_model.describe).
+
+def prepare_run(options: PredictOptions,
+                description: Optional[
+                    exported_model.ExportDescription] = None
+               ) -> PreparedRun:
+  """The checks and the plan before any prediction, in this process and
+  on Beam: the export's kind and columns, the input files, the plan
+  (checked against a previous run's), the rows counted (with
+  --count_rows, so a bad row stops the run before anything is written),
+  then the output folder with its plan and no stale temporaries.
 
   Raises:
     UserInputError: a bad export, input, column or row, or an output folder
@@ -181,6 +189,29 @@ def predict_files(options: PredictOptions,
   logging.info("predict: %s export, %d input files%s%s", description.kind,
                len(files), f", {total:,} records" if total is not None
                else "", " (resuming)" if resumed else "")
+  return PreparedRun(description, columns, files, resumed, total)
+
+
+def predict_files(options: PredictOptions,
+                  load: Optional[Callable] = None,
+                  description: Optional[
+                      exported_model.ExportDescription] = None) -> dict:
+  """Runs the prediction (module docstring); returns the manifest.
+
+  Args:
+    options: checked settings (options.check_options).
+    load: (model path, description, embeddings) -> an object with
+      `predict(texts_a, texts_b)` (default exported_model.Predictor; tests
+      pass a stand-in).
+    description: the export's (default: exported_model.describe).
+
+  Raises:
+    UserInputError: a bad export, input, column or row, or an output folder
+      of another run.
+  """
+  run = prepare_run(options, description)
+  description, columns, files = run.description, run.columns, run.files
+  total = run.total
   progress = Progress(total)
   predictor = None
   counts = []
@@ -188,7 +219,7 @@ def predict_files(options: PredictOptions,
     file_counts = manifest_lib.FileCounts(path)
     counts.append(file_counts)
     source = InputFile(path, options.input_format, columns)
-    for shard, chunk in _shards(source.rows(), options.rows_per_shard):
+    for shard, chunk in shards(source.rows(), options.rows_per_shard):
       name = manifest_lib.shard_name(file_index, shard,
                                      options.output_format)
       target = file_io.join(options.output_dir, name)

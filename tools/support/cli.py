@@ -71,6 +71,19 @@ def _help_as_main_module(main) -> None:
     main_module.__doc__ = module.__doc__
 
 
+def parse_flags_with_beam_options(argv):
+  """absl's parsing; with --runner (a Beam runner), the flags absl does not
+  know stay in argv: they are Beam pipeline options."""
+  if not any(a in ("--runner", "-runner") or
+             a.startswith(("--runner=", "-runner=")) for a in argv[1:]):
+    return app.parse_flags_with_usage(argv)
+  try:
+    return flags.FLAGS(argv, known_only=True)
+  except flags.Error as e:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(1)
+
+
 def run(main, flags_parser=app.parse_flags_with_usage):
   """Runs an absl `main(argv)` with user errors reported in one line.
 
