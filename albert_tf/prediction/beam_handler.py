@@ -172,9 +172,12 @@ class ExportModelHandler(ModelHandler[InputRow, Dict[str, Any], Any]):
 
 def keyed_handler(model: str, description: exported_model.ExportDescription,
                   embeddings: str, batch_size: int,
-                  load: Optional[Callable] = None) -> KeyedModelHandler:
+                  load: Optional[Callable] = None,
+                  buckets: Optional[Sequence[int]] = None
+                 ) -> KeyedModelHandler:
   """The handler RunInference gets: (key, InputRow) -> (key, prediction),
-  length-aware at the export's buckets."""
+  length-aware at `buckets` (default: the export's, export_buckets)."""
+  if buckets is None:
+    buckets = export_buckets(model, description)
   return KeyedModelHandler(ExportModelHandler(
-      model, description, embeddings, batch_size,
-      export_buckets(model, description), load))
+      model, description, embeddings, batch_size, buckets, load))

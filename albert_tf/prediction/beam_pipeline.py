@@ -156,12 +156,12 @@ def _write_manifest(shard_counts: Sequence[Tuple[Shard, int, int]],
 
 
 def build_pipeline(pipeline: beam.Pipeline, options: PredictOptions,
-                   run: runner.PreparedRun,
-                   load: Optional[Callable] = None) -> None:
+                   run: runner.PreparedRun, load: Optional[Callable] = None,
+                   buckets: Optional[Sequence[int]] = None) -> None:
   """Adds the prediction's steps (module docstring) to `pipeline`."""
   handler = beam_handler.keyed_handler(
       options.model, run.description, options.embeddings,
-      options.batch_size, load)
+      options.batch_size, load, buckets)
   parts = (pipeline
            | "Files" >> beam.Create(list(enumerate(run.files)))
            | "Read" >> beam.FlatMap(_read_file, options, run.columns)
@@ -186,7 +186,8 @@ def predict_files_beam(options: PredictOptions,
                        pipeline_args: Sequence[str] = (),
                        load: Optional[Callable] = None,
                        description: Optional[
-                           exported_model.ExportDescription] = None
+                           exported_model.ExportDescription] = None,
+                       buckets: Optional[Sequence[int]] = None
                       ) -> Dict[str, Any]:
   """runner.predict_files on Beam's `options.runner`; returns the manifest.
 
@@ -195,6 +196,8 @@ def predict_files_beam(options: PredictOptions,
     pipeline_args: Beam pipeline options as flags (--direct_num_workers=2,
       --project, --region, --temp_location, ...).
     load, description: as runner.predict_files.
+    buckets: the export's length buckets (default: read from it,
+      beam_handler.export_buckets; tests of a stand-in give them).
 
   Raises:
     UserInputError: as runner.predict_files; an unknown runner or Beam
@@ -203,7 +206,7 @@ def predict_files_beam(options: PredictOptions,
   beam_options = beam_support.pipeline_options(pipeline_args, options.runner)
   run = runner.prepare_run(options, description)
   pipeline = beam_support.new_pipeline(beam_options, options.runner)
-  build_pipeline(pipeline, options, run, load)
+  build_pipeline(pipeline, options, run, load, buckets)
   logging.info("predict: running on %s", options.runner)
   try:
     result = pipeline.run()
