@@ -15,12 +15,19 @@ request to the smallest bucket holding its longest row, so a batch of
 alike lengths computes little padding. The buckets are not in the
 export's assets; `export_buckets` reads them from the serving graph (the
 int32 boundary constant that `albert_tf.exports.bucketing.cut_to_bucket`
-gathers from). With more than one, the handler passes Beam a
+gathers from). Rows reach RunInference sorted by length within their
+shard (beam_pipeline.py), so Beam's plain BatchElements, which batches
+consecutive rows, already makes batches of alike lengths, as the
+in-process path does. With `length_aware` (the runners with native
+stateful processing: Dataflow, Flink) the handler also gives Beam a
 `batch_length_fn` (a row's estimated tokens) and `batch_bucket_boundaries`
-at those buckets, so Beam's stateful BatchElements groups rows by bucket
-before RunInference. The length is estimated from the characters
-(CHARS_PER_TOKEN), not tokenized: a wrong estimate costs padding, never a
-different output (the export cuts each batch itself).
+at the export's buckets, so Beam's stateful BatchElements keys rows by
+bucket across bundles and workers. Not on the DirectRunner: that batching
+holds a processing-time timer, which makes the DirectRunner fall back to
+its one-thread BundleBasedDirectRunner and ignore --direct_num_workers.
+The length is estimated from the characters (CHARS_PER_TOKEN), not
+tokenized: a wrong estimate costs padding, never a different output (the
+export cuts each batch itself).
 """
 
 import functools
@@ -124,8 +131,9 @@ class ExportModelHandler(ModelHandler[InputRow, Dict[str, Any], Any]):
     embeddings: "pooled" or "mean" (encoder exports).
     batch_size: rows per model call (--batch_size); Beam's batches are
       this size (the last of a bucket smaller).
-    buckets: the export's length buckets (export_buckets); more than one
-      turns on Beam's length-aware batching at them.
+    buckets: the export's length buckets (export_buckets).
+    length_aware: Beam's stateful length-aware batching at `buckets`
+      (when there are more than one; module docstring).
     load: (model, description, embeddings) -> an object with
       `predict(texts_a, texts_b)`; default exported_model.Predictor.
   """
@@ -134,9 +142,10 @@ class ExportModelHandler(ModelHandler[InputRow, Dict[str, Any], Any]):
                description: exported_model.ExportDescription,
                embeddings: str, batch_size: int,
                buckets: Sequence[int] = (),
-               load: Optional[Callable] = None):
+               load: Optional[Callable] = None,
+               length_aware: bool = True):
     length_kwargs = {}
-    if len(buckets) > 1:
+    if length_aware and len(buckets) > 1:
       # max_batch_duration_secs selects Beam's stateful batching, the one
       # that keys rows by length bucket; 0: a batch waits until it is
       # full or the input ends (a batch pipeline, no latency to bound).
@@ -173,11 +182,14 @@ class ExportModelHandler(ModelHandler[InputRow, Dict[str, Any], Any]):
 def keyed_handler(model: str, description: exported_model.ExportDescription,
                   embeddings: str, batch_size: int,
                   load: Optional[Callable] = None,
-                  buckets: Optional[Sequence[int]] = None
-                 ) -> KeyedModelHandler:
+                  buckets: Optional[Sequence[int]] = None,
+                  length_aware: bool = True) -> KeyedModelHandler:
   """The handler RunInference gets: (key, InputRow) -> (key, prediction),
-  length-aware at `buckets` (default: the export's, export_buckets)."""
+  with `length_aware` batching at `buckets` (default: the export's,
+  export_buckets)."""
   if buckets is None:
-    buckets = export_buckets(model, description)
+    buckets = (export_buckets(model, description) if length_aware
+               else ())
   return KeyedModelHandler(ExportModelHandler(
-      model, description, embeddings, batch_size, buckets, load))
+      model, description, embeddings, batch_size, buckets, load,
+      length_aware))

@@ -14,15 +14,18 @@ anything is written), read with `inputs.InputFile`, cut shards with
 The pipeline (F input files, shard = (file index, shard index)):
 
   Create        one element per input file: (file index, path)
-  FlatMap       read the file (streaming); for a shard already under its
-                final name (a rerun) only its counts, else per record:
-                a good row keyed for inference, a bad one (with
-                --skip_bad_rows) as a reject; and the shard's counts
-  Reshuffle     the good rows, so one large file's rows spread over workers
+  FlatMap       read the file (streaming), cut it into shards of
+                --rows_per_shard records; a shard already under its final
+                name (a rerun) gives only its counts
+  Reshuffle     the shards, so one large file's shards spread over workers
+  FlatMap       a shard's good rows sorted by length, keyed by (shard, row,
+                key columns); its rejects (--skip_bad_rows) and counts
   RunInference  Beam's own, with KeyedModelHandler(ExportModelHandler)
                 (beam_handler.py): the export loaded once per worker
                 process and shared by its threads, batches of
-                --batch_size grouped by the export's length buckets
+                --batch_size rows of alike lengths (consecutive sorted
+                rows; on Dataflow and Flink also Beam's length-aware
+                batching at the export's length buckets)
   GroupByKey    per shard: its predictions, rejects and counts
   ParDo         the shard's rows in input order, written atomically
                 (writers: a hidden temporary, then a rename); its rejects
@@ -30,7 +33,10 @@ The pipeline (F input files, shard = (file index, shard index)):
   Map           after every shard: manifest.json (CombineGlobally)
 
 Memory. A reader holds one shard's records (as in-process); a writer one
-shard's outputs; RunInference one batch.
+shard's outputs; RunInference one batch. The shuffles (Reshuffle,
+GroupByKey) are the runner's: Dataflow, Flink and Spark keep them out of
+the workers' memory, while the DirectRunner holds them in its process --
+for a corpus larger than memory on one machine, use the in-process path.
 
 Failures. A bad row stops the run before anything is written when the rows
 are counted (--count_rows, the default: the launcher reads the inputs
@@ -41,6 +47,7 @@ its final name is always whole; a retried bundle writes the same bytes
 again; the manifest is written last, only by a job that finished.
 """
 
+import logging as std_logging
 from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 from absl import logging
@@ -50,18 +57,26 @@ from apache_beam.runners.runner import PipelineState
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_tf.prediction import batching
 from albert_tf.prediction import beam_handler
 from albert_tf.prediction import exported_model
 from albert_tf.prediction import manifest as manifest_lib
 from albert_tf.prediction import runner
 from albert_tf.prediction import writers
-from albert_tf.prediction.batching import row_key
 from albert_tf.prediction.inputs import Columns
 from albert_tf.prediction.inputs import InputFile
 from albert_tf.prediction.options import PredictOptions
 from data_pipeline.pretraining.beam import pipeline as beam_support
 
 RUNNERS = beam_support.RUNNERS
+# Loggers of the DirectRunner's local harness (gRPC channels, batch sizes).
+_LOCAL_CHATTER = ("apache_beam.runners.worker",
+                  "apache_beam.runners.portability",
+                  "apache_beam.transforms.util")
+# Runners whose stateful processing runs Beam's length-aware batching
+# across workers (beam_handler.py); the others batch the length-sorted rows
+# of each shard as they come.
+LENGTH_AWARE_RUNNERS = ("DataflowRunner", "FlinkRunner")
 # What a shard's GroupByKey gathers (the value's first item).
 _PREDICTED, _REJECT, _COUNTS = "predicted", "reject", "counts"
 
@@ -70,11 +85,9 @@ Shard = Tuple[int, int]  # (file index, shard index)
 
 def _read_file(element: Tuple[int, str], options: PredictOptions,
                columns: Columns) -> Iterator[Tuple[str, Any]]:
-  """A file's records as tagged elements (module docstring):
+  """A file's shards as tagged elements:
 
-    ("row", ((shard, row number, key columns), InputRow))
-    ("shard", (shard, (_REJECT, reject dict)))
-    ("shard", (shard, (_COUNTS, (records, bad rows))))   shards to write
+    ("shard", (shard, path, its InputRows))        shards to compute
     ("done", (shard, records, bad rows))          shards already written
   """
   file_index, path = element
@@ -82,28 +95,42 @@ def _read_file(element: Tuple[int, str], options: PredictOptions,
     source = InputFile(path, options.input_format, columns)
     for shard, chunk in runner.shards(source.rows(), options.rows_per_shard):
       key = (file_index, shard)
-      bad = [row for row in chunk if row.problem]
+      bad = sum(1 for row in chunk if row.problem)
       if bad and not options.skip_bad_rows:
-        raise runner.bad_row_error(bad[0])
+        raise runner.bad_row_error(next(r for r in chunk if r.problem))
       name = manifest_lib.shard_name(file_index, shard,
                                      options.output_format)
       if file_io.exists(file_io.join(options.output_dir, name)):
-        yield "done", (key, len(chunk), len(bad))
-        continue
-      for row in chunk:
-        if row.problem:
-          yield "shard", (key, (_REJECT, {
-              "file": path, "row": row.row, "where": row.where,
-              "problem": row.problem}))
-        else:
-          yield "row", ((key, row.row,
-                         row_key(row, path, options.id_column)), row)
-      yield "shard", (key, (_COUNTS, (len(chunk), len(bad))))
+        yield "done", (key, len(chunk), bad)
+      else:
+        yield "shard", (key, path, chunk)
 
 
 def _split(element: Tuple[str, Any]):
   tag, value = element
   yield beam.pvalue.TaggedOutput(tag, value)
+
+
+def _shard_rows(element, id_column: str) -> Iterator[Tuple[str, Any]]:
+  """A shard's records as tagged elements, its good rows sorted by length
+  (batching.predictions' order: consecutive rows batch alike):
+
+    ("row", ((shard, row number, key columns), InputRow))
+    ("meta", (shard, (_REJECT, reject dict)))
+    ("meta", (shard, (_COUNTS, (records, bad rows))))
+  """
+  key, path, chunk = element
+  good = [row for row in chunk if not row.problem]
+  for row in sorted(good, key=lambda r: (batching.text_length(r), r.row)):
+    yield beam.pvalue.TaggedOutput("row", (
+        (key, row.row, batching.row_key(row, path, id_column)), row))
+  for row in chunk:
+    if row.problem:
+      yield beam.pvalue.TaggedOutput("meta", (key, (_REJECT, {
+          "file": path, "row": row.row, "where": row.where,
+          "problem": row.problem})))
+  yield beam.pvalue.TaggedOutput("meta", (key, (
+      _COUNTS, (len(chunk), len(chunk) - len(good)))))
 
 
 def _to_shard(element) -> Tuple[Shard, Tuple[str, Tuple[int, Dict]]]:
@@ -157,21 +184,32 @@ def _write_manifest(shard_counts: Sequence[Tuple[Shard, int, int]],
 
 def build_pipeline(pipeline: beam.Pipeline, options: PredictOptions,
                    run: runner.PreparedRun, load: Optional[Callable] = None,
-                   buckets: Optional[Sequence[int]] = None) -> None:
-  """Adds the prediction's steps (module docstring) to `pipeline`."""
+                   buckets: Optional[Sequence[int]] = None,
+                   length_aware: Optional[bool] = None) -> None:
+  """Adds the prediction's steps (module docstring) to `pipeline`.
+
+  Args:
+    length_aware: Beam's stateful length-aware batching
+      (beam_handler.ExportModelHandler); default: on the runners in
+      LENGTH_AWARE_RUNNERS.
+  """
+  if length_aware is None:
+    length_aware = options.runner in LENGTH_AWARE_RUNNERS
   handler = beam_handler.keyed_handler(
       options.model, run.description, options.embeddings,
-      options.batch_size, load, buckets)
+      options.batch_size, load, buckets, length_aware)
   parts = (pipeline
            | "Files" >> beam.Create(list(enumerate(run.files)))
            | "Read" >> beam.FlatMap(_read_file, options, run.columns)
-           | "Split" >> beam.FlatMap(_split).with_outputs("row", "shard",
-                                                          "done"))
-  predicted = (parts.row
-               | "Spread" >> beam.Reshuffle()
+           | "Split" >> beam.FlatMap(_split).with_outputs("shard", "done"))
+  work = (parts.shard
+          | "Spread" >> beam.Reshuffle()
+          | "Rows" >> beam.FlatMap(_shard_rows, options.id_column
+                                   ).with_outputs("row", "meta"))
+  predicted = (work.row
                | "Predict" >> RunInference(handler)
                | "ToShard" >> beam.Map(_to_shard))
-  written = ((predicted, parts.shard)
+  written = ((predicted, work.meta)
              | "Gather" >> beam.Flatten()
              | "PerShard" >> beam.GroupByKey()
              | "Write" >> beam.FlatMap(_write_shard, options))
@@ -182,12 +220,29 @@ def build_pipeline(pipeline: beam.Pipeline, options: PredictOptions,
                                 run.description.kind, options))
 
 
+def _new_pipeline(beam_options, runner_name: str,
+                  length_aware: bool) -> beam.Pipeline:
+  """The job's Pipeline. DirectRunner: its FnApiRunner, the one that runs
+  --direct_num_workers workers (the DirectRunner's own choice would try
+  the Prism runner first, which downloads its binary at run time); with
+  length-aware batching, whose timer the FnApiRunner lacks, the
+  DirectRunner's choice (its one-thread BundleBasedDirectRunner). Beam's
+  harness chatter is kept below INFO on this machine."""
+  if runner_name != "DirectRunner" or length_aware:
+    return beam_support.new_pipeline(beam_options, runner_name)
+  from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+  for name in _LOCAL_CHATTER:
+    std_logging.getLogger(name).setLevel(std_logging.WARNING)
+  return beam.Pipeline(runner=FnApiRunner(), options=beam_options)
+
+
 def predict_files_beam(options: PredictOptions,
                        pipeline_args: Sequence[str] = (),
                        load: Optional[Callable] = None,
                        description: Optional[
                            exported_model.ExportDescription] = None,
-                       buckets: Optional[Sequence[int]] = None
+                       buckets: Optional[Sequence[int]] = None,
+                       length_aware: Optional[bool] = None
                       ) -> Dict[str, Any]:
   """runner.predict_files on Beam's `options.runner`; returns the manifest.
 
@@ -198,6 +253,7 @@ def predict_files_beam(options: PredictOptions,
     load, description: as runner.predict_files.
     buckets: the export's length buckets (default: read from it,
       beam_handler.export_buckets; tests of a stand-in give them).
+    length_aware: as build_pipeline.
 
   Raises:
     UserInputError: as runner.predict_files; an unknown runner or Beam
@@ -205,8 +261,10 @@ def predict_files_beam(options: PredictOptions,
   """
   beam_options = beam_support.pipeline_options(pipeline_args, options.runner)
   run = runner.prepare_run(options, description)
-  pipeline = beam_support.new_pipeline(beam_options, options.runner)
-  build_pipeline(pipeline, options, run, load, buckets)
+  if length_aware is None:
+    length_aware = options.runner in LENGTH_AWARE_RUNNERS
+  pipeline = _new_pipeline(beam_options, options.runner, length_aware)
+  build_pipeline(pipeline, options, run, load, buckets, length_aware)
   logging.info("predict: running on %s", options.runner)
   try:
     result = pipeline.run()

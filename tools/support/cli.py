@@ -29,7 +29,10 @@ class _NoEchoOfPrintedProgress(logging.Filter):
   Writing a SavedModel (export_savedmodel, --export_dir) makes TensorFlow
   note renamed signature inputs, untraced functions, assets and
   fingerprints, and tf_keras warn that the compiled metrics of a model it
-  traces (never trained here) are not built.
+  traces (never trained here) are not built. Importing Apache Beam without
+  its [gcp] extra makes it note the GCS filesystem and BigQuery clients it
+  could not import (the tools read and write through TensorFlow's
+  filesystems; Dataflow workers install the extra).
   """
 
   _QUIET_SOURCES = ("orbit/controller.py", "checkpoint/functional_saver.py",
@@ -37,9 +40,16 @@ class _NoEchoOfPrintedProgress(logging.Filter):
                     "saved_model/save.py", "saved_model/builder_impl.py",
                     "saved_model/fingerprinting_utils.py")
   _QUIET_WARNINGS = ("saving/legacy/saving_utils.py",)
+  _QUIET_BEAM_IMPORTS = ("apache_beam/io/filesystems.py",
+                         "apache_beam/io/gcp/bigquery.py",
+                         "apache_beam/io/gcp/internal/clients/bigquery/"
+                         "__init__.py")
 
   def filter(self, record):
     path = record.pathname.replace(os.sep, "/")
+    if record.levelno <= logging.WARNING and path.endswith(
+        self._QUIET_BEAM_IMPORTS):
+      return False
     if record.levelno == logging.INFO and path.endswith(self._QUIET_SOURCES):
       return False
     return not (record.levelno == logging.WARNING and

@@ -5,6 +5,8 @@ rows. (The exports themselves: test_beam_exports.py.)"""
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -18,6 +20,8 @@ from albert_tf.prediction.options import PredictOptions
 
 DESCRIPTION = ExportDescription("classifier", pair=False,
                                 labels=("long", "short"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
 TWO_THREADS = ["--direct_num_workers=2",
                "--direct_running_mode=multi_threading"]
 
@@ -56,10 +60,10 @@ def _options(tmp_path, out, **kwargs):
   return PredictOptions(**values)
 
 
-def _beam(options, buckets=(8, 16, 32)):
+def _beam(options, buckets=(8, 16, 32), length_aware=None):
   LengthModel.calls = []
   return beam_pipeline.predict_files_beam(
-      options, TWO_THREADS, LengthModel, DESCRIPTION, buckets)
+      options, TWO_THREADS, LengthModel, DESCRIPTION, buckets, length_aware)
 
 
 def _files(folder):
@@ -84,9 +88,12 @@ def test_beam_writes_the_in_process_files(tmp_path, output_format):
       "rejects-00001-00000.jsonl"]
 
 
-def test_batches_hold_rows_of_one_bucket(tmp_path):
+def test_length_aware_batches_hold_rows_of_one_bucket(tmp_path):
+  # Beam's stateful batching (Dataflow's and Flink's here); on the
+  # DirectRunner it runs in its one-thread BundleBasedDirectRunner.
   _write_inputs(tmp_path, n=60)
-  _beam(_options(tmp_path, "beam", runner="DirectRunner"))
+  _beam(_options(tmp_path, "beam", runner="DirectRunner"),
+        length_aware=True)
   bounds = beam_handler.beam_boundaries((8, 16, 32))
   assert bounds == [9, 17]
 
@@ -152,3 +159,20 @@ def test_an_unknown_beam_option_is_refused(tmp_path):
     beam_pipeline.predict_files_beam(
         _options(tmp_path, "beam", runner="DirectRunner"),
         ["--direct_num_wrkers=2"], LengthModel, DESCRIPTION, ())
+
+
+def test_cli_a_bad_row_is_one_line_and_nothing_is_written(fake_exports,
+                                                          tmp_path):
+  path = tmp_path / "in.jsonl"
+  path.write_text('{"a": "x", "b": "y"}\n{"a": "x", "b": \n')
+  out = str(tmp_path / "out")
+  result = subprocess.run(
+      [sys.executable, "-m", "tools.predict",
+       f"--model={fake_exports['classifier']}", f"--input_file={path}",
+       f"--output_dir={out}", "--text_column=a", "--text_b_column=b",
+       "--runner=DirectRunner", *TWO_THREADS],
+      cwd=ROOT, capture_output=True, text=True, timeout=300)
+  err = result.stderr.strip().splitlines()
+  assert result.returncode == 1 and len(err) == 1, err
+  assert err[0].startswith(f"error: {path}:2: not JSON (")
+  assert not os.path.exists(out)
