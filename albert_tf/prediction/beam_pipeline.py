@@ -260,10 +260,12 @@ def predict_files_beam(options: PredictOptions,
       option; a bad row found by a worker (without --count_rows).
   """
   beam_options = beam_support.pipeline_options(pipeline_args, options.runner)
-  run = runner.prepare_run(options, description)
   if length_aware is None:
     length_aware = options.runner in LENGTH_AWARE_RUNNERS
+  # The runner checks its options here (Dataflow: --project, --region...),
+  # before anything is read or written.
   pipeline = _new_pipeline(beam_options, options.runner, length_aware)
+  run = runner.prepare_run(options, description)
   build_pipeline(pipeline, options, run, load, buckets, length_aware)
   logging.info("predict: running on %s", options.runner)
   try:

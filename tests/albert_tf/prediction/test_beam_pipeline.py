@@ -176,3 +176,13 @@ def test_cli_a_bad_row_is_one_line_and_nothing_is_written(fake_exports,
   assert result.returncode == 1 and len(err) == 1, err
   assert err[0].startswith(f"error: {path}:2: not JSON (")
   assert not os.path.exists(out)
+
+
+def test_the_runners_own_checks_come_before_any_file(tmp_path):
+  _write_inputs(tmp_path)
+  with pytest.raises(UserInputError, match="--runner=DataflowRunner: .*"
+                     "project"):
+    beam_pipeline.predict_files_beam(
+        _options(tmp_path, "beam", runner="DataflowRunner"), [],
+        LengthModel, DESCRIPTION, ())
+  assert not (tmp_path / "beam").exists()
