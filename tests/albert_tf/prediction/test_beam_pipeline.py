@@ -117,15 +117,17 @@ def test_without_buckets_batches_are_plain(tmp_path):
                                              "max_batch_size": 4}
 
 
-def test_a_rerun_recomputes_only_missing_shards(tmp_path):
+def test_beam_finishes_an_in_process_folder(tmp_path):
+  # The same plan and shard names: a rerun on Beam (after a crash of the
+  # in-process run) computes only the missing shard.
   _write_inputs(tmp_path)
-  options = _options(tmp_path, "beam", runner="DirectRunner")
-  _beam(options)
-  first = _files(options.output_dir)
-  os.remove(os.path.join(options.output_dir, "part-00001-00002.jsonl"))
-  os.remove(os.path.join(options.output_dir, "manifest.json"))
-  _beam(options)
-  assert _files(options.output_dir) == first
+  local = _options(tmp_path, "out")
+  runner.predict_files(local, LengthModel, DESCRIPTION)
+  first = _files(local.output_dir)
+  os.remove(os.path.join(local.output_dir, "part-00001-00002.jsonl"))
+  os.remove(os.path.join(local.output_dir, "manifest.json"))
+  _beam(_options(tmp_path, "out", runner="DirectRunner"))
+  assert _files(local.output_dir) == first
   assert sorted(t for c in LengthModel.calls for t in c) == sorted(
       "word " * (i % 23) for i in range(114, 121))
 
