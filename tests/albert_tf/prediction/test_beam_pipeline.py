@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -31,13 +32,17 @@ class LengthModel:
   (the worker threads share the process)."""
 
   calls = []
+  loads = 0
+  threads = set()
 
   def __init__(self, *args):
     del args
+    LengthModel.loads += 1
 
   def predict(self, texts_a, texts_b=None):
     assert texts_b is None
     LengthModel.calls.append(list(texts_a))
+    LengthModel.threads.add(threading.get_ident())
     return [{"label": "long" if len(t) > 20 else "short",
              "probabilities": {"long": len(t) / 100,
                                "short": 1 - len(t) / 100}}
@@ -61,7 +66,7 @@ def _options(tmp_path, out, **kwargs):
 
 
 def _beam(options, buckets=(8, 16, 32), length_aware=None):
-  LengthModel.calls = []
+  LengthModel.calls, LengthModel.loads, LengthModel.threads = [], 0, set()
   return beam_pipeline.predict_files_beam(
       options, TWO_THREADS, LengthModel, DESCRIPTION, buckets, length_aware)
 
@@ -108,6 +113,14 @@ def test_length_aware_batches_hold_rows_of_one_bucket(tmp_path):
   # Full batches, not one row a call (the last of each bucket and
   # worker may be short).
   assert sum(len(c) == 4 for c in calls) >= 20
+
+
+def test_the_worker_threads_share_one_loaded_model(tmp_path):
+  _write_inputs(tmp_path, n=200)
+  _beam(_options(tmp_path, "beam", runner="DirectRunner",
+                 rows_per_shard=10))
+  assert len(LengthModel.calls) == 100 and LengthModel.loads == 1
+  assert len(LengthModel.threads) == 2
 
 
 def test_without_buckets_batches_are_plain(tmp_path):
