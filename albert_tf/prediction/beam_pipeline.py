@@ -55,7 +55,6 @@ import apache_beam as beam
 from apache_beam.ml.inference.base import RunInference
 from apache_beam.runners.runner import PipelineState
 
-from albert_common import beam_jobs
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.prediction import batching
@@ -67,7 +66,9 @@ from albert_tf.prediction import writers
 from albert_tf.prediction.inputs import Columns
 from albert_tf.prediction.inputs import InputFile
 from albert_tf.prediction.options import PredictOptions
+from data_pipeline.pretraining.beam import pipeline as beam_support
 
+RUNNERS = beam_support.RUNNERS
 # Loggers of the DirectRunner's local harness (gRPC channels, batch sizes).
 _LOCAL_CHATTER = ("apache_beam.runners.worker",
                   "apache_beam.runners.portability",
@@ -90,7 +91,7 @@ def _read_file(element: Tuple[int, str], options: PredictOptions,
     ("done", (shard, records, bad rows))          shards already written
   """
   file_index, path = element
-  with beam_jobs.user_errors():
+  with beam_support.user_errors():
     source = InputFile(path, options.input_format, columns)
     for shard, chunk in runner.shards(source.rows(), options.rows_per_shard):
       key = (file_index, shard)
@@ -228,11 +229,11 @@ def _new_pipeline(beam_options, runner_name: str,
   DirectRunner's choice (its one-thread BundleBasedDirectRunner). Beam's
   harness chatter is kept below INFO on this machine."""
   if runner_name != "DirectRunner" or length_aware:
-    return beam_jobs.new_pipeline(beam_options, runner_name)
+    return beam_support.new_pipeline(beam_options, runner_name)
   from apache_beam.runners.portability.fn_api_runner import FnApiRunner
   for name in _LOCAL_CHATTER:
     std_logging.getLogger(name).setLevel(std_logging.WARNING)
-  return beam_jobs.new_pipeline(beam_options, runner_name, FnApiRunner())
+  return beam.Pipeline(runner=FnApiRunner(), options=beam_options)
 
 
 def predict_files_beam(options: PredictOptions,
@@ -258,7 +259,7 @@ def predict_files_beam(options: PredictOptions,
     UserInputError: as runner.predict_files; an unknown runner or Beam
       option; a bad row found by a worker (without --count_rows).
   """
-  beam_options = beam_jobs.pipeline_options(pipeline_args, options.runner)
+  beam_options = beam_support.pipeline_options(pipeline_args, options.runner)
   if length_aware is None:
     length_aware = options.runner in LENGTH_AWARE_RUNNERS
   # The runner checks its options here (Dataflow: --project, --region...),
@@ -271,7 +272,7 @@ def predict_files_beam(options: PredictOptions,
     result = pipeline.run()
     state = result.wait_until_finish()
   except Exception as e:  # the runner's wrapping of a worker's error
-    message = beam_jobs.user_error_in(e)
+    message = beam_support.user_error_in(e)
     if message:
       raise UserInputError(message) from None
     raise

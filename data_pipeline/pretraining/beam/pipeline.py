@@ -41,20 +41,19 @@ launcher deletes its scratch files and temporaries when the job fails.
 Retried bundles write new scratch names; publishing is idempotent.
 """
 
+import contextlib
 import dataclasses
 import json
+import re
 import time
 from typing import Dict, List, Optional, Sequence
 import uuid
 
 from absl import logging
 import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineState
 
-from albert_common.beam_jobs import new_pipeline
-from albert_common.beam_jobs import pipeline_options
-from albert_common.beam_jobs import user_error_in
-from albert_common.beam_jobs import user_errors
 from albert_common.errors import UserInputError
 from data_pipeline.corpora import corpus_pieces
 from data_pipeline.pretraining import plan as pretraining_plan
@@ -65,7 +64,59 @@ from data_pipeline.pretraining.instance_options import InstanceOptions
 from data_pipeline.pretraining.stats import PretrainingStats
 from data_pipeline.pretraining.stats import write_json
 
+RUNNERS = ("DirectRunner", "DataflowRunner", "FlinkRunner", "SparkRunner",
+           "PortableRunner", "PrismRunner")
 _COPY_BLOCK = 1 << 20
+# A worker's UserInputError crosses the runner as text between these marks.
+_MARK = ("<<albert-user-input-error:", ":albert-user-input-error>>")
+_MARKED = re.compile(re.escape(_MARK[0]) + r"(.*?)" + re.escape(_MARK[1]),
+                     re.S)
+
+
+@contextlib.contextmanager
+def user_errors():
+  """Re-raises a UserInputError with its message marked for the launcher."""
+  try:
+    yield
+  except UserInputError as e:
+    raise RuntimeError(f"{_MARK[0]}{e}{_MARK[1]}") from e
+
+
+def user_error_in(error: BaseException) -> Optional[str]:
+  """The marked UserInputError message in a failed job's error, if any."""
+  seen = set()
+  while error is not None and id(error) not in seen:
+    seen.add(id(error))
+    found = _MARKED.search(str(error))
+    if found:
+      return found.group(1)
+    error = error.__cause__ or error.__context__
+  return None
+
+
+def pipeline_options(pipeline_args: Sequence[str], runner: str,
+                     num_workers: Optional[int] = None) -> PipelineOptions:
+  """Beam's options from the command line's leftover flags.
+
+  Raises:
+    UserInputError: an unknown runner, or a flag neither ours nor Beam's
+      (a typo would otherwise be dropped with a log line).
+  """
+  if runner not in RUNNERS:
+    raise UserInputError(f"--runner={runner}: not one of "
+                         f"{', '.join(RUNNERS)} (omit it for the local path)")
+  extra = {"runner": runner}
+  if num_workers:
+    extra["num_workers"] = num_workers
+  options = PipelineOptions(list(pipeline_args), **extra)
+  known = options.get_all_options()
+  unknown = sorted(set(options.get_all_options(retain_unknown_options=True))
+                   - set(known))
+  if unknown:
+    raise UserInputError(
+        f"unknown flag(s) --{', --'.join(unknown)}: neither a "
+        "create_pretraining_data flag nor an Apache Beam pipeline option")
+  return options
 
 
 class _SumStats(beam.CombineFn):
@@ -246,7 +297,7 @@ def create_pretraining_data_beam(
 
   Args: those of `pretraining_writer.create_pretraining_data` (same meaning,
   same output), and
-    runner: a Beam runner name (albert_common.beam_jobs.RUNNERS).
+    runner: a Beam runner name (RUNNERS).
     pipeline_args: Beam pipeline options as command-line flags, e.g.
       ["--project=p", "--region=r", "--temp_location=gs://b/tmp"] or
       ["--direct_num_workers=2", "--direct_running_mode=multi_processing"].
@@ -290,6 +341,17 @@ def create_pretraining_data_beam(
   logging.info("wrote %d shard(s), %d instances in %.1f s", len(plan.paths),
                summary["instances"], summary["seconds"])
   return summary
+
+
+def new_pipeline(beam_options: PipelineOptions,
+                  runner: str) -> beam.Pipeline:
+  """A Pipeline; UserInputError where the runner refuses its options."""
+  try:  # The runner checks its options here (Dataflow: project, region...).
+    return beam.Pipeline(options=beam_options)
+  except ValueError as e:
+    detail = "; ".join(line.strip() for line in str(e).splitlines()
+                       if line.strip())
+    raise UserInputError(f"--runner={runner}: {detail}") from None
 
 
 def _new_scratch(first_output: str, token: str, fs: BeamFileIO) -> str:
