@@ -68,7 +68,6 @@ from albert_tf.prediction.inputs import InputFile
 from albert_tf.prediction.options import PredictOptions
 from data_pipeline.pretraining.beam import pipeline as beam_support
 
-RUNNERS = beam_support.RUNNERS
 # Loggers of the DirectRunner's local harness (gRPC channels, batch sizes).
 _LOCAL_CHATTER = ("apache_beam.runners.worker",
                   "apache_beam.runners.portability",

@@ -56,7 +56,10 @@ ALLOWED = {
                                        f"{_TF}.exports.serving"} | _DATA,
     f"{_TF}.exports.onnx": _MODEL | {f"{_TF}.exports",
                                      f"{_TF}.exports.serving"} | _DATA,
-    f"{_TF}.prediction": {_TF, f"{_TF}.exports"} | _DATA,
+    # Its Beam path launches its job as data creation does (runner
+    # options, a worker's user error as the tool's one line).
+    f"{_TF}.prediction": {_TF, f"{_TF}.exports",
+                          f"{_DP}.pretraining.beam"} | _DATA,
     f"{_TF}.training": _MODEL | {f"{_TF}.checkpoints"},
     f"{_TF}.training.pretraining": _MODEL | {
         f"{_TF}.training", f"{_TF}.checkpoints", f"{_DP}.pretraining",

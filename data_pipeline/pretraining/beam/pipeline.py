@@ -114,8 +114,8 @@ def pipeline_options(pipeline_args: Sequence[str], runner: str,
                    - set(known))
   if unknown:
     raise UserInputError(
-        f"unknown flag(s) --{', --'.join(unknown)}: neither a "
-        "create_pretraining_data flag nor an Apache Beam pipeline option")
+        f"unknown flag(s) --{', --'.join(unknown)}: neither a flag of "
+        "the tool nor an Apache Beam pipeline option")
   return options
 
 
