@@ -54,10 +54,6 @@ Dataflow, Flink and Spark): add --runner and Beam's own pipeline options, e.g.
     --temp_location=gs://bucket/tmp --sdk_container_image=IMAGE
 """
 
-import sys
-
-from absl import app
-from absl import flags
 from absl import logging
 
 from data_pipeline.pretraining.data_creation_params import DataCreationParams
@@ -65,22 +61,9 @@ from data_pipeline.pretraining.data_creation_params import DataCreationParams
 from .support import cli
 from .support import settings_flags
 
-FLAGS = flags.FLAGS
 # Every flag is a field of DataCreationParams (with its InstanceOptions and
 # CorpusOptions): its name, default and help.
 settings_flags.define_flags(DataCreationParams, __name__)
-
-
-def _parse_flags(argv):
-  """absl's parsing; with --runner, unknown flags stay in argv for Beam."""
-  if not any(a in ("--runner", "-runner") or
-             a.startswith(("--runner=", "-runner=")) for a in argv[1:]):
-    return app.parse_flags_with_usage(argv)
-  try:
-    return FLAGS(argv, known_only=True)
-  except flags.Error as e:
-    print(f"error: {e}", file=sys.stderr)
-    sys.exit(1)
 
 
 def main(argv):
@@ -108,7 +91,7 @@ def main(argv):
 
 
 def run():
-  cli.run(main, flags_parser=_parse_flags)
+  cli.run(main, flags_parser=cli.parse_flags_with_beam_options)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,11 @@ input file. Rerun the same command after a crash: finished shards are
 kept, missing ones computed, and the files end as an uninterrupted run's.
 A malformed row stops the run naming file:line (nothing written, with the
 default --count_rows); --skip_bad_rows writes it to rejects-*.jsonl.
-Memory stays flat in the inputs' size. See docs/predict.md.
+Memory stays flat in the inputs' size. --runner=DirectRunner (with
+--direct_num_workers=2 --direct_running_mode=multi_threading), or
+DataflowRunner, FlinkRunner, SparkRunner with their pipeline options, runs
+the same pipeline through Apache Beam's RunInference and writes the same
+files. See docs/predict.md.
 """
 
 from albert_tf.prediction.options import PredictOptions
@@ -31,13 +35,16 @@ settings_flags.define_flags(PredictOptions, __name__)
 
 
 def main(argv):
-  del argv
   from albert_tf.prediction import options as predict_options
   params, _ = settings_flags.read_settings(PredictOptions)
   # Checked before TensorFlow is imported.
   predict_options.check_options(params)
-  from albert_tf.prediction import runner
-  manifest = runner.predict_files(params)
+  if params.runner:
+    from albert_tf.prediction import beam_pipeline
+    manifest = beam_pipeline.predict_files_beam(params, argv[1:])
+  else:
+    from albert_tf.prediction import runner
+    manifest = runner.predict_files(params)
   print(f"{manifest['rows']} rows predicted ({manifest['kind']}), "
         f"{manifest['bad_rows']} bad rows, "
         f"{sum(len(i['shards']) for i in manifest['inputs'])} shards in "
@@ -45,7 +52,7 @@ def main(argv):
 
 
 def run():
-  cli.run(main)
+  cli.run(main, flags_parser=cli.parse_flags_with_beam_options)
 
 
 if __name__ == "__main__":

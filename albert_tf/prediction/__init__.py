@@ -17,6 +17,8 @@ process, streaming, exactly once across crashes.
   writers.py         one shard (jsonl, parquet, csv) published atomically
   manifest.py        the run's plan (checked on a rerun) and its manifest
   runner.py          the shard loop: resume, bad rows, progress
+  beam_handler.py    a Beam ModelHandler for our exports (RunInference)
+  beam_pipeline.py   --runner: the same files through Apache Beam
 
 May import: albert_tf.exports (with its litert/ and onnx/ runtimes),
 albert_tf.saved_model_inspection, data_pipeline, albert_common.

@@ -1,12 +1,13 @@
 """Rows -> batches of similar length -> output rows: the per-batch step.
 
-`predict_rows` is a pure function of a list of good InputRows (and the
+`predictions` is a pure function of a list of good InputRows (and the
 predict function): it sorts them by length (so a batch's rows are alike
 and the export's length buckets cut its padding), calls `predict` once per
-batch and returns one output row per input row, in input order. No file
-I/O: a Beam ModelHandler's `run_inference` can wrap it as it is. The
-order of the sort is fixed (length, then position), so the same rows give
-the same batches and the same numbers in every run.
+batch and returns one prediction per input row, in input order; no file
+I/O. `predict_rows` adds the key columns (the in-process path); the Beam
+ModelHandler (beam_handler.py) runs `predictions` on each batch Beam
+makes. The order of the sort is fixed (length, then position), so the
+same rows give the same batches and the same numbers in every run.
 
 An export that records its length buckets (exported_model.length_buckets)
 is batched at them: rows are sorted by their length in tokens
@@ -33,8 +34,9 @@ def row_key(row: InputRow, path: str, id_column: str) -> Dict[str, Any]:
   return {"file": path, "row": row.row}
 
 
-def _length(row: InputRow) -> int:
-  """Characters: the sort key when the export records no buckets."""
+def text_length(row: InputRow) -> int:
+  """A row's characters (its texts, its longest choice): the sort key
+  when the export records no buckets."""
   return (len(row.text_a) + (len(row.text_b) if row.text_b is not None
                              else 0) +
           (max(map(len, row.choices)) if row.choices else 0))
@@ -72,20 +74,20 @@ def batches(lengths: Sequence[int], batch_size: int,
   return out
 
 
-def predict_rows(rows: Sequence[InputRow], predict: PredictFn,
-                 batch_size: int, path: str = "", id_column: str = "",
-                 buckets: Sequence[int] = (),
-                 count_tokens: Optional[Callable[[Sequence[InputRow]],
-                                                 List[int]]] = None
-                ) -> List[Dict[str, Any]]:
-  """One output row (key columns, then the predictions) per input row.
+CountTokens = Callable[[Sequence[InputRow]], List[int]]
+
+
+def predictions(rows: Sequence[InputRow], predict: PredictFn,
+                batch_size: int, buckets: Sequence[int] = (),
+                count_tokens: Optional[CountTokens] = None
+               ) -> List[Dict[str, Any]]:
+  """The predictions (no key columns) of good rows, in their order.
 
   Args:
     rows: good rows (no problem).
     predict: texts -> predictions (exported_model.Predictor.predict;
       multiple choice: also each row's choices).
     batch_size: rows per call.
-    path, id_column: for the key columns (row_key).
     buckets: the export's length buckets (exported_model.length_buckets).
     count_tokens: rows -> their lengths in tokens
       (lengths.TokenCounter.lengths); with buckets, batches stay within
@@ -95,7 +97,7 @@ def predict_rows(rows: Sequence[InputRow], predict: PredictFn,
   if count_tokens is not None and len(buckets) > 1:
     groups = batches(count_tokens(rows), batch_size, buckets)
   else:
-    groups = batches([_length(row) for row in rows], batch_size)
+    groups = batches([text_length(row) for row in rows], batch_size)
   outputs: List[Optional[Dict[str, Any]]] = [None] * len(rows)
   pair = bool(rows) and rows[0].text_b is not None
   choices = bool(rows) and rows[0].choices is not None
@@ -103,10 +105,22 @@ def predict_rows(rows: Sequence[InputRow], predict: PredictFn,
     texts_a = [rows[i].text_a for i in batch]
     texts_b = [rows[i].text_b for i in batch] if pair else None
     if choices:
-      predictions = predict(texts_a, texts_b,
-                            [rows[i].choices for i in batch])
+      predicted = predict(texts_a, texts_b, [rows[i].choices for i in batch])
     else:
-      predictions = predict(texts_a, texts_b)
-    for i, prediction in zip(batch, predictions):
-      outputs[i] = dict(row_key(rows[i], path, id_column), **prediction)
+      predicted = predict(texts_a, texts_b)
+    for i, prediction in zip(batch, predicted):
+      outputs[i] = prediction
   return outputs
+
+
+def predict_rows(rows: Sequence[InputRow], predict: PredictFn,
+                 batch_size: int, path: str = "", id_column: str = "",
+                 buckets: Sequence[int] = (),
+                 count_tokens: Optional[CountTokens] = None
+                ) -> List[Dict[str, Any]]:
+  """One output row (key columns, then the predictions) per input row:
+  `predictions`' arguments, and path and id_column for the key columns
+  (row_key)."""
+  return [dict(row_key(row, path, id_column), **prediction)
+          for row, prediction in zip(rows, predictions(
+              rows, predict, batch_size, buckets, count_tokens))]

@@ -79,6 +79,13 @@ class PredictOptions:
   count_rows: bool = setting(
       True, "Read the inputs once before predicting: bad rows are found "
       "before any shard is written, and the progress shows an ETA.")
+  runner: str = setting(
+      "", "Apache Beam runner: DirectRunner, DataflowRunner, FlinkRunner, "
+      "SparkRunner, PortableRunner, PrismRunner; the same files through "
+      "Beam's RunInference. Default: in this process. With a runner, flags "
+      "not defined here are Beam pipeline options (--direct_num_workers, "
+      "--direct_running_mode, --project, --region, --temp_location, "
+      "--requirements_file, --setup_file, ...).")
 
 
 def check_options(options: PredictOptions) -> None:

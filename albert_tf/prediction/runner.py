@@ -16,6 +16,7 @@ shard's bad rows go to its rejects file, with the reason, and are counted
 in manifest.json.
 """
 
+import dataclasses
 import time
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
@@ -75,7 +76,7 @@ def _duration(seconds: float) -> str:
           f"{rest // 60}m{rest % 60:02d}s")
 
 
-def _shards(rows: Iterator[InputRow], size: int
+def shards(rows: Iterator[InputRow], size: int
            ) -> Iterator[Tuple[int, List[InputRow]]]:
   """(shard number, its records) of a file's record stream."""
   shard, chunk = 0, []
@@ -88,7 +89,7 @@ def _shards(rows: Iterator[InputRow], size: int
     yield shard, chunk
 
 
-def _bad_row_error(row: InputRow) -> UserInputError:
+def bad_row_error(row: InputRow) -> UserInputError:
   return UserInputError(f"{row.where}: {row.problem} (--skip_bad_rows "
                         "writes such rows to a rejects file)")
 
@@ -107,7 +108,7 @@ def count_rows(files: Sequence[str], options: PredictOptions,
   for path in files:
     for row in InputFile(path, options.input_format, columns).rows():
       if row.problem and not options.skip_bad_rows:
-        raise _bad_row_error(row)
+        raise bad_row_error(row)
       total += 1
   return total
 
@@ -125,7 +126,7 @@ def _count_shard(file_counts, chunk, name: str, position,
   first one unless `skip_bad_rows`)."""
   bad = [row for row in chunk if row.problem]
   if bad and not skip_bad_rows:
-    raise _bad_row_error(bad[0])
+    raise bad_row_error(bad[0])
   file_counts.records += len(chunk)
   file_counts.bad_rows += len(bad)
   file_counts.shards.append(name)
@@ -147,6 +148,62 @@ def _columns(options: PredictOptions,
                  description.num_choices)
 
 
+@dataclasses.dataclass(frozen=True)
+class PreparedRun:
+  """What a run knows before predicting (prepare_run)."""
+  description: exported_model.ExportDescription
+  columns: Columns
+  files: List[str]
+  resumed: bool
+  total: Optional[int]
+
+
+def prepare_run(options: PredictOptions,
+                description: Optional[
+                    exported_model.ExportDescription] = None
+               ) -> PreparedRun:
+  """The checks and the plan before any prediction, in this process and
+  on Beam: the export's kind and columns, the input files, the plan
+  (checked against a previous run's), the rows counted (with
+  --count_rows, so a bad row stops the run before anything is written),
+  then the output folder with its plan and no stale temporaries.
+
+  Raises:
+    UserInputError: a bad export, input, column or row, or an output folder
+      of another run.
+  """
+  description = description or exported_model.describe(options.model)
+  columns = _columns(options, description)
+  if description.pair and not columns.text_b:
+    raise UserInputError(
+        f"--model={options.model} is a sentence-pair model (text_a, "
+        "text_b); give --text_b_column")
+  if options.text_b_column and not description.pair and \
+      description.kind != "encoder":
+    raise UserInputError(
+        f"--text_b_column={options.text_b_column}: --model="
+        f"{options.model} takes one text")
+  # --runtime's files, before anything is written.
+  converted_model.check_runtime(options.model, options.runtime, description)
+  files = input_files(options.input_file)
+  plan = manifest_lib.plan(options, files)
+  resumed = manifest_lib.check_plan(options.output_dir, plan)
+  # Before anything is written: a bad row leaves no output folder.
+  total = count_rows(files, options, columns) if options.count_rows else None
+  try:
+    file_io.makedirs(options.output_dir)
+    if not resumed:
+      manifest_lib.write_plan(options.output_dir, plan)
+  except OSError as e:
+    raise UserInputError(f"--output_dir={options.output_dir} cannot be "
+                         f"written: {e}") from None
+  _remove_temporaries(options.output_dir)
+  logging.info("predict: %s export, %d input files%s%s", description.kind,
+               len(files), f", {total:,} records" if total is not None
+               else "", " (resuming)" if resumed else "")
+  return PreparedRun(description, columns, files, resumed, total)
+
+
 def predict_files(options: PredictOptions,
                   load: Optional[Callable] = None,
                   description: Optional[
@@ -164,36 +221,12 @@ def predict_files(options: PredictOptions,
     UserInputError: a bad export, input, column or row, or an output folder
       of another run.
   """
-  description = description or exported_model.describe(options.model)
-  columns = _columns(options, description)
-  if description.pair and not columns.text_b:
-    raise UserInputError(
-        f"--model={options.model} is a sentence-pair model (text_a, "
-        "text_b); give --text_b_column")
-  if options.text_b_column and not description.pair and \
-      description.kind != "encoder":
-    raise UserInputError(
-        f"--text_b_column={options.text_b_column}: --model="
-        f"{options.model} takes one text")
+  run = prepare_run(options, description)
+  description, columns, files = run.description, run.columns, run.files
+  total = run.total
   if load is None:
     load = converted_model.loader(options.model, options.runtime,
                                   description)
-  files = input_files(options.input_file)
-  plan = manifest_lib.plan(options, files)
-  resumed = manifest_lib.check_plan(options.output_dir, plan)
-  # Before anything is written: a bad row leaves no output folder.
-  total = count_rows(files, options, columns) if options.count_rows else None
-  try:
-    file_io.makedirs(options.output_dir)
-    if not resumed:
-      manifest_lib.write_plan(options.output_dir, plan)
-  except OSError as e:
-    raise UserInputError(f"--output_dir={options.output_dir} cannot be "
-                         f"written: {e}") from None
-  _remove_temporaries(options.output_dir)
-  logging.info("predict: %s export, %d input files%s%s", description.kind,
-               len(files), f", {total:,} records" if total is not None
-               else "", " (resuming)" if resumed else "")
   progress = Progress(total)
   predictor = None
   counter = lengths.token_counter(options.model, description.length_buckets,
@@ -203,7 +236,7 @@ def predict_files(options: PredictOptions,
     file_counts = manifest_lib.FileCounts(path)
     counts.append(file_counts)
     source = InputFile(path, options.input_format, columns)
-    for shard, chunk in _shards(source.rows(), options.rows_per_shard):
+    for shard, chunk in shards(source.rows(), options.rows_per_shard):
       name = manifest_lib.shard_name(file_index, shard,
                                      options.output_format)
       target = file_io.join(options.output_dir, name)

@@ -56,9 +56,12 @@ ALLOWED = {
                                        f"{_TF}.exports.serving"} | _DATA,
     f"{_TF}.exports.onnx": _MODEL | {f"{_TF}.exports",
                                      f"{_TF}.exports.serving"} | _DATA,
-    # --runtime=onnx|litert runs the converted files with their runtimes.
+    # --runtime=onnx|litert runs the converted files with their runtimes;
+    # its Beam path launches its job as data creation does (runner
+    # options, a worker's user error as the tool's one line).
     f"{_TF}.prediction": {_TF, f"{_TF}.exports", f"{_TF}.exports.litert",
-                          f"{_TF}.exports.onnx"} | _DATA,
+                          f"{_TF}.exports.onnx",
+                          f"{_DP}.pretraining.beam"} | _DATA,
     f"{_TF}.training": _MODEL | {f"{_TF}.checkpoints"},
     f"{_TF}.training.pretraining": _MODEL | {
         f"{_TF}.training", f"{_TF}.checkpoints", f"{_DP}.pretraining",

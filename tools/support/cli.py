@@ -29,7 +29,10 @@ class _NoEchoOfPrintedProgress(logging.Filter):
   Writing a SavedModel (export_savedmodel, --export_dir) makes TensorFlow
   note renamed signature inputs, untraced functions, assets and
   fingerprints, and tf_keras warn that the compiled metrics of a model it
-  traces (never trained here) are not built.
+  traces (never trained here) are not built. Importing Apache Beam without
+  its [gcp] extra makes it note the GCS filesystem and BigQuery clients it
+  could not import (the tools read and write through TensorFlow's
+  filesystems; Dataflow workers install the extra).
   """
 
   _QUIET_SOURCES = ("orbit/controller.py", "checkpoint/functional_saver.py",
@@ -37,9 +40,16 @@ class _NoEchoOfPrintedProgress(logging.Filter):
                     "saved_model/save.py", "saved_model/builder_impl.py",
                     "saved_model/fingerprinting_utils.py")
   _QUIET_WARNINGS = ("saving/legacy/saving_utils.py",)
+  _QUIET_BEAM_IMPORTS = ("apache_beam/io/filesystems.py",
+                         "apache_beam/io/gcp/bigquery.py",
+                         "apache_beam/io/gcp/internal/clients/bigquery/"
+                         "__init__.py")
 
   def filter(self, record):
     path = record.pathname.replace(os.sep, "/")
+    if record.levelno <= logging.WARNING and path.endswith(
+        self._QUIET_BEAM_IMPORTS):
+      return False
     if record.levelno == logging.INFO and path.endswith(self._QUIET_SOURCES):
       return False
     return not (record.levelno == logging.WARNING and
@@ -69,6 +79,19 @@ def _help_as_main_module(main) -> None:
   main_module = sys.modules["__main__"]
   if not main_module.__doc__:
     main_module.__doc__ = module.__doc__
+
+
+def parse_flags_with_beam_options(argv):
+  """absl's parsing; with --runner (a Beam runner), the flags absl does not
+  know stay in argv: they are Beam pipeline options."""
+  if not any(a in ("--runner", "-runner") or
+             a.startswith(("--runner=", "-runner=")) for a in argv[1:]):
+    return app.parse_flags_with_usage(argv)
+  try:
+    return flags.FLAGS(argv, known_only=True)
+  except flags.Error as e:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(1)
 
 
 def run(main, flags_parser=app.parse_flags_with_usage):

@@ -74,7 +74,7 @@ _MARKED = re.compile(re.escape(_MARK[0]) + r"(.*?)" + re.escape(_MARK[1]),
 
 
 @contextlib.contextmanager
-def _user_errors():
+def user_errors():
   """Re-raises a UserInputError with its message marked for the launcher."""
   try:
     yield
@@ -82,7 +82,7 @@ def _user_errors():
     raise RuntimeError(f"{_MARK[0]}{e}{_MARK[1]}") from e
 
 
-def _user_error_in(error: BaseException) -> Optional[str]:
+def user_error_in(error: BaseException) -> Optional[str]:
   """The marked UserInputError message in a failed job's error, if any."""
   seen = set()
   while error is not None and id(error) not in seen:
@@ -114,8 +114,8 @@ def pipeline_options(pipeline_args: Sequence[str], runner: str,
                    - set(known))
   if unknown:
     raise UserInputError(
-        f"unknown flag(s) --{', --'.join(unknown)}: neither a "
-        "create_pretraining_data flag nor an Apache Beam pipeline option")
+        f"unknown flag(s) --{', --'.join(unknown)}: neither a flag of "
+        "the tool nor an Apache Beam pipeline option")
   return options
 
 
@@ -156,11 +156,11 @@ class _MakePieceRecords(beam.DoFn):
 
   def setup(self):
     self._fs = BeamFileIO()
-    with _user_errors():
+    with user_errors():
       pretraining_worker.init_worker(*self._initargs, fs=self._fs)
 
   def process(self, spec: corpus_pieces.PieceSpec):
-    with _user_errors():
+    with user_errors():
       index, data, stats = pretraining_worker.process_piece(spec)
     path = self._fs.join(self._scratch,
                          f"piece-{index:09d}-{uuid.uuid4().hex[:8]}")
@@ -206,7 +206,7 @@ def _publish(element, total: PretrainingStats, plan, fs: BeamFileIO):
   """Sidecar + rename of one shard, once the run is known to be non-empty."""
   shard, temp, stats = element
   if total.instances + plan.previous_stats().instances == 0:
-    with _user_errors():
+    with user_errors():
       raise plan.empty_corpus_error(total)
   path = plan.paths[shard]
   if not fs.exists(temp) and fs.exists(path):
@@ -312,7 +312,7 @@ def create_pretraining_data_beam(
   """
   started = time.time()
   beam_options = pipeline_options(pipeline_args, runner, num_workers)
-  pipeline = _new_pipeline(beam_options, runner)
+  pipeline = new_pipeline(beam_options, runner)
   fs = BeamFileIO(beam_options)
   plan = pretraining_plan.plan_run(
       input_file, output_file, spm_model_file, options, do_lower_case,
@@ -333,7 +333,7 @@ def create_pretraining_data_beam(
     _run(pipeline)
   except Exception as e:
     _remove_temporaries(plan, scratch, token, fs)
-    message = _user_error_in(e)
+    message = user_error_in(e)
     if message is not None:
       raise UserInputError(message) from None
     raise
@@ -343,7 +343,7 @@ def create_pretraining_data_beam(
   return summary
 
 
-def _new_pipeline(beam_options: PipelineOptions,
+def new_pipeline(beam_options: PipelineOptions,
                   runner: str) -> beam.Pipeline:
   """A Pipeline; UserInputError where the runner refuses its options."""
   try:  # The runner checks its options here (Dataflow: project, region...).

@@ -200,13 +200,13 @@ def test_progress_shows_rows_per_second_and_the_eta(monkeypatch, caplog):
   progress.restart_clock()
   progress.add(1_000, predicted=False)  # a resumed run's finished shards
   now[0] = 125.0
-  with caplog.at_level(logging.INFO):
+  with caplog.at_level(logging.INFO, logger="absl"):
     progress.add(2_000, predicted=True)  # 2,000 rows in 20 s: 100 rows/s
   assert caplog.messages[-1] == ("predict: 3,000 rows of 10,000 (30.0%), "
                                  "100.0 rows/s, ETA 1m10s")
   unknown = runner.Progress(total=None, every=0.0)
   unknown.restart_clock()
   now[0] = 129.0
-  with caplog.at_level(logging.INFO):
+  with caplog.at_level(logging.INFO, logger="absl"):
     unknown.add(400, predicted=True)
   assert caplog.messages[-1] == "predict: 400 rows, 100.0 rows/s"
