@@ -26,7 +26,8 @@ another, with --threads intra-op threads, and is timed over its whole run
                             batch_size=--batch_size), PyTorch
 
 Peak RSS: each contender's process (VmHWM); ours in-process also over
---rss_rows and 4x as many rows (memory flat in the input's size).
+--rss_rows and 4x as many rows (memory flat in the input's size; a count
+equal to --rows is the timed run's).
 
 The ceiling: the rows/s at which the input's real tokens' forward FLOPs
 (benchmarks.ceilings.encoder_flops at each row's real length) would run
@@ -55,12 +56,14 @@ from benchmarks.serving import corpus_setup
 ORDER = 42  # serving's rows are 40-49
 SECTION = "Predicting over a corpus"
 OURS = "ours, in-process"
-# `python -m benchmarks.summary --run`'s short mode: 2,000 rows (RSS at
-# 1,000 and 4,000); about 9 minutes on 2 cores at ALBERT-base (estimated
-# from the tiny run's fixed costs and ALBERT-base's serving rates, not yet
-# measured).
-SHORT_ARGS = ["--size=base", "--rows=2000", "--rss_rows=1000",
-              "--rows_per_shard=500", "--write"]
+# `python -m benchmarks.summary --run`'s short mode: 1,000 rows in 4
+# shards (RSS at 250 rows and at the timed run's 1,000), 7 fresh processes;
+# about 7 minutes on 2 cores at ALBERT-base: an estimate (never run at
+# base yet): the tiny run's fixed costs (setup 80 s, about 25 s a process
+# at load average 7) plus each contender's rows at rates taken from the
+# serving section's batch-32 times.
+SHORT_ARGS = ["--size=base", "--rows=1000", "--rss_rows=250",
+              "--rows_per_shard=250", "--write"]
 
 
 def contenders(args) -> List[Dict]:
@@ -136,6 +139,9 @@ def measure(args, work: str) -> Dict:
           f"{result['rss_mb']:,.0f} MB", flush=True)
   rss = {}
   for rows in (args.rss_rows, 4 * args.rss_rows):
+    if rows == args.rows:  # the timed run's
+      rss[rows] = results[OURS]["rss_mb"]
+      continue
     path = os.path.join(work, f"corpus_{rows}.txt")
     corpus_setup.write_corpus(path, texts, rows)
     rss[rows] = run_worker(dict(base, input=path, contender="ours",
