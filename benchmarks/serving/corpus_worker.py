@@ -64,12 +64,14 @@ def run_ours_beam(spec: Dict) -> Tuple[int, float]:
 
 
 class _Tokenize:
-  """A line -> int32 [3, seq]: word ids ([CLS] text [SEP], truncated),
-  mask and type ids, padded to seq (Beam's stock handler stacks its
-  batch's tensors: they must have one shape)."""
+  """A line -> int32 [3, length]: word ids ([CLS] text [SEP], truncated),
+  mask and type ids, padded to seq, or with `buckets` to the smallest
+  bucket that holds the row (Beam's stock handler stacks its batch's
+  tensors: they must have one shape)."""
 
-  def __init__(self, spm_model: str, seq: int):
+  def __init__(self, spm_model: str, seq: int, buckets=()):
     self.spm_model, self.seq, self.tokenizer = spm_model, seq, None
+    self.buckets = list(buckets) or [seq]
 
   def __call__(self, line: str) -> np.ndarray:
     if self.tokenizer is None:
@@ -80,12 +82,13 @@ class _Tokenize:
                                               do_lower_case=True)
     t = self.tokenizer
     ids = [t.cls_id] + t.encode(line)[:self.seq - 2] + [t.sep_id]
-    packed = np.zeros([3, self.seq], np.int32)
+    length = next(b for b in self.buckets if b >= len(ids))
+    packed = np.zeros([3, length], np.int32)
     packed[0, :len(ids)], packed[1, :len(ids)] = ids, 1
     return packed
 
 
-def stock_handler(export: str, batch_size: int):
+def stock_handler(export: str, batch_size: int, buckets=()):
   """Beam's TFModelHandlerTensor over the export's `token_ids` signature.
 
   Its own load_model (tf.keras.models.load_model) cannot read the
@@ -93,7 +96,11 @@ def stock_handler(export: str, batch_size: int):
   TF_USE_LEGACY_KERAS=1, none without Keras metadata), so a minimal
   subclass loads it with tf.saved_model.load; its inference_fn stacks the
   batch, as Beam's default does, and calls the signature. Batches of
-  exactly batch_size (the last smaller), in the order rows come.
+  exactly batch_size (the last smaller), in the order rows come; with
+  `buckets`, Beam's length-aware batching: batch_length_fn (a row's
+  tokens) and batch_bucket_boundaries at the export's buckets, so a batch
+  holds rows of one bucket (its stateful batching: max_batch_duration_secs
+  set, 0 = until full or the input ends).
   """
   from apache_beam.ml.inference import tensorflow_inference
   from apache_beam.ml.inference.base import PredictionResult
@@ -112,9 +119,16 @@ def stock_handler(export: str, batch_size: int):
     return [PredictionResult(x, p, model_id)
             for x, p in zip(batch, outputs["probabilities"].numpy())]
 
+  length_kwargs = {}
+  if buckets:
+    from albert_tf.prediction import beam_handler
+    length_kwargs = dict(
+        batch_length_fn=lambda x: int(x[1].sum()),
+        batch_bucket_boundaries=beam_handler.beam_boundaries(buckets),
+        max_batch_duration_secs=0)
   return SavedModelHandler(export, inference_fn=inference_fn,
                            min_batch_size=batch_size,
-                           max_batch_size=batch_size)
+                           max_batch_size=batch_size, **length_kwargs)
 
 
 def run_stock_beam(spec: Dict) -> Tuple[int, float]:
@@ -123,16 +137,20 @@ def run_stock_beam(spec: Dict) -> Tuple[int, float]:
   from apache_beam.options.pipeline_options import PipelineOptions
   from apache_beam.runners.portability.fn_api_runner import FnApiRunner
   _tf_threads(spec["threads"])
-  handler = stock_handler(spec["export"], spec["batch_size"])
+  buckets = spec.get("buckets", ())
+  handler = stock_handler(spec["export"], spec["batch_size"], buckets)
   start = time.perf_counter()
   options = PipelineOptions([f"--direct_num_workers={spec['workers']}",
                              "--direct_running_mode=multi_threading"])
-  # The FnApiRunner, as beam_pipeline runs ours on the DirectRunner.
-  with beam.Pipeline(runner=FnApiRunner(), options=options) as pipeline:
+  # The FnApiRunner, as beam_pipeline runs ours on the DirectRunner; the
+  # stateful length-aware batching needs a timer it lacks: then the
+  # DirectRunner's own choice (its one-thread BundleBasedDirectRunner).
+  runner = None if buckets else FnApiRunner()
+  with beam.Pipeline(runner=runner, options=options) as pipeline:
     _ = (pipeline
          | "Read" >> beam.io.ReadFromText(spec["input"])
          | "Tokenize" >> beam.Map(_Tokenize(spec["spm_model"],
-                                            spec["seq_length"]))
+                                            spec["seq_length"], buckets))
          | "Predict" >> RunInference(handler)
          | "Format" >> beam.Map(lambda r: json.dumps(
              {"probabilities": [float(p) for p in r.inference]}))
