@@ -62,10 +62,11 @@ SECTION = "Predicting over a corpus"
 OURS = "ours, in-process"
 # `python -m benchmarks.summary --run`'s short mode: 1,000 rows in 4
 # shards (RSS at 250 rows and at the timed run's 1,000), 7 fresh processes;
-# about 7 minutes on 2 cores at ALBERT-base: an estimate (never run at
-# base yet): the tiny run's fixed costs (setup 80 s, about 25 s a process
-# at load average 7) plus each contender's rows at rates taken from the
-# serving section's batch-32 times.
+# about 8 minutes on 2 cores at ALBERT-base: an estimate (never run at
+# base yet): the tiny run's fixed costs (setup 80-120 s, about 25 s a
+# process at load average 7; the base export adds about a minute) plus
+# each contender's 1,000 rows at rates derived from the serving section's
+# batch-32 time (about 20 s in-process, 60 s padded to 128).
 SHORT_ARGS = ["--size=base", "--rows=1000", "--rss_rows=250",
               "--rows_per_shard=250", "--write"]
 
