@@ -231,3 +231,25 @@ def _probabilities(folder):
       p = json.loads(line)["probabilities"]
       values.append(p[0] if isinstance(p, list) else p["negative"])
   return values
+
+
+def test_the_command_line_writes_its_row_with_its_command(md, monkeypatch,
+                                                          capsys):
+  """main(): the figures of `measure`, the row's command as run; buckets
+  that do not end with the sequence length are refused in one line."""
+  from benchmarks.serving import corpus
+  seen = []
+  monkeypatch.setattr(corpus, "measure", lambda args, work: (
+      seen.append((args.rows, args.buckets)), _measured())[1])
+  corpus.main(["--size=tiny", "--rows=1000", "--write"])
+  assert seen == [(1000, "32,64,128")]
+  [row] = _rows(md, corpus.ORDER)
+  assert row["command"] == ("python -m benchmarks.serving.corpus --size=tiny "
+                            "--rows=1000 --write")
+  assert "ALBERT-tiny classifier" in row["job"]
+  with pytest.raises(SystemExit) as exit_:
+    corpus.main(["--size=tiny", "--buckets=32,64"])
+  assert exit_.value.code == 1
+  assert capsys.readouterr().err == ("error: --buckets=32,64 must end with "
+                                     "--seq_length=128\n")
+  assert len(seen) == 1
