@@ -77,11 +77,12 @@ def contenders(args) -> List[Dict]:
   runs += [dict(name=f"ours, Beam DirectRunner, {w} worker" +
                 ("s" if w > 1 else ""), contender="ours_beam", workers=w,
                 peer=False) for w in _ints(args.beam_workers)]
-  runs += [dict(name=f"Beam stock TFModelHandlerTensor, no buckets, {w} "
-                "worker" + ("s" if w > 1 else ""), contender="stock_beam",
-                workers=w, peer=True) for w in _ints(args.stock_workers)]
-  runs.append(dict(name="Beam stock TFModelHandlerTensor, "
-                   "batch_bucket_boundaries, one thread",
+  runs += [dict(name="Beam TFModelHandlerTensor without buckets (stock, "
+                f"{w} worker" + ("s)" if w > 1 else ")"),
+                contender="stock_beam", workers=w, peer=True)
+           for w in _ints(args.stock_workers)]
+  runs.append(dict(name="Beam TFModelHandlerTensor with "
+                   "batch_bucket_boundaries (stock, one thread)",
                    contender="stock_beam", workers=1, peer=True,
                    buckets=True))
   runs.append(dict(name="Hugging Face pipeline (PyTorch)", contender="hf",

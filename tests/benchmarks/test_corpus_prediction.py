@@ -48,9 +48,9 @@ def _measured(others=0.0, hf=12.0, ceiling=80.0):
   def result(rate, contender, workers=1, rss=900.0):
     return dict(rows=1000, seconds=1000 / rate, rss_mb=rss,
                 rows_per_s=rate, contender=contender, workers=workers)
-  stock = "Beam stock TFModelHandlerTensor, no buckets, 2 workers"
-  bucketed = ("Beam stock TFModelHandlerTensor, batch_bucket_boundaries, "
-              "one thread")
+  stock = "Beam TFModelHandlerTensor without buckets (stock, 2 workers)"
+  bucketed = ("Beam TFModelHandlerTensor with batch_bucket_boundaries "
+              "(stock, one thread)")
   hf_name = "Hugging Face pipeline (PyTorch)"
   return dict(
       results={corpus.OURS: result(50.0, "ours"),
@@ -87,8 +87,10 @@ def test_the_row_is_ours_against_the_faster_peer_under_its_ceiling(md):
   # The fastest peer: the stock handler with its buckets at 30 rows/s (not
   # Hugging Face's 12, not the stock handler's 10 without buckets).
   assert row["peer"]["value"] == 30.0
-  assert row["peer"]["label"].startswith(
-      "Beam stock TFModelHandlerTensor, batch_bucket_boundaries")
+  assert summary.short(row["peer"]["label"]) == (
+      "Beam TFModelHandlerTensor with batch_bucket_boundaries (stock, one "
+      "thread)")
+  assert summary.short(row["ours"]["label"]) == "tools.predict in-process"
   assert row["ceiling"]["value"] == 80.0
   assert row["ceiling"]["unit"] == row["ours"]["unit"] == "rows/s"
   assert "400 GFLOP/s" in row["ceiling"]["label"]
