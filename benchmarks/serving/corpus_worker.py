@@ -8,7 +8,9 @@ the wall seconds of its whole run over the input file after its imports
 process's peak resident memory (VmHWM, common.peak_rss_mb). The spec
 (JSON): contender (CONTENDERS), input (a text file, one row a line),
 output (a folder), export, spm_model, hf_model (folders), seq_length,
-batch_size, rows_per_shard, workers, threads.
+batch_size, rows_per_shard, workers, threads, buckets (stock_beam: rows
+padded to their bucket and Beam's length-aware batching at these; empty:
+padded to seq_length).
 
   ours        tools.predict's library in this process (runner.predict_files)
   ours_beam   the same on Beam's DirectRunner (beam_pipeline.predict_files_beam,
@@ -16,7 +18,8 @@ batch_size, rows_per_shard, workers, threads.
   stock_beam  Beam's stock TFModelHandlerTensor on the same DirectRunner,
               fed by a tokenizing step (ReadFromText, SentencePiece ids
               padded to seq_length, RunInference in fixed batches of
-              batch_size in input order, WriteToText)
+              batch_size in input order, WriteToText); with buckets, its
+              batch_bucket_boundaries
   hf          Hugging Face's pipeline("text-classification") over the lines
 """
 
