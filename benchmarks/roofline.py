@@ -72,6 +72,34 @@ def percent(achieved: float, peak: float) -> str:
   return f"{achieved / peak:.0%}" if peak and achieved == achieved else "-"
 
 
+def torch_matmul_flops(m: int, k: int, n: int, threads: int = 2,
+                       repeats: int = 5) -> float:
+  """Achieved FLOP/s of PyTorch's float32 matmul of [m, k] x [k, n] on
+  the CPU with `threads` intra-op threads: the best of `repeats` timed
+  calls after one warm-up (a ceiling for a comparison with a PyTorch
+  contender takes the faster framework's)."""
+  import torch
+  torch.set_num_threads(threads)
+  generator = torch.Generator().manual_seed(0)
+  a = torch.randn(m, k, generator=generator)
+  b = torch.randn(k, n, generator=generator)
+  with torch.inference_mode():
+    torch.matmul(a, b)
+    best = float("inf")
+    for _ in range(repeats):
+      start = time.perf_counter()
+      torch.matmul(a, b)
+      best = min(best, time.perf_counter() - start)
+  return 2.0 * m * k * n / best
+
+
+def torch_step_peak(hidden: int, intermediate: int, rows: int,
+                    threads: int = 2, repeats: int = 3) -> float:
+  """FLOP/s: step_peak's shapes in PyTorch."""
+  return max(torch_matmul_flops(*shape, threads, repeats)
+             for shape in step_shapes(hidden, intermediate, rows))
+
+
 def measure(sizes: Sequence[str], rows: Sequence[int],
             dtypes: Sequence[str], repeats: int) -> List[Dict]:
   """One dict per shape and dtype: label, m, k, n, dtype, flops."""

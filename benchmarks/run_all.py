@@ -30,6 +30,7 @@ HARNESSES = [
     "benchmarks.pretraining.step",
     "benchmarks.finetuning.peers",
     "benchmarks.serving.runtimes",
+    "benchmarks.serving.corpus",
     "benchmarks.memory.peaks",
     "benchmarks.serving.early_exit",
     "benchmarks.finetuning.distillation",

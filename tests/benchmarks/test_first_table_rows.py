@@ -19,7 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 HARNESSES = ("benchmarks.data.creation", "benchmarks.pretraining.step",
              "benchmarks.finetuning.peers", "benchmarks.serving.runtimes",
-             "benchmarks.memory.peaks", "benchmarks.serving.early_exit",
+             "benchmarks.serving.corpus", "benchmarks.memory.peaks",
+             "benchmarks.serving.early_exit",
              "benchmarks.finetuning.distillation")
 
 

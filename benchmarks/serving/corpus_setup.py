@@ -1,0 +1,167 @@
+"""What benchmarks.serving.corpus's contenders share: the corpus, the
+SentencePiece model, the classifier export, the Hugging Face model, and
+the ceiling (the corpus's real tokens' forward FLOPs at the matmul peak at
+the export's bucket shapes).
+
+The corpus: the standard library's docstring paragraphs
+(data_pipeline.corpora.stdlib_corpus's prose filter applied to each
+paragraph, its sentences joined by spaces), one row a line, repeated in
+order to the rows asked for: real lengths, most short, a long tail.
+"""
+
+import dataclasses
+import os
+import re
+import sysconfig
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+from benchmarks import common
+
+# The quick check's model: outputs spread over rows (initializer_range),
+# so the contenders' outputs can be compared.
+TINY = dict(embedding_size=16, hidden_size=32, num_hidden_layers=2,
+            num_attention_heads=4, intermediate_size=64,
+            initializer_range=0.2)
+VOCAB_SIZE = 5000  # the SentencePiece model trained on the corpus
+LABELS = ("negative", "positive")
+
+
+def paragraphs(stdlib_dir: Optional[str] = None) -> List[str]:
+  """The prose paragraphs of the standard library's docstrings, in order."""
+  from data_pipeline.corpora import stdlib_corpus
+  rows = []
+  root = stdlib_dir or sysconfig.get_paths()["stdlib"]
+  for path in stdlib_corpus.python_files(root):
+    for doc in stdlib_corpus.docstrings(path):
+      for paragraph in re.split(r"\n\s*\n", doc):
+        sentences = stdlib_corpus.docstring_to_sentences(paragraph)
+        if sentences:
+          rows.append(" ".join(sentences))
+  return rows
+
+
+def write_corpus(path: str, texts: Sequence[str], rows: int) -> List[str]:
+  """Writes `rows` lines, `texts` repeated in order; returns them."""
+  lines = [texts[i % len(texts)] for i in range(rows)]
+  with open(path, "w", encoding="utf-8") as f:
+    f.write("\n".join(lines) + "\n")
+  return lines
+
+
+def train_spm(texts: Sequence[str], work: str) -> str:
+  """A SentencePiece model trained on the paragraphs, as the data
+  harnesses train theirs (5000 pieces, lowercased); its path."""
+  from data_pipeline.tokenization import sentencepiece_trainer
+  corpus = os.path.join(work, "paragraphs.txt")
+  with open(corpus, "w", encoding="utf-8") as f:
+    f.write("\n".join(texts) + "\n")
+  prefix = os.path.join(work, "spm")
+  sentencepiece_trainer.train_sentencepiece(corpus, prefix,
+                                            vocab_size=VOCAB_SIZE,
+                                            do_lower_case=True)
+  return prefix + ".model"
+
+
+def model_config(size: str, seq: int):
+  """`size`'s AlbertConfig (tiny: TINY) with the corpus's vocabulary."""
+  from albert_tf.config import AlbertConfig
+  if size == "tiny":
+    return AlbertConfig(vocab_size=VOCAB_SIZE, max_position_embeddings=seq,
+                        **TINY)
+  return dataclasses.replace(common.load_config(size), vocab_size=VOCAB_SIZE)
+
+
+def build_export(config, spm_model: str, path: str, seq: int,
+                 buckets: Sequence[int]) -> str:
+  """A classifier export (random weights, length buckets), as
+  run_classifier --export_dir writes one."""
+  import tf_keras
+
+  from albert_tf import exports
+  from albert_tf.models.albert_classifier import AlbertClassifier
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  from data_pipeline.tasks.label_list import LabelList
+  tf_keras.utils.set_random_seed(0)
+  model = AlbertClassifier(AlbertEncoder(config), len(LABELS),
+                           dropout_rate=0.0)
+  labels = LabelList("classification", LABELS)
+  return exports.export_classifier(
+      model, path, spm_model, list(LABELS), 1, seq,
+      length_buckets=tuple(buckets), label_list=labels)
+
+
+def build_hf(config, spm_model: str, folder: str, seq: int) -> str:
+  """transformers' AlbertForSequenceClassification of the same sizes
+  (random weights) with the same SentencePiece model as its tokenizer,
+  saved as a Hugging Face folder (what pipeline() loads)."""
+  import torch
+  import transformers
+
+  from albert_tf.checkpoints import sentencepiece_files
+  hf_config = transformers.AlbertConfig(
+      vocab_size=config.vocab_size, embedding_size=config.embedding_size,
+      hidden_size=config.hidden_size,
+      num_hidden_layers=config.num_hidden_layers,
+      num_hidden_groups=config.num_hidden_groups,
+      num_attention_heads=config.num_attention_heads,
+      intermediate_size=config.intermediate_size,
+      hidden_act="gelu_new",  # the tanh GELU, as ours
+      max_position_embeddings=config.max_position_embeddings,
+      type_vocab_size=config.type_vocab_size, num_labels=len(LABELS),
+      id2label=dict(enumerate(LABELS)), pad_token_id=0)
+  torch.manual_seed(0)
+  model = transformers.AlbertForSequenceClassification._from_config(
+      hf_config, attn_implementation="sdpa")
+  model.save_pretrained(folder)
+  sentencepiece_files.write_huggingface_tokenizer(spm_model, folder, True,
+                                                  seq)
+  return folder
+
+
+def real_tokens(texts: Sequence[str], spm_model: str, seq: int) -> np.ndarray:
+  """Each text's tokens as the export packs it: [CLS] + pieces + [SEP],
+  at most seq."""
+  from data_pipeline.tokenization.sentencepiece_tokenizer import (
+    SentencePieceTokenizer,
+  )
+  tokenizer = SentencePieceTokenizer(spm_model, do_lower_case=True)
+  ids = tokenizer.encode_batch(list(texts), num_threads=1)
+  return np.minimum(np.array([len(i) + 2 for i in ids]), seq)
+
+
+def forward_flops(config, tokens: np.ndarray) -> float:
+  """Forward FLOPs of every row at its real length (ceilings.encoder_flops,
+  the pooler included; the 2-label head's are negligible)."""
+  from benchmarks import ceilings
+  lengths, counts = np.unique(tokens, return_counts=True)
+  return float(sum(c * ceilings.encoder_flops(config, int(n))
+                   for n, c in zip(lengths, counts)))
+
+
+def bucket_peaks(config, batch: int, buckets: Sequence[int],
+                 threads: int) -> Dict[int, Dict[str, float]]:
+  """{bucket: {framework: FLOP/s}}: the float32 matmul peak at a batch of
+  that bucket's rows ([batch x bucket, H] x [H, I] and back), in
+  TensorFlow and in PyTorch (a contender runs on each), measured here."""
+  from benchmarks import roofline
+  return {b: {"TensorFlow": roofline.step_peak(
+      config.hidden_size, config.intermediate_size, batch * b),
+              "PyTorch": roofline.torch_step_peak(
+                  config.hidden_size, config.intermediate_size, batch * b,
+                  threads)}
+          for b in buckets}
+
+
+def ceiling(config, tokens: np.ndarray, peaks: Dict[int, Dict[str, float]]
+           ) -> Dict:
+  """The rows/s of the corpus's real tokens' forward FLOPs at the best
+  peak of any bucket and framework (a ceiling every contender stays
+  under: each computes at least the real tokens, at one of those shapes
+  or smaller ones)."""
+  flops = forward_flops(config, tokens)
+  peak = max(max(by.values()) for by in peaks.values())
+  return dict(peak=peak, flops_per_row=flops / len(tokens),
+              rows_per_s=peak * len(tokens) / flops,
+              mean_tokens=float(np.mean(tokens)))
