@@ -10,6 +10,7 @@ from typing import List
 
 from absl import logging
 
+from albert_tf.checkpoints import head_tables
 from albert_tf.checkpoints import model_variables
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints import readers
@@ -26,8 +27,10 @@ class LoadReport:
       checkpoint lacks (left as initialised).
     unused: canonical names in the checkpoint the model has no place for
       (pretraining heads when loading into a bare encoder).
-    other_variables: names of model variables outside the encoder and the
-      pretraining heads (e.g. a task head), left as initialised.
+    other_variables: names of model variables outside the encoder, the
+      pretraining heads and our task heads, left as initialised.
+    fresh_head: canonical names of the model's task head (head_tables)
+      left as initialised (the checkpoint has no head for it).
   """
   format: str
   path: str
@@ -35,6 +38,7 @@ class LoadReport:
   not_in_checkpoint: List[str]
   unused: List[str]
   other_variables: List[str]
+  fresh_head: List[str] = dataclasses.field(default_factory=list)
 
   def summary(self) -> str:
     parts = [f"loaded {len(self.loaded)} variables from {self.path} "
@@ -45,6 +49,8 @@ class LoadReport:
     if self.unused:
       parts.append(f"in the checkpoint but not in the model: "
                    f"{', '.join(self.unused)}")
+    if self.fresh_head:
+      parts.append(f"a fresh task head: {', '.join(self.fresh_head)}")
     if self.other_variables:
       parts.append(f"newly initialised (not part of ALBERT): "
                    f"{', '.join(self.other_variables)}")
@@ -121,11 +127,13 @@ def assign_weights(model, weights: readers.Weights) -> LoadReport:
   """Assigns weights already read (readers.read_weights, for `model`'s
   config) to `model`'s variables, as load_weights_into; logs nothing."""
   targets = model_variables.canonical_variables(model)
-  loaded, not_in_checkpoint = [], []
+  loaded, not_in_checkpoint, fresh_head = [], [], []
   for name, variable in targets.items():
     if name in weights.arrays:
       variable.assign(weights.arrays[name])
       loaded.append(name)
+    elif head_tables.is_task_head(name):
+      fresh_head.append(name)
     elif name_tables.is_head(name):
       not_in_checkpoint.append(name)
     else:  # read_weights guarantees a complete encoder
@@ -135,4 +143,4 @@ def assign_weights(model, weights: readers.Weights) -> LoadReport:
   return LoadReport(format=weights.format, path=weights.path, loaded=loaded,
                     not_in_checkpoint=not_in_checkpoint,
                     unused=sorted(set(weights.arrays) - set(targets)),
-                    other_variables=others)
+                    other_variables=others, fresh_head=fresh_head)
