@@ -56,11 +56,12 @@ HEAD_KINDS = ("classifier", "token_classifier", "span", "multiple_choice",
 DESCRIPTIONS = {
     "classifier": "a sequence classifier (run_classifier)",
     "token_classifier": "a token classifier (run_ner)",
-    "span": "a start/end span head (run_squad)",
+    "span": "a start/end span head (run_squad: SQuAD v1.1, or v2.0 with "
+            "--null_score=cls)",
     "multiple_choice": "a multiple-choice head (run_race, "
                        "run_multiple_choice)",
     "squad_v2": "the official SQuAD v2.0 head (run_squad "
-                "--squad_v2_head=official)",
+                "--version_2_with_negative --null_score=answer_class)",
 }
 
 _SQUAD_V2_LAYERS = (  # our sublayer, official sublayer, has a bias

@@ -157,17 +157,8 @@ def fit_head(head: SourceHead, kind: str, hidden_size: int, num_labels: int,
       label names at all.
   """
   where = head.where
-  if kind not in head.kinds:
-    raise UserInputError(
-        f"{where} holds {head.describe()}, not {head_tables.DESCRIPTIONS[kind]}"
-        ": give a task model of this tool's kind, or --init_head=false to "
-        "start a fresh head on its encoder")
+  check_kind(head, kind)
   table = head_tables.head_table(head.layout, kind)
-  absent = [e.theirs for e in table if e.theirs not in head.arrays]
-  if absent:
-    raise UserInputError(
-        f"{where} holds a partial head: {', '.join(sorted(head.arrays))} "
-        f"without {', '.join(absent)}")
   stored = _stored_labels(head, kind, table)
   if kind == "classifier" and head.problem_type == "regression" and (
       num_labels != 1):
@@ -191,6 +182,21 @@ def fit_head(head: SourceHead, kind: str, hidden_size: int, num_labels: int,
                                              "token_classifier"):
     arrays = _in_label_order(arrays, kind, head, request)
   return arrays
+
+
+def check_kind(head: SourceHead, kind: str) -> None:
+  """One line unless `head` is a complete head of our `kind`."""
+  if kind not in head.kinds:
+    raise UserInputError(
+        f"{head.where} holds {head.describe()}, not "
+        f"{head_tables.DESCRIPTIONS[kind]}: give a task model of this tool's "
+        "kind, or --init_head=false to start a fresh head on its encoder")
+  table = head_tables.head_table(head.layout, kind)
+  absent = [e.theirs for e in table if e.theirs not in head.arrays]
+  if absent:
+    raise UserInputError(
+        f"{head.where} holds a partial head: "
+        f"{', '.join(sorted(head.arrays))} without {', '.join(absent)}")
 
 
 def _stored_labels(head: SourceHead, kind: str, table) -> int:

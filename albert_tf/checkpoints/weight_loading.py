@@ -135,6 +135,14 @@ def load_weights_into(model, path: str, input_format: str = "auto",
   weights = readers.read_weights(path, config, input_format)
   if check_config:
     weights.check_config(config)
+  return assign_and_log(model, weights, head)
+
+
+def assign_and_log(model, weights: readers.Weights,
+                   head: Optional[HeadRequest] = None) -> LoadReport:
+  """assign_weights, then the report logged (one line; one warning more
+  for a fresh pooler under a head that reads it)."""
+  path = weights.path
   report = assign_weights(model, weights, head)
   if report.not_in_checkpoint:
     logging.warning("%s", report.summary())

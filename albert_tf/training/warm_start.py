@@ -9,8 +9,12 @@ state or the step.
 """
 
 
-def warm_start(model, init_checkpoint: str) -> str:
+def warm_start(model, init_checkpoint: str, head=None) -> str:
   """Loads weights into `model` (an AlbertPretrainer or fine-tuning model).
+
+  Args:
+    head: a checkpoints.task_heads.HeadRequest for a fine-tuning model (the
+      source's task head restored or not, labels by name).
 
   Returns:
     A one-line summary of what was loaded and what was left initialised.
@@ -22,4 +26,5 @@ def warm_start(model, init_checkpoint: str) -> str:
   # Imported here: the readers of every layout load only for a warm start.
   from albert_tf.checkpoints import weight_loading
   # load_weights_into logs the summary (source, variables loaded): once.
-  return weight_loading.load_weights_into(model, init_checkpoint).summary()
+  return weight_loading.load_weights_into(model, init_checkpoint,
+                                          head=head).summary()

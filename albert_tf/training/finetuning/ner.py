@@ -203,7 +203,7 @@ def build_ner_task(params: finetuning_params.FinetuningParams,
       train_dataset=_train_dataset(train) if train else None,
       evaluate=evaluate if dev else None, main_metric="f1",
       write_eval_outputs=write_eval_outputs if dev else None,
-      length_buckets=buckets)
+      length_buckets=buckets, head_labels=tuple(labels.labels))
 
 
 def _buckets(params: finetuning_params.FinetuningParams):

@@ -161,6 +161,7 @@ class FinetuningRunner:
     params = self.params = run.params
     self.task = task
     self.config = run.config
+    self.source = run.source
     output_dir.prepare_output_dir(params.runtime.output_dir)
     if params.runtime.seed is not None:
       seeds.set_global_seeds(params.runtime.seed)
@@ -174,8 +175,10 @@ class FinetuningRunner:
     with self.strategy.scope():
       self._build_model_and_optimizer()
       self._build_checkpoint_managers()
-    self._open_outputs()
+    # Before anything is written: a source that does not fit stops the run
+    # with an empty output_dir.
     self.warm_start_summary = self._resume_or_warm_start()
+    self._open_outputs()
 
   # --- building -------------------------------------------------------------
 
@@ -237,13 +240,29 @@ class FinetuningRunner:
       logging.info("resumed from %s", latest)
       return ""
     if self.params.init_checkpoint:
-      return warm_start(self.model, self.params.init_checkpoint)
+      from albert_tf.checkpoints import weight_loading
+      from albert_tf.checkpoints.task_heads import HeadRequest
+      head = HeadRequest(init_head=self.params.init_head,
+                         labels=self.task.head_labels,
+                         label_names=self.head_label_names())
+      if self.source is not None:  # read by finetuning_params.prepare
+        return weight_loading.assign_and_log(self.model, self.source,
+                                             head).summary()
+      return warm_start(self.model, self.params.init_checkpoint, head)
     if self.params.do_train and not (self.params.init_savedmodel or
                                      self.task.initialises_encoder):
       logging.warning(
           "no --init_checkpoint or --init_savedmodel: fine-tuning starts "
           "from random weights, not from a pretrained ALBERT")
     return ""
+
+  def head_label_names(self) -> Optional[List[str]]:
+    """--label_names: the source head's names in its order (run_ner's name
+    its data's integer tags, the same order)."""
+    names = self.params.label_names
+    if not names:
+      return None
+    return [n.strip() for n in names.split(",") if n.strip()]
 
   # --- training -----------------------------------------------------------
 
@@ -370,8 +389,12 @@ class FinetuningRunner:
     path = (self.best_manager.latest_checkpoint or
             self.manager.latest_checkpoint)
     if path is None:
-      logging.warning("no checkpoint in %s; using the initial weights",
-                      self.params.runtime.output_dir)
+      if self.params.init_checkpoint and self.params.init_head:
+        logging.info("no checkpoint in %s: the --init_checkpoint model as "
+                     "it is", self.params.runtime.output_dir)
+      else:
+        logging.warning("no checkpoint in %s; using the initial weights",
+                        self.params.runtime.output_dir)
       return "initial weights"
     if path == self.best_manager.latest_checkpoint:
       self.best_checkpoint.restore(path).expect_partial()

@@ -1,0 +1,153 @@
+"""The fine-tuning tools start from a task model of their kind, head
+included: a Hugging Face AlbertForSequenceClassification folder written by
+transformers (its config.json, id2label and spiece.model are all the tool
+is given) is scored as it is, exported, and trained on from where it
+stands; a folder that does not fit stops the tool in one line with nothing
+written."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.albert_tf.checkpoints.test_task_models_in import save_hf
+from tests.albert_tf.training.finetuning import own_data_kit as kit
+from tests.albert_tf.training.finetuning.test_own_data_finetuning import (
+  _run_tool,
+)
+
+torch = pytest.importorskip("torch")
+
+SEQ = 32
+HEAD_ORDER = ["volcano", "fruit", "music"]  # not sorted
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory, english_corpus, spm_model):
+  """An HF classifier folder (unsorted id2label) + a dev file and its ids."""
+  from data_pipeline.tokenization.factory import make_tokenizer
+  root = tmp_path_factory.mktemp("hf_sources")
+  folder = root / "hf_classifier"
+  torch_model = save_hf(
+      "AlbertForSequenceClassification", folder, seed=3, vocab_size=2000,
+      max_position_embeddings=SEQ, num_labels=3,
+      id2label=dict(enumerate(HEAD_ORDER)))
+  shutil.copy(spm_model, folder / "spiece.model")
+  rows = kit.classification_rows(kit.corpus_lines(english_corpus, 40), 2)
+  dev = kit.write_csv(root / "dev.csv", rows, ("id", "text", "label"))
+  tokenizer = make_tokenizer(spm_model)
+  word = np.zeros((len(rows), SEQ), np.int32)
+  for i, pieces in enumerate(tokenizer.encode_batch(
+      [r["text"] for r in rows])):
+    ids = [tokenizer.cls_id] + pieces[:SEQ - 2] + [tokenizer.sep_id]
+    word[i, :len(ids)] = ids
+  mask = (word > 0).astype(np.int32)
+  with torch.no_grad():
+    logits = torch_model(input_ids=torch.tensor(word, dtype=torch.long),
+                         attention_mask=torch.tensor(mask, dtype=torch.long),
+                         token_type_ids=torch.zeros(word.shape,
+                                                    dtype=torch.long)).logits
+  probs = torch.softmax(logits, -1).numpy()
+  return dict(root=root, folder=folder, dev=dev, rows=rows, probs=probs)
+
+
+def _read_jsonl(path):
+  with open(path, encoding="utf-8") as f:
+    return [json.loads(line) for line in f]
+
+
+def _common(source, out):
+  return [f"--init_checkpoint={source['folder']}",
+          f"--dev_file={source['dev']}", "--text_a_column=text",
+          "--label_column=label", f"--output_dir={out}",
+          f"--max_seq_length={SEQ}", "--length_buckets=none"]
+
+
+def test_hf_classifier_is_scored_as_it_is(source, tmp_path, caplog):
+  """--do_eval alone: the folder's own config, tokenizer and labels; the
+  dev predictions are PyTorch's probabilities, by label name, and the
+  accuracy is PyTorch's."""
+  import logging
+  caplog.set_level(logging.INFO, logger="absl")
+  out = tmp_path / "eval"
+  assert _run_tool("run_classifier", *_common(source, out),
+                   "--do_eval") == 0
+  records = _read_jsonl(out / "dev_predictions.jsonl")
+  got = np.array([[r["probabilities"][n] for n in HEAD_ORDER]
+                  for r in records])
+  np.testing.assert_allclose(got, source["probs"], atol=1e-5)
+  truth = [r["label"] for r in source["rows"]]
+  torch_accuracy = np.mean([HEAD_ORDER[i] == t for i, t in
+                            zip(source["probs"].argmax(-1), truth)])
+  results = json.loads((out / "eval_results.json").read_text())
+  assert results["accuracy"] == pytest.approx(torch_accuracy)
+  assert json.loads((out / "labels.json").read_text())["labels"] == (
+      HEAD_ORDER)
+  assert ("classifier head from classifier.bias, classifier.weight" in
+          caplog.text)
+
+
+def test_training_continues_from_the_hf_head(source, tmp_path):
+  """--do_train from the folder, the train file's labels matched to the
+  head's by name: one update at a learning rate of 1e-12 (no weight moves
+  by more than ~1e-11: the model as it starts) predicts what PyTorch
+  does."""
+  out = tmp_path / "train"
+  assert _run_tool("run_classifier", *_common(source, out),
+                   f"--train_file={source['dev']}", "--do_train",
+                   "--do_eval", "--train_step=1", "--warmup_step=0",
+                   "--learning_rate=1e-12", "--save_checkpoints_steps=1",
+                   "--train_batch_size=8", "--seed=0") == 0
+  records = _read_jsonl(out / "dev_predictions.jsonl")
+  got = np.array([[r["probabilities"][n] for n in HEAD_ORDER]
+                  for r in records])
+  np.testing.assert_allclose(got, source["probs"], atol=1e-5)
+
+
+def test_sources_that_do_not_fit_are_one_line(source, tmp_path, capsys):
+  """Each: exit 1, one "error:" line naming the problem, no file under
+  --output_dir."""
+  root = source["root"]
+  qa = root / "qa"
+  if not qa.exists():
+    save_hf("AlbertForQuestionAnswering", qa, vocab_size=2000,
+            max_position_embeddings=SEQ)
+    shutil.copy(source["folder"] / "spiece.model", qa / "spiece.model")
+  bad_dev = tmp_path / "bad.csv"
+  kit.write_csv(bad_dev, [dict(r, label="bird") if i == 0 else r
+                          for i, r in enumerate(source["rows"])],
+                ("id", "text", "label"))
+  partial = tmp_path / "partial"
+  shutil.copytree(source["folder"], partial)
+  from safetensors.numpy import load_file
+  from safetensors.numpy import save_file
+  tensors = load_file(str(partial / "model.safetensors"))
+  del tensors["classifier.bias"]
+  save_file(tensors, str(partial / "model.safetensors"),
+            metadata={"format": "pt"})
+  disagreeing = tmp_path / "disagreeing"
+  shutil.copytree(source["folder"], disagreeing)
+  values = json.loads((disagreeing / "config.json").read_text())
+  values["hidden_size"] = 64
+  (disagreeing / "config.json").write_text(json.dumps(values))
+  cases = {
+      "qa": ([f"--init_checkpoint={qa}"], "AlbertForQuestionAnswering head"),
+      "labels": ([f"--dev_file={bad_dev}"], "does not know: bird"),
+      "partial": ([f"--init_checkpoint={partial}"],
+                  "partial head: classifier.weight without "
+                  "classifier.bias"),
+      "config": ([f"--init_checkpoint={disagreeing}"], "does not fit"),
+  }
+  for name, (args, message) in cases.items():
+    out = tmp_path / f"out_{name}"
+    capsys.readouterr()
+    code = _run_tool("run_classifier", *_common(source, out), *args,
+                     "--do_eval")
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 1, name
+    assert len(lines) == 1 and message in lines[0], (name, err)
+    assert not out.exists() or not any(
+        files for _, _, files in os.walk(out)), (name, list(os.walk(out)))
