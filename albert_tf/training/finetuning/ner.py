@@ -258,7 +258,8 @@ def run_ner(run: finetuning_params.PreparedOrParams, options: NerOptions,
       split.buckets = tuple(buckets)
   task = build_ner_task(params, options, files.labels, train, dev)
   runner = finetuning_runner.FinetuningRunner(run, task)
-  if params.do_train:
+  if params.do_train or label_list.read(params.runtime.output_dir) is None:
+    # (evaluating a source token classifier: its tags)
     label_list.write(params.runtime.output_dir, files.labels)
   results = finetuning_runner.run_finetuning(params, task, runner)
   if test is not None:

@@ -146,4 +146,19 @@ def read_files(params, options: NerOptions) -> task_files.TaskFiles:
       test_file=options.test_file if params.do_predict else "",
       input_format=options.input_format, tag_scheme=options.tag_scheme,
       label_names=params.label_names,
-      skip_bad_records=options.skip_bad_records)
+      skip_bad_records=options.skip_bad_records,
+      head_labels=_source_tags(params))
+
+
+def _source_tags(params):
+  """The tags of a Hugging Face AlbertForTokenClassification folder the run
+  starts from (its id2label, in its head's order), else None."""
+  folder = params.init_checkpoint
+  if not (params.init_head and folder and file_io.isdir(folder)) or (
+      file_io.exists(file_io.join(params.runtime.output_dir, "checkpoint"))):
+    return None
+  from albert_tf.checkpoints import task_heads
+  info = task_heads.huggingface_info(file_io.join(folder, "config.json"))
+  if info.get("architecture") != "AlbertForTokenClassification":
+    return None
+  return info.get("labels")
