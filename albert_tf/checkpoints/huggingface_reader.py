@@ -1,7 +1,9 @@
 """Reads Hugging Face ALBERT weights from safetensors, without torch.
 
-A `model.safetensors` file or a sharded `model.safetensors.index.json`
-(resolved by locate), keys with or without the `albert.` prefix. Buffers
+A `model.safetensors` file or a sharded `model.safetensors.index.json`, or
+a `pytorch_model.bin` (or its shards' index) read by torch_pickle without
+running any pickled code (resolved by locate), keys with or without the
+`albert.` prefix. Buffers
 are dropped; tensors transformers ties to others (the MLM decoder) must
 equal them. A task head (head_tables: `classifier.*`, `qa_outputs.*`) is
 kept under its own names for task_heads; everything else must map
@@ -23,7 +25,8 @@ from albert_tf.config import AlbertConfig
 
 
 def load_safetensors(path: str) -> Dict[str, np.ndarray]:
-  """Every tensor of a .safetensors file or of the shards an index names."""
+  """Every tensor of a .safetensors / .bin file or of the shards an index
+  names."""
   # Imported on use, as every reader's own dependency.
   from safetensors import SafetensorError
   from safetensors.numpy import load
@@ -35,8 +38,17 @@ def load_safetensors(path: str) -> Dict[str, np.ndarray]:
       raise UserInputError(f"bad safetensors index {path}: {e}") from e
     folder = file_io.dirname(path)
     files = [file_io.join(folder, f) for f in sorted(set(weight_map.values()))]
+    absent = [f for f in files if not file_io.exists(f)]
+    if absent:
+      raise UserInputError(
+          f"{path} names {len(absent)} shard(s) that do not exist: "
+          f"{', '.join(file_io.basename(f) for f in absent)}")
   tensors = {}
   for file in files:
+    if file.endswith(".bin"):
+      from albert_tf.checkpoints import torch_pickle
+      tensors.update(torch_pickle.load_torch_state_dict(file))
+      continue
     try:
       # From bytes: safetensors' own file reader knows local paths only.
       tensors.update(load(file_io.read_bytes(file)))

@@ -92,7 +92,7 @@ def read_weights(path: str, config: AlbertConfig,
   kind, resolved = locate.resolve_path(path)
   layout = (locate.detect_format(path) if input_format == "auto"
             else input_format)
-  if (layout == "huggingface") != (kind == "safetensors"):
+  if (layout == "huggingface") != (kind in ("safetensors", "torch")):
     raise UserInputError(f"{path} is not a {layout} checkpoint")
   stored_config, info = None, {}
   if layout == "huggingface":

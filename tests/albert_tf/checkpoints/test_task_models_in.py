@@ -341,3 +341,58 @@ def test_hf_config_json_gives_labels_and_problem_type(tmp_path):
   (tmp_path / "config.json").write_text(json.dumps(values))
   info = task_heads.huggingface_info(str(tmp_path / "config.json"))
   assert info["labels"] == ["neg", "pos"]
+
+
+# --- bad files -----------------------------------------------------------
+
+
+def test_pytorch_bin_is_read_without_running_its_pickle(tmp_path):
+  """A torch.save state dict (pytorch_model.bin, no safetensors) reads as
+  the safetensors file does, without torch; a pickle that would call
+  anything else is refused in one line, its code not run."""
+  import pickle
+  import zipfile
+  torch_model = save_hf("AlbertForSequenceClassification", tmp_path / "st",
+                        num_labels=3, id2label={0: "a", 1: "b", 2: "c"})
+  (tmp_path / "bin").mkdir()
+  shutil_copy(tmp_path / "st" / "config.json", tmp_path / "bin")
+  torch.save(torch_model.state_dict(), tmp_path / "bin" / "pytorch_model.bin")
+  word, mask, types = ids(2)
+  model, report = our_model("classifier", tmp_path / "bin", 3,
+                            ["a", "b", "c"])
+  np.testing.assert_allclose(
+      ours(model, word, mask, types)["logits"].numpy(),
+      torch_out(torch_model, word, mask, types).logits.numpy(), atol=1e-5)
+  assert report.path.endswith("pytorch_model.bin")
+
+  class Exploit:
+    def __reduce__(self):
+      return (os.system, ("touch " + str(tmp_path / "pwned"),))
+  (tmp_path / "evil").mkdir()
+  shutil_copy(tmp_path / "st" / "config.json", tmp_path / "evil")
+  with zipfile.ZipFile(tmp_path / "evil" / "pytorch_model.bin", "w") as z:
+    z.writestr("archive/data.pkl", pickle.dumps({"x": Exploit()}))
+  with pytest.raises(UserInputError, match="would call posix.system"):
+    our_model("classifier", tmp_path / "evil", 3, ["a", "b", "c"])
+  assert not (tmp_path / "pwned").exists()
+
+
+def test_a_sharded_folder_missing_a_shard_is_one_line(tmp_path):
+  torch_model = save_hf("AlbertForSequenceClassification", tmp_path / "one")
+  torch_model.save_pretrained(tmp_path / "sharded", max_shard_size="20KB")
+  shards = sorted(p.name for p in (tmp_path / "sharded").glob("model-*"))
+  assert len(shards) > 1
+  word, mask, types = ids(2)
+  model, _ = our_model("classifier", tmp_path / "sharded", 2)
+  np.testing.assert_allclose(
+      ours(model, word, mask, types)["logits"].numpy(),
+      torch_out(torch_model, word, mask, types).logits.numpy(), atol=1e-5)
+  (tmp_path / "sharded" / shards[1]).unlink()
+  with pytest.raises(UserInputError, match="names 1 shard.*do not exist: "
+                     f"{shards[1]}"):
+    our_model("classifier", tmp_path / "sharded", 2)
+
+
+def shutil_copy(source, folder):
+  import shutil
+  shutil.copy(source, folder)
