@@ -396,3 +396,26 @@ def test_a_sharded_folder_missing_a_shard_is_one_line(tmp_path):
 def shutil_copy(source, folder):
   import shutil
   shutil.copy(source, folder)
+
+
+def test_masked_lm_folder_continues_pretraining_with_its_mlm_head(tmp_path):
+  """An AlbertForMaskedLM folder (no pooler, no SOP head) into our
+  pretrainer: its MLM logits are PyTorch's; the pooler and the SOP head
+  are reported new."""
+  from albert_tf.models.albert_pretrainer import AlbertPretrainer
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  torch_model = save_hf("AlbertForMaskedLM", tmp_path)
+  config = configs.load_albert_config(str(tmp_path / "config.json"))
+  model = AlbertPretrainer(AlbertEncoder(config))
+  report = weight_loading.load_weights_into(model, str(tmp_path))
+  assert report.fresh_pooler
+  assert sorted(report.not_in_checkpoint) == ["sentence_order/dense/bias",
+                                              "sentence_order/dense/kernel"]
+  word, mask, types = ids(2)
+  positions = np.array([[1, 4, 7], [2, 3, 9]], np.int32)
+  got = model(dict(input_word_ids=word, input_mask=mask,
+                   input_type_ids=types, masked_lm_positions=positions),
+              training=False)["mlm_logits"].numpy()
+  want = torch_out(torch_model, word, mask, types).logits.numpy()
+  want = np.take_along_axis(want, positions[..., None], axis=1)
+  np.testing.assert_allclose(got, want, atol=1e-4)
