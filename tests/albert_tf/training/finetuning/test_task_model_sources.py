@@ -151,3 +151,64 @@ def test_sources_that_do_not_fit_are_one_line(source, tmp_path, capsys):
     assert len(lines) == 1 and message in lines[0], (name, err)
     assert not out.exists() or not any(
         files for _, _, files in os.walk(out)), (name, list(os.walk(out)))
+
+
+@pytest.mark.slow
+def test_official_classifier_folder_is_scored_and_exported(source, tmp_path,
+                                                           spm_model):
+  """An official run_classifier.py checkpoint folder as released (no
+  `checkpoint` state file) with albert_config.json, the SentencePiece
+  model and labels.txt beside it: run_classifier --do_eval --export_dir
+  scores it as our model loaded from it does, and the export answers with
+  its label names. Without labels.txt nor --label_names: one line."""
+  import tensorflow as tf
+
+  from albert_tf import exports
+  from albert_tf import models
+  from albert_tf.checkpoints import weight_loading
+  from albert_tf.checkpoints.task_heads import HeadRequest
+  from albert_tf.config import AlbertConfig
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  from tests.albert_tf.checkpoints.test_task_models_in import write_official
+  folder = tmp_path / "official"
+  folder.mkdir()
+  config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=SEQ)
+  config.to_json_file(str(folder / "albert_config.json"))
+  shutil.copy(spm_model, folder / "30k-clean.model")
+  write_official(str(folder / "model.ckpt-best"), config,
+                 {"output_weights": (3, 32), "output_bias": (3,)}, seed=4)
+  (folder / "labels.txt").write_text("\n".join(HEAD_ORDER) + "\n")
+  out, export_dir = tmp_path / "eval", tmp_path / "export"
+  assert _run_tool("run_classifier", *_common(source, out),
+                   f"--init_checkpoint={folder}", "--do_eval",
+                   f"--export_dir={export_dir}") == 0
+  model = models.AlbertClassifier(AlbertEncoder(config), 3)
+  weight_loading.load_weights_into(model, str(folder),
+                                   head=HeadRequest(labels=HEAD_ORDER))
+  from data_pipeline.tokenization.factory import make_tokenizer
+  tokenizer = make_tokenizer(spm_model)
+  texts = [r["text"] for r in source["rows"]]
+  word = np.zeros((len(texts), SEQ), np.int32)
+  for i, pieces in enumerate(tokenizer.encode_batch(texts)):
+    ids = [tokenizer.cls_id] + pieces[:SEQ - 2] + [tokenizer.sep_id]
+    word[i, :len(ids)] = ids
+  logits = model(dict(input_word_ids=word, input_mask=(word > 0).astype(
+      np.int32), input_type_ids=np.zeros_like(word)))["logits"].numpy()
+  want = tf.nn.softmax(logits).numpy()
+  records = _read_jsonl(out / "dev_predictions.jsonl")
+  got = np.array([[r["probabilities"][n] for n in HEAD_ORDER]
+                  for r in records])
+  np.testing.assert_allclose(got, want, atol=1e-5)
+  serving = exports.load_saved_model(str(export_dir)).signatures[
+      "serving_default"]
+  labels = serving(sentences=tf.constant(texts[:6]))["label"].numpy()
+  assert [n.decode() for n in labels.reshape(-1)] == [
+      r["label"] for r in records[:6]]
+  (folder / "labels.txt").unlink()
+  assert _run_tool("run_classifier", *_common(source, tmp_path / "none"),
+                   f"--init_checkpoint={folder}", "--do_eval") == 1
+  assert _run_tool("run_classifier", *_common(source, tmp_path / "named"),
+                   f"--init_checkpoint={folder}", "--do_eval",
+                   "--label_names=" + ",".join(HEAD_ORDER)) == 0
