@@ -23,7 +23,8 @@ def has_checkpoint(output_dir: str) -> bool:
 def read_source(params, config: AlbertConfig,
                 head_kind: Optional[str] = None):
   """The checkpoints.readers.Weights of --init_checkpoint, checked, or None
-  (no --init_checkpoint, or --output_dir resumes a run).
+  (no --init_checkpoint, --output_dir resumes a run, or no `head_kind`:
+  a library caller's runner reads the source itself).
 
   Args:
     params: FinetuningParams.
@@ -35,12 +36,13 @@ def read_source(params, config: AlbertConfig,
   Raises:
     UserInputError: in one line, a source that does not fit.
   """
-  if not params.init_checkpoint or has_checkpoint(params.runtime.output_dir):
+  if (not head_kind or not params.init_checkpoint or
+      has_checkpoint(params.runtime.output_dir)):
     return None
   from albert_tf.checkpoints import readers  # TensorFlow
   from albert_tf.checkpoints import task_heads
   weights = readers.read_weights(params.init_checkpoint, config)
   weights.check_config(config)
-  if head_kind and params.init_head and weights.head is not None:
+  if params.init_head and weights.head is not None:
     task_heads.check_kind(weights.head, head_kind)
   return weights
