@@ -67,6 +67,7 @@ from albert_tf.training import mixed_precision
 from albert_tf.training import output_dir
 from albert_tf.training import runtime_params
 from albert_tf.training import seeds
+from albert_tf.training import warm_start as warm_starting
 from albert_tf.training.finetuning import bucketed_steps
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning.model import FinetuningTrainer
@@ -74,7 +75,6 @@ from albert_tf.training.finetuning.params import FinetuningParams
 from albert_tf.training.finetuning.task import FinetuningTask
 from albert_tf.training.gradient_update import NonFiniteLossError
 from albert_tf.training.strategy import create_strategy
-from albert_tf.training.warm_start import warm_start
 from data_pipeline.tasks.length_buckets import EXAMPLE_INDEX
 
 BEST_DIR = "best"
@@ -161,7 +161,6 @@ class FinetuningRunner:
     params = self.params = run.params
     self.task = task
     self.config = run.config
-    self.source = run.source
     output_dir.prepare_output_dir(params.runtime.output_dir)
     if params.runtime.seed is not None:
       seeds.set_global_seeds(params.runtime.seed)
@@ -175,9 +174,7 @@ class FinetuningRunner:
     with self.strategy.scope():
       self._build_model_and_optimizer()
       self._build_checkpoint_managers()
-    # Before anything is written: a source that does not fit stops the run
-    # with an empty output_dir.
-    self.warm_start_summary = self._resume_or_warm_start()
+    self.warm_start_summary = self._resume_or_warm_start(run.source)
     self._open_outputs()
 
   # --- building -------------------------------------------------------------
@@ -227,10 +224,10 @@ class FinetuningRunner:
         file_io.join(output_dir, "eval"))
     self.config.to_json_file(file_io.join(output_dir, "albert_config.json"))
 
-  def _resume_or_warm_start(self) -> str:
-    """Restores the latest checkpoint of output_dir (for a worker, else the
-    chief's), or warm-starts from init_checkpoint; returns the warm start's
-    summary ("" if none)."""
+  def _resume_or_warm_start(self, source=None) -> str:
+    """Restores the latest checkpoint of output_dir (a worker: the chief's)
+    or warm-starts from init_checkpoint, before anything is written (a misfit
+    stops the run there); returns the warm start's summary ("" if none)."""
     latest = (self.manager.latest_checkpoint or
               output_dir.chief_latest_checkpoint(self.params.runtime.output_dir))
     if latest:
@@ -240,29 +237,15 @@ class FinetuningRunner:
       logging.info("resumed from %s", latest)
       return ""
     if self.params.init_checkpoint:
-      from albert_tf.checkpoints import weight_loading
-      from albert_tf.checkpoints.task_heads import HeadRequest
-      head = HeadRequest(init_head=self.params.init_head,
-                         labels=self.task.head_labels,
-                         label_names=self.head_label_names())
-      if self.source is not None:  # read by finetuning_params.prepare
-        return weight_loading.assign_and_log(self.model, self.source,
-                                             head).summary()
-      return warm_start(self.model, self.params.init_checkpoint, head)
+      head = warm_starting.head_request(self.params, self.task.head_labels)
+      return warm_starting.warm_start(self.model, self.params.init_checkpoint,
+                                      head, source)  # source: prepare's
     if self.params.do_train and not (self.params.init_savedmodel or
                                      self.task.initialises_encoder):
       logging.warning(
           "no --init_checkpoint or --init_savedmodel: fine-tuning starts "
           "from random weights, not from a pretrained ALBERT")
     return ""
-
-  def head_label_names(self) -> Optional[List[str]]:
-    """--label_names: the source head's names in its order (run_ner's name
-    its data's integer tags, the same order)."""
-    names = self.params.label_names
-    if not names:
-      return None
-    return [n.strip() for n in names.split(",") if n.strip()]
 
   # --- training -----------------------------------------------------------
 
@@ -389,12 +372,8 @@ class FinetuningRunner:
     path = (self.best_manager.latest_checkpoint or
             self.manager.latest_checkpoint)
     if path is None:
-      if self.params.init_checkpoint and self.params.init_head:
-        logging.info("no checkpoint in %s: the --init_checkpoint model as "
-                     "it is", self.params.runtime.output_dir)
-      else:
-        logging.warning("no checkpoint in %s; using the initial weights",
-                        self.params.runtime.output_dir)
+      logging.warning("no checkpoint in %s; using the initial weights",
+                      self.params.runtime.output_dir)
       return "initial weights"
     if path == self.best_manager.latest_checkpoint:
       self.best_checkpoint.restore(path).expect_partial()
