@@ -212,3 +212,60 @@ def test_official_classifier_folder_is_scored_and_exported(source, tmp_path,
   assert _run_tool("run_classifier", *_common(source, tmp_path / "named"),
                    f"--init_checkpoint={folder}", "--do_eval",
                    "--label_names=" + ",".join(HEAD_ORDER)) == 0
+
+
+def _torch_logits(torch_model, texts, spm_model):
+  from data_pipeline.tokenization.factory import make_tokenizer
+  tokenizer = make_tokenizer(spm_model)
+  word = np.zeros((len(texts), SEQ), np.int32)
+  for i, pieces in enumerate(tokenizer.encode_batch(texts)):
+    ids = [tokenizer.cls_id] + pieces[:SEQ - 2] + [tokenizer.sep_id]
+    word[i, :len(ids)] = ids
+  with torch.no_grad():
+    return torch_model(
+        input_ids=torch.tensor(word, dtype=torch.long),
+        attention_mask=torch.tensor((word > 0).astype(np.int64)),
+        token_type_ids=torch.zeros(word.shape, dtype=torch.long)
+    ).logits.numpy()
+
+
+@pytest.mark.slow
+def test_hf_regression_and_multi_label_heads_by_problem_type(
+    source, tmp_path, english_corpus, spm_model):
+  """problem_type regression / multi_label_classification makes the run's
+  task type: scores are PyTorch's logits, multi-label probabilities its
+  sigmoids, by label name."""
+  lines = kit.corpus_lines(english_corpus, 24, seed=3)
+  cases = {
+      "regression": (dict(num_labels=1, problem_type="regression"),
+                     kit.regression_rows(lines, 1), None),
+      "multi_label": (dict(num_labels=3, id2label=dict(enumerate(HEAD_ORDER)),
+                           problem_type="multi_label_classification"),
+                      kit.multi_label_rows(lines, 2),
+                      lambda r: dict(r, label="|".join(r["label"]) or "[]")),
+  }
+  for name, (kwargs, rows, convert) in cases.items():
+    folder = tmp_path / name
+    torch_model = save_hf("AlbertForSequenceClassification", folder, seed=6,
+                          vocab_size=2000, max_position_embeddings=SEQ,
+                          **kwargs)
+    shutil.copy(spm_model, folder / "spiece.model")
+    rows = [dict(r, id=f"r{i}") for i, r in enumerate(rows)]
+    dev = kit.write_csv(tmp_path / f"{name}.csv", rows, ("id", "text",
+                                                         "label"), convert)
+    out = tmp_path / f"out_{name}"
+    assert _run_tool("run_classifier", f"--init_checkpoint={folder}",
+                     f"--dev_file={dev}", "--text_a_column=text",
+                     "--label_column=label", f"--output_dir={out}",
+                     f"--max_seq_length={SEQ}", "--length_buckets=none",
+                     "--do_eval") == 0
+    records = _read_jsonl(out / "dev_predictions.jsonl")
+    logits = _torch_logits(torch_model, [r["text"] for r in rows], spm_model)
+    if name == "regression":
+      got = np.array([r["score"] for r in records])
+      np.testing.assert_allclose(got, logits[:, 0], atol=1e-5)
+    else:
+      got = np.array([[r["probabilities"][n] for n in HEAD_ORDER]
+                      for r in records])
+      np.testing.assert_allclose(got, 1 / (1 + np.exp(-logits)), atol=1e-5)
+    assert json.loads((out / "labels.json").read_text())["task_type"] == name
