@@ -89,21 +89,30 @@ def test_hf_classifier_is_scored_as_it_is(source, tmp_path, caplog):
           caplog.text)
 
 
-def test_training_continues_from_the_hf_head(source, tmp_path):
+@pytest.mark.slow
+def test_training_continues_from_the_hf_head(source, tmp_path, caplog):
   """--do_train from the folder, the train file's labels matched to the
   head's by name: one update at a learning rate of 1e-12 (no weight moves
   by more than ~1e-11: the model as it starts) predicts what PyTorch
-  does."""
-  out = tmp_path / "train"
-  assert _run_tool("run_classifier", *_common(source, out),
-                   f"--train_file={source['dev']}", "--do_train",
-                   "--do_eval", "--train_step=1", "--warmup_step=0",
-                   "--learning_rate=1e-12", "--save_checkpoints_steps=1",
-                   "--train_batch_size=8", "--seed=0") == 0
-  records = _read_jsonl(out / "dev_predictions.jsonl")
-  got = np.array([[r["probabilities"][n] for n in HEAD_ORDER]
-                  for r in records])
-  np.testing.assert_allclose(got, source["probs"], atol=1e-5)
+  does. --init_head=false: a fresh head on its encoder, said in one line."""
+  import logging
+  caplog.set_level(logging.INFO, logger="absl")
+  runs = {}
+  for init_head in ("true", "false"):
+    out = tmp_path / f"train_{init_head}"
+    assert _run_tool("run_classifier", *_common(source, out),
+                     f"--train_file={source['dev']}", "--do_train",
+                     "--do_eval", "--train_step=1", "--warmup_step=0",
+                     "--learning_rate=1e-12", "--save_checkpoints_steps=1",
+                     "--train_batch_size=8", "--seed=0",
+                     f"--init_head={init_head}") == 0
+    records = _read_jsonl(out / "dev_predictions.jsonl")
+    runs[init_head] = np.array([[r["probabilities"][n] for n in HEAD_ORDER]
+                                for r in records])
+  np.testing.assert_allclose(runs["true"], source["probs"], atol=1e-5)
+  assert np.abs(runs["false"] - source["probs"]).max() > 1e-2
+  assert "--init_head=false: a fresh classifier head on the encoder of" in (
+      caplog.text)
 
 
 def test_sources_that_do_not_fit_are_one_line(source, tmp_path, capsys):
