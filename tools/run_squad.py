@@ -24,6 +24,7 @@ import dataclasses
 from absl import logging
 
 from albert_tf.training.finetuning import params as finetuning_params
+from albert_tf.training.finetuning import source_model
 from albert_tf.training.finetuning import task_settings
 
 from .support import cli
@@ -45,7 +46,8 @@ def main(argv):
   params, user_set = settings_flags.read_settings(
       finetuning_params.FinetuningParams, recipe)
   prepared = finetuning_params.prepare(params, user_set, recipe,
-                                       require_vocabulary=True)
+                                       require_vocabulary=True,
+                                       head_kind=source_model.ANY_HEAD)
   options = task_settings.derive_squad(prepared.params, options, user_set)
   options = _head_of_source(prepared, options, user_set)
   task_settings.check_squad(prepared.params, options)

@@ -13,6 +13,10 @@ from typing import Optional
 from albert_common import file_io
 from albert_tf.config import AlbertConfig
 
+# head_kind of a tool that checks the source's head itself, once its
+# options say which head it builds (run_squad).
+ANY_HEAD = "any"
+
 
 def has_checkpoint(output_dir: str) -> bool:
   """Whether --output_dir holds a run to resume (its `checkpoint` file)."""
@@ -31,7 +35,7 @@ def read_source(params, config: AlbertConfig,
     config: the run's encoder config.
     head_kind: the tool's task head (checkpoints.head_tables.HEAD_KINDS);
       a source head of another kind, or a partial one, is refused unless
-      --init_head=false.
+      --init_head=false. ANY_HEAD: read, the head not checked here.
 
   Raises:
     UserInputError: in one line, a source that does not fit.
@@ -43,6 +47,7 @@ def read_source(params, config: AlbertConfig,
   from albert_tf.checkpoints import task_heads
   weights = readers.read_weights(params.init_checkpoint, config)
   weights.check_config(config)
-  if params.init_head and weights.head is not None:
+  if (params.init_head and weights.head is not None and
+      head_kind != ANY_HEAD):
     task_heads.check_kind(weights.head, head_kind)
   return weights
