@@ -11,6 +11,7 @@ the runner assigns the weights read here instead of reading them again.
 from typing import Optional
 
 from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 
 # head_kind of a tool that checks the source's head itself, once its
@@ -45,8 +46,13 @@ def read_source(params, config: AlbertConfig,
     return None
   from albert_tf.checkpoints import readers  # TensorFlow
   from albert_tf.checkpoints import task_heads
-  weights = readers.read_weights(params.init_checkpoint, config)
-  weights.check_config(config)
+  try:
+    weights = readers.read_weights(params.init_checkpoint, config)
+    weights.check_config(config)
+  except UserInputError as e:  # a misfit lists every variable: one line
+    raise UserInputError(" ".join(
+        line.strip() for line in str(e).splitlines() if line.strip())
+                         ) from None
   if (params.init_head and weights.head is not None and
       head_kind != ANY_HEAD):
     task_heads.check_kind(weights.head, head_kind)

@@ -89,7 +89,6 @@ def test_hf_classifier_is_scored_as_it_is(source, tmp_path, caplog):
           caplog.text)
 
 
-@pytest.mark.slow
 def test_training_continues_from_the_hf_head(source, tmp_path, caplog):
   """--do_train from the folder, the train file's labels matched to the
   head's by name: one update at a learning rate of 1e-12 (no weight moves
@@ -158,6 +157,7 @@ def test_sources_that_do_not_fit_are_one_line(source, tmp_path, capsys):
     lines = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == 1, name
     assert len(lines) == 1 and message in lines[0], (name, err)
+    assert err.strip().splitlines()[-1] == lines[0], (name, err)  # 1 line
     assert not out.exists() or not any(
         files for _, _, files in os.walk(out)), (name, list(os.walk(out)))
 
@@ -238,7 +238,6 @@ def _torch_logits(torch_model, texts, spm_model):
     ).logits.numpy()
 
 
-@pytest.mark.slow
 def test_hf_regression_and_multi_label_heads_by_problem_type(
     source, tmp_path, english_corpus, spm_model):
   """problem_type regression / multi_label_classification makes the run's
