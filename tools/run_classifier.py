@@ -72,7 +72,8 @@ def main(argv):
   params, user_set = settings_flags.read_settings(
       finetuning_params.FinetuningParams, recipe)
   prepared = finetuning_params.prepare(params, user_set, recipe,
-                                       require_vocabulary=True)
+                                       require_vocabulary=True,
+                                       head_kind="classifier")
   early_exit.check_model(early, params.init_savedmodel, prepared.config)
   from albert_tf.training.finetuning import (
     classifier as classifier_finetuning,  # TensorFlow
@@ -89,7 +90,8 @@ def _run_own_data(options, early):
   params, user_set = settings_flags.read_settings(
       finetuning_params.FinetuningParams, recipe)
   prepared = finetuning_params.prepare(params, user_set, recipe,
-                                       require_vocabulary=True)
+                                       require_vocabulary=True,
+                                       head_kind="classifier")
   early_exit.check_model(early, params.init_savedmodel, prepared.config)
   from albert_tf.training.finetuning import own_data  # TensorFlow
   result = own_data.run_own_data(prepared, options, train, early)

@@ -46,7 +46,8 @@ def main(argv):
   params, user_set = settings_flags.read_settings(
       finetuning_params.FinetuningParams, recipe)
   prepared = finetuning_params.prepare(params, user_set, recipe,
-                                       require_vocabulary=True)
+                                       require_vocabulary=True,
+                                       head_kind="multiple_choice")
   options = own_data_settings.derive_multiple_choice(prepared.params,
                                                      options, user_set)
   own_data_settings.check_multiple_choice(prepared.params, options)

@@ -55,7 +55,8 @@ def main(argv):
   params, user_set = settings_flags.read_settings(
       finetuning_params.FinetuningParams, recipe)
   prepared = finetuning_params.prepare(params, user_set, recipe,
-                                       require_vocabulary=True)
+                                       require_vocabulary=True,
+                                       head_kind="token_classifier")
   options = ner_settings.derive_ner(prepared.params, options, user_set)
   ner_settings.check_ner(prepared.params, options)
   from albert_tf.training.finetuning import ner as ner_finetuning  # TF

@@ -37,7 +37,8 @@ def main(argv):
       finetuning_params.FinetuningParams, task_settings.RACE_DEFAULTS)
   prepared = finetuning_params.prepare(params, user_set,
                                        task_settings.RACE_DEFAULTS,
-                                       require_vocabulary=True)
+                                       require_vocabulary=True,
+                                       head_kind="multiple_choice")
   options = task_settings.derive_race(prepared.params, options, user_set)
   task_settings.check_race(prepared.params, options)
   from albert_tf.training.finetuning import (

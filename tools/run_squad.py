@@ -19,7 +19,12 @@ raw question / context strings (predictions.json's answer, its character
 offsets, score and, for v2.0, the no-answer probability).
 """
 
+import dataclasses
+
+from absl import logging
+
 from albert_tf.training.finetuning import params as finetuning_params
+from albert_tf.training.finetuning import source_model
 from albert_tf.training.finetuning import task_settings
 
 from .support import cli
@@ -41,14 +46,34 @@ def main(argv):
   params, user_set = settings_flags.read_settings(
       finetuning_params.FinetuningParams, recipe)
   prepared = finetuning_params.prepare(params, user_set, recipe,
-                                       require_vocabulary=True)
+                                       require_vocabulary=True,
+                                       head_kind=source_model.ANY_HEAD)
   options = task_settings.derive_squad(prepared.params, options, user_set)
+  options = _head_of_source(prepared, options, user_set)
   task_settings.check_squad(prepared.params, options)
   from albert_tf.training.finetuning import (
     squad as squad_finetuning,  # TensorFlow
   )
   results = squad_finetuning.run_squad(prepared, options)
   settings_flags.print_results(results)
+
+
+def _head_of_source(prepared, options, user_set):
+  """SQuAD v2.0 takes the head an --init_checkpoint holds when --null_score
+  is left out: a span head (Hugging Face qa_outputs, the official v1 head)
+  scores no-answer BERT's way (cls). The head is then checked against the
+  run's."""
+  source = prepared.source
+  if source is None or source.head is None or not prepared.params.init_head:
+    return options
+  from albert_tf.checkpoints import task_heads
+  if (options.version_2_with_negative and "null_score" not in user_set and
+      source.head.kinds == ["span"]):
+    options = dataclasses.replace(options, null_score="cls")
+    logging.info("--null_score=cls: --init_checkpoint holds a start/end "
+                 "span head (no answer-class layer)")
+  task_heads.check_kind(source.head, "squad_v2" if options.beam else "span")
+  return options
 
 
 def run():

@@ -43,6 +43,8 @@ This module is the public face of the stages, one module each:
 
 from typing import Optional
 
+from absl import logging
+
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_common.run_constants import INPUT_FORMATS
@@ -155,9 +157,17 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
                                          output_checkpoint, do_lower_case,
                                          config)
   heads = sorted(name_tables.heads_in(weights.arrays))
-  return (f"converted {len(weights.arrays)} variables "
-          f"(heads: {', '.join(heads) or 'none'}) from {weights.path} "
-          f"({weights.format}) to {where} ({output_format})")
+  summary = (f"converted {len(weights.arrays)} variables "
+             f"(heads: {', '.join(heads) or 'none'}) from {weights.path} "
+             f"({weights.format}) to {where} ({output_format})")
+  if weights.head is not None:
+    # Said, never dropped silently: the fine-tuning tools take the source
+    # itself, head included.
+    summary += (f"; its task head ({', '.join(sorted(weights.head.arrays))})"
+                " is not written: give the source itself to the fine-tuning "
+                "tool as --init_checkpoint")
+    logging.warning("%s", summary)
+  return summary
 
 
 def _check_request(config: AlbertConfig, output_checkpoint: str,

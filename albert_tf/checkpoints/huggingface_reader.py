@@ -1,13 +1,18 @@
 """Reads Hugging Face ALBERT weights from safetensors, without torch.
 
-A `model.safetensors` file or a sharded `model.safetensors.index.json`
-(resolved by locate), keys with or without the `albert.` prefix. Buffers
+A `model.safetensors` file or a sharded `model.safetensors.index.json`, or
+a `pytorch_model.bin` (or its shards' index) read by torch_pickle without
+running any pickled code (resolved by locate), keys with or without the
+`albert.` prefix. Buffers
 are dropped; tensors transformers ties to others (the MLM decoder) must
-equal them. Everything else must map (name_tables.huggingface_table).
+equal them. A task head (head_tables: `classifier.*`, `qa_outputs.*`) is
+kept under its own names for task_heads; everything else must map
+(name_tables.huggingface_table). The task classes transformers builds
+without a pooler (QA, token classification, masked LM) have none here.
 """
 
 import json
-from typing import Dict
+from typing import Dict, Tuple
 
 import numpy as np
 
@@ -15,11 +20,13 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
+from albert_tf.checkpoints import task_heads
 from albert_tf.config import AlbertConfig
 
 
 def load_safetensors(path: str) -> Dict[str, np.ndarray]:
-  """Every tensor of a .safetensors file or of the shards an index names."""
+  """Every tensor of a .safetensors / .bin file or of the shards an index
+  names."""
   # Imported on use, as every reader's own dependency.
   from safetensors import SafetensorError
   from safetensors.numpy import load
@@ -31,8 +38,17 @@ def load_safetensors(path: str) -> Dict[str, np.ndarray]:
       raise UserInputError(f"bad safetensors index {path}: {e}") from e
     folder = file_io.dirname(path)
     files = [file_io.join(folder, f) for f in sorted(set(weight_map.values()))]
+    absent = [f for f in files if not file_io.exists(f)]
+    if absent:
+      raise UserInputError(
+          f"{path} names {len(absent)} shard(s) that do not exist: "
+          f"{', '.join(file_io.basename(f) for f in absent)}")
   tensors = {}
   for file in files:
+    if file.endswith(".bin"):
+      from albert_tf.checkpoints import torch_pickle
+      tensors.update(torch_pickle.load_torch_state_dict(file))
+      continue
     try:
       # From bytes: safetensors' own file reader knows local paths only.
       tensors.update(load(file_io.read_bytes(file)))
@@ -41,9 +57,12 @@ def load_safetensors(path: str) -> Dict[str, np.ndarray]:
   return tensors
 
 
-def read_huggingface(path: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
-  """Canonical name -> array of the safetensors file or index at `path`."""
-  tensors = load_safetensors(path)
+def read_huggingface(path: str, config: AlbertConfig
+                     ) -> Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]:
+  """(canonical name -> array, the task head's arrays under their names) of
+  the safetensors file or index at `path`."""
+  tensors, head = task_heads.split_source(load_safetensors(path),
+                                          "huggingface")
   heads = ("predictions.", "sop_classifier.")
   source = {}
   for name, array in tensors.items():
@@ -64,4 +83,4 @@ def read_huggingface(path: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
     raise mapping.misfit_error(path, "huggingface", extra=problems)
   return mapping.map_to_ours(source, name_tables.huggingface_table(config),
                              name_tables.our_shapes(config),
-                             source_name=path, layout="huggingface")
+                             source_name=path, layout="huggingface"), head

@@ -18,7 +18,8 @@ from albert_tf import saved_model_inspection as inspection
 
 
 def resolve_path(path: str) -> Tuple[str, str]:
-  """("tf", checkpoint prefix) or ("safetensors", file) for a user path.
+  """("tf", checkpoint prefix), ("safetensors", file) or ("torch", a
+  pytorch_model.bin or its shards' index) for a user path.
 
   Raises:
     UserInputError: nothing usable at `path`.
@@ -30,11 +31,9 @@ def resolve_path(path: str) -> Tuple[str, str]:
     latest = tf.train.latest_checkpoint(path) or _only_prefix(path)
     if latest:
       return "tf", latest
-    if file_io.exists(file_io.join(path, "pytorch_model.bin")):
-      raise UserInputError(
-          f"{path} holds pytorch_model.bin only; save it as safetensors "
-          "(model.save_pretrained(dir, safe_serialization=True)), torch "
-          "pickles are not read here")
+    for name in ("pytorch_model.bin", "pytorch_model.bin.index.json"):
+      if file_io.exists(file_io.join(path, name)):
+        return "torch", file_io.join(path, name)
     for folder in (path, file_io.join(path, "encoder")):
       if inspection.is_saved_model(folder):
         raise UserInputError(
@@ -48,6 +47,10 @@ def resolve_path(path: str) -> Tuple[str, str]:
     if not file_io.exists(path):
       raise UserInputError(f"checkpoint file {path} not found")
     return "safetensors", path
+  if path.endswith(".bin") or path.endswith(".bin.index.json"):
+    if not file_io.exists(path):
+      raise UserInputError(f"checkpoint file {path} not found")
+    return "torch", path
   if path.endswith(".index") and file_io.exists(path):
     return "tf", path[:-len(".index")]
   if file_io.exists(path + ".index"):
@@ -99,7 +102,7 @@ def strip_module(name: str) -> str:
 def detect_format(path: str) -> str:
   """"ours", "official", "huggingface" or "garden", from the contents."""
   kind, resolved = resolve_path(path)
-  if kind == "safetensors":
+  if kind in ("safetensors", "torch"):
     return "huggingface"
   keys = list_tf_checkpoint(resolved)
   if "_CHECKPOINTABLE_OBJECT_GRAPH" in keys:

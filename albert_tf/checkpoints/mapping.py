@@ -4,6 +4,7 @@
 found and fails loudly: every unmatched name, missing variable and shape
 mismatch together, in one `misfit_error`. A pretraining head is either
 complete or absent; an absent head is left out, a partial one is an error.
+So is the pooler (transformers' task classes without one).
 `map_from_ours` is the way back, for the writers.
 """
 
@@ -72,14 +73,19 @@ def map_to_ours(source: Dict[str, np.ndarray], table, shapes, *,
   for entry in table:
     if entry.ours in present:
       continue
-    head = name_tables.head_of(entry.ours)
+    head = _group_of(entry.ours)
     # A head absent as a whole is allowed; a partial head is not.
-    if head and not any(name_tables.head_of(n) == head for n in present):
+    if head and not any(_group_of(n) == head for n in present):
       continue
     missing.append(entry.theirs)
   if unmatched or missing or mismatched:
     raise misfit_error(source_name, layout, unmatched, missing, mismatched)
   return out
+
+
+def _group_of(name: str):
+  """The head or "pooler" a canonical name belongs to, else None."""
+  return "pooler" if name.startswith("pooler/") else name_tables.head_of(name)
 
 
 def map_from_ours(arrays: Dict[str, np.ndarray],

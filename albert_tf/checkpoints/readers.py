@@ -21,6 +21,7 @@ from albert_tf.checkpoints import huggingface_reader
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import object_readers
 from albert_tf.checkpoints import official_reader
+from albert_tf.checkpoints import task_heads
 from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
 from albert_tf.config import AlbertConfig
 
@@ -41,12 +42,15 @@ class Weights:
     config: the config stored with them (a Hugging Face folder's or a
       keras-hub preset's config.json), else None.
     preset: what else a keras-hub preset holds (its tokenizer), else None.
+    head: a fine-tuned source's task head (task_heads.SourceHead) under its
+      own names, else None.
   """
   arrays: Dict[str, np.ndarray]
   format: str
   path: str
   config: Optional[AlbertConfig] = None
   preset: Optional["keras_hub_preset.PresetContents"] = None
+  head: Optional[task_heads.SourceHead] = None
 
   def check_config(self, config: AlbertConfig) -> None:
     """Requires the stored config, if any, to compute what `config` does.
@@ -88,16 +92,25 @@ def read_weights(path: str, config: AlbertConfig,
   kind, resolved = locate.resolve_path(path)
   layout = (locate.detect_format(path) if input_format == "auto"
             else input_format)
-  if (layout == "huggingface") != (kind == "safetensors"):
+  if (layout == "huggingface") != (kind in ("safetensors", "torch")):
     raise UserInputError(f"{path} is not a {layout} checkpoint")
-  stored_config = None
+  stored_config, info = None, {}
   if layout == "huggingface":
     config_file = file_io.join(file_io.dirname(resolved), "config.json")
     if file_io.exists(config_file):
       stored_config = configs.load_albert_config(config_file)
+      info = task_heads.huggingface_info(config_file)
   arrays = _READERS[layout](resolved, config)
+  head = None
+  if isinstance(arrays, tuple):  # the layouts a task head is read from
+    arrays, head_arrays = arrays
+    if layout == "official":
+      info = dict(labels=task_heads.official_labels(resolved))
+    if head_arrays:
+      head = task_heads.SourceHead(layout=layout, arrays=head_arrays,
+                                   where=path, **info)
   # What was loaded or converted is reported once, by the caller.
   logging.debug("read %d variables from %s (%s layout)", len(arrays),
                 resolved, layout)
   return Weights(arrays=arrays, format=layout, path=resolved,
-                 config=stored_config)
+                 config=stored_config, head=head)

@@ -76,7 +76,7 @@ def checkpoint_folder_files(params) -> Dict[str, str]:
     return {}
   found = {}
   if not (params.albert_config_file or params.init_savedmodel):
-    found.update(config_in(folder, "init_checkpoint"))
+    found.update(checkpoint_config(folder, "init_checkpoint"))
   if not (params.spm_model_file or params.vocab_file):
     found.update(vocabulary_in(folder, "init_checkpoint"))
   return found

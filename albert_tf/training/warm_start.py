@@ -8,9 +8,27 @@ fails listing what does not match. Only weights are loaded, never optimizer
 state or the step.
 """
 
+from typing import Optional, Sequence
 
-def warm_start(model, init_checkpoint: str) -> str:
+
+def head_request(params, labels: Optional[Sequence[str]]):
+  """The checkpoints.task_heads.HeadRequest of fine-tuning settings
+  (--init_head, --label_names: the source head's names in its order) for a
+  task whose outputs are `labels` (None: no named labels)."""
+  from albert_tf.checkpoints.task_heads import HeadRequest
+  names = [n.strip() for n in params.label_names.split(",") if n.strip()]
+  return HeadRequest(init_head=params.init_head, labels=labels,
+                     label_names=names or None)
+
+
+def warm_start(model, init_checkpoint: str, head=None, source=None) -> str:
   """Loads weights into `model` (an AlbertPretrainer or fine-tuning model).
+
+  Args:
+    head: a checkpoints.task_heads.HeadRequest for a fine-tuning model (the
+      source's task head restored or not, labels by name).
+    source: `init_checkpoint` already read (checkpoints.readers.Weights),
+      else it is read here.
 
   Returns:
     A one-line summary of what was loaded and what was left initialised.
@@ -22,4 +40,7 @@ def warm_start(model, init_checkpoint: str) -> str:
   # Imported here: the readers of every layout load only for a warm start.
   from albert_tf.checkpoints import weight_loading
   # load_weights_into logs the summary (source, variables loaded): once.
-  return weight_loading.load_weights_into(model, init_checkpoint).summary()
+  if source is not None:
+    return weight_loading.assign_and_log(model, source, head).summary()
+  return weight_loading.load_weights_into(model, init_checkpoint,
+                                          head=head).summary()

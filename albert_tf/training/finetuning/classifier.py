@@ -149,7 +149,8 @@ def build_glue_task(data: GlueData, eval_batch_size: int,
       train_dataset=lambda batch_size, seed: data.dataset(
           "train", batch_size, is_training=True, seed=seed),
       evaluate=evaluate, main_metric=task.main_metric,
-      length_buckets=data.buckets, packed_training=data.pack_examples)
+      length_buckets=data.buckets, packed_training=data.pack_examples,
+      head_labels=task.labels)
 
 
 def predict_test(runner: finetuning_runner.FinetuningRunner, data: GlueData,

@@ -203,7 +203,7 @@ def build_ner_task(params: finetuning_params.FinetuningParams,
       train_dataset=_train_dataset(train) if train else None,
       evaluate=evaluate if dev else None, main_metric="f1",
       write_eval_outputs=write_eval_outputs if dev else None,
-      length_buckets=buckets)
+      length_buckets=buckets, head_labels=tuple(labels.labels))
 
 
 def _buckets(params: finetuning_params.FinetuningParams):
@@ -258,7 +258,8 @@ def run_ner(run: finetuning_params.PreparedOrParams, options: NerOptions,
       split.buckets = tuple(buckets)
   task = build_ner_task(params, options, files.labels, train, dev)
   runner = finetuning_runner.FinetuningRunner(run, task)
-  if params.do_train:
+  if params.do_train or label_list.read(params.runtime.output_dir) is None:
+    # (evaluating a source token classifier: its tags)
     label_list.write(params.runtime.output_dir, files.labels)
   results = finetuning_runner.run_finetuning(params, task, runner)
   if test is not None:

@@ -57,10 +57,6 @@ class NerOptions(FlatConstructible):
       "auto: detected. Predictions are written in it; IOBES is scored in "
       "seqeval's strict mode. CLUENER spans become tags of this scheme "
       "(auto: IOB2).", choices=tag_schemes.CHOICES)
-  label_names: str = setting(
-      "", "Names of integer tags in JSON lines (0, 1, ...): a comma list "
-      "(O,B-PER,I-PER,...) or a file (one name a line, or a JSON list). "
-      "Unset: label_names.txt or label_names.json beside the data file.")
   doc_stride: int = setting(
       64, "Pieces between the starts of consecutive windows of a sentence "
       "longer than --max_seq_length; each word is predicted from the window "
@@ -149,5 +145,20 @@ def read_files(params, options: NerOptions) -> task_files.TaskFiles:
       dev_file=options.dev_file if params.do_eval else "",
       test_file=options.test_file if params.do_predict else "",
       input_format=options.input_format, tag_scheme=options.tag_scheme,
-      label_names=options.label_names,
-      skip_bad_records=options.skip_bad_records)
+      label_names=params.label_names,
+      skip_bad_records=options.skip_bad_records,
+      head_labels=_source_tags(params))
+
+
+def _source_tags(params):
+  """The tags of a Hugging Face AlbertForTokenClassification folder the run
+  starts from (its id2label, in its head's order), else None."""
+  folder = params.init_checkpoint
+  if not (params.init_head and folder and file_io.isdir(folder)) or (
+      file_io.exists(file_io.join(params.runtime.output_dir, "checkpoint"))):
+    return None
+  from albert_tf.checkpoints import task_heads
+  info = task_heads.huggingface_info(file_io.join(folder, "config.json"))
+  if info.get("architecture") != "AlbertForTokenClassification":
+    return None
+  return info.get("labels")

@@ -35,6 +35,7 @@ from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import multi_worker
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
+from albert_tf.training.finetuning import source_labels
 from albert_tf.training.finetuning import task as finetuning_task
 from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
 from albert_tf.training.finetuning.own_data_settings import check_own_data
@@ -119,13 +120,16 @@ class OwnData:
 
 def read_own_data(options: OwnDataOptions,
                   params: finetuning_params.FinetuningParams, tokenizer,
-                  train: Optional[own_examples.TextFile] = None) -> OwnData:
+                  train: Optional[own_examples.TextFile] = None,
+                  source=None) -> OwnData:
   """Reads and featurises every file the run uses, and fixes the label list
   (the training file's; else <output_dir>/labels.json).
 
   Args:
     train: the training file already read (the tool reads it first for the
       recipe), else read here when training.
+    source: --init_checkpoint's weights (finetuning_params.prepare): a
+      classifier head's labels are the run's, in its order.
 
   Raises:
     UserInputError: a bad file or record; labels that differ from the
@@ -145,14 +149,26 @@ def read_own_data(options: OwnDataOptions,
     saved_path = label_list_lib.path_in(chief_dir)
     saved = label_list_lib.read(chief_dir)
   files = {}
+  # A fine-tuned classifier to continue or score: its labels, in its order.
+  if params.init_head and saved is None:
+    source = source_labels.classifier_labels(
+        source, params.label_names, options.task_type, options.threshold)
+  else:
+    source = None
+  task_type = source.task_type if source else options.task_type
   if params.do_train:
-    files["train"] = train or read(options.train_file, options.task_type,
+    files["train"] = train or read(options.train_file, task_type,
                                    "required")
     labels = own_examples.training_label_list(files["train"],
                                               options.threshold)
+    if source is not None:
+      _check_known(source, files["train"], params.init_checkpoint)
+      labels = source
     if saved is not None:
       label_list_lib.check_same(saved, labels, saved_path,
                                 options.train_file)
+  elif source is not None:
+    labels = source
   elif saved is None:
     raise UserInputError(
         f"{saved_path} does not exist: the label list is written by a "
@@ -166,6 +182,8 @@ def read_own_data(options: OwnDataOptions,
                          f"of {source} are {labels.task_type}")
   if params.do_eval:
     dev = read(options.dev_file, labels.task_type, "required")
+    if source is not None:
+      _check_known(source, dev, params.init_checkpoint)
     files["dev"] = own_examples.check_known_labels(
         dev, labels, options.files.skip_bad_records)
   if params.do_predict:
@@ -186,6 +204,18 @@ def read_own_data(options: OwnDataOptions,
   data.buckets = finetuning_params.run_length_buckets(
       params, lambda: data.features(source).lengths, source)
   return data
+
+
+def _check_known(source: LabelList, data: own_examples.TextFile,
+                 init_checkpoint: str) -> None:
+  """One line naming the labels of `data` the source's head lacks."""
+  if source.task_type == "regression" or not data.has_labels:
+    return
+  names = set()
+  for example in data.examples:
+    names.update(example.label if isinstance(example.label, tuple)
+                 else (example.label,))
+  source_labels.check_known(source, names, data.path, init_checkpoint)
 
 
 def build_own_data_task(data: OwnData, eval_batch_size: int,
@@ -243,7 +273,8 @@ def build_own_data_task(data: OwnData, eval_batch_size: int,
       evaluate=evaluate if "dev" in data.files else None,
       main_metric=own_metrics.MAIN_METRIC[labels.task_type],
       write_eval_outputs=write_eval_outputs, length_buckets=data.buckets,
-      packed_training=data.pack_examples)
+      packed_training=data.pack_examples,
+      head_labels=None if regression else labels.labels)
 
 
 def _with_exit_layers(records, exit_layers):
@@ -279,7 +310,7 @@ def run_own_data(run: finetuning_params.PreparedOrParams,
   if run.tokenizer is None:
     raise UserInputError("give --spm_model_file (SentencePiece) or "
                          "--vocab_file (WordPiece vocab.txt)")
-  data = read_own_data(options, params, run.tokenizer, train)
+  data = read_own_data(options, params, run.tokenizer, train, run.source)
   early = early or early_exit.EarlyExitOptions()
   early_exit.check(early, data.label_list.task_type)
   early_exit.check_model(early, params.init_savedmodel, run.config)
@@ -288,7 +319,8 @@ def run_own_data(run: finetuning_params.PreparedOrParams,
   # Each replica's rows split into --gradient_accumulation_steps slices.
   data.rows_multiple = (runner.strategy.num_replicas_in_sync *
                         runner.params.runtime.gradient_accumulation_steps)
-  if params.do_train:
+  if params.do_train or label_list_lib.read(
+      params.runtime.output_dir) is None:  # evaluating a source classifier
     label_list_lib.write(params.runtime.output_dir, data.label_list)
   results = finetuning_runner.run_finetuning(params, runner.task, runner)
   restored = ""

@@ -67,6 +67,16 @@ class FinetuningParams(FlatConstructible):
       "model.safetensors (file or folder) or a Model Garden checkpoint. "
       "Ignored when --output_dir already holds a checkpoint (the run "
       "resumes).")
+  init_head: bool = setting(
+      True, "Restore the task head an --init_checkpoint of this tool's kind "
+      "holds (a fine-tuned Hugging Face AlbertFor*, official TF1 or our "
+      "model; labels matched by name); false: a fresh head on its encoder.")
+  label_names: str = setting(
+      "", "Label names in index order, comma-separated: of an "
+      "--init_checkpoint head that names none (the official layout; else "
+      "labels.txt beside it, one name a line); run_ner: of integer tags in "
+      "JSON lines (O,B-PER,...; or a file, one name a line or a JSON list; "
+      "unset: label_names.txt or label_names.json beside the data file).")
   init_savedmodel: str = setting(
       "", "An exported encoder SavedModel (<export_dir>/encoder of "
       "tools.export_savedmodel), fine-tuned as a trainable hub.KerasLayer.")
@@ -310,17 +320,21 @@ class PreparedFinetuning:
       WordPieceTokenizer, from data_pipeline.tokenization.factory's
       factory); every consumer (features, exports) uses it. None when the
       settings name no vocabulary.
+    source: --init_checkpoint's weights, read and checked (source_model),
+      or None.
   """
 
   params: FinetuningParams
   config: AlbertConfig
   tokenizer: Optional[Any] = None
+  source: Optional[Any] = None
 
 
 def prepare(params: FinetuningParams,
             user_set: Optional[Collection[str]] = None,
             recipe: Optional[Mapping] = None,
-            require_vocabulary: bool = False) -> PreparedFinetuning:
+            require_vocabulary: bool = False,
+            head_kind: Optional[str] = None) -> PreparedFinetuning:
   """Every check of the settings, the config file and the vocabulary, in
   the order a user would want (settings, config, vocabulary), with the
   defaults that conflict with the user's settings derived first. The config
@@ -333,6 +347,8 @@ def prepare(params: FinetuningParams,
     recipe: the task's defaults, see derive_defaults.
     require_vocabulary: a run without --spm_model_file or --vocab_file is
       an error (the tools: they tokenize raw text).
+    head_kind: the tool's task head (checkpoints.head_tables): an
+      --init_checkpoint is read here and its head checked against it.
 
   Raises:
     UserInputError: the first problem found.
@@ -352,7 +368,10 @@ def prepare(params: FinetuningParams,
     check_vocab_size(config, tokenizer, params.spm_model_file,
                      params.vocab_file)
   check_init_checkpoint(params.init_checkpoint)
-  return PreparedFinetuning(params, config, tokenizer)
+  from albert_tf.training.finetuning import source_model
+  return PreparedFinetuning(params, config, tokenizer,
+                            source_model.read_source(params, config,
+                                                     head_kind))
 
 
 def _resolve_vocabulary(params: FinetuningParams) -> FinetuningParams:

@@ -67,6 +67,7 @@ from albert_tf.training import mixed_precision
 from albert_tf.training import output_dir
 from albert_tf.training import runtime_params
 from albert_tf.training import seeds
+from albert_tf.training import warm_start as warm_starting
 from albert_tf.training.finetuning import bucketed_steps
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning.model import FinetuningTrainer
@@ -74,7 +75,6 @@ from albert_tf.training.finetuning.params import FinetuningParams
 from albert_tf.training.finetuning.task import FinetuningTask
 from albert_tf.training.gradient_update import NonFiniteLossError
 from albert_tf.training.strategy import create_strategy
-from albert_tf.training.warm_start import warm_start
 from data_pipeline.tasks.length_buckets import EXAMPLE_INDEX
 
 BEST_DIR = "best"
@@ -174,8 +174,8 @@ class FinetuningRunner:
     with self.strategy.scope():
       self._build_model_and_optimizer()
       self._build_checkpoint_managers()
+    self.warm_start_summary = self._resume_or_warm_start(run.source)
     self._open_outputs()
-    self.warm_start_summary = self._resume_or_warm_start()
 
   # --- building -------------------------------------------------------------
 
@@ -224,10 +224,10 @@ class FinetuningRunner:
         file_io.join(output_dir, "eval"))
     self.config.to_json_file(file_io.join(output_dir, "albert_config.json"))
 
-  def _resume_or_warm_start(self) -> str:
-    """Restores the latest checkpoint of output_dir (for a worker, else the
-    chief's), or warm-starts from init_checkpoint; returns the warm start's
-    summary ("" if none)."""
+  def _resume_or_warm_start(self, source=None) -> str:
+    """Restores the latest checkpoint of output_dir (a worker: the chief's)
+    or warm-starts from init_checkpoint, before anything is written (a misfit
+    stops the run there); returns the warm start's summary ("" if none)."""
     latest = (self.manager.latest_checkpoint or
               output_dir.chief_latest_checkpoint(self.params.runtime.output_dir))
     if latest:
@@ -237,7 +237,9 @@ class FinetuningRunner:
       logging.info("resumed from %s", latest)
       return ""
     if self.params.init_checkpoint:
-      return warm_start(self.model, self.params.init_checkpoint)
+      head = warm_starting.head_request(self.params, self.task.head_labels)
+      return warm_starting.warm_start(self.model, self.params.init_checkpoint,
+                                      head, source)  # source: prepare's
     if self.params.do_train and not (self.params.init_savedmodel or
                                      self.task.initialises_encoder):
       logging.warning(

@@ -7,7 +7,7 @@ for every task.
 """
 
 import dataclasses
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -53,6 +53,10 @@ class FinetuningTask:
     initialises_encoder: the task's caller sets the model's weights after
       the runner is built (distillation's student): no "random weights"
       warning without --init_checkpoint.
+    head_labels: the label names of the model's outputs, in order, for a
+      head with named labels (classification, multi-label, NER): an
+      --init_checkpoint's head is matched to them by name. None for
+      regression and label-free heads.
   """
 
   name: str
@@ -67,3 +71,4 @@ class FinetuningTask:
   length_buckets: Tuple[int, ...] = ()
   packed_training: bool = False
   initialises_encoder: bool = False
+  head_labels: Optional[Sequence[str]] = None

@@ -142,7 +142,10 @@ def start_from(source: Source, params: PretrainingParams, model,
     restore_optimizer(checkpoint, source.optimizer_prefix,
                       params.init_checkpoint, source.first_step)
   restored = name_tables.heads_in(report.loaded)
-  parts = ["encoder"] + [label for head, label in HEADS if head in restored]
+  parts = ["encoder"] + (["a fresh pooler (the source has none: the SOP "
+                          "head reads it)"] if report.fresh_pooler else []) + [
+                              label for head, label in HEADS
+                              if head in restored]
   if source.optimizer_prefix:
     schedule = (f"its optimizer state and step {source.first_step} (the "
                 "schedule goes on; --restart_schedule starts it afresh)")

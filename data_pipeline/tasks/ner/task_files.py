@@ -12,7 +12,7 @@ output behind.
 """
 
 import dataclasses
-from typing import Optional
+from typing import Optional, Sequence
 
 from albert_common.errors import UserInputError
 from data_pipeline.tasks import label_list
@@ -37,12 +37,24 @@ class TaskFiles:
     return self.labels.scheme
 
 
+def _check_known(tags: Sequence[str], head_labels: Sequence[str],
+                 path: str) -> None:
+  unknown = sorted(set(tags) - set(head_labels))
+  if unknown:
+    raise UserInputError(
+        f"{path} has tag(s) the --init_checkpoint head does not know: "
+        f"{', '.join(unknown)} (its tags: {', '.join(head_labels)}; "
+        "--init_head=false trains a fresh head)")
+
+
 def read_task_files(output_dir: str, train_file: str = "",
                     dev_file: str = "", test_file: str = "",
                     input_format: str = ner_files.AUTO,
                     tag_scheme: str = tag_schemes.AUTO,
                     label_names: str = "",
-                    skip_bad_records: bool = False) -> TaskFiles:
+                    skip_bad_records: bool = False,
+                    head_labels: Optional[Sequence[str]] = None
+                    ) -> TaskFiles:
   """Reads the files a run uses (an empty path: not used) and its labels.
 
   Args:
@@ -53,6 +65,9 @@ def read_task_files(output_dir: str, train_file: str = "",
     input_format, tag_scheme, label_names, skip_bad_records: see
       ner_files.read_ner_file (tag_scheme applies to the training file; the
       others follow its scheme).
+    head_labels: the tags of a fine-tuned token classifier the run starts
+      from (its head's order), or None: they are the run's labels (unless
+      labels.json has them), and a training tag they lack is an error.
 
   Raises:
     UserInputError: a bad file (path:line), no labels to evaluate or
@@ -71,10 +86,19 @@ def read_task_files(output_dir: str, train_file: str = "",
         label_names=label_names, skip_bad_records=skip_bad_records)
     current = label_list.LabelList.from_training(
         TASK_TYPE, ner_files.all_tags([files.train]), files.train.scheme)
+    if head_labels and saved is None:
+      _check_known(current.labels, head_labels, train_file)
+      current = label_list.LabelList(TASK_TYPE, tuple(head_labels),
+                                     files.train.scheme)
     if saved is not None:
       label_list.check_same(saved, current, label_list.path_in(output_dir),
                             train_file)
     files.labels = current
+  if files.labels is None and head_labels:
+    scheme = tag_schemes.canonical(tag_scheme)
+    if scheme == tag_schemes.AUTO:
+      scheme = tag_schemes.detect_scheme([[n] for n in head_labels])
+    files.labels = label_list.LabelList(TASK_TYPE, tuple(head_labels), scheme)
   if files.labels is None:
     if dev_file or test_file:
       raise UserInputError(
