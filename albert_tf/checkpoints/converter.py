@@ -48,6 +48,7 @@ from albert_common.errors import UserInputError
 from albert_common.run_constants import INPUT_FORMATS
 from albert_common.run_constants import OUTPUT_FORMATS
 from albert_tf.checkpoints import name_tables
+from albert_tf.checkpoints import our_task_models
 from albert_tf.checkpoints import sentencepiece_files
 from albert_tf.checkpoints import wordpiece_files
 from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
@@ -138,14 +139,24 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   ...                pretrainer.encoder.get_embedding_table())
   True
   """
+  if output_format == "keras_hub" and not (spm_model_file or vocab_file):
+    spm_model_file = our_task_models.companions(input_checkpoint)[1] or None
   spm_model_file, vocab_file, tokens = _check_request(
       config, output_checkpoint, output_format, spm_model_file, vocab_file,
       keras_hub_tokenizer)
-  weights = read_weights(input_checkpoint, config, input_format)
+  labels, ours = None, None
+  if output_format == "keras_hub" and input_format in ("auto", "ours"):
+    # A classifier of ours (run directory, ckpt-N, export): with its head.
+    ours = our_task_models.read_our_classifier(input_checkpoint, config)
+  if ours is not None:
+    weights = Weights(arrays=ours.arrays, format="ours", path=ours.prefix)
+    labels = ours.labels
+  else:
+    weights = read_weights(input_checkpoint, config, input_format)
   weights.check_config(config)
   where = _write_weights(weights, config, output_checkpoint, output_format,
                          spm_model_file, do_lower_case, keras_hub_tokenizer,
-                         tokens)
+                         tokens, labels)
   if tokens is not None and output_format != "keras_hub":  # else in the preset
     where += "; " + _write_vocabulary(tokens, output_format,
                                       output_checkpoint, vocab_file,
@@ -186,7 +197,7 @@ def _check_request(config: AlbertConfig, output_checkpoint: str,
 def _write_weights(weights, config: AlbertConfig, output_checkpoint: str,
                    output_format: str, spm_model_file: Optional[str],
                    do_lower_case: bool, keras_hub_tokenizer: str,
-                   tokens) -> str:
+                   tokens, labels=None) -> str:
   """Writes the weights read in `output_format`; returns where, in words."""
   if output_format == "official":
     write_official(weights.arrays, config, output_checkpoint)
@@ -199,7 +210,8 @@ def _write_weights(weights, config: AlbertConfig, output_checkpoint: str,
   if output_format == "keras_hub":
     return keras_hub_preset_writer.write_preset(
         weights.arrays, config, output_checkpoint, spm_model_file,
-        do_lower_case=do_lower_case, keras_hub_tokenizer=keras_hub_tokenizer)
+        do_lower_case=do_lower_case, keras_hub_tokenizer=keras_hub_tokenizer,
+        labels=labels)
   root = write_ours(weights.arrays, config, output_checkpoint)
   where = f"{output_checkpoint} (tf.train.Checkpoint({root}=...))"
   if weights.preset is not None:

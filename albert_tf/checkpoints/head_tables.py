@@ -45,6 +45,7 @@ tool that loads it (`fits`).
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from albert_common.errors import UserInputError
+from albert_tf.checkpoints import head_tables_keras
 from albert_tf.checkpoints.name_tables import Entry
 
 Shape = Tuple[int, ...]
@@ -201,3 +202,7 @@ def num_labels_of(kind: str, arrays: Dict[str, object]) -> int:
   if kind == "squad_v2":
     return 1
   return int(arrays[f"{kind}/dense/kernel"].shape[-1])
+
+
+# The keras-hub and Model Garden layouts' heads (head_tables_keras).
+_TABLES.update(head_tables_keras.TABLES)

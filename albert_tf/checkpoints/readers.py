@@ -87,8 +87,13 @@ def read_weights(path: str, config: AlbertConfig,
   if input_format == "keras_hub" or (input_format == "auto" and
                                      keras_hub_preset.is_preset(path)):
     contents = keras_hub_preset.read_preset(path, config)
+    head = None
+    if contents.head:  # an AlbertTextClassifier's
+      head = task_heads.SourceHead(layout="keras_hub", arrays=contents.head,
+                                   where=path, architecture=contents.task,
+                                   labels=contents.labels)
     return Weights(arrays=contents.arrays, format="keras_hub", path=path,
-                   config=contents.config, preset=contents)
+                   config=contents.config, preset=contents, head=head)
   kind, resolved = locate.resolve_path(path)
   layout = (locate.detect_format(path) if input_format == "auto"
             else input_format)
@@ -104,7 +109,7 @@ def read_weights(path: str, config: AlbertConfig,
   head = None
   if isinstance(arrays, tuple):  # the layouts a task head is read from
     arrays, head_arrays = arrays
-    if layout == "official":
+    if layout in ("official", "garden"):  # names only in a labels.txt
       info = dict(labels=task_heads.official_labels(resolved))
     if head_arrays:
       head = task_heads.SourceHead(layout=layout, arrays=head_arrays,
