@@ -25,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import model_variables
@@ -133,20 +134,57 @@ def read_our_classifier(path: str, config: AlbertConfig
   found = locate_run(path)
   if found is None:
     return None
-  prefix, folder, _ = found
+  prefix, folder, export = found
   keys = locate.list_tf_checkpoint(prefix)
-  width = _head_width(keys, config)
-  if width is None:
-    return None
-  model = _classifier(config, width)
-  problems = object_readers.object_mismatches(
-      keys, "model", tf.train.Checkpoint(model=model))
-  if any(problems):
-    raise mapping.misfit_error(prefix, "ours (a classifier)", *problems)
-  tf.train.Checkpoint(model=model).read(prefix).expect_partial()
+  if export:
+    model = _read_export(prefix, keys, config)
+  else:
+    width = _head_width(keys, config)
+    if width is None:
+      return None
+    model = _classifier(config, width)
+    problems = object_readers.object_mismatches(
+        keys, "model", tf.train.Checkpoint(model=model))
+    if any(problems):
+      raise mapping.misfit_error(prefix, "ours (a classifier)", *problems)
+    tf.train.Checkpoint(model=model).read(prefix).expect_partial()
   return OurTaskModel(arrays=model_variables.canonical_arrays(model),
                       prefix=prefix, labels=_labels(folder), folder=folder,
                       vocabulary_file=companions(path)[1])
+
+
+def _read_export(prefix: str, keys: Dict[str, List[int]],
+                 config: AlbertConfig):
+  """The classifier in an export's variables. The serving module saves the
+  model's variables as the list `model/variables/<i>` (its object graph is
+  the serving one); the model is restored through that graph, then every
+  listed variable must equal the model's i-th, so that nothing is left
+  unrestored or matched to another variable.
+
+  Raises:
+    UserInputError: not a classifier export of `config`'s architecture.
+  """
+  listed = sorted((int(k.split("/")[2]), k) for k in keys
+                  if k.startswith("model/variables/"))
+  probe = _classifier(config, 1)
+  index = next(i for i, v in enumerate(probe.variables)
+               if v is probe.classifier.dense.kernel)
+  shapes = [keys[k] for _, k in listed]
+  if len(shapes) != len(probe.variables) or len(shapes[index]) != 2:
+    raise UserInputError(
+        f"{prefix}: an export of {len(shapes)} variables, not a classifier "
+        f"of this config ({len(probe.variables)}; check "
+        "--albert_config_file)")
+  model = _classifier(config, int(shapes[index][-1]))
+  tf.train.Checkpoint(model=model).read(prefix).expect_partial()
+  reader = locate.checkpoint_reader(prefix)
+  differing = [v.name for (_, key), v in zip(listed, model.variables)
+               if list(keys[key]) != v.shape.as_list() or
+               not np.array_equal(reader.get_tensor(key), v.numpy())]
+  if differing:
+    raise UserInputError(f"{prefix}: the export's variables do not restore "
+                         f"into a classifier of this config: {differing}")
+  return model
 
 
 def _labels(folder: str) -> Optional[List[str]]:

@@ -239,3 +239,36 @@ def test_a_head_keras_hub_cannot_hold_is_refused_before_writing(
   with pytest.raises(UserInputError, match="keras-hub has no ALBERT task"):
     writer.write_preset(arrays, CONFIG, output, spm_model)
   assert not os.path.exists(output)
+
+
+def test_cli_writes_a_preset_from_an_export_alone(results, tmp_path,
+                                                  spm_model):
+  """run_classifier's --export_dir -> convert_checkpoint with no config or
+  tokenizer flag (both from the export's assets) -> the same weights and
+  labels in the preset."""
+  import subprocess
+  import sys
+
+  from albert_tf.checkpoints import model_variables
+  from albert_tf.exports.serving.classifier import export_classifier
+  config_file = str(tmp_path / "albert_config.json")
+  CONFIG.to_json_file(config_file)
+  export = export_classifier(results["ours"], str(tmp_path / "export"),
+                             spm_model, list(LABELS), num_segments=1,
+                             seq_length=SEQ, albert_config_file=config_file)
+  preset = str(tmp_path / "preset")
+  repo = os.path.abspath(os.path.join(__file__, "../../../.."))
+  process = subprocess.run(
+      [sys.executable, "-m", "tools.convert_checkpoint",
+       f"--input_checkpoint={export}", f"--output_checkpoint={preset}",
+       "--output_format=keras_hub"], cwd=repo, capture_output=True,
+      text=True, timeout=600, check=False)
+  assert process.returncode == 0, process.stderr[-2000:]
+  assert "AlbertTextClassifier task (3 outputs" in process.stdout
+  weights = readers.read_weights(preset, CONFIG)
+  assert weights.head.labels == list(LABELS)
+  expected = model_variables.canonical_arrays(results["ours"])
+  model = AlbertClassifier(AlbertEncoder(CONFIG), NUM_CLASSES)
+  _load(model, preset, labels=list(LABELS))
+  for name, array in model_variables.canonical_arrays(model).items():
+    np.testing.assert_array_equal(array, expected[name], err_msg=name)
