@@ -68,7 +68,7 @@ def main(argv):
   from albert_tf.checkpoints import configs
 
   params, _ = settings_flags.read_settings(ConversionParams)
-  from albert_tf.checkpoints import our_task_models
+  from albert_tf.checkpoints.task_models import ours as our_task_models
   # Our run directory / export: its albert_config.json and tokenizer.
   run_config, run_vocabulary = our_task_models.companions(
       params.input_checkpoint)

@@ -48,7 +48,6 @@ from albert_common.errors import UserInputError
 from albert_common.run_constants import INPUT_FORMATS
 from albert_common.run_constants import OUTPUT_FORMATS
 from albert_tf.checkpoints import name_tables
-from albert_tf.checkpoints import our_task_models
 from albert_tf.checkpoints import sentencepiece_files
 from albert_tf.checkpoints import wordpiece_files
 from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
@@ -66,6 +65,7 @@ from albert_tf.checkpoints.model_variables import canonical_variables
 from albert_tf.checkpoints.object_readers import build_garden_encoder
 from albert_tf.checkpoints.readers import Weights
 from albert_tf.checkpoints.readers import read_weights
+from albert_tf.checkpoints.task_models import ours as our_task_models
 from albert_tf.checkpoints.weight_loading import LoadReport
 from albert_tf.checkpoints.weight_loading import load_weights_into
 from albert_tf.checkpoints.writers import write_huggingface

@@ -45,8 +45,8 @@ tool that loads it (`fits`).
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from albert_common.errors import UserInputError
-from albert_tf.checkpoints import head_tables_keras
 from albert_tf.checkpoints.name_tables import Entry
+from albert_tf.checkpoints.task_models import keras_tables
 
 Shape = Tuple[int, ...]
 
@@ -204,5 +204,5 @@ def num_labels_of(kind: str, arrays: Dict[str, object]) -> int:
   return int(arrays[f"{kind}/dense/kernel"].shape[-1])
 
 
-# The keras-hub and Model Garden layouts' heads (head_tables_keras).
-_TABLES.update(head_tables_keras.TABLES)
+# The keras-hub and Model Garden layouts' heads (task_models.keras_tables).
+_TABLES.update(keras_tables.TABLES)

@@ -6,8 +6,8 @@ ours: `tf.train.Checkpoint(model=AlbertPretrainer)` (optionally with an
   `tf.train.Checkpoint(encoder=AlbertEncoder)`.
 garden: `tf.train.Checkpoint(encoder=official.nlp.modeling.networks.
   AlbertEncoder)`, as Model Garden's tf2_albert_encoder_checkpoint_converter
-  writes it (encoder only; name_tables.garden_table), or a Model Garden
-  task model over it, `tf.train.Checkpoint(model=...)` (garden_tasks).
+  writes it (encoder only; name_tables.garden_table). (Model Garden task
+  models: task_models.garden.)
 
 Before anything is restored, the checkpoint's keys are compared with the
 keys the model would save: every unmatched key, missing variable and shape
@@ -123,15 +123,11 @@ def build_garden_encoder(config: AlbertConfig, **kwargs):
       type_vocab_size=config.type_vocab_size, **kwargs)
 
 
-def read_garden(prefix: str, config: AlbertConfig):
-  """Canonical name -> array of the Model Garden encoder at `prefix`; for a
-  task model (model/...: garden_tasks) (those arrays, its head's)."""
+def read_garden(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
+  """Canonical name -> array of the Model Garden encoder at `prefix`."""
   table = name_tables.garden_table(config)
-  keys = locate.list_tf_checkpoint(prefix)
-  if any(k.startswith("model/") for k in keys):
-    from albert_tf.checkpoints import garden_tasks
-    return garden_tasks.read_garden_task(prefix, config)
   garden = build_garden_encoder(config)
+  keys = locate.list_tf_checkpoint(prefix)
   problems = object_mismatches(keys, "encoder",
                                 tf.train.Checkpoint(encoder=garden))
   if any(problems):

@@ -2,7 +2,8 @@
 
 `read_weights` picks the layout (given, or detected by locate and
 keras_hub_preset) and calls its reader: official_reader,
-huggingface_reader, object_readers (ours, garden) or keras_hub_preset.
+huggingface_reader, object_readers (ours), task_models.garden (Model Garden
+encoders and task models) or keras_hub_preset.
 Every reader is strict (see mapping) and returns float32 arrays under the
 canonical names of name_tables.
 """
@@ -23,12 +24,13 @@ from albert_tf.checkpoints import object_readers
 from albert_tf.checkpoints import official_reader
 from albert_tf.checkpoints import task_heads
 from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
+from albert_tf.checkpoints.task_models import garden as garden_tasks
 from albert_tf.config import AlbertConfig
 
 _READERS = {"official": official_reader.read_official,
             "huggingface": huggingface_reader.read_huggingface,
             "ours": object_readers.read_ours,
-            "garden": object_readers.read_garden}
+            "garden": garden_tasks.read_garden}
 
 
 @dataclasses.dataclass

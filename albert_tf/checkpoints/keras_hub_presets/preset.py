@@ -14,8 +14,8 @@ A preset directory (keras-hub's format, `from_preset(dir)` loads it):
                                   at most 512)
   task.json, task.weights.h5      AlbertMaskedLM with our masked-LM head, when
                                   the checkpoint has one; AlbertTextClassifier
-                                  with our classifier head (head_tables_keras)
-                                  for a fine-tuned classifier
+                                  with our classifier head for a fine-tuned
+                                  classifier (task_models.keras_tables)
   labels.txt                      a classifier's label names (keras-hub keeps
                                   none), one a line in the head's order
   metadata.json                   keras-hub's
@@ -66,10 +66,10 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import head_tables
-from albert_tf.checkpoints import head_tables_keras
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints import task_heads
+from albert_tf.checkpoints.task_models import keras_tables
 from albert_tf.config import AlbertConfig
 from data_pipeline.tokenization import keras_hub_vocabulary
 
@@ -169,7 +169,7 @@ class PresetContents:
     wordpiece: whether `vocabulary` is a WordPiece vocab.txt.
     task: the class of the preset's task (task.json), else None.
     head: an AlbertTextClassifier's head under keras-hub's names
-      (head_tables_keras: `logits/kernel`, `logits/bias`), else {}.
+      (keras_tables: `logits/kernel`, `logits/bias`), else {}.
     labels: the names in the preset's labels.txt (one a line, in the
       head's order), else None.
   """
@@ -199,12 +199,12 @@ def task_class(path: str) -> Optional[str]:
   except ValueError as e:
     raise UserInputError(f"bad {task_file}: {e}") from e
   name = task.get("class_name")
-  if name not in head_tables_keras.KERAS_HUB_TASKS:
+  if name not in keras_tables.KERAS_HUB_TASKS:
     raise UserInputError(
         f"{path} is a keras-hub {name} preset; the ALBERT tasks read here "
-        f"are {', '.join(head_tables_keras.KERAS_HUB_TASKS)}")
-  if name == head_tables_keras.KERAS_HUB_CLASSIFIER:
-    head_tables_keras.check_activation(
+        f"are {', '.join(keras_tables.KERAS_HUB_TASKS)}")
+  if name == keras_tables.KERAS_HUB_CLASSIFIER:
+    keras_tables.check_activation(
         task.get("config", {}).get("activation"), task_file)
   _check_task_backbone(path, task)
   return name

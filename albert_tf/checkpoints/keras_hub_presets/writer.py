@@ -176,7 +176,7 @@ def save_and_publish(arrays: Dict[str, np.ndarray], config: AlbertConfig,
 def _keras_hub_arrays(arrays: Dict[str, np.ndarray], config: AlbertConfig,
                       labels: Optional[Sequence[str]]) -> Dict[str, np.ndarray]:
   """keras-hub path -> array: the backbone, and the masked-LM head or a
-  classifier's head (AlbertTextClassifier, head_tables_keras).
+  classifier's head (AlbertTextClassifier, task_models.keras_tables).
 
   Raises:
     UserInputError: a task head keras-hub has no task for, or label names

@@ -31,7 +31,6 @@ from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import model_variables
 from albert_tf.checkpoints import object_readers
 from albert_tf.config import AlbertConfig
-from data_pipeline.tasks import label_list as label_list_lib
 
 BEST_DIR = "best"  # the fine-tuning runner's best dev checkpoint folder
 _REGRESSION = "<regression>"  # an export's labels.txt of a regression head
@@ -190,9 +189,10 @@ def _read_export(prefix: str, keys: Dict[str, List[int]],
 def _labels(folder: str) -> Optional[List[str]]:
   """labels.json's names (own data), else labels.txt's (an export); None
   for regression or when neither exists."""
-  saved = label_list_lib.read(folder)
-  if saved is not None:
-    return list(saved.labels) or None
+  json_file = file_io.join(folder, "labels.json")  # data_pipeline's
+  if file_io.exists(json_file):  # label_list; {"task_type", "labels"}
+    names = file_io.read_json_object(json_file, "label list").get("labels")
+    return [str(n) for n in names] if names else None
   text_file = file_io.join(folder, "labels.txt")
   if file_io.exists(text_file):
     names = [n for n in file_io.read_text(text_file).splitlines() if n]

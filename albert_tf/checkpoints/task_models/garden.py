@@ -16,7 +16,7 @@ ignored), for:
 The checkpoint's keys are object paths, so each candidate model is built
 (tiny cost) and compared key by key with object_readers' strict check; the
 one that fits is restored and its variables renamed (name_tables.
-garden_table for the encoder, head_tables_keras for the heads). The head
+garden_table for the encoder, keras_tables for the heads). The head
 is returned under Model Garden's variable names for task_heads.fit_head;
 Model Garden keeps no label names (a labels.txt beside the checkpoint, or
 --label_names, names them).
@@ -29,11 +29,11 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.checkpoints import head_tables
-from albert_tf.checkpoints import head_tables_keras
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints import object_readers
+from albert_tf.checkpoints.task_models import keras_tables
 from albert_tf.config import AlbertConfig
 
 Arrays = Dict[str, np.ndarray]
@@ -63,6 +63,16 @@ def _candidates(config: AlbertConfig, keys: Dict[str, List[int]]):
                                    use_encoder_pooler=pooler))
   yield ("BertSpanLabeler",
          models.BertSpanLabeler(object_readers.build_garden_encoder(config)))
+
+
+def read_garden(prefix: str, config: AlbertConfig):
+  """The Model Garden checkpoint at `prefix`: an encoder alone
+  (`encoder/...`, object_readers.read_garden: canonical arrays) or a task
+  model (`model/...`: read_garden_task's (arrays, head))."""
+  keys = locate.list_tf_checkpoint(prefix)
+  if any(k.startswith("model/") for k in keys):
+    return read_garden_task(prefix, config)
+  return object_readers.read_garden(prefix, config)
 
 
 def read_garden_task(prefix: str, config: AlbertConfig) -> Tuple[Arrays,
@@ -95,10 +105,10 @@ def _split(model, what: str, prefix: str, config: AlbertConfig
   head_names = head_tables.source_names("garden")
   head = {n: a for n, a in source.items() if n in head_names}
   encoder = {n: a for n, a in source.items() if n not in head_names}
-  pooler = {e.theirs: e for e in head_tables_keras.GARDEN_HEAD_POOLER}
+  pooler = {e.theirs: e for e in keras_tables.GARDEN_HEAD_POOLER}
   if any(n in pooler for n in encoder):
     # The head pools: its pooler_dense is ours; the encoder's is unused.
-    for name in head_tables_keras.GARDEN_ENCODER_POOLER:
+    for name in keras_tables.GARDEN_ENCODER_POOLER:
       encoder.pop(name)
     for theirs, entry in pooler.items():
       encoder[entry.ours.replace("pooler/", "pooler_transform/")] = (
