@@ -22,15 +22,13 @@ import dataclasses
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
-import tensorflow as tf
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
-from albert_tf.checkpoints import locate
-from albert_tf.checkpoints import mapping
-from albert_tf.checkpoints import model_variables
-from albert_tf.checkpoints import object_readers
 from albert_tf.config import AlbertConfig
+
+# TensorFlow and the readers built on it are imported where used: the
+# tools ask `companions` for their defaults before any check has run.
 
 BEST_DIR = "best"  # the fine-tuning runner's best dev checkpoint folder
 _REGRESSION = "<regression>"  # an export's labels.txt of a regression head
@@ -111,6 +109,9 @@ def _head_width(keys: Dict[str, List[int]], config: AlbertConfig
                 ) -> Optional[int]:
   """The stored classifier head's number of outputs, None if the checkpoint
   holds no classifier of ours under model/."""
+  import tensorflow as tf
+
+  from albert_tf.checkpoints import object_readers
   probe = _classifier(config, 1)
   kernel = probe.classifier.dense.kernel
   for key, variable in object_readers.checkpoint_keys(
@@ -130,6 +131,12 @@ def read_our_classifier(path: str, config: AlbertConfig
     UserInputError: a classifier checkpoint that does not fit `config`
       (every misfit listed, object_readers).
   """
+  import tensorflow as tf
+
+  from albert_tf.checkpoints import locate
+  from albert_tf.checkpoints import mapping
+  from albert_tf.checkpoints import model_variables
+  from albert_tf.checkpoints import object_readers
   found = locate_run(path)
   if found is None:
     return None
@@ -163,6 +170,9 @@ def _read_export(prefix: str, keys: Dict[str, List[int]],
   Raises:
     UserInputError: not a classifier export of `config`'s architecture.
   """
+  import tensorflow as tf
+
+  from albert_tf.checkpoints import locate
   listed = sorted((int(k.split("/")[2]), k) for k in keys
                   if k.startswith("model/variables/"))
   probe = _classifier(config, 1)
