@@ -153,6 +153,9 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     labels = ours.labels
   else:
     weights = read_weights(input_checkpoint, config, input_format)
+    if output_format == "keras_hub":
+      head, labels = _source_classifier(weights, config)
+      weights.arrays.update(head)
   weights.check_config(config)
   where = _write_weights(weights, config, output_checkpoint, output_format,
                          spm_model_file, do_lower_case, keras_hub_tokenizer,
@@ -169,6 +172,30 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   return (f"converted {len(weights.arrays)} variables "
           f"(heads: {', '.join(heads) or 'none'}) from {weights.path} "
           f"({weights.format}) to {where} ({output_format})")
+
+
+def _source_classifier(weights: Weights, config: AlbertConfig):
+  """(our classifier head's canonical arrays, its label names or None) of
+  a source's sequence-classifier head (a keras-hub AlbertTextClassifier, a
+  Model Garden BertClassifier, a Hugging Face AlbertForSequenceClass-
+  ification, an official run_classifier.py output), for a keras-hub
+  preset; ({}, None) when it holds none (an official [1, H] head may be
+  run_race's: it is not taken)."""
+  from albert_tf.checkpoints import head_tables
+  from albert_tf.checkpoints import task_heads
+  head = weights.head
+  if head is None or "classifier" not in head.kinds:
+    return {}, None
+  kernel = next(e for e in head_tables.head_table(head.layout, "classifier")
+                if e.ours.endswith("kernel"))
+  array = head.arrays[kernel.theirs]
+  width = int(array.shape[0] if kernel.kind == "transpose" else
+              array.shape[-1])
+  if head.kinds != ["classifier"] and width == 1:
+    return {}, None
+  arrays = task_heads.fit_head(head, "classifier", config.hidden_size, width,
+                               task_heads.HeadRequest())
+  return arrays, head.labels
 
 
 def _check_request(config: AlbertConfig, output_checkpoint: str,

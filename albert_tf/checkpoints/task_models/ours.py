@@ -141,6 +141,8 @@ def read_our_classifier(path: str, config: AlbertConfig
   if found is None:
     return None
   prefix, folder, export = found
+  if not export and locate.detect_format(prefix) != "ours":
+    return None  # a Model Garden task model has model/... keys too
   keys = locate.list_tf_checkpoint(prefix)
   if export:
     model = _read_export(prefix, keys, config)

@@ -272,3 +272,59 @@ def test_cli_writes_a_preset_from_an_export_alone(results, tmp_path,
   _load(model, preset, labels=list(LABELS))
   for name, array in model_variables.canonical_arrays(model).items():
     np.testing.assert_array_equal(array, expected[name], err_msg=name)
+
+
+def test_a_model_garden_classifier_becomes_a_preset(tmp_path, spm_model):
+  """Model Garden BertClassifier (labels.txt beside it) -> keras-hub preset
+  -> ours: Model Garden's logits, labels carried by name."""
+  models = pytest.importorskip("official.nlp.modeling.models")
+  from albert_tf.checkpoints.object_readers import build_garden_encoder
+  garden = models.BertClassifier(build_garden_encoder(CONFIG),
+                                 num_classes=NUM_CLASSES,
+                                 use_encoder_pooler=False)
+  rng = np.random.default_rng(5)
+  for v in garden.weights:
+    v.assign(v + rng.normal(0.0, 0.05, size=v.shape).astype(np.float32))
+  inputs = _ids()
+  expected = garden(inputs, training=False).numpy()
+  prefix = tf.train.Checkpoint(model=garden).write(
+      str(tmp_path / "garden" / "ckpt-1"))
+  head_order = ["positive", "negative", "neutral"]
+  (tmp_path / "garden" / "labels.txt").write_text("\n".join(head_order))
+  preset = str(tmp_path / "preset")
+  line = converter.convert_checkpoint(CONFIG, prefix, preset, "keras_hub",
+                                      spm_model_file=spm_model)
+  assert "AlbertTextClassifier task (3 outputs; labels.txt: positive" in line
+  model = AlbertClassifier(AlbertEncoder(CONFIG), NUM_CLASSES)
+  _load(model, preset, labels=head_order)
+  assert _max_diff(model(inputs, training=False)["logits"], expected) < 1e-5
+
+
+def test_a_hugging_face_classifier_becomes_a_preset(tmp_path, spm_model):
+  """transformers' AlbertForSequenceClassification (unsorted id2label) ->
+  keras-hub preset -> ours: PyTorch's logits, its label names in
+  labels.txt."""
+  torch = pytest.importorskip("torch")
+  from tests.albert_tf.checkpoints.test_task_models_in import save_hf
+  head_order = ["positive", "negative", "neutral"]
+  folder = tmp_path / "hf"
+  torch_model = save_hf("AlbertForSequenceClassification", folder, seed=4,
+                        vocab_size=CONFIG.vocab_size,
+                        max_position_embeddings=SEQ, num_labels=NUM_CLASSES,
+                        id2label=dict(enumerate(head_order)))
+  inputs = _ids()
+  with torch.no_grad():
+    expected = torch_model(**{k: torch.tensor(inputs[n], dtype=torch.long)
+                              for k, n in (("input_ids", "input_word_ids"),
+                                           ("attention_mask", "input_mask"),
+                                           ("token_type_ids",
+                                            "input_type_ids"))}).logits
+  preset = str(tmp_path / "preset")
+  converter.convert_checkpoint(CONFIG, str(folder), preset, "keras_hub",
+                               spm_model_file=spm_model)
+  with open(os.path.join(preset, "labels.txt")) as f:
+    assert f.read().splitlines() == head_order
+  model = AlbertClassifier(AlbertEncoder(CONFIG), NUM_CLASSES)
+  _load(model, preset, labels=head_order)
+  assert _max_diff(model(inputs, training=False)["logits"],
+                   expected.numpy()) < 1e-5
