@@ -14,12 +14,17 @@ Supported inputs (`input_format`, detected from the contents with "auto"):
     no torch.
   garden: `tf.train.Checkpoint(encoder=official.nlp.modeling.networks.
     AlbertEncoder)`, as written by Model Garden's
-    tf2_albert_encoder_checkpoint_converter (encoder only).
-  keras_hub: a keras-hub ALBERT preset directory (keras_hub_preset).
+    tf2_albert_encoder_checkpoint_converter, or a Model Garden task model
+    (BertClassifier, BertSpanLabeler) as its trainers save it, head
+    included (task_models.garden).
+  keras_hub: a keras-hub ALBERT preset directory (keras_hub_preset), an
+    AlbertTextClassifier's with its head.
 
 Outputs (`convert_checkpoint`): ours, official (TF1 names, the files a
 tf.compat.v1 Saver writes), huggingface (safetensors + config.json) and
-keras_hub (a preset directory with the tokenizer, keras_hub_preset).
+keras_hub (a preset directory with the tokenizer, keras_hub_preset; a
+classifier's, ours or any layout's, as an AlbertTextClassifier with its
+head and labels.txt).
 
 Every read is strict: after skipping optimizer state, every source variable
 must map to a model variable, every encoder variable must be present and
