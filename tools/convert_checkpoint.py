@@ -33,6 +33,12 @@ r"""Convert ALBERT checkpoints among ours, official TF1, Hugging Face layouts.
       --output_checkpoint=/tmp/albert_base_zh_hf --output_format=huggingface
   # (--output_format=keras_hub: a preset with keras-hub's BertTokenizer.)
 
+  # A classifier fine-tuned here (run_classifier's --output_dir or
+  # --export_dir) -> a keras-hub AlbertTextClassifier preset with its head
+  # and labels.txt (config and tokenizer from the run / export):
+  python -m tools.convert_checkpoint --input_checkpoint=/tmp/sst2_export \
+      --output_checkpoint=/tmp/sst2_preset --output_format=keras_hub
+
   # A keras-hub preset -> ours (+ albert_config.json, spiece.model beside it):
   python -m tools.convert_checkpoint --input_checkpoint=/tmp/albert_preset \
       --output_checkpoint=/tmp/from_preset/ckpt --output_format=ours
@@ -62,19 +68,25 @@ def main(argv):
   from albert_tf.checkpoints import configs
 
   params, _ = settings_flags.read_settings(ConversionParams)
-  config_file = params.albert_config_file
+  from albert_tf.checkpoints.task_models import ours as our_task_models
+  # Our run directory / export: its albert_config.json and tokenizer.
+  run_config, run_vocabulary = our_task_models.companions(
+      params.input_checkpoint)
+  config_file = params.albert_config_file or run_config
   if not config_file:
     from albert_common import file_io
     candidate = file_io.join(params.input_checkpoint, "config.json")
     if not file_io.isfile(candidate):
       raise UserInputError(
-          "--albert_config_file is required (only a Hugging Face input folder "
-          "or a keras-hub preset, with a config.json, provides its own)")
+          "--albert_config_file is required (only a Hugging Face input "
+          "folder, a keras-hub preset, or a fine-tuning run directory or "
+          "export of ours provides its own)")
     config_file = candidate
   config = configs.load_albert_config(config_file)
   from data_pipeline.tokenization.factory import resolve_vocabulary
-  spm_model_file, vocab_file = resolve_vocabulary(params.spm_model_file,
-                                                  params.vocab_file)
+  spm_model_file, vocab_file = resolve_vocabulary(
+      params.spm_model_file or (run_vocabulary if not params.vocab_file
+                                else ""), params.vocab_file)
   if vocab_file:
     from albert_tf.checkpoints import wordpiece_files
     wordpiece_files.check_vocab_file(config, vocab_file)

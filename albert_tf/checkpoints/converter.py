@@ -14,12 +14,17 @@ Supported inputs (`input_format`, detected from the contents with "auto"):
     no torch.
   garden: `tf.train.Checkpoint(encoder=official.nlp.modeling.networks.
     AlbertEncoder)`, as written by Model Garden's
-    tf2_albert_encoder_checkpoint_converter (encoder only).
-  keras_hub: a keras-hub ALBERT preset directory (keras_hub_preset).
+    tf2_albert_encoder_checkpoint_converter, or a Model Garden task model
+    (BertClassifier, BertSpanLabeler) as its trainers save it, head
+    included (task_models.garden).
+  keras_hub: a keras-hub ALBERT preset directory (keras_hub_preset), an
+    AlbertTextClassifier's with its head.
 
 Outputs (`convert_checkpoint`): ours, official (TF1 names, the files a
 tf.compat.v1 Saver writes), huggingface (safetensors + config.json) and
-keras_hub (a preset directory with the tokenizer, keras_hub_preset).
+keras_hub (a preset directory with the tokenizer, keras_hub_preset; a
+classifier's, ours or any layout's, as an AlbertTextClassifier with its
+head and labels.txt).
 
 Every read is strict: after skipping optimizer state, every source variable
 must map to a model variable, every encoder variable must be present and
@@ -67,6 +72,7 @@ from albert_tf.checkpoints.model_variables import canonical_variables
 from albert_tf.checkpoints.object_readers import build_garden_encoder
 from albert_tf.checkpoints.readers import Weights
 from albert_tf.checkpoints.readers import read_weights
+from albert_tf.checkpoints.task_models import ours as our_task_models
 from albert_tf.checkpoints.weight_loading import LoadReport
 from albert_tf.checkpoints.weight_loading import load_weights_into
 from albert_tf.checkpoints.writers import write_huggingface
@@ -140,14 +146,27 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   ...                pretrainer.encoder.get_embedding_table())
   True
   """
+  if output_format == "keras_hub" and not (spm_model_file or vocab_file):
+    spm_model_file = our_task_models.companions(input_checkpoint)[1] or None
   spm_model_file, vocab_file, tokens = _check_request(
       config, output_checkpoint, output_format, spm_model_file, vocab_file,
       keras_hub_tokenizer)
-  weights = read_weights(input_checkpoint, config, input_format)
+  labels, ours = None, None
+  if output_format == "keras_hub" and input_format in ("auto", "ours"):
+    # A classifier of ours (run directory, ckpt-N, export): with its head.
+    ours = our_task_models.read_our_classifier(input_checkpoint, config)
+  if ours is not None:
+    weights = Weights(arrays=ours.arrays, format="ours", path=ours.prefix)
+    labels = ours.labels
+  else:
+    weights = read_weights(input_checkpoint, config, input_format)
+    if output_format == "keras_hub":
+      head, labels = _source_classifier(weights, config)
+      weights.arrays.update(head)
   weights.check_config(config)
   where = _write_weights(weights, config, output_checkpoint, output_format,
                          spm_model_file, do_lower_case, keras_hub_tokenizer,
-                         tokens)
+                         tokens, labels)
   if tokens is not None and output_format != "keras_hub":  # else in the preset
     where += "; " + _write_vocabulary(tokens, output_format,
                                       output_checkpoint, vocab_file,
@@ -168,6 +187,30 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
                 "tool as --init_checkpoint")
     logging.warning("%s", summary)
   return summary
+
+
+def _source_classifier(weights: Weights, config: AlbertConfig):
+  """(our classifier head's canonical arrays, its label names or None) of
+  a source's sequence-classifier head (a keras-hub AlbertTextClassifier, a
+  Model Garden BertClassifier, a Hugging Face AlbertForSequenceClass-
+  ification, an official run_classifier.py output), for a keras-hub
+  preset; ({}, None) when it holds none (an official [1, H] head may be
+  run_race's: it is not taken)."""
+  from albert_tf.checkpoints import head_tables
+  from albert_tf.checkpoints import task_heads
+  head = weights.head
+  if head is None or "classifier" not in head.kinds:
+    return {}, None
+  kernel = next(e for e in head_tables.head_table(head.layout, "classifier")
+                if e.ours.endswith("kernel"))
+  array = head.arrays[kernel.theirs]
+  width = int(array.shape[0] if kernel.kind == "transpose" else
+              array.shape[-1])
+  if head.kinds != ["classifier"] and width == 1:
+    return {}, None
+  arrays = task_heads.fit_head(head, "classifier", config.hidden_size, width,
+                               task_heads.HeadRequest())
+  return arrays, head.labels
 
 
 def _check_request(config: AlbertConfig, output_checkpoint: str,
@@ -196,7 +239,7 @@ def _check_request(config: AlbertConfig, output_checkpoint: str,
 def _write_weights(weights, config: AlbertConfig, output_checkpoint: str,
                    output_format: str, spm_model_file: Optional[str],
                    do_lower_case: bool, keras_hub_tokenizer: str,
-                   tokens) -> str:
+                   tokens, labels=None) -> str:
   """Writes the weights read in `output_format`; returns where, in words."""
   if output_format == "official":
     write_official(weights.arrays, config, output_checkpoint)
@@ -209,7 +252,8 @@ def _write_weights(weights, config: AlbertConfig, output_checkpoint: str,
   if output_format == "keras_hub":
     return keras_hub_preset_writer.write_preset(
         weights.arrays, config, output_checkpoint, spm_model_file,
-        do_lower_case=do_lower_case, keras_hub_tokenizer=keras_hub_tokenizer)
+        do_lower_case=do_lower_case, keras_hub_tokenizer=keras_hub_tokenizer,
+        labels=labels)
   root = write_ours(weights.arrays, config, output_checkpoint)
   where = f"{output_checkpoint} (tf.train.Checkpoint({root}=...))"
   if weights.preset is not None:

@@ -46,6 +46,7 @@ from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints.name_tables import Entry
+from albert_tf.checkpoints.task_models import keras_tables
 
 Shape = Tuple[int, ...]
 
@@ -202,3 +203,7 @@ def num_labels_of(kind: str, arrays: Dict[str, object]) -> int:
   if kind == "squad_v2":
     return 1
   return int(arrays[f"{kind}/dense/kernel"].shape[-1])
+
+
+# The keras-hub and Model Garden layouts' heads (task_models.keras_tables).
+_TABLES.update(keras_tables.TABLES)

@@ -107,13 +107,12 @@ def detect_format(path: str) -> str:
   keys = list_tf_checkpoint(resolved)
   if "_CHECKPOINTABLE_OBJECT_GRAPH" in keys:
     roots = {k.split("/", 1)[0] for k in keys if ".ATTRIBUTES" in k}
-    if "model" in roots:
-      return "ours"
-    if "encoder" in roots:
-      # Model Garden's TransformerEncoderBlock attributes vs our sublayers.
-      garden = any("/_attention_layer/" in k for k in keys
-                   if k.startswith("encoder/"))
-      return "garden" if garden else "ours"
+    for root in ("model", "encoder"):
+      if root in roots:
+        # Model Garden's TransformerEncoderBlock attributes vs our sublayers.
+        garden = any("/_attention_layer/" in k for k in keys
+                     if k.startswith(root + "/"))
+        return "garden" if garden else "ours"
   names = [k for k in keys if k != "_CHECKPOINTABLE_OBJECT_GRAPH"]
   if any(strip_module(k).startswith(("bert/", "cls/")) for k in names):
     return "official"

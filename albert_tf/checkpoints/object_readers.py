@@ -6,7 +6,8 @@ ours: `tf.train.Checkpoint(model=AlbertPretrainer)` (optionally with an
   `tf.train.Checkpoint(encoder=AlbertEncoder)`.
 garden: `tf.train.Checkpoint(encoder=official.nlp.modeling.networks.
   AlbertEncoder)`, as Model Garden's tf2_albert_encoder_checkpoint_converter
-  writes it (encoder only; name_tables.garden_table).
+  writes it (encoder only; name_tables.garden_table). (Model Garden task
+  models: task_models.garden.)
 
 Before anything is restored, the checkpoint's keys are compared with the
 keys the model would save: every unmatched key, missing variable and shape
@@ -52,7 +53,7 @@ def _is_rng_state(key: str) -> bool:
   return "/rng/_state_var/" in key
 
 
-def _object_mismatches(keys: Dict[str, List[int]], root_name: str,
+def object_mismatches(keys: Dict[str, List[int]], root_name: str,
                        root: tf.train.Checkpoint):
   """(unmatched, missing, mismatched) between a checkpoint and `root`."""
   expected = {k: v for k, v in checkpoint_keys(root).items()
@@ -69,7 +70,7 @@ def _object_mismatches(keys: Dict[str, List[int]], root_name: str,
 
 
 def _restore(prefix: str, root_name: str, model, checked: bool) -> None:
-  """Restores `model`. `checked`: _object_mismatches found every weight
+  """Restores `model`. `checked`: object_mismatches found every weight
   present (a dropout RNG state the checkpoint lacks stays as initialised);
   else every object of `model` must be in the checkpoint."""
   status = tf.train.Checkpoint(**{root_name: model}).read(prefix)
@@ -87,7 +88,7 @@ def read_ours(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
   root_name = "model" if "model" in roots else "encoder"
   encoder = AlbertEncoder(config)
   model = AlbertPretrainer(encoder) if root_name == "model" else encoder
-  problems = _object_mismatches(keys, root_name,
+  problems = object_mismatches(keys, root_name,
                                 tf.train.Checkpoint(**{root_name: model}))
   if not any(problems):
     _restore(prefix, root_name, model, checked=True)
@@ -127,7 +128,7 @@ def read_garden(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
   table = name_tables.garden_table(config)
   garden = build_garden_encoder(config)
   keys = locate.list_tf_checkpoint(prefix)
-  problems = _object_mismatches(keys, "encoder",
+  problems = object_mismatches(keys, "encoder",
                                 tf.train.Checkpoint(encoder=garden))
   if any(problems):
     raise mapping.misfit_error(prefix, "Model Garden (encoder/)", *problems)

@@ -2,7 +2,8 @@
 
 `read_weights` picks the layout (given, or detected by locate and
 keras_hub_preset) and calls its reader: official_reader,
-huggingface_reader, object_readers (ours, garden) or keras_hub_preset.
+huggingface_reader, object_readers (ours), task_models.garden (Model Garden
+encoders and task models) or keras_hub_preset.
 Every reader is strict (see mapping) and returns float32 arrays under the
 canonical names of name_tables.
 """
@@ -23,12 +24,13 @@ from albert_tf.checkpoints import object_readers
 from albert_tf.checkpoints import official_reader
 from albert_tf.checkpoints import task_heads
 from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
+from albert_tf.checkpoints.task_models import garden as garden_tasks
 from albert_tf.config import AlbertConfig
 
 _READERS = {"official": official_reader.read_official,
             "huggingface": huggingface_reader.read_huggingface,
             "ours": object_readers.read_ours,
-            "garden": object_readers.read_garden}
+            "garden": garden_tasks.read_garden}
 
 
 @dataclasses.dataclass
@@ -87,8 +89,13 @@ def read_weights(path: str, config: AlbertConfig,
   if input_format == "keras_hub" or (input_format == "auto" and
                                      keras_hub_preset.is_preset(path)):
     contents = keras_hub_preset.read_preset(path, config)
+    head = None
+    if contents.head:  # an AlbertTextClassifier's
+      head = task_heads.SourceHead(layout="keras_hub", arrays=contents.head,
+                                   where=path, architecture=contents.task,
+                                   labels=contents.labels)
     return Weights(arrays=contents.arrays, format="keras_hub", path=path,
-                   config=contents.config, preset=contents)
+                   config=contents.config, preset=contents, head=head)
   kind, resolved = locate.resolve_path(path)
   layout = (locate.detect_format(path) if input_format == "auto"
             else input_format)
@@ -104,7 +111,7 @@ def read_weights(path: str, config: AlbertConfig,
   head = None
   if isinstance(arrays, tuple):  # the layouts a task head is read from
     arrays, head_arrays = arrays
-    if layout == "official":
+    if layout in ("official", "garden"):  # names only in a labels.txt
       info = dict(labels=task_heads.official_labels(resolved))
     if head_arrays:
       head = task_heads.SourceHead(layout=layout, arrays=head_arrays,

@@ -14,6 +14,7 @@ import numpy as np
 from albert_common import file_io
 
 MLM_PREFIX = "mlm_head/"
+CLASSIFIER_PREFIX = "logits/"  # AlbertTextClassifier's Dense
 
 
 def _backbone(backbone_kwargs):
@@ -59,9 +60,11 @@ def _tokenizer(tokenizer_kind: str, vocabulary, do_lower_case: bool):
 def save_preset(local_dir: str, backbone_kwargs: dict,
                 arrays: Dict[str, np.ndarray], vocabulary,
                 sequence_length: int, tokenizer_kind: str = "stock",
-                do_lower_case: bool = True) -> None:
+                do_lower_case: bool = True,
+                classifier_dropout: float = 0.1) -> None:
   """Writes a preset: backbone, tokenizer, classifier preprocessor and, when
-  `arrays` holds `mlm_head/...`, an AlbertMaskedLM task with its head.
+  `arrays` holds `logits/...`, an AlbertTextClassifier task with that head,
+  else when it holds `mlm_head/...`, an AlbertMaskedLM task with its head.
 
   Args:
     local_dir: an existing empty local directory.
@@ -72,6 +75,7 @@ def save_preset(local_dir: str, backbone_kwargs: dict,
     sequence_length: the preprocessors' default sequence length.
     tokenizer_kind: one of TOKENIZERS.
     do_lower_case: for "wordpiece": lowercase and strip accents.
+    classifier_dropout: the AlbertTextClassifier's dropout rate.
   """
   import keras_hub
 
@@ -80,10 +84,21 @@ def save_preset(local_dir: str, backbone_kwargs: dict,
                      f"{tokenizer_kind!r}")
   backbone = _backbone(backbone_kwargs)
   _assign(backbone.weights,
-          {k: v for k, v in arrays.items() if not k.startswith(MLM_PREFIX)},
-          "backbone")
+          {k: v for k, v in arrays.items()
+           if not k.startswith((MLM_PREFIX, CLASSIFIER_PREFIX))}, "backbone")
   tokenizer = _tokenizer(tokenizer_kind, vocabulary, do_lower_case)
-  if any(k.startswith(MLM_PREFIX) for k in arrays):
+  head = {k: v for k, v in arrays.items() if k.startswith(CLASSIFIER_PREFIX)}
+  if head:
+    task = keras_hub.models.AlbertTextClassifier(
+        backbone, num_classes=int(head["logits/kernel"].shape[-1]),
+        preprocessor=keras_hub.models.AlbertTextClassifierPreprocessor(
+            tokenizer, sequence_length=sequence_length,
+            name="albert_text_classifier_preprocessor"),
+        dropout=classifier_dropout, name="albert_text_classifier")
+    _assign([v for v in task.weights if v.path.startswith(CLASSIFIER_PREFIX)],
+            head, "classifier head")
+    task.save_to_preset(local_dir)
+  elif any(k.startswith(MLM_PREFIX) for k in arrays):
     task = keras_hub.models.AlbertMaskedLM(
         backbone, keras_hub.models.AlbertMaskedLMPreprocessor(
             tokenizer, sequence_length=sequence_length,
@@ -113,26 +128,32 @@ def load_preset(local_dir: str
   SentencePiece model, or a WordPiece preset's vocabulary.txt).
 
   The arrays hold the backbone's variables and, when the preset has an
-  AlbertMaskedLM task with weights, its head's (`mlm_head/...`).
+  AlbertMaskedLM task with weights, its head's (`mlm_head/...`), or an
+  AlbertTextClassifier's, its head's (`logits/...`).
   """
   import json
 
   import keras_hub
   task_file = file_io.join(local_dir, "task.json")
-  model = None
+  model, prefix = None, None
   if (file_io.exists(task_file) and
       file_io.exists(file_io.join(local_dir, "task.weights.h5"))):
     task = json.loads(file_io.read_text(task_file))
-    if "AlbertMaskedLM" in task.get("class_name", ""):
-      model = keras_hub.models.AlbertMaskedLM.from_preset(local_dir)
-      backbone = model.backbone
+    for class_name, head_prefix in (("AlbertMaskedLM", MLM_PREFIX),
+                                    ("AlbertTextClassifier",
+                                     CLASSIFIER_PREFIX)):
+      if task.get("class_name") == class_name:
+        # load_task_weights: the head too; no preprocessor needed.
+        model = getattr(keras_hub.models, class_name).from_preset(
+            local_dir, preprocessor=None)
+        backbone, prefix = model.backbone, head_prefix
   if model is None:
     backbone = keras_hub.models.AlbertBackbone.from_preset(local_dir)
   arrays = {v.path: np.asarray(v.numpy(), np.float32)
             for v in backbone.weights}
   if model is not None:
     arrays.update({v.path: np.asarray(v.numpy(), np.float32)
-                   for v in model.weights if v.path.startswith(MLM_PREFIX)})
+                   for v in model.weights if v.path.startswith(prefix)})
   vocabulary = None
   for name in ("vocabulary.spm", "vocabulary.txt"):  # SentencePiece, WordPiece
     vocab_file = file_io.join(local_dir, "assets", "tokenizer", name)

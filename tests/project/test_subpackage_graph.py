@@ -47,9 +47,14 @@ ALLOWED = {
     # converter and readers dispatch to the keras-hub preset format, which
     # builds on the package's configs, name tables and mapping.
     f"{_TF}.checkpoints": _MODEL | {f"{_TF}.checkpoints.keras_hub_presets",
+                                    f"{_TF}.checkpoints.task_models",
                                     f"{_DP}.tokenization"},
     f"{_TF}.checkpoints.keras_hub_presets": _MODEL | {
-        f"{_TF}.checkpoints", f"{_TF}.keras3", f"{_DP}.tokenization"},
+        f"{_TF}.checkpoints", f"{_TF}.checkpoints.task_models",
+        f"{_TF}.keras3", f"{_DP}.tokenization"},
+    # Task models of the Keras layouts and ours: head tables (head_tables
+    # adds them) and readers on the package's mapping and object readers.
+    f"{_TF}.checkpoints.task_models": _MODEL | {f"{_TF}.checkpoints"},
     f"{_TF}.exports": _MODEL | {f"{_TF}.checkpoints"} | _DATA,
     f"{_TF}.exports.serving": _MODEL | {f"{_TF}.exports"} | _DATA,
     f"{_TF}.exports.litert": _MODEL | {f"{_TF}.exports",
@@ -122,15 +127,26 @@ def test_folders_import_one_way():
   assert not wrong, "\n".join(wrong)
 
 
+# Subfolders of checkpoints that are part of it (module cycles through them
+# are checked by tests/project/test_import_graph.py).
+_CHECKPOINT_PARTS = (".keras_hub_presets", ".task_models")
+
+
+def _as_checkpoints(folder: str) -> str:
+  for part in _CHECKPOINT_PARTS:
+    folder = folder.replace(f"{_TF}.checkpoints{part}", f"{_TF}.checkpoints")
+  return folder
+
+
 def test_the_rule_has_no_cycle_but_checkpoints_and_its_presets():
-  """Folder to folder, the rule is a DAG once the keras-hub preset folder is
-  seen as part of checkpoints (tests/project/test_import_graph.py checks
-  that its modules and the converter's form no cycle)."""
+  """Folder to folder, the rule is a DAG once the keras-hub preset and task
+  model folders are seen as part of checkpoints (tests/project/
+  test_import_graph.py checks that their modules and the converter's form
+  no cycle)."""
   merged = {}
   for folder, allowed in ALLOWED.items():
-    key = folder.replace(".keras_hub_presets", "")
-    merged.setdefault(key, set()).update(
-        a.replace(".keras_hub_presets", "") for a in allowed)
+    key = _as_checkpoints(folder)
+    merged.setdefault(key, set()).update(_as_checkpoints(a) for a in allowed)
     merged[key].discard(key)
   state = {}
 

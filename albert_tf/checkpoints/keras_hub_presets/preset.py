@@ -13,7 +13,11 @@ A preset directory (keras-hub's format, `from_preset(dir)` loads it):
                                   (sequence_length = max_position_embeddings,
                                   at most 512)
   task.json, task.weights.h5      AlbertMaskedLM with our masked-LM head, when
-                                  the checkpoint has one
+                                  the checkpoint has one; AlbertTextClassifier
+                                  with our classifier head for a fine-tuned
+                                  classifier (task_models.keras_tables)
+  labels.txt                      a classifier's label names (keras-hub keeps
+                                  none), one a line in the head's order
   metadata.json                   keras-hub's
   albert_tf.json                  what keras-hub's files cannot hold and the
                                   way back needs: do_lower_case,
@@ -61,12 +65,18 @@ import numpy as np
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import configs
+from albert_tf.checkpoints import head_tables
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
+from albert_tf.checkpoints import task_heads
+from albert_tf.checkpoints.task_models import keras_tables
 from albert_tf.config import AlbertConfig
 from data_pipeline.tokenization import keras_hub_vocabulary
 
 VOCABULARY_FILE = "assets/tokenizer/vocabulary.spm"
+# A classifier preset's label names, one a line in the head's order
+# (keras-hub keeps none).
+LABELS_FILE = task_heads.LABELS_FILE
 
 # --keras_hub_tokenizer -> the tokenizer class the preset names.
 TOKENIZER_CLASSES = {"stock": "AlbertTokenizer",
@@ -157,6 +167,11 @@ class PresetContents:
       vocab.txt, or None.
     do_lower_case, keep_accents: from albert_tf.json, else None (unknown).
     wordpiece: whether `vocabulary` is a WordPiece vocab.txt.
+    task: the class of the preset's task (task.json), else None.
+    head: an AlbertTextClassifier's head under keras-hub's names
+      (keras_tables: `logits/kernel`, `logits/bias`), else {}.
+    labels: the names in the preset's labels.txt (one a line, in the
+      head's order), else None.
   """
   arrays: Dict[str, np.ndarray]
   config: AlbertConfig
@@ -164,6 +179,57 @@ class PresetContents:
   do_lower_case: Optional[bool]
   keep_accents: Optional[bool]
   wordpiece: bool = False
+  task: Optional[str] = None
+  head: Dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+  labels: Optional[List[str]] = None
+
+
+def task_class(path: str) -> Optional[str]:
+  """The class of the preset's task (task.json), None without one.
+
+  Raises:
+    UserInputError: a task no head of ours expresses, or an
+      AlbertTextClassifier whose activation is not on logits.
+  """
+  task_file = file_io.join(path, "task.json")
+  if not file_io.exists(task_file):
+    return None
+  try:
+    task = json.loads(file_io.read_text(task_file))
+  except ValueError as e:
+    raise UserInputError(f"bad {task_file}: {e}") from e
+  name = task.get("class_name")
+  if name not in keras_tables.KERAS_HUB_TASKS:
+    raise UserInputError(
+        f"{path} is a keras-hub {name} preset; the ALBERT tasks read here "
+        f"are {', '.join(keras_tables.KERAS_HUB_TASKS)}")
+  if name == keras_tables.KERAS_HUB_CLASSIFIER:
+    keras_tables.check_activation(
+        task.get("config", {}).get("activation"), task_file)
+  _check_task_backbone(path, task)
+  return name
+
+
+def _check_task_backbone(path: str, task) -> None:
+  """keras-hub builds a task from the backbone config inside task.json, the
+  backbone alone from config.json: both must describe one architecture.
+
+  Raises:
+    UserInputError: naming the values that differ.
+  """
+  inner = (task.get("config", {}).get("backbone") or {}).get("config")
+  if not isinstance(inner, dict):
+    return
+  outer = json.loads(file_io.read_text(file_io.join(path, "config.json")))
+  outer = outer.get("config", {})
+  ignored = ("name", "trainable", "dtype")
+  differing = sorted(k for k in set(inner) | set(outer)
+                     if k not in ignored and inner.get(k) != outer.get(k))
+  if differing:
+    raise UserInputError(
+        f"keras-hub preset {path}: config.json and task.json's backbone "
+        "disagree: " + ", ".join(f"{k}: {outer.get(k)!r} vs {inner.get(k)!r}"
+                                 for k in differing))
 
 
 def read_preset(path: str, config: Optional[AlbertConfig] = None
@@ -187,6 +253,7 @@ def read_preset(path: str, config: Optional[AlbertConfig] = None
       json.loads(file_io.read_text(file_io.join(path, "config.json"))),
       extra, source=file_io.join(path, "config.json"))
   config = config or own_config
+  task = task_class(path)
   local_dir = tempfile.mkdtemp(prefix="albert-keras-hub-")
   try:
     if file_io.is_remote(path):
@@ -197,9 +264,15 @@ def read_preset(path: str, config: Optional[AlbertConfig] = None
     try:
       _, source, vocabulary = preset_io.load_preset(local)
     except (OSError, ValueError, KeyError) as e:
-      raise UserInputError(f"cannot load keras-hub preset {path}: {e}") from e
+      first = str(e).strip().splitlines()[0] if str(e).strip() else repr(e)
+      raise UserInputError(
+          f"cannot load keras-hub preset {path} (do its config.json and "
+          f"task.json agree with its weights?): {first}") from e
   finally:
     shutil.rmtree(local_dir, ignore_errors=True)
+  head_names = head_tables.source_names("keras_hub")
+  head = {n: a for n, a in source.items() if n in head_names}
+  source = {n: a for n, a in source.items() if n not in head_names}
   arrays = mapping.map_to_ours(source, keras_hub_table(config),
                                name_tables.our_shapes(config),
                                source_name=path, layout="keras-hub")
@@ -211,7 +284,9 @@ def read_preset(path: str, config: Optional[AlbertConfig] = None
       arrays=arrays, config=own_config, vocabulary=vocabulary,
       do_lower_case=extra.get("do_lower_case"),
       keep_accents=extra.get("keep_accents"),
-      wordpiece=extra.get("tokenizer") == TOKENIZER_CLASSES["wordpiece"])
+      wordpiece=extra.get("tokenizer") == TOKENIZER_CLASSES["wordpiece"],
+      task=task, head=head,
+      labels=task_heads.official_labels(file_io.join(path, LABELS_FILE)))
 
 
 def write_companions(contents: PresetContents, output_prefix: str) -> str:

@@ -15,13 +15,14 @@ import json
 import os
 import shutil
 import tempfile
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import configs
+from albert_tf.checkpoints import head_tables
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
@@ -76,7 +77,8 @@ def write_preset(arrays: Dict[str, np.ndarray], config: AlbertConfig,
                  output_dir: str, spm_model_file: str,
                  do_lower_case: bool = True,
                  keep_accents: bool = False,
-                 keras_hub_tokenizer: str = "stock") -> str:
+                 keras_hub_tokenizer: str = "stock",
+                 labels: Optional[Sequence[str]] = None) -> str:
   """Writes a keras-hub preset directory; returns a one-line description.
 
   Args:
@@ -91,6 +93,8 @@ def write_preset(arrays: Dict[str, np.ndarray], config: AlbertConfig,
       official tokenization on a few lines, STOCK_DIFFERENCES) or
       "official" (albert_tf.keras3.OfficialAlbertTokenizer: the official ids
       on every path; loading needs `import albert_tf.keras3`).
+    labels: a classifier's label names in its head's order (written to
+      the preset's labels.txt), or None.
 
   Raises:
     UserInputError: an inexpressible config, an existing output_dir, an
@@ -121,8 +125,8 @@ def write_preset(arrays: Dict[str, np.ndarray], config: AlbertConfig,
       unused_piece_ids=unused,
       tokenizer=keras_hub_preset.TOKENIZER_CLASSES[keras_hub_tokenizer])
   save_and_publish(arrays, config, output_dir, vocabulary, keras_hub_tokenizer,
-                   extra, do_lower_case)
-  dropped, task = heads_note(arrays)
+                   extra, do_lower_case, labels)
+  dropped, task = heads_note(arrays, labels)
   if keras_hub_tokenizer == "official":
     tokenizer = (f"OfficialAlbertTokenizer ({len(unused)} digit-comma pieces "
                  "re-split by the official rule; loading needs "
@@ -138,13 +142,13 @@ def write_preset(arrays: Dict[str, np.ndarray], config: AlbertConfig,
 
 def save_and_publish(arrays: Dict[str, np.ndarray], config: AlbertConfig,
                      output_dir: str, vocabulary, tokenizer_kind: str,
-                     extra: Dict[str, Any], do_lower_case: bool) -> None:
+                     extra: Dict[str, Any], do_lower_case: bool,
+                     labels: Optional[Sequence[str]] = None) -> None:
   """Saves the preset (preset_io.save_preset) in a private local folder
-  with `extra` as albert_tf.json, then publishes it at `output_dir`."""
+  with `extra` as albert_tf.json (and `labels` as labels.txt), then
+  publishes it at `output_dir`."""
   from albert_tf.keras3 import preset_io
-  kept = {n: a for n, a in arrays.items()
-          if not n.startswith("sentence_order/")}
-  theirs = mapping.map_from_ours(kept, keras_hub_preset.keras_hub_table(config))
+  theirs = _keras_hub_arrays(arrays, config, labels)
   local_dir = tempfile.mkdtemp(prefix="albert-keras-hub-")
   try:
     preset_io.save_preset(local_dir, configs.backbone_kwargs(config), theirs,
@@ -157,6 +161,10 @@ def save_and_publish(arrays: Dict[str, np.ndarray], config: AlbertConfig,
     with open(extra_file, "w", encoding="utf-8") as f:
       json.dump(extra, f, indent=2)
       f.write("\n")
+    if labels is not None:
+      with open(os.path.join(local_dir, keras_hub_preset.LABELS_FILE), "w",
+                encoding="utf-8") as f:
+        f.write("".join(f"{name}\n" for name in labels))
     try:
       _publish(local_dir, output_dir)
     except OSError as e:
@@ -165,9 +173,47 @@ def save_and_publish(arrays: Dict[str, np.ndarray], config: AlbertConfig,
     shutil.rmtree(local_dir, ignore_errors=True)
 
 
-def heads_note(arrays: Dict[str, np.ndarray]):
+def _keras_hub_arrays(arrays: Dict[str, np.ndarray], config: AlbertConfig,
+                      labels: Optional[Sequence[str]]) -> Dict[str, np.ndarray]:
+  """keras-hub path -> array: the backbone, and the masked-LM head or a
+  classifier's head (AlbertTextClassifier, task_models.keras_tables).
+
+  Raises:
+    UserInputError: a task head keras-hub has no task for, or label names
+      that are not one per output.
+  """
+  other = {head_tables.kind_of(n) for n in arrays} - {None, "classifier"}
+  if other:
+    raise UserInputError(
+        "keras-hub has no ALBERT task for "
+        f"{head_tables.DESCRIPTIONS[min(other)]}; only a classifier "
+        "(AlbertTextClassifier) or a pretrained encoder converts to a preset")
+  head = {n: a for n, a in arrays.items() if head_tables.kind_of(n)}
+  kept = {n: a for n, a in arrays.items()
+          if not n.startswith("sentence_order/") and n not in head
+          and not (head and name_tables.is_head(n))}
+  theirs = mapping.map_from_ours(kept, keras_hub_preset.keras_hub_table(config))
+  if head:
+    width = int(head["classifier/dense/kernel"].shape[-1])
+    if labels is not None and len(labels) != width:
+      raise UserInputError(f"{len(labels)} label names {list(labels)} for a "
+                           f"classifier of {width} outputs")
+    theirs.update(mapping.map_from_ours(
+        head, head_tables.head_table("keras_hub", "classifier")))
+  return theirs
+
+
+def heads_note(arrays: Dict[str, np.ndarray],
+               labels: Optional[Sequence[str]] = None):
   """(what was left out, the task written) for the conversion's line."""
   heads = {n.split("/")[0] for n in arrays if name_tables.is_head(n)}
+  if "classifier/dense/kernel" in arrays:
+    width = int(arrays["classifier/dense/kernel"].shape[-1])
+    named = (f"labels.txt: {', '.join(labels)}" if labels is not None
+             else "no label names known, no labels.txt")
+    dropped = (" (masked_lm head left out: the preset is the classifier)"
+               if "masked_lm" in heads else "")
+    return dropped, f" + AlbertTextClassifier task ({width} outputs; {named})"
   dropped = (" (sentence_order head left out: keras-hub has no sentence-order "
              "task)" if "sentence_order" in heads else "")
   return dropped, " + AlbertMaskedLM task" if "masked_lm" in heads else ""

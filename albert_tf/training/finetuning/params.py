@@ -239,7 +239,10 @@ def load_config(params: FinetuningParams) -> AlbertConfig:
     if not file_io.exists(params.albert_config_file):
       raise UserInputError(
           f"--albert_config_file={params.albert_config_file} does not exist")
-    return AlbertConfig.from_json_file(params.albert_config_file)
+    # An official albert_config.json, or the config.json of a Hugging Face
+    # folder or a keras-hub preset (an --init_checkpoint folder's).
+    from albert_tf.checkpoints import configs
+    return configs.load_albert_config(params.albert_config_file)
   path = file_io.join(params.init_savedmodel, "assets", "albert_config.json")
   if not file_io.exists(path):
     raise UserInputError(

@@ -293,6 +293,23 @@ def test_defaults_derived_from_the_flags_the_user_set(files, caplog):
   ).max_qa_length == 16
 
 
+def test_a_keras_hub_preset_config_is_its_architecture(files, tmp_path):
+  """--albert_config_file may be a keras-hub preset's config.json (what an
+  --init_checkpoint preset folder gives): read as keras-hub's, not as an
+  official file with every field missing (the default, base config)."""
+  from albert_tf.checkpoints import configs
+  config = AlbertConfig.from_json_file(files["config"])
+  path = tmp_path / "config.json"
+  path.write_text(json.dumps(dict(
+      module="keras_hub.src.models.albert.albert_backbone",
+      class_name="AlbertBackbone", registered_name="keras_hub>AlbertBackbone",
+      config=configs.backbone_kwargs(config))))
+  loaded = finetuning_params.load_config(
+      _params(files, albert_config_file=str(path)))
+  assert not configs.architecture_differences(loaded, config)
+  assert (loaded.hidden_size, loaded.vocab_size) == (32, 2000)
+
+
 def test_conflicting_values_the_user_set_stay_errors(files):
   with pytest.raises(UserInputError, match="--max_seq_length=512 exceeds"):
     finetuning_params.prepare(
