@@ -159,7 +159,7 @@ def fit_head(head: SourceHead, kind: str, hidden_size: int, num_labels: int,
   where = head.where
   check_kind(head, kind)
   table = head_tables.head_table(head.layout, kind)
-  stored = _stored_labels(head, kind, table)
+  stored = stored_labels(head, table)
   if kind == "classifier" and head.problem_type == "regression" and (
       num_labels != 1):
     raise UserInputError(f"{where} holds a regression head (problem_type "
@@ -199,8 +199,9 @@ def check_kind(head: SourceHead, kind: str) -> None:
         f"{', '.join(sorted(head.arrays))} without {', '.join(absent)}")
 
 
-def _stored_labels(head: SourceHead, kind: str, table) -> int:
-  """The label count the source head stores (its kernel's output width)."""
+def stored_labels(head: SourceHead, table) -> int:
+  """The label count the source head stores (its kernel's output width;
+  `table`: head_tables.head_table of its layout and kind)."""
   kernel = next(e for e in table if e.ours.endswith("kernel"))
   array = head.arrays[kernel.theirs]
   return int(array.shape[0] if kernel.kind == "transpose" else

@@ -13,6 +13,7 @@ from typing import Iterable, Optional
 
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import head_tables
+from albert_tf.checkpoints import task_heads
 from data_pipeline.tasks.label_list import LabelList
 
 _HF_TASK_TYPES = {"regression": "regression",
@@ -42,8 +43,7 @@ def classifier_labels(source, label_names: str = "",
   if head is None or "classifier" not in head.kinds:
     return None
   table = head_tables.head_table(head.layout, "classifier")
-  weight = next(e.theirs for e in table if e.ours.endswith("kernel"))
-  stored = int(head.arrays[weight].shape[0])  # [C, H] in both layouts
+  stored = task_heads.stored_labels(head, table)
   source_type = _HF_TASK_TYPES.get(head.problem_type) or (
       "regression" if stored == 1 else "classification")
   if task_type == "multi_label" and source_type == "classification":
