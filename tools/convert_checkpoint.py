@@ -64,13 +64,12 @@ def main(argv):
   params, _ = settings_flags.read_settings(ConversionParams)
   config_file = params.albert_config_file
   if not config_file:
-    from albert_common import file_io
-    candidate = file_io.join(params.input_checkpoint, "config.json")
-    if not file_io.isfile(candidate):
+    config_file = _own_config_file(params.input_checkpoint)
+    if not config_file:
       raise UserInputError(
-          "--albert_config_file is required (only a Hugging Face input folder "
-          "or a keras-hub preset, with a config.json, provides its own)")
-    config_file = candidate
+          "--albert_config_file is required (only a Hugging Face input folder, "
+          "a keras-hub preset, a fine-tuning run's --output_dir or its "
+          "export provides its own)")
   config = configs.load_albert_config(config_file)
   from data_pipeline.tokenization.factory import resolve_vocabulary
   spm_model_file, vocab_file = resolve_vocabulary(params.spm_model_file,
@@ -91,6 +90,24 @@ def main(argv):
       params.output_format, input_format=params.input_format,
       spm_model_file=spm_model_file, do_lower_case=params.do_lower_case,
       keras_hub_tokenizer=params.keras_hub_tokenizer, vocab_file=vocab_file))
+
+
+def _own_config_file(input_checkpoint: str) -> str:
+  """The config an input carries: a Hugging Face folder's or a preset's
+  config.json, a run dir's albert_config.json (also for a checkpoint in it
+  or in its best/), an export's assets/albert_config.json; else ""."""
+  from albert_common import file_io
+  folder = file_io.dirname(input_checkpoint)
+  candidates = [file_io.join(input_checkpoint, "config.json"),
+                file_io.join(input_checkpoint, "albert_config.json"),
+                file_io.join(input_checkpoint, "assets", "albert_config.json")]
+  if file_io.exists(input_checkpoint + ".index"):  # a checkpoint prefix
+    candidates += [file_io.join(f, "albert_config.json")
+                   for f in (folder, file_io.dirname(folder)) if f]
+  for candidate in candidates:
+    if file_io.isfile(candidate):
+      return candidate
+  return ""
 
 
 def run():

@@ -49,6 +49,8 @@ from albert_common.run_constants import INPUT_FORMATS
 from albert_common.run_constants import OUTPUT_FORMATS
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints import sentencepiece_files
+from albert_tf.checkpoints import task_sources
+from albert_tf.checkpoints import task_writers
 from albert_tf.checkpoints import wordpiece_files
 from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
 from albert_tf.checkpoints.keras_hub_presets import (
@@ -138,14 +140,32 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   ...                pretrainer.encoder.get_embedding_table())
   True
   """
+  paths = None
+  if output_format in task_writers.TASK_FORMATS and input_format in (
+      "auto", "ours"):
+    paths = task_sources.find_source(input_checkpoint)
+    if paths is not None and not (spm_model_file or vocab_file):
+      spm_model_file, vocab_file = task_sources.vocabulary_of(paths)
   spm_model_file, vocab_file, tokens = _check_request(
       config, output_checkpoint, output_format, spm_model_file, vocab_file,
       keras_hub_tokenizer)
-  weights = read_weights(input_checkpoint, config, input_format)
-  weights.check_config(config)
-  where = _write_weights(weights, config, output_checkpoint, output_format,
-                         spm_model_file, do_lower_case, keras_hub_tokenizer,
-                         tokens)
+  source = (task_sources.read_task_source(paths, config)
+            if paths is not None else None)
+  if source is not None:
+    task_writers.check_writable(source, output_format)
+    where = task_writers.write_task_model(source, config, output_checkpoint,
+                                          output_format)
+    variables, read_from = len(source.arrays), (
+        f"{source.paths.prefix} (ours, {source.head} head, "
+        f"{_describe_labels(source)})")
+  else:
+    weights = read_weights(input_checkpoint, config, input_format)
+    weights.check_config(config)
+    where = _write_weights(weights, config, output_checkpoint, output_format,
+                           spm_model_file, do_lower_case, keras_hub_tokenizer,
+                           tokens)
+    variables, read_from = len(weights.arrays), (
+        f"{weights.path} ({weights.format})")
   if tokens is not None and output_format != "keras_hub":  # else in the preset
     where += "; " + _write_vocabulary(tokens, output_format,
                                       output_checkpoint, vocab_file,
@@ -154,10 +174,25 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     where += "; " + _write_sentencepiece(spm_model_file, output_format,
                                          output_checkpoint, do_lower_case,
                                          config)
-  heads = sorted(name_tables.heads_in(weights.arrays))
-  return (f"converted {len(weights.arrays)} variables "
-          f"(heads: {', '.join(heads) or 'none'}) from {weights.path} "
-          f"({weights.format}) to {where} ({output_format})")
+  if source is not None:
+    heads = [source.head]
+  else:
+    heads = sorted(name_tables.heads_in(weights.arrays))
+  return (f"converted {variables} variables "
+          f"(heads: {', '.join(heads) or 'none'}) from {read_from} "
+          f"to {where} ({output_format})")
+
+
+def _describe_labels(source) -> str:
+  """The labels of a task source, in words, for the conversion's line."""
+  if source.labels is not None:
+    return f"labels {', '.join(source.labels)}"
+  if source.problem_type == "regression":
+    return "regression"
+  if source.head in ("classifier", "token_classifier"):
+    return (f"{source.num_labels} unnamed labels: the run recorded no "
+            "labels.json")
+  return "no labels"
 
 
 def _check_request(config: AlbertConfig, output_checkpoint: str,

@@ -68,6 +68,13 @@ def _object_mismatches(keys: Dict[str, List[int]], root_name: str,
   return unmatched, missing, mismatched
 
 
+def object_mismatches(keys: Dict[str, List[int]], root_name: str,
+                      root: tf.train.Checkpoint):
+  """(unmatched, missing, mismatched) between a checkpoint's keys (name ->
+  shape) and the objects under `root` (dropout RNG states aside)."""
+  return _object_mismatches(keys, root_name, root)
+
+
 def _restore(prefix: str, root_name: str, model, checked: bool) -> None:
   """Restores `model`. `checked`: _object_mismatches found every weight
   present (a dropout RNG state the checkpoint lacks stays as initialised);
