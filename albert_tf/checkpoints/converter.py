@@ -21,6 +21,14 @@ Outputs (`convert_checkpoint`): ours, official (TF1 names, the files a
 tf.compat.v1 Saver writes), huggingface (safetensors + config.json) and
 keras_hub (a preset directory with the tokenizer, keras_hub_preset).
 
+A fine-tuned task model of ours (a fine-tuning run's --output_dir, a
+checkpoint in it, or its --export_dir; task_sources) is written to
+huggingface and official as a task model, head included (task_writers):
+transformers' AlbertFor* class with id2label and problem_type, or the
+official scripts' head names with labels.txt. Its vocabulary (an export's
+assets) is written with it unless --spm_model_file / --vocab_file say
+otherwise. A run without a task head (pretraining) converts as before.
+
 Every read is strict: after skipping optimizer state, every source variable
 must map to a model variable, every encoder variable must be present and
 every shape must agree; all violations are reported together in one
@@ -38,10 +46,13 @@ This module is the public face of the stages, one module each:
   model_variables  our Keras models' variables by canonical name
   writers          ours, official, huggingface (keras_hub_preset_writer:
                    presets)
+  task_sources, task_writers   our task models in, other layouts' out
   weight_loading   `load_weights_into` and its `LoadReport`
 """
 
 from typing import Optional
+
+from absl import logging
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
@@ -146,6 +157,11 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     paths = task_sources.find_source(input_checkpoint)
     if paths is not None and not (spm_model_file or vocab_file):
       spm_model_file, vocab_file = task_sources.vocabulary_of(paths)
+      if not (spm_model_file or vocab_file):
+        logging.warning(
+            "%s holds no vocabulary (a run dir has its export's, when it "
+            "exported): no tokenizer is written with the model; give "
+            "--spm_model_file or --vocab_file", input_checkpoint)
   spm_model_file, vocab_file, tokens = _check_request(
       config, output_checkpoint, output_format, spm_model_file, vocab_file,
       keras_hub_tokenizer)

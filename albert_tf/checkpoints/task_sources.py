@@ -27,6 +27,7 @@ of the export the run recorded in export.json. Without names a classifier of
 one output is a regression head; of C outputs, unnamed labels.
 """
 
+import collections
 import dataclasses
 from typing import Dict, Optional, Tuple
 
@@ -47,6 +48,10 @@ EXPORT_RECORD = "export.json"  # finetuning.export_once.RECORD
 # The export's asset written for regression instead of names.
 _REGRESSION_MARK = "<regression>"
 _KEY = "/.ATTRIBUTES/VARIABLE_VALUE"
+_OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
+# A SavedModel's second names for a Keras model's weights and layers.
+_ALIASES = ("variables", "trainable_variables", "non_trainable_variables",
+            "keras_api")
 _FUNCTIONAL_HEAD = "model/layer_with_weights-1/dense/kernel" + _KEY
 # labels.json task types -> Hugging Face problem_type.
 PROBLEM_TYPES = {"classification": "single_label_classification",
@@ -147,6 +152,37 @@ def find_source(path: str) -> Optional[SourcePaths]:
   return None
 
 
+def _variables_by_path(reader) -> Dict[str, Tuple[str, list]]:
+  """Object path key -> (stored key, shape) of every variable of an
+  object-based checkpoint ({} for a name-based one). The path runs through
+  the layers, as a training checkpoint's keys do: a SavedModel stores a
+  Keras model's weights as model/variables/<i>, and its object graph also
+  holds their layer paths (the aliases "variables", "keras_api", ... are
+  not followed)."""
+  from tensorflow.core.protobuf import trackable_object_graph_pb2
+  if not reader.has_tensor(_OBJECT_GRAPH):
+    return {}
+  shapes = reader.get_variable_to_shape_map()
+  graph = trackable_object_graph_pb2.TrackableObjectGraph()
+  graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH))
+  paths, queue = {0: ""}, collections.deque([0])
+  while queue:  # breadth first: the shortest path, as the checkpoint's
+    node = queue.popleft()
+    for child in graph.nodes[node].children:
+      if child.node_id in paths or child.local_name in _ALIASES:
+        continue
+      paths[child.node_id] = "/".join(filter(None, (paths[node],
+                                                    child.local_name)))
+      queue.append(child.node_id)
+  out = {}
+  for node_id, node in enumerate(graph.nodes):
+    for attribute in node.attributes:
+      if attribute.name == "VARIABLE_VALUE" and node_id in paths:
+        out[paths[node_id] + _KEY] = (attribute.checkpoint_key,
+                                      shapes[attribute.checkpoint_key])
+  return out
+
+
 def _head_kind(keys: Dict[str, list], labels) -> Optional[str]:
   """The head kind a task model's checkpoint keys show (module docstring);
   None when they show none of ours."""
@@ -229,7 +265,9 @@ def read_task_source(paths: SourcePaths,
     UserInputError: a head whose model does not fit the checkpoint (all
       misfits listed), or labels that disagree with the head.
   """
-  keys = locate.list_tf_checkpoint(paths.prefix)
+  reader = locate.checkpoint_reader(paths.prefix)
+  stored = _variables_by_path(reader)
+  keys = {path: shape for path, (_, shape) in stored.items()}
   saved, names = _label_list(paths)
   kind = _head_kind(keys, saved)
   if kind is None:
@@ -242,7 +280,9 @@ def read_task_source(paths: SourcePaths,
   if any(problems):
     raise mapping.misfit_error(paths.prefix, f"ours ({paths.kind}, {kind} "
                                "head)", *problems)
-  root.read(paths.prefix).expect_partial()
+  for key, variable in object_readers.checkpoint_keys(root).items():
+    if key in stored:  # every weight (checked); dropout RNG states aside
+      variable.assign(reader.get_tensor(stored[key][0]))
   labels, problem_type = _labels_and_problem(kind, num_labels, saved, names,
                                              paths)
   return TaskSource(arrays=model_variables.canonical_arrays(model),
