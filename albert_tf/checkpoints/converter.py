@@ -157,11 +157,6 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     paths = task_sources.find_source(input_checkpoint)
     if paths is not None and not (spm_model_file or vocab_file):
       spm_model_file, vocab_file = task_sources.vocabulary_of(paths)
-      if not (spm_model_file or vocab_file):
-        logging.warning(
-            "%s holds no vocabulary (a run dir has its export's, when it "
-            "exported): no tokenizer is written with the model; give "
-            "--spm_model_file or --vocab_file", input_checkpoint)
   spm_model_file, vocab_file, tokens = _check_request(
       config, output_checkpoint, output_format, spm_model_file, vocab_file,
       keras_hub_tokenizer)
@@ -169,6 +164,11 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
             if paths is not None else None)
   if source is not None:
     task_writers.check_writable(source, output_format)
+    if not (spm_model_file or vocab_file):
+      logging.warning(
+          "%s holds no vocabulary (a run dir has its export's, when it "
+          "exported): no tokenizer is written with the model; give "
+          "--spm_model_file or --vocab_file", input_checkpoint)
     where = task_writers.write_task_model(source, config, output_checkpoint,
                                           output_format)
     variables, read_from = len(source.arrays), (
