@@ -13,14 +13,17 @@ official: the google-research/albert scripts' names (run_classifier's
   output_weights [1, H]) and, for a head with label names, `labels.txt`
   beside the checkpoint: one name a line, in the head's order.
 
-A head the layout cannot hold (the official v2 head in Hugging Face, a
-token classifier in the official layout) is refused before anything is
-written (`check_writable`).
+A head the layout cannot hold (the official v2 head in Hugging Face; a
+token classifier or a multi-label classifier in the official layout, whose
+run_classifier.py has neither) is refused before anything is written
+(`check_writable`); a regression head is official run_classifier's STS-B
+head (output_weights [1, H], no labels.txt).
 """
 
 from typing import Any, Dict, List
 
 from albert_common import file_io
+from albert_common.errors import UserInputError
 from albert_tf.checkpoints import head_tables
 from albert_tf.checkpoints import writers
 from albert_tf.checkpoints.task_sources import TaskSource
@@ -39,6 +42,14 @@ def check_writable(source: TaskSource, output_format: str) -> None:
   """Raises UserInputError (one line) when `output_format` has no form for
   the source's head."""
   head_tables.head_table(output_format, source.head)
+  if (output_format == "official" and
+      source.problem_type == "multi_label_classification"):
+    raise UserInputError(
+        f"{source.paths.prefix} is a multi-label classifier; the official "
+        "layout cannot hold one (google-research/albert's run_classifier.py "
+        "scores a softmax over the labels): write it with "
+        "--output_format=huggingface (problem_type "
+        "multi_label_classification)")
 
 
 def label_names(source: TaskSource) -> List[str]:

@@ -291,6 +291,26 @@ def test_inexpressible_heads_are_refused_before_writing(tmp_path):
   assert not out.exists()
 
 
+def test_regression_to_official_and_multi_label_refused(tmp_path):
+  """A regression head is run_classifier's STS-B head (output_weights
+  [1, H], no labels.txt); a multi-label head has no official form (its
+  run_classifier scores a softmax): one line, nothing written."""
+  run_dir = save_run(build("classifier", 1), str(tmp_path / "sts"),
+                     label_list_lib.LabelList("regression"))
+  prefix = tmp_path / "official" / "model.ckpt"
+  converter.convert_checkpoint(CONFIG, run_dir, str(prefix), "official")
+  stored = tf.train.load_checkpoint(str(prefix)).get_variable_to_shape_map()
+  assert stored["output_weights"] == [1, H]
+  assert not (tmp_path / "official" / "labels.txt").exists()
+  run_dir = save_run(build("classifier", 2), str(tmp_path / "multi"),
+                     label_list_lib.LabelList("multi_label", ("x", "y")))
+  out = tmp_path / "multi_official"
+  with pytest.raises(UserInputError, match="official layout cannot hold one"):
+    converter.convert_checkpoint(CONFIG, run_dir, str(out / "model.ckpt"),
+                                 "official")
+  assert not out.exists()
+
+
 def test_labels_that_disagree_with_the_head_are_refused(tmp_path):
   run_dir = save_run(build("classifier", 3), str(tmp_path / "run"),
                      label_list_lib.LabelList("classification", ("a", "b")))
