@@ -33,6 +33,13 @@ r"""Convert ALBERT checkpoints among ours, official TF1, Hugging Face layouts.
       --output_checkpoint=/tmp/albert_base_zh_hf --output_format=huggingface
   # (--output_format=keras_hub: a preset with keras-hub's BertTokenizer.)
 
+  # A fine-tuned model (a run_* --output_dir or --export_dir) -> a Hugging
+  # Face task model (AlbertForSequenceClassification, ...: id2label,
+  # problem_type, the tokenizer) or the official scripts' head names +
+  # labels.txt; the config and labels come from the run:
+  python -m tools.convert_checkpoint --input_checkpoint=runs/tickets \
+      --output_checkpoint=/tmp/tickets_hf --output_format=huggingface
+
   # A keras-hub preset -> ours (+ albert_config.json, spiece.model beside it):
   python -m tools.convert_checkpoint --input_checkpoint=/tmp/albert_preset \
       --output_checkpoint=/tmp/from_preset/ckpt --output_format=ours

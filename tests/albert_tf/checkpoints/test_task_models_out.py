@@ -311,6 +311,23 @@ def test_regression_to_official_and_multi_label_refused(tmp_path):
   assert not out.exists()
 
 
+@pytest.mark.parametrize("num_labels", [3, 1])
+def test_a_run_without_label_names(tmp_path, num_labels):
+  """A GLUE run records no labels.json (and did not export): Hugging Face's
+  own LABEL_<i> names; one output is STS-B's regression head."""
+  run_dir = save_run(build("classifier", num_labels), str(tmp_path / "run"))
+  out = str(tmp_path / "hf")
+  line = converter.convert_checkpoint(CONFIG, run_dir, out, "huggingface")
+  hf = load_hf("AutoModelForSequenceClassification", out)
+  if num_labels == 1:
+    assert "regression" in line
+    assert hf.config.problem_type == "regression"
+  else:
+    assert "3 unnamed labels" in line
+    assert hf.config.problem_type == "single_label_classification"
+  assert hf.config.id2label == {i: f"LABEL_{i}" for i in range(num_labels)}
+
+
 def test_labels_that_disagree_with_the_head_are_refused(tmp_path):
   run_dir = save_run(build("classifier", 3), str(tmp_path / "run"),
                      label_list_lib.LabelList("classification", ("a", "b")))
@@ -350,8 +367,9 @@ def run_tool(*flags):
 @pytest.mark.slow
 def test_the_tool_reads_the_run_dir_alone(tmp_path):
   """Only --input_checkpoint (the run dir), --output_checkpoint and
-  --output_format: the config and labels come from the run; a squad_v2 run
-  to huggingface is one line, exit 1, nothing written."""
+  --output_format (huggingface, official): the config and labels come from
+  the run; a squad_v2 run to huggingface is one line, exit 1, nothing
+  written. (docs/checkpoints.md's commands.)"""
   labels = ("b", "a")
   model = build("classifier", 2)
   run_dir = save_run(model, str(tmp_path / "run"),
@@ -364,6 +382,12 @@ def test_the_tool_reads_the_run_dir_alone(tmp_path):
     values = json.load(f)
   assert values["architectures"] == ["AlbertForSequenceClassification"]
   assert values["id2label"] == {"0": "b", "1": "a"}
+  official = tmp_path / "official"
+  done = run_tool(f"--input_checkpoint={run_dir}",
+                  f"--output_checkpoint={official / 'model.ckpt'}",
+                  "--output_format=official")
+  assert done.returncode == 0, done.stderr
+  assert (official / "labels.txt").read_text() == "b\na\n"
   v2 = save_run(build("squad_v2"), str(tmp_path / "v2"))
   failed = run_tool(f"--input_checkpoint={v2}",
                     f"--output_checkpoint={tmp_path / 'v2_hf'}",
