@@ -173,7 +173,8 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
                                           output_format)
     variables, read_from = len(source.arrays), (
         f"{source.paths.prefix} (ours, {source.head} head, "
-        f"{_describe_labels(source)})")
+        f"{_describe_labels(source)}"
+        f"{'; ' + source.note if source.note else ''})")
   else:
     weights = read_weights(input_checkpoint, config, input_format)
     weights.check_config(config)

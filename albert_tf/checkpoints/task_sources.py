@@ -13,7 +13,9 @@ serving exports, albert_tf.exports.serving):
 A checkpoint prefix inside a run dir (run/ckpt-800, run/best/ckpt-600) is
 read as that run's.
 
-The head kind is told by the checkpoint's objects: `model/multiple_choice/`
+The head kind is told by the checkpoint's objects: `model/exit_heads`
+(AlbertEarlyExitClassifier: written at full depth, see TaskSource.note),
+`model/multiple_choice/`
 (AlbertMultipleChoice), `model/squad_v2/` (AlbertSquadV2), else the
 functional models' second layer with weights, `model/layer_with_weights-1/
 dense/kernel` [H, C]: a token classifier when labels.json says
@@ -53,6 +55,8 @@ _OBJECT_GRAPH = "_CHECKPOINTABLE_OBJECT_GRAPH"
 _ALIASES = ("variables", "trainable_variables", "non_trainable_variables",
             "keras_api")
 _FUNCTIONAL_HEAD = "model/layer_with_weights-1/dense/kernel" + _KEY
+# AlbertEarlyExitClassifier's L classifiers, [L, H, C] ("/" saved as ".S").
+_EARLY_EXIT_KERNEL = "model/exit_heads.Skernel" + _KEY
 # labels.json task types -> Hugging Face problem_type.
 PROBLEM_TYPES = {"classification": "single_label_classification",
                  "multi_label": "multi_label_classification",
@@ -91,6 +95,10 @@ class TaskSource:
     problem_type: a classifier's, as Hugging Face names it (PROBLEM_TYPES);
       None for the other heads.
     paths: where it was read from.
+    note: what of the source the task model leaves out, in words ("" for
+      nothing): an early-exit classifier (run_classifier --early_exit) is
+      written at full depth, its last application's classifier (which
+      gives its `logits`), without the exits.
   """
   arrays: Dict[str, np.ndarray]
   head: str
@@ -98,6 +106,7 @@ class TaskSource:
   labels: Optional[Tuple[str, ...]]
   problem_type: Optional[str]
   paths: SourcePaths
+  note: str = ""
 
 
 def _export_paths(folder: str) -> Optional[SourcePaths]:
@@ -160,6 +169,7 @@ def _variables_by_path(reader) -> Dict[str, Tuple[str, list]]:
   holds their layer paths (the aliases "variables", "keras_api", ... are
   not followed)."""
   from tensorflow.core.protobuf import trackable_object_graph_pb2
+  from tensorflow.python.trackable import trackable_utils
   if not reader.has_tensor(_OBJECT_GRAPH):
     return {}
   shapes = reader.get_variable_to_shape_map()
@@ -171,8 +181,8 @@ def _variables_by_path(reader) -> Dict[str, Tuple[str, list]]:
     for child in graph.nodes[node].children:
       if child.node_id in paths or child.local_name in _ALIASES:
         continue
-      paths[child.node_id] = "/".join(filter(None, (paths[node],
-                                                    child.local_name)))
+      name = trackable_utils.escape_local_name(child.local_name)
+      paths[child.node_id] = "/".join(filter(None, (paths[node], name)))
       queue.append(child.node_id)
   out = {}
   for node_id, node in enumerate(graph.nodes):
@@ -186,6 +196,8 @@ def _variables_by_path(reader) -> Dict[str, Tuple[str, list]]:
 def _head_kind(keys: Dict[str, list], labels) -> Optional[str]:
   """The head kind a task model's checkpoint keys show (module docstring);
   None when they show none of ours."""
+  if _EARLY_EXIT_KERNEL in keys:
+    return "early_exit"
   if any(k.startswith("model/multiple_choice/dense/") for k in keys):
     return "multiple_choice"
   if any(k.startswith("model/squad_v2/") for k in keys):
@@ -206,6 +218,11 @@ def _build(kind: str, config: AlbertConfig, num_labels: int):
   # tf_keras models are imported on use (see model_variables).
   from albert_tf.networks.albert_encoder import AlbertEncoder
   encoder = AlbertEncoder(config, name="encoder")
+  if kind == "early_exit":
+    from albert_tf.models.albert_early_exit_classifier import (
+      AlbertEarlyExitClassifier,
+    )
+    return AlbertEarlyExitClassifier(encoder, num_classes=num_labels)
   if kind == "classifier":
     from albert_tf.models.albert_classifier import AlbertClassifier
     return AlbertClassifier(encoder, num_classes=num_labels)
@@ -272,8 +289,9 @@ def read_task_source(paths: SourcePaths,
   kind = _head_kind(keys, saved)
   if kind is None:
     return None
-  num_labels = (int(keys[_FUNCTIONAL_HEAD][-1]) if _FUNCTIONAL_HEAD in keys
-                else 1)
+  head_key = next((k for k in (_FUNCTIONAL_HEAD, _EARLY_EXIT_KERNEL)
+                   if k in keys), None)
+  num_labels = int(keys[head_key][-1]) if head_key else 1
   model = _build(kind, config, num_labels)
   root = tf.train.Checkpoint(model=model)
   problems = object_readers.object_mismatches(keys, "model", root)
@@ -283,11 +301,18 @@ def read_task_source(paths: SourcePaths,
   for key, variable in object_readers.checkpoint_keys(root).items():
     if key in stored:  # every weight (checked); dropout RNG states aside
       variable.assign(reader.get_tensor(stored[key][0]))
+  arrays, note = model_variables.canonical_arrays(model), ""
+  if kind == "early_exit":  # its full depth: the last application's head
+    kind, note = "classifier", (
+        f"full depth: the last of its {model.num_layers} exit classifiers; "
+        "the early exits are not kept")
+    arrays["classifier/dense/kernel"] = model.head_kernel.numpy()[-1]
+    arrays["classifier/dense/bias"] = model.head_bias.numpy()[-1]
   labels, problem_type = _labels_and_problem(kind, num_labels, saved, names,
                                              paths)
-  return TaskSource(arrays=model_variables.canonical_arrays(model),
-                    head=kind, num_labels=num_labels, labels=labels,
-                    problem_type=problem_type, paths=paths)
+  return TaskSource(arrays=arrays, head=kind, num_labels=num_labels,
+                    labels=labels, problem_type=problem_type, paths=paths,
+                    note=note)
 
 
 def vocabulary_of(paths: SourcePaths) -> Tuple[str, str]:

@@ -2,137 +2,39 @@
 
 Run dirs are built as the fine-tuning runner saves them
 (tf.train.Checkpoint(model=<task model>, optimizer=...) under
-CheckpointManager, best/, albert_config.json, labels.json); then
-convert_checkpoint writes them, and transformers' own Auto classes load the
-Hugging Face folders (no missing / unexpected / mismatched keys) and give
+CheckpointManager, best/, albert_config.json, labels.json; task_model_kit);
+then convert_checkpoint writes them, and transformers' own Auto classes load
+the Hugging Face folders (no missing / unexpected / mismatched keys) and give
 our logits on the same ids (1e-5, float32). The official names and shapes
 are listed here independently of the library (google-research/albert's
-classifier_utils.py, squad_utils.py, race_utils.py).
+classifier_utils.py, squad_utils.py, race_utils.py). The slow runs (the
+command line, a real fine-tuning run and its export) are in
+test_task_models_out_runs.py.
 """
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from albert_common.errors import UserInputError
-from albert_tf import AlbertConfig
 from albert_tf.checkpoints import converter
 from albert_tf.checkpoints import head_tables
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints import task_sources
 from data_pipeline.tasks import label_list as label_list_lib
-
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-
-SEQ = 32
-CONFIG = AlbertConfig(vocab_size=99, embedding_size=16, hidden_size=32,
-                      num_hidden_layers=2, num_attention_heads=2,
-                      intermediate_size=64, max_position_embeddings=SEQ)
-H = CONFIG.hidden_size
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
-
-
-def build(kind, num_labels=2, seed=0):
-  """Our task model of `kind`, every variable random (seeded), so that a
-  lost bias or a transposed kernel shows."""
-  from albert_tf import models
-  from albert_tf.networks.albert_encoder import AlbertEncoder
-  encoder = AlbertEncoder(CONFIG, name="encoder")
-  model = {"classifier": lambda: models.AlbertClassifier(encoder, num_labels),
-           "token_classifier": lambda: models.AlbertTokenClassifier(
-               encoder, num_labels),
-           "span": lambda: models.AlbertSpanLabeler(encoder),
-           "multiple_choice": lambda: models.AlbertMultipleChoice(encoder, 3),
-           "squad_v2": lambda: models.AlbertSquadV2(encoder)}[kind]()
-  rng = np.random.default_rng(seed)
-  for v in model.weights:
-    if v.dtype == tf.float32:
-      v.assign(rng.normal(0, 0.2, v.shape).astype(np.float32))
-  return model
-
-
-def save_run(model, run_dir, label_list=None, step=3):
-  """The run dir as FinetuningRunner writes it: the resume checkpoint
-  (model + optimizer), the best dev checkpoint, albert_config.json, and the
-  task's labels.json (own data, NER)."""
-  import tf_keras
-  optimizer = tf_keras.optimizers.Adam()
-  optimizer.iterations.assign(step)
-  checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
-  tf.train.CheckpointManager(checkpoint, run_dir, 2,
-                             step_counter=optimizer.iterations).save(step)
-  tf.train.CheckpointManager(tf.train.Checkpoint(model=model),
-                             os.path.join(run_dir, "best"), 1,
-                             step_counter=optimizer.iterations).save(step)
-  CONFIG.to_json_file(os.path.join(run_dir, "albert_config.json"))
-  if label_list is not None:
-    label_list_lib.write(run_dir, label_list)
-  return run_dir
-
-
-def ids(batch, seed=1, choices=None):
-  rng = np.random.default_rng(seed)
-  shape = (batch,) + ((choices,) if choices else ()) + (SEQ,)
-  word = rng.integers(5, 99, size=shape).astype(np.int32)
-  mask = np.ones_like(word)
-  mask[..., SEQ - 5:] = 0
-  types = np.zeros_like(word)
-  types[..., SEQ // 2:] = 1
-  return dict(input_word_ids=word * mask, input_mask=mask,
-              input_type_ids=types)
-
-
-def torch_outputs(model, inputs):
-  with torch.no_grad():
-    return model(
-        input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
-        attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
-        token_type_ids=torch.tensor(inputs["input_type_ids"],
-                                    dtype=torch.long))
-
-
-def load_hf(auto_class, folder):
-  """transformers' own Auto class; asserts every key fitted."""
-  model, info = getattr(transformers, auto_class).from_pretrained(
-      folder, output_loading_info=True)
-  assert info["missing_keys"] in (set(), [])
-  assert info["unexpected_keys"] in (set(), [])
-  assert info["mismatched_keys"] in (set(), [])
-  return model.eval()
-
-
-def read_back_hf(folder, kind):
-  """ours -> Hugging Face -> ours with the name tables: canonical arrays."""
-  from safetensors.numpy import load_file
-  tensors = load_file(os.path.join(folder, "model.safetensors"))
-  table = (name_tables.huggingface_table(CONFIG) +
-           head_tables.head_table("huggingface", kind))
-  if kind in head_tables.HUGGINGFACE_WITHOUT_POOLER:
-    table = [e for e in table if not e.ours.startswith("pooler/")]
-  shapes = dict(name_tables.our_shapes(CONFIG))
-  shapes.update(head_tables.head_shapes(
-      kind, H, tensors.get("classifier.bias", np.zeros(2)).shape[0]))
-  return mapping.map_to_ours(tensors, table, shapes, source_name=folder,
-                             layout="huggingface")
-
-
-def assert_round_trip(model, folder, kind):
-  from albert_tf.checkpoints import model_variables
-  ours = model_variables.canonical_arrays(model)
-  back = read_back_hf(folder, kind)
-  if kind in head_tables.HUGGINGFACE_WITHOUT_POOLER:
-    ours = {k: v for k, v in ours.items() if not k.startswith("pooler/")}
-  assert set(back) == set(ours)
-  for name, array in ours.items():
-    np.testing.assert_array_equal(back[name], array, err_msg=name)
+from tests.albert_tf.checkpoints.task_model_kit import CONFIG
+from tests.albert_tf.checkpoints.task_model_kit import SEQ
+from tests.albert_tf.checkpoints.task_model_kit import H
+from tests.albert_tf.checkpoints.task_model_kit import assert_round_trip
+from tests.albert_tf.checkpoints.task_model_kit import build
+from tests.albert_tf.checkpoints.task_model_kit import ids
+from tests.albert_tf.checkpoints.task_model_kit import load_hf
+from tests.albert_tf.checkpoints.task_model_kit import save_run
+from tests.albert_tf.checkpoints.task_model_kit import torch_outputs
 
 
 @pytest.mark.parametrize("task_type,labels,problem_type", [
@@ -357,121 +259,26 @@ def test_a_pretraining_run_converts_as_before(tmp_path):
     assert json.load(f)["architectures"] == ["AlbertForPreTraining"]
 
 
-def run_tool(*flags):
-  return subprocess.run(
-      [sys.executable, "-m", "tools.convert_checkpoint", *flags],
-      cwd=REPO, capture_output=True, text=True, timeout=300,
-      env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-
-
-@pytest.mark.slow
-def test_the_tool_reads_the_run_dir_alone(tmp_path):
-  """Only --input_checkpoint (the run dir), --output_checkpoint and
-  --output_format (huggingface, official): the config and labels come from
-  the run; a squad_v2 run to huggingface is one line, exit 1, nothing
-  written. (docs/checkpoints.md's commands.)"""
-  labels = ("b", "a")
-  model = build("classifier", 2)
-  run_dir = save_run(model, str(tmp_path / "run"),
-                     label_list_lib.LabelList("classification", labels))
+def test_an_early_exit_classifier_goes_out_at_full_depth(tmp_path):
+  """run_classifier --early_exit's model: its `logits` (the last
+  application's classifier) are the Hugging Face classifier's; the line
+  says the exits are not kept."""
+  from albert_tf.models.albert_early_exit_classifier import (
+    AlbertEarlyExitClassifier,
+  )
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  model = AlbertEarlyExitClassifier(AlbertEncoder(CONFIG, name="encoder"), 3)
+  rng = np.random.default_rng(0)
+  for v in model.weights:
+    if v.dtype == tf.float32:
+      v.assign(rng.normal(0, 0.2, v.shape).astype(np.float32))
+  run_dir = save_run(model, str(tmp_path / "run"), label_list_lib.LabelList(
+      "classification", ("c", "a", "b")))
   out = str(tmp_path / "hf")
-  done = run_tool(f"--input_checkpoint={run_dir}",
-                  f"--output_checkpoint={out}", "--output_format=huggingface")
-  assert done.returncode == 0, done.stderr
-  with open(os.path.join(out, "config.json")) as f:
-    values = json.load(f)
-  assert values["architectures"] == ["AlbertForSequenceClassification"]
-  assert values["id2label"] == {"0": "b", "1": "a"}
-  official = tmp_path / "official"
-  done = run_tool(f"--input_checkpoint={run_dir}",
-                  f"--output_checkpoint={official / 'model.ckpt'}",
-                  "--output_format=official")
-  assert done.returncode == 0, done.stderr
-  assert (official / "labels.txt").read_text() == "b\na\n"
-  v2 = save_run(build("squad_v2"), str(tmp_path / "v2"))
-  failed = run_tool(f"--input_checkpoint={v2}",
-                    f"--output_checkpoint={tmp_path / 'v2_hf'}",
-                    "--output_format=huggingface")
-  assert failed.returncode == 1
-  assert failed.stderr.strip().count("\n") == 0, failed.stderr
-  assert "cannot hold the official SQuAD v2.0 head" in failed.stderr
-  assert not (tmp_path / "v2_hf").exists()
-
-
-@pytest.mark.slow
-def test_a_real_run_and_its_export_to_huggingface_and_official(
-    tmp_path, spm_model, english_corpus):
-  """run_classifier's library path (own data, 4 steps, --export_dir) writes
-  the run; the run dir alone converts to Hugging Face with its tokenizer
-  (the export's spiece.model, recorded in export.json) and id2label
-  (labels.json, sorted by the run: fruit, music, volcano), and PyTorch gives
-  the export's token_ids logits; the export converts to official with
-  labels.txt."""
-  from albert_tf.exports import load_saved_model
-  from albert_tf.training.finetuning import own_data
-  from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
-  from tests.albert_tf.training.finetuning import own_data_kit as kit
-  lines = kit.corpus_lines(english_corpus, 80)
-  train = kit.write_csv(tmp_path / "train.csv",
-                        kit.classification_rows(lines[:64], 0),
-                        ["text", "label"])
-  dev = kit.write_csv(tmp_path / "dev.csv",
-                      kit.classification_rows(lines[64:], 1),
-                      ["text", "label"])
-  config_file = kit.tiny_config(tmp_path / "albert_config.json")
-  run_dir, export_dir = tmp_path / "run", str(tmp_path / "export")
-  own_data.run_own_data(
-      kit.run_settings(run_dir, config_file, spm_model, train_step=4,
-                       warmup_step=1, save_checkpoints_steps=2,
-                       train_batch_size=8),
-      OwnDataOptions.from_flat(train_file=train, dev_file=dev,
-                               export_dir=export_dir))
-  config = AlbertConfig.from_json_file(config_file)
-  out = str(tmp_path / "hf")
-  converter.convert_checkpoint(config, str(run_dir), out, "huggingface")
-  assert {"spiece.model", "config.json", "model.safetensors"} <= set(
-      os.listdir(out))
+  line = converter.convert_checkpoint(CONFIG, run_dir, out, "huggingface")
+  assert "the last of its 2 exit classifiers" in line
   hf = load_hf("AutoModelForSequenceClassification", out)
-  assert hf.config.id2label == {0: "fruit", 1: "music", 2: "volcano"}
-  assert hf.config.problem_type == "single_label_classification"
-  inputs = ids(3)
-  inputs["input_word_ids"] = (inputs["input_word_ids"] * 17 %
-                              config.vocab_size * inputs["input_mask"])
-  serving = load_saved_model(export_dir).signatures["token_ids"]
-  want = serving(**{k: tf.constant(v) for k, v in inputs.items()})
-  np.testing.assert_allclose(torch_outputs(hf, inputs).logits.numpy(),
-                             want["logits"].numpy(), atol=1e-5)
-  prefix = str(tmp_path / "official" / "model.ckpt")
-  line = converter.convert_checkpoint(config, export_dir, prefix, "official")
-  assert "labels fruit, music, volcano" in line
-  assert (tmp_path / "official" / "labels.txt").read_text() == (
-      "fruit\nmusic\nvolcano\n")
-  assert tf.train.load_checkpoint(prefix).get_variable_to_shape_map()[
-      "output_weights"] == [3, 32]
-
-
-@pytest.mark.slow
-def test_an_export_converts_with_its_vocabulary_and_labels(tmp_path):
-  """A classifier export (WordPiece): its weights, its vocab.txt (as
-  vocab.txt + tokenizer.json) and labels.txt names, the head's order."""
-  from albert_tf.exports.serving.classifier import export_classifier
-  labels = ("spam", "ham")
-  model = build("classifier", 2)
-  config_file = str(tmp_path / "albert_config.json")
-  CONFIG.to_json_file(config_file)
-  vocab = tmp_path / "vocab.txt"
-  vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] +
-                             [f"w{i}" for i in range(94)]) + "\n")
-  export_dir = export_classifier(model, str(tmp_path / "export"), "", labels,
-                                 1, SEQ, albert_config_file=config_file,
-                                 vocab_file=str(vocab))
-  out = str(tmp_path / "hf")
-  converter.convert_checkpoint(CONFIG, export_dir, out, "huggingface")
-  assert {"vocab.txt", "tokenizer.json"} <= set(os.listdir(out))
-  hf = load_hf("AutoModelForSequenceClassification", out)
-  assert hf.config.id2label == {0: "spam", 1: "ham"}
   inputs = ids(3)
   np.testing.assert_allclose(torch_outputs(hf, inputs).logits.numpy(),
                              model(inputs, training=False)["logits"].numpy(),
                              atol=1e-5)
-  assert_round_trip(model, out, "classifier")
