@@ -19,8 +19,9 @@ The head kind is told by the checkpoint's objects: `model/exit_heads`
 (AlbertMultipleChoice), `model/squad_v2/` (AlbertSquadV2), else the
 functional models' second layer with weights, `model/layer_with_weights-1/
 dense/kernel` [H, C]: a token classifier when labels.json says
-token_classification, a span head when it has no dropout (AlbertSpanLabeler,
-C = 2), else a sequence classifier. The model of that kind is built and
+token_classification, a span head when it has no dropout layer
+(AlbertSpanLabeler, C = 2; a classifier's is there even at rate 0), else a
+sequence classifier. The model of that kind is built and
 compared with the checkpoint (every key and shape) before it is restored.
 
 The label names and problem type: labels.json (the run's, else the
@@ -31,7 +32,7 @@ one output is a regression head; of C outputs, unnamed labels.
 
 import collections
 import dataclasses
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Set, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -161,9 +162,11 @@ def find_source(path: str) -> Optional[SourcePaths]:
   return None
 
 
-def _variables_by_path(reader) -> Dict[str, Tuple[str, list]]:
-  """Object path key -> (stored key, shape) of every variable of an
-  object-based checkpoint ({} for a name-based one). The path runs through
+def _variables_by_path(reader) -> Tuple[Dict[str, Tuple[str, list]],
+                                          Set[str]]:
+  """(object path key -> (stored key, shape) of every variable, the object
+  paths of every object) of an object-based checkpoint (empty for a
+  name-based one). The path runs through
   the layers, as a training checkpoint's keys do: a SavedModel stores a
   Keras model's weights as model/variables/<i>, and its object graph also
   holds their layer paths (the aliases "variables", "keras_api", ... are
@@ -171,7 +174,7 @@ def _variables_by_path(reader) -> Dict[str, Tuple[str, list]]:
   from tensorflow.core.protobuf import trackable_object_graph_pb2
   from tensorflow.python.trackable import trackable_utils
   if not reader.has_tensor(_OBJECT_GRAPH):
-    return {}
+    return {}, set()
   shapes = reader.get_variable_to_shape_map()
   graph = trackable_object_graph_pb2.TrackableObjectGraph()
   graph.ParseFromString(reader.get_tensor(_OBJECT_GRAPH))
@@ -190,12 +193,13 @@ def _variables_by_path(reader) -> Dict[str, Tuple[str, list]]:
       if attribute.name == "VARIABLE_VALUE" and node_id in paths:
         out[paths[node_id] + _KEY] = (attribute.checkpoint_key,
                                       shapes[attribute.checkpoint_key])
-  return out
+  return out, set(paths.values())
 
 
-def _head_kind(keys: Dict[str, list], labels) -> Optional[str]:
-  """The head kind a task model's checkpoint keys show (module docstring);
-  None when they show none of ours."""
+def _head_kind(keys: Dict[str, list], objects: Set[str],
+               labels) -> Optional[str]:
+  """The head kind a task model's checkpoint keys and objects show (module
+  docstring); None when they show none of ours."""
   if _EARLY_EXIT_KERNEL in keys:
     return "early_exit"
   if any(k.startswith("model/multiple_choice/dense/") for k in keys):
@@ -206,8 +210,8 @@ def _head_kind(keys: Dict[str, list], labels) -> Optional[str]:
     return None
   if labels is not None and labels.task_type == "token_classification":
     return "token_classifier"
-  has_dropout = any(k.startswith("model/layer_with_weights-1/dropout/")
-                    for k in keys)
+  # A dropout layer is an object even at rate 0 (no RNG state then).
+  has_dropout = "model/layer_with_weights-1/dropout" in objects
   if not has_dropout and keys[_FUNCTIONAL_HEAD][-1] == 2:
     return "span"
   return "classifier"
@@ -283,10 +287,10 @@ def read_task_source(paths: SourcePaths,
       misfits listed), or labels that disagree with the head.
   """
   reader = locate.checkpoint_reader(paths.prefix)
-  stored = _variables_by_path(reader)
+  stored, objects = _variables_by_path(reader)
   keys = {path: shape for path, (_, shape) in stored.items()}
   saved, names = _label_list(paths)
-  kind = _head_kind(keys, saved)
+  kind = _head_kind(keys, objects, saved)
   if kind is None:
     return None
   head_key = next((k for k in (_FUNCTIONAL_HEAD, _EARLY_EXIT_KERNEL)

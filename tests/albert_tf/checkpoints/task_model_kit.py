@@ -24,13 +24,14 @@ CONFIG = AlbertConfig(vocab_size=99, embedding_size=16, hidden_size=32,
 H = CONFIG.hidden_size
 
 
-def build(kind, num_labels=2, seed=0):
+def build(kind, num_labels=2, seed=0, dropout_rate=0.1):
   """Our task model of `kind`, every variable random (seeded), so that a
   lost bias or a transposed kernel shows."""
   from albert_tf import models
   from albert_tf.networks.albert_encoder import AlbertEncoder
   encoder = AlbertEncoder(CONFIG, name="encoder")
-  model = {"classifier": lambda: models.AlbertClassifier(encoder, num_labels),
+  model = {"classifier": lambda: models.AlbertClassifier(
+               encoder, num_labels, dropout_rate=dropout_rate),
            "token_classifier": lambda: models.AlbertTokenClassifier(
                encoder, num_labels),
            "span": lambda: models.AlbertSpanLabeler(encoder),

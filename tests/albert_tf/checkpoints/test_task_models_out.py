@@ -230,6 +230,16 @@ def test_a_run_without_label_names(tmp_path, num_labels):
   assert hf.config.id2label == {i: f"LABEL_{i}" for i in range(num_labels)}
 
 
+def test_a_two_label_classifier_without_dropout_is_no_span_head(tmp_path):
+  """[H, 2] and no dropout RNG (rate 0) as a span head has: the dropout
+  layer still tells the classifier."""
+  run_dir = save_run(build("classifier", 2, dropout_rate=0.0),
+                     str(tmp_path / "run"))
+  source = task_sources.read_task_source(task_sources.find_source(run_dir),
+                                         CONFIG)
+  assert (source.head, source.num_labels) == ("classifier", 2)
+
+
 def test_labels_that_disagree_with_the_head_are_refused(tmp_path):
   run_dir = save_run(build("classifier", 3), str(tmp_path / "run"),
                      label_list_lib.LabelList("classification", ("a", "b")))
