@@ -39,6 +39,7 @@ import tensorflow as tf
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import model_variables
@@ -277,15 +278,31 @@ def _labels_and_problem(kind: str, num_labels: int, saved, names,
                  else "single_label_classification")
 
 
+def _check_config(paths: SourcePaths, config: AlbertConfig) -> None:
+  """The model's config must compute what the run's albert_config.json
+  does (a given --albert_config_file could differ in an activation)."""
+  if not file_io.exists(paths.config_file):
+    return
+  differences = configs.architecture_differences(
+      configs.load_albert_config(paths.config_file), config)
+  if differences:
+    raise UserInputError(
+        f"{paths.config_file} (the {paths.kind}'s config) disagrees with the "
+        "model's config: " + ", ".join(f"{k}: {paths.kind} {a!r}, model {b!r}"
+                                       for k, a, b in differences))
+
+
 def read_task_source(paths: SourcePaths,
                      config: AlbertConfig) -> Optional[TaskSource]:
   """Our task model at `paths`, head included; None when its checkpoint
   holds no task head of ours (a pretraining run: read as before).
 
   Raises:
-    UserInputError: a head whose model does not fit the checkpoint (all
-      misfits listed), or labels that disagree with the head.
+    UserInputError: a config that disagrees with the run's, a head whose
+      model does not fit the checkpoint (all misfits listed), or labels
+      that disagree with the head.
   """
+  _check_config(paths, config)
   reader = locate.checkpoint_reader(paths.prefix)
   stored, objects = _variables_by_path(reader)
   keys = {path: shape for path, (_, shape) in stored.items()}

@@ -12,6 +12,7 @@ command line, a real fine-tuning run and its export) are in
 test_task_models_out_runs.py.
 """
 
+import dataclasses
 import json
 import os
 
@@ -240,12 +241,18 @@ def test_a_two_label_classifier_without_dropout_is_no_span_head(tmp_path):
   assert (source.head, source.num_labels) == ("classifier", 2)
 
 
-def test_labels_that_disagree_with_the_head_are_refused(tmp_path):
+def test_labels_or_a_config_that_disagree_with_the_run_are_refused(
+    tmp_path):
   run_dir = save_run(build("classifier", 3), str(tmp_path / "run"),
                      label_list_lib.LabelList("classification", ("a", "b")))
   with pytest.raises(UserInputError, match="head has 3 outputs but the "
                      "run's labels"):
     converter.convert_checkpoint(CONFIG, run_dir, str(tmp_path / "hf"),
+                                 "huggingface")
+  exact = dataclasses.replace(CONFIG, hidden_act="gelu_exact")
+  with pytest.raises(UserInputError, match="hidden_act: run 'gelu', model "
+                     "'gelu_exact'"):
+    converter.convert_checkpoint(exact, run_dir, str(tmp_path / "hf"),
                                  "huggingface")
   assert not (tmp_path / "hf").exists()
 

@@ -145,3 +145,47 @@ def test_an_export_converts_with_its_vocabulary_and_labels(tmp_path):
                              model(inputs, training=False)["logits"].numpy(),
                              atol=1e-5)
   assert_round_trip(model, out, "classifier")
+
+
+@pytest.mark.slow
+def test_a_real_ner_run_to_huggingface(tmp_path, spm_model):
+  """run_ner's library path (3 steps): its run dir (labels.json, the tags
+  of the training file) is a token classifier; AutoModelForTokenClassification
+  loads it with the tags in id2label and gives our logits."""
+  from albert_tf.checkpoints import task_sources
+  from albert_tf.training.finetuning import ner as ner_finetuning
+  from albert_tf.training.finetuning.ner_settings import NerOptions
+  from albert_tf.training.finetuning.params import FinetuningParams
+  from tests.scripts import ner_data
+  config_file = str(tmp_path / "albert_config.json")
+  config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=SEQ)
+  config.to_json_file(config_file)
+  train = ner_data.write_conll(tmp_path / "train.txt",
+                               ner_data.english_sentences(40, 0))
+  run_dir = str(tmp_path / "ner")
+  ner_finetuning.run_ner(FinetuningParams.from_flat(
+      output_dir=run_dir, spm_model_file=spm_model,
+      albert_config_file=config_file, do_train=True, max_seq_length=SEQ,
+      train_batch_size=8, learning_rate=1e-3, train_step=3, warmup_step=1,
+      save_checkpoints_steps=3, iterations_per_loop=1, seed=3),
+      NerOptions(train_file=train, doc_stride=16))
+  tags = json.loads((tmp_path / "ner" / "labels.json").read_text())["labels"]
+  out = str(tmp_path / "hf")
+  converter.convert_checkpoint(config, run_dir, out, "huggingface",
+                               spm_model_file=spm_model)
+  hf = load_hf("AutoModelForTokenClassification", out)
+  assert hf.config.id2label == dict(enumerate(tags))
+  source = task_sources.read_task_source(task_sources.find_source(run_dir),
+                                         config)
+  assert source.head == "token_classifier"
+  from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  model = AlbertTokenClassifier(AlbertEncoder(config), len(tags))
+  tf.train.Checkpoint(model=model).read(
+      tf.train.latest_checkpoint(run_dir)).expect_partial()
+  inputs = ids(2)
+  np.testing.assert_allclose(torch_outputs(hf, inputs).logits.numpy(),
+                             model(inputs, training=False)["logits"].numpy(),
+                             atol=1e-5)
