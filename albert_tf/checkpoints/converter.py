@@ -163,7 +163,7 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   source = (task_sources.read_task_source(paths, config)
             if paths is not None else None)
   if source is not None:
-    task_writers.check_writable(source, output_format)
+    task_writers.check_writable(source, output_format, output_checkpoint)
     if not (spm_model_file or vocab_file):
       logging.warning(
           "%s holds no vocabulary (a run dir has its export's, when it "

@@ -38,10 +38,17 @@ HUGGINGFACE_CLASSES = {kind: cls for cls, kind
                        if kind is not None}
 
 
-def check_writable(source: TaskSource, output_format: str) -> None:
+def check_writable(source: TaskSource, output_format: str,
+                   output: str = "") -> None:
   """Raises UserInputError (one line) when `output_format` has no form for
-  the source's head."""
+  the source's head, or `output` cannot hold a task model (a bare
+  .safetensors file has no config.json for its class and labels)."""
   head_tables.head_table(output_format, source.head)
+  if output_format == "huggingface" and output.endswith(".safetensors"):
+    raise UserInputError(
+        f"--output_checkpoint={output}: a task model is a folder (its "
+        "config.json names the AlbertFor* class and the labels); give a "
+        "folder")
   if (output_format == "official" and
       source.problem_type == "multi_label_classification"):
     raise UserInputError(
@@ -78,9 +85,9 @@ def huggingface_task_values(source: TaskSource) -> Dict[str, Any]:
 def write_task_model(source: TaskSource, config: AlbertConfig,
                      output: str, output_format: str) -> str:
   """Writes `source` as a task model in `output_format` ("huggingface": a
-  folder or .safetensors file; "official": a checkpoint prefix); returns
-  what was written, in words."""
-  check_writable(source, output_format)
+  folder; "official": a checkpoint prefix); returns what was written, in
+  words."""
+  check_writable(source, output_format, output)
   if output_format == "huggingface":
     arrays = dict(source.arrays)
     if source.head in head_tables.HUGGINGFACE_WITHOUT_POOLER:

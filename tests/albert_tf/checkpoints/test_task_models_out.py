@@ -176,13 +176,18 @@ def test_task_model_to_official(tmp_path, kind):
 
 
 def test_inexpressible_heads_are_refused_before_writing(tmp_path):
-  """The official v2 head has no Hugging Face class; the official scripts
-  have no token classifier: one line each, nothing written."""
+  """The official v2 head has no Hugging Face class; a bare .safetensors
+  file has no config for a task model; the official scripts have no token
+  classifier: one line each, nothing written."""
   run_dir = save_run(build("squad_v2"), str(tmp_path / "v2"))
   out = tmp_path / "hf"
   with pytest.raises(UserInputError, match="huggingface layout cannot hold "
                      "the official SQuAD v2.0 head"):
     converter.convert_checkpoint(CONFIG, run_dir, str(out), "huggingface")
+  assert not out.exists()
+  with pytest.raises(UserInputError, match="a task model is a folder"):
+    converter.convert_checkpoint(CONFIG, save_run(build("span"), str(
+        tmp_path / "span")), str(out / "model.safetensors"), "huggingface")
   assert not out.exists()
   run_dir = save_run(build("token_classifier", 3), str(tmp_path / "ner"),
                      label_list_lib.LabelList("token_classification",
