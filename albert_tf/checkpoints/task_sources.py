@@ -302,7 +302,6 @@ def read_task_source(paths: SourcePaths,
       model does not fit the checkpoint (all misfits listed), or labels
       that disagree with the head.
   """
-  _check_config(paths, config)
   reader = locate.checkpoint_reader(paths.prefix)
   stored, objects = _variables_by_path(reader)
   keys = {path: shape for path, (_, shape) in stored.items()}
@@ -310,6 +309,7 @@ def read_task_source(paths: SourcePaths,
   kind = _head_kind(keys, objects, saved)
   if kind is None:
     return None
+  _check_config(paths, config)
   head_key = next((k for k in (_FUNCTIONAL_HEAD, _EARLY_EXIT_KERNEL)
                    if k in keys), None)
   num_labels = int(keys[head_key][-1]) if head_key else 1
