@@ -151,38 +151,24 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   ...                pretrainer.encoder.get_embedding_table())
   True
   """
-  paths = None
-  if output_format in task_writers.TASK_FORMATS and input_format in (
-      "auto", "ours"):
-    paths = task_sources.find_source(input_checkpoint)
-    if paths is not None and not (spm_model_file or vocab_file):
-      spm_model_file, vocab_file = task_sources.vocabulary_of(paths)
+  paths = _task_source_paths(input_checkpoint, output_format, input_format)
+  if paths is not None and not (spm_model_file or vocab_file):
+    spm_model_file, vocab_file = task_sources.vocabulary_of(paths)
   spm_model_file, vocab_file, tokens = _check_request(
       config, output_checkpoint, output_format, spm_model_file, vocab_file,
       keras_hub_tokenizer)
   source = (task_sources.read_task_source(paths, config)
             if paths is not None else None)
   if source is not None:
-    task_writers.check_writable(source, output_format, output_checkpoint)
-    if not (spm_model_file or vocab_file):
-      logging.warning(
-          "%s holds no vocabulary (a run dir has its export's, when it "
-          "exported): no tokenizer is written with the model; give "
-          "--spm_model_file or --vocab_file", input_checkpoint)
-    where = task_writers.write_task_model(source, config, output_checkpoint,
-                                          output_format)
-    variables, read_from = len(source.arrays), (
-        f"{source.paths.prefix} (ours, {source.head} head, "
-        f"{_describe_labels(source)}"
-        f"{'; ' + source.note if source.note else ''})")
-  else:
-    weights = read_weights(input_checkpoint, config, input_format)
-    weights.check_config(config)
-    where = _write_weights(weights, config, output_checkpoint, output_format,
-                           spm_model_file, do_lower_case, keras_hub_tokenizer,
-                           tokens)
-    variables, read_from = len(weights.arrays), (
-        f"{weights.path} ({weights.format})")
+    return _convert_task_model(source, config, input_checkpoint,
+                               output_checkpoint, output_format,
+                               spm_model_file, vocab_file, do_lower_case,
+                               tokens)
+  weights = read_weights(input_checkpoint, config, input_format)
+  weights.check_config(config)
+  where = _write_weights(weights, config, output_checkpoint, output_format,
+                         spm_model_file, do_lower_case, keras_hub_tokenizer,
+                         tokens)
   if tokens is not None and output_format != "keras_hub":  # else in the preset
     where += "; " + _write_vocabulary(tokens, output_format,
                                       output_checkpoint, vocab_file,
@@ -191,25 +177,10 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     where += "; " + _write_sentencepiece(spm_model_file, output_format,
                                          output_checkpoint, do_lower_case,
                                          config)
-  if source is not None:
-    heads = [source.head]
-  else:
-    heads = sorted(name_tables.heads_in(weights.arrays))
-  return (f"converted {variables} variables "
-          f"(heads: {', '.join(heads) or 'none'}) from {read_from} "
-          f"to {where} ({output_format})")
-
-
-def _describe_labels(source) -> str:
-  """The labels of a task source, in words, for the conversion's line."""
-  if source.labels is not None:
-    return f"labels {', '.join(source.labels)}"
-  if source.problem_type == "regression":
-    return "regression"
-  if source.head in ("classifier", "token_classifier"):
-    return (f"{source.num_labels} unnamed labels: the run recorded no "
-            "labels.json")
-  return "no labels"
+  heads = sorted(name_tables.heads_in(weights.arrays))
+  return (f"converted {len(weights.arrays)} variables "
+          f"(heads: {', '.join(heads) or 'none'}) from {weights.path} "
+          f"({weights.format}) to {where} ({output_format})")
 
 
 def _check_request(config: AlbertConfig, output_checkpoint: str,
@@ -287,3 +258,54 @@ def _write_vocabulary(tokens, output_format: str, output_checkpoint: str,
         config.max_position_embeddings)
   return wordpiece_files.write_beside_checkpoint(
       tokens, output_checkpoint, file_io.basename(vocab_file))
+
+
+def _task_source_paths(input_checkpoint: str, output_format: str,
+                       input_format: str):
+  """task_sources.SourcePaths of a run dir / export / checkpoint in a run
+  written as a task model (huggingface, official), else None."""
+  if (output_format not in task_writers.TASK_FORMATS or
+      input_format not in ("auto", "ours")):
+    return None
+  return task_sources.find_source(input_checkpoint)
+
+
+def _convert_task_model(source, config: AlbertConfig, input_checkpoint: str,
+                        output_checkpoint: str, output_format: str,
+                        spm_model_file: Optional[str],
+                        vocab_file: Optional[str], do_lower_case: bool,
+                        tokens) -> str:
+  """Writes our task model `source` (task_writers) with its vocabulary;
+  returns the conversion's line."""
+  task_writers.check_writable(source, output_format, output_checkpoint)
+  if not (spm_model_file or vocab_file):
+    logging.warning(
+        "%s holds no vocabulary (a run dir has its export's, when it "
+        "exported): no tokenizer is written with the model; give "
+        "--spm_model_file or --vocab_file", input_checkpoint)
+  where = task_writers.write_task_model(source, config, output_checkpoint,
+                                        output_format)
+  if tokens is not None:
+    where += "; " + _write_vocabulary(tokens, output_format,
+                                      output_checkpoint, vocab_file,
+                                      do_lower_case, config)
+  if spm_model_file:
+    where += "; " + _write_sentencepiece(spm_model_file, output_format,
+                                         output_checkpoint, do_lower_case,
+                                         config)
+  note = f"; {source.note}" if source.note else ""
+  return (f"converted {len(source.arrays)} variables (heads: {source.head}) "
+          f"from {source.paths.prefix} (ours, {source.head} head, "
+          f"{_describe_labels(source)}{note}) to {where} ({output_format})")
+
+
+def _describe_labels(source) -> str:
+  """The labels of a task source, in words, for the conversion's line."""
+  if source.labels is not None:
+    return f"labels {', '.join(source.labels)}"
+  if source.problem_type == "regression":
+    return "regression"
+  if source.head in ("classifier", "token_classifier"):
+    return (f"{source.num_labels} unnamed labels: the run recorded no "
+            "labels.json")
+  return "no labels"
