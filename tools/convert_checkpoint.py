@@ -33,6 +33,13 @@ r"""Convert ALBERT checkpoints among ours, official TF1, Hugging Face layouts.
       --output_checkpoint=/tmp/albert_base_zh_hf --output_format=huggingface
   # (--output_format=keras_hub: a preset with keras-hub's BertTokenizer.)
 
+  # A fine-tuned model (a run_* --output_dir or --export_dir) -> a Hugging
+  # Face task model (AlbertForSequenceClassification, ...: id2label,
+  # problem_type, the tokenizer) or the official scripts' head names +
+  # labels.txt; the config and labels come from the run:
+  python -m tools.convert_checkpoint --input_checkpoint=runs/tickets \
+      --output_checkpoint=/tmp/tickets_hf --output_format=huggingface
+
   # A classifier fine-tuned here (run_classifier's --output_dir or
   # --export_dir) -> a keras-hub AlbertTextClassifier preset with its head
   # and labels.txt (config and tokenizer from the run / export):
@@ -68,41 +75,44 @@ def main(argv):
   from albert_tf.checkpoints import configs
 
   params, _ = settings_flags.read_settings(ConversionParams)
-  from albert_tf.checkpoints.task_models import ours as our_task_models
-  # Our run directory / export: its albert_config.json and tokenizer.
-  run_config, run_vocabulary = our_task_models.companions(
-      params.input_checkpoint)
-  config_file = params.albert_config_file or run_config
+  config_file = (params.albert_config_file or
+                 _own_config_file(params.input_checkpoint))
   if not config_file:
-    from albert_common import file_io
-    candidate = file_io.join(params.input_checkpoint, "config.json")
-    if not file_io.isfile(candidate):
-      raise UserInputError(
-          "--albert_config_file is required (only a Hugging Face input "
-          "folder, a keras-hub preset, or a fine-tuning run directory or "
-          "export of ours provides its own)")
-    config_file = candidate
+    raise UserInputError(
+        "--albert_config_file is required (only a Hugging Face input folder, "
+        "a keras-hub preset, a fine-tuning run's --output_dir or its "
+        "export provides its own)")
   config = configs.load_albert_config(config_file)
   from data_pipeline.tokenization.factory import resolve_vocabulary
-  spm_model_file, vocab_file = resolve_vocabulary(
-      params.spm_model_file or (run_vocabulary if not params.vocab_file
-                                else ""), params.vocab_file)
+  spm_model_file, vocab_file = resolve_vocabulary(params.spm_model_file,
+                                                  params.vocab_file)
   if vocab_file:
     from albert_tf.checkpoints import wordpiece_files
     wordpiece_files.check_vocab_file(config, vocab_file)
-  if params.output_format == "keras_hub":  # what the flags alone show
-    from albert_tf.checkpoints.keras_hub_presets import (
-      writer as keras_hub_preset_writer,
-    )
-    keras_hub_preset_writer.check_output(
-        config, params.output_checkpoint, spm_model_file,
-        "wordpiece" if vocab_file else params.keras_hub_tokenizer)
   from albert_tf.checkpoints import converter
   print(converter.convert_checkpoint(
       config, params.input_checkpoint, params.output_checkpoint,
       params.output_format, input_format=params.input_format,
       spm_model_file=spm_model_file, do_lower_case=params.do_lower_case,
       keras_hub_tokenizer=params.keras_hub_tokenizer, vocab_file=vocab_file))
+
+
+def _own_config_file(input_checkpoint: str) -> str:
+  """The config an input carries: a Hugging Face folder's or a preset's
+  config.json, a run dir's albert_config.json (also for a checkpoint in it
+  or in its best/), an export's assets/albert_config.json; else ""."""
+  from albert_common import file_io
+  folder = file_io.dirname(input_checkpoint)
+  candidates = [file_io.join(input_checkpoint, "config.json"),
+                file_io.join(input_checkpoint, "albert_config.json"),
+                file_io.join(input_checkpoint, "assets", "albert_config.json")]
+  if file_io.exists(input_checkpoint + ".index"):  # a checkpoint prefix
+    candidates += [file_io.join(f, "albert_config.json")
+                   for f in (folder, file_io.dirname(folder)) if f]
+  for candidate in candidates:
+    if file_io.isfile(candidate):
+      return candidate
+  return ""
 
 
 def run():

@@ -66,7 +66,7 @@ def _head_of_source(prepared, options, user_set):
   source = prepared.source
   if source is None or source.head is None or not prepared.params.init_head:
     return options
-  from albert_tf.checkpoints import task_heads
+  from albert_tf.checkpoints.task_models import task_heads
   if (options.version_2_with_negative and "null_score" not in user_set and
       source.head.kinds == ["span"]):
     options = dataclasses.replace(options, null_score="cls")

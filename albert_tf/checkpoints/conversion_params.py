@@ -23,9 +23,14 @@ class ConversionParams(FlatConstructible):
   # "" (not None) for unset, as in the fine-tuning tools that share the flag.
   albert_config_file: str = setting(
       "", "albert_config.json or Hugging Face config.json of the model "
-      "(default: config.json of a Hugging Face input folder).")
+      "(default: the input's own: a Hugging Face folder's or a preset's "
+      "config.json, a fine-tuning run's or its export's "
+      "albert_config.json).")
   input_checkpoint: str = setting(
-      help="Checkpoint prefix, .safetensors file or a directory.")
+      help="Checkpoint prefix, .safetensors file or a directory. A "
+      "fine-tuning run's --output_dir (or a checkpoint in it) or its "
+      "--export_dir is written to huggingface / official as a task model, "
+      "head and labels included.")
   output_checkpoint: str = setting(
       help="Checkpoint prefix (ours, official) or directory / .safetensors "
       "file (huggingface).")

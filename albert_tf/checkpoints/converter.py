@@ -26,6 +26,14 @@ keras_hub (a preset directory with the tokenizer, keras_hub_preset; a
 classifier's, ours or any layout's, as an AlbertTextClassifier with its
 head and labels.txt).
 
+A fine-tuned task model of ours (a fine-tuning run's --output_dir, a
+checkpoint in it, or its --export_dir; task_sources) is written to
+huggingface and official as a task model, head included (task_writers):
+transformers' AlbertFor* class with id2label and problem_type, or the
+official scripts' head names with labels.txt. Its vocabulary (an export's
+assets) is written with it unless --spm_model_file / --vocab_file say
+otherwise. A run without a task head (pretraining) converts as before.
+
 Every read is strict: after skipping optimizer state, every source variable
 must map to a model variable, every encoder variable must be present and
 every shape must agree; all violations are reported together in one
@@ -43,6 +51,7 @@ This module is the public face of the stages, one module each:
   model_variables  our Keras models' variables by canonical name
   writers          ours, official, huggingface (keras_hub_preset_writer:
                    presets)
+  task_sources, task_writers   our task models in, other layouts' out
   weight_loading   `load_weights_into` and its `LoadReport`
 """
 
@@ -72,7 +81,8 @@ from albert_tf.checkpoints.model_variables import canonical_variables
 from albert_tf.checkpoints.object_readers import build_garden_encoder
 from albert_tf.checkpoints.readers import Weights
 from albert_tf.checkpoints.readers import read_weights
-from albert_tf.checkpoints.task_models import ours as our_task_models
+from albert_tf.checkpoints.task_models import task_sources
+from albert_tf.checkpoints.task_models import task_writers
 from albert_tf.checkpoints.weight_loading import LoadReport
 from albert_tf.checkpoints.weight_loading import load_weights_into
 from albert_tf.checkpoints.writers import write_huggingface
@@ -146,23 +156,21 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   ...                pretrainer.encoder.get_embedding_table())
   True
   """
-  if output_format == "keras_hub" and not (spm_model_file or vocab_file):
-    spm_model_file = our_task_models.companions(input_checkpoint)[1] or None
+  paths = _task_source_paths(input_checkpoint, output_format, input_format)
+  if paths is not None and not (spm_model_file or vocab_file):
+    spm_model_file, vocab_file = task_sources.vocabulary_of(paths)
   spm_model_file, vocab_file, tokens = _check_request(
       config, output_checkpoint, output_format, spm_model_file, vocab_file,
       keras_hub_tokenizer)
-  labels, ours = None, None
-  if output_format == "keras_hub" and input_format in ("auto", "ours"):
-    # A classifier of ours (run directory, ckpt-N, export): with its head.
-    ours = our_task_models.read_our_classifier(input_checkpoint, config)
-  if ours is not None:
-    weights = Weights(arrays=ours.arrays, format="ours", path=ours.prefix)
-    labels = ours.labels
-  else:
-    weights = read_weights(input_checkpoint, config, input_format)
-    if output_format == "keras_hub":
-      head, labels = _source_classifier(weights, config)
-      weights.arrays.update(head)
+  source = (task_sources.read_task_source(paths, config)
+            if paths is not None else None)
+  if source is not None and output_format != "keras_hub":
+    return _convert_task_model(source, config, input_checkpoint,
+                               output_checkpoint, output_format,
+                               spm_model_file, vocab_file, do_lower_case,
+                               tokens)
+  weights, labels = _weights_to_write(source, config, input_checkpoint,
+                                      input_format, output_format)
   weights.check_config(config)
   where = _write_weights(weights, config, output_checkpoint, output_format,
                          spm_model_file, do_lower_case, keras_hub_tokenizer,
@@ -189,6 +197,30 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   return summary
 
 
+def _weights_to_write(source, config: AlbertConfig, input_checkpoint: str,
+                      input_format: str, output_format: str):
+  """(Weights, label names or None) to write: our classifier's (`source`,
+  as a keras-hub preset), else the input read; for keras_hub, another
+  layout's sequence-classifier head goes into the preset (and is no
+  longer reported as left out)."""
+  if source is not None:
+    if source.head != "classifier":
+      raise UserInputError(
+          f"--input_checkpoint={input_checkpoint} holds a {source.head} "
+          "head; keras-hub presets are written for sequence classifiers "
+          "(AlbertTextClassifier) only")
+    return (Weights(arrays=source.arrays, format="ours",
+                    path=source.paths.prefix), source.labels)
+  weights = read_weights(input_checkpoint, config, input_format)
+  labels = None
+  if output_format == "keras_hub":
+    head, labels = _source_classifier(weights, config)
+    weights.arrays.update(head)
+    if head:
+      weights.head = None  # written with the preset
+  return weights, labels
+
+
 def _source_classifier(weights: Weights, config: AlbertConfig):
   """(our classifier head's canonical arrays, its label names or None) of
   a source's sequence-classifier head (a keras-hub AlbertTextClassifier, a
@@ -196,16 +228,13 @@ def _source_classifier(weights: Weights, config: AlbertConfig):
   ification, an official run_classifier.py output), for a keras-hub
   preset; ({}, None) when it holds none (an official [1, H] head may be
   run_race's: it is not taken)."""
-  from albert_tf.checkpoints import head_tables
-  from albert_tf.checkpoints import task_heads
+  from albert_tf.checkpoints.task_models import head_tables
+  from albert_tf.checkpoints.task_models import task_heads
   head = weights.head
   if head is None or "classifier" not in head.kinds:
     return {}, None
-  kernel = next(e for e in head_tables.head_table(head.layout, "classifier")
-                if e.ours.endswith("kernel"))
-  array = head.arrays[kernel.theirs]
-  width = int(array.shape[0] if kernel.kind == "transpose" else
-              array.shape[-1])
+  width = task_heads.stored_labels(
+      head, head_tables.head_table(head.layout, "classifier"))
   if head.kinds != ["classifier"] and width == 1:
     return {}, None
   arrays = task_heads.fit_head(head, "classifier", config.hidden_size, width,
@@ -289,3 +318,59 @@ def _write_vocabulary(tokens, output_format: str, output_checkpoint: str,
         config.max_position_embeddings)
   return wordpiece_files.write_beside_checkpoint(
       tokens, output_checkpoint, file_io.basename(vocab_file))
+
+
+def _task_source_paths(input_checkpoint: str, output_format: str,
+                       input_format: str):
+  """task_sources.SourcePaths of a run dir / export / checkpoint in a run
+  written as a task model (huggingface, official; keras_hub for a
+  classifier), else None."""
+  if (output_format not in task_writers.TASK_FORMATS + ("keras_hub",) or
+      input_format not in ("auto", "ours")):
+    return None
+  paths = task_sources.find_source(input_checkpoint)
+  if (paths is not None and paths.kind == "run" and
+      detect_format(paths.prefix) != "ours"):
+    return None  # a Model Garden task model beside a config has model/ keys
+  return paths
+
+
+def _convert_task_model(source, config: AlbertConfig, input_checkpoint: str,
+                        output_checkpoint: str, output_format: str,
+                        spm_model_file: Optional[str],
+                        vocab_file: Optional[str], do_lower_case: bool,
+                        tokens) -> str:
+  """Writes our task model `source` (task_writers) with its vocabulary;
+  returns the conversion's line."""
+  task_writers.check_writable(source, output_format, output_checkpoint)
+  if not (spm_model_file or vocab_file):
+    logging.warning(
+        "%s holds no vocabulary (a run dir has its export's, when it "
+        "exported): no tokenizer is written with the model; give "
+        "--spm_model_file or --vocab_file", input_checkpoint)
+  where = task_writers.write_task_model(source, config, output_checkpoint,
+                                        output_format)
+  if tokens is not None:
+    where += "; " + _write_vocabulary(tokens, output_format,
+                                      output_checkpoint, vocab_file,
+                                      do_lower_case, config)
+  if spm_model_file:
+    where += "; " + _write_sentencepiece(spm_model_file, output_format,
+                                         output_checkpoint, do_lower_case,
+                                         config)
+  note = f"; {source.note}" if source.note else ""
+  return (f"converted {len(source.arrays)} variables (heads: {source.head}) "
+          f"from {source.paths.prefix} (ours, {source.head} head, "
+          f"{_describe_labels(source)}{note}) to {where} ({output_format})")
+
+
+def _describe_labels(source) -> str:
+  """The labels of a task source, in words, for the conversion's line."""
+  if source.labels is not None:
+    return f"labels {', '.join(source.labels)}"
+  if source.problem_type == "regression":
+    return "regression"
+  if source.head in ("classifier", "token_classifier"):
+    return (f"{source.num_labels} unnamed labels: the run recorded no "
+            "labels.json")
+  return "no labels"

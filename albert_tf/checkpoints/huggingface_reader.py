@@ -20,7 +20,7 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
-from albert_tf.checkpoints import task_heads
+from albert_tf.checkpoints.task_models import task_heads
 from albert_tf.config import AlbertConfig
 
 

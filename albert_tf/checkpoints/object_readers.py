@@ -54,8 +54,9 @@ def _is_rng_state(key: str) -> bool:
 
 
 def object_mismatches(keys: Dict[str, List[int]], root_name: str,
-                       root: tf.train.Checkpoint):
-  """(unmatched, missing, mismatched) between a checkpoint and `root`."""
+                      root: tf.train.Checkpoint):
+  """(unmatched, missing, mismatched) between a checkpoint's keys (name ->
+  shape) and the objects under `root` (dropout RNG states aside)."""
   expected = {k: v for k, v in checkpoint_keys(root).items()
               if not _is_rng_state(k)}
   present = {k: s for k, s in keys.items() if _is_object_weight(k, root_name)}
@@ -89,7 +90,7 @@ def read_ours(prefix: str, config: AlbertConfig) -> Dict[str, np.ndarray]:
   encoder = AlbertEncoder(config)
   model = AlbertPretrainer(encoder) if root_name == "model" else encoder
   problems = object_mismatches(keys, root_name,
-                                tf.train.Checkpoint(**{root_name: model}))
+                               tf.train.Checkpoint(**{root_name: model}))
   if not any(problems):
     _restore(prefix, root_name, model, checked=True)
     return model_variables.canonical_arrays(model)

@@ -15,7 +15,7 @@ import numpy as np
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
-from albert_tf.checkpoints import task_heads
+from albert_tf.checkpoints.task_models import task_heads
 from albert_tf.config import AlbertConfig
 
 # TF1 optimizer state in released / official-trainer checkpoints.

@@ -22,9 +22,9 @@ from albert_tf.checkpoints import huggingface_reader
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import object_readers
 from albert_tf.checkpoints import official_reader
-from albert_tf.checkpoints import task_heads
 from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
 from albert_tf.checkpoints.task_models import garden as garden_tasks
+from albert_tf.checkpoints.task_models import task_heads
 from albert_tf.config import AlbertConfig
 
 _READERS = {"official": official_reader.read_official,

@@ -10,12 +10,12 @@ from typing import List, Optional
 
 from absl import logging
 
-from albert_tf.checkpoints import head_tables
 from albert_tf.checkpoints import model_variables
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints import readers
-from albert_tf.checkpoints import task_heads
-from albert_tf.checkpoints.task_heads import HeadRequest
+from albert_tf.checkpoints.task_models import head_tables
+from albert_tf.checkpoints.task_models import task_heads
+from albert_tf.checkpoints.task_models.task_heads import HeadRequest
 
 
 @dataclasses.dataclass

@@ -6,7 +6,7 @@ renamed, so no half-written checkpoint appears under the final name.
 """
 
 import json
-from typing import Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from absl import logging
 import numpy as np
@@ -18,6 +18,7 @@ from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import model_variables
 from albert_tf.checkpoints import name_tables
+from albert_tf.checkpoints.task_models import head_tables
 from albert_tf.config import AlbertConfig
 
 
@@ -57,11 +58,15 @@ def _write_checkpoint_files(output_prefix: str, write) -> List[str]:
 
 
 def write_official(arrays: Dict[str, np.ndarray], config: AlbertConfig,
-                   output_prefix: str) -> None:
+                   output_prefix: str, head: Optional[str] = None) -> None:
   """A TF1 checkpoint with google-research/albert names: the files a
   tf.compat.v1 Saver writes (SaveV2: .index + .data-00000-of-00001),
-  written eagerly (a Session would only add TensorFlow's MLIR log line)."""
-  tensors = mapping.map_from_ours(arrays, name_tables.official_table(config))
+  written eagerly (a Session would only add TensorFlow's MLIR log line).
+  `head`: the task head kind `arrays` holds (head_tables), or None."""
+  table = name_tables.official_table(config)
+  if head:
+    table += head_tables.head_table("official", head)
+  tensors = mapping.map_from_ours(arrays, table)
 
   def write(prefix):
     names = sorted(tensors)
@@ -73,16 +78,24 @@ def write_official(arrays: Dict[str, np.ndarray], config: AlbertConfig,
 
 
 def write_huggingface(arrays: Dict[str, np.ndarray], config: AlbertConfig,
-                      output: str) -> str:
+                      output: str, head: Optional[str] = None,
+                      task_values: Optional[Dict[str, Any]] = None) -> str:
   """model.safetensors (+ config.json when `output` is a directory).
+
+  Args:
+    head: the task head kind `arrays` holds (head_tables), or None.
+    task_values: config.json entries of that task model (architectures,
+      id2label, problem_type, ...: task_writers.huggingface_task_values).
 
   Returns:
     The path of the .safetensors file written.
   """
   # Imported on use, as the reader's.
   from safetensors.numpy import save
-  tensors = mapping.map_from_ours(arrays,
-                                  name_tables.huggingface_table(config))
+  table = name_tables.huggingface_table(config)
+  if head:
+    table += head_tables.head_table("huggingface", head)
+  tensors = mapping.map_from_ours(arrays, table)
   heads = name_tables.heads_in(arrays)
   architectures = (["AlbertForPreTraining"] if heads == {"masked_lm",
                                                         "sentence_order"}
@@ -100,6 +113,7 @@ def write_huggingface(arrays: Dict[str, np.ndarray], config: AlbertConfig,
   file_io.write_atomic(file, save(tensors, metadata={"format": "pt"}))
   if not output.endswith(".safetensors"):
     values = configs.config_to_huggingface(config, architectures)
+    values.update(task_values or {})
     file_io.write_atomic(file_io.join(output, "config.json"),
                          json.dumps(values, indent=2, sort_keys=True) + "\n")
   return file

@@ -15,7 +15,7 @@ def head_request(params, labels: Optional[Sequence[str]]):
   """The checkpoints.task_heads.HeadRequest of fine-tuning settings
   (--init_head, --label_names: the source head's names in its order) for a
   task whose outputs are `labels` (None: no named labels)."""
-  from albert_tf.checkpoints.task_heads import HeadRequest
+  from albert_tf.checkpoints.task_models.task_heads import HeadRequest
   names = [n.strip() for n in params.label_names.split(",") if n.strip()]
   return HeadRequest(init_head=params.init_head, labels=labels,
                      label_names=names or None)

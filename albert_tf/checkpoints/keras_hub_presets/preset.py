@@ -65,11 +65,11 @@ import numpy as np
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import configs
-from albert_tf.checkpoints import head_tables
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
-from albert_tf.checkpoints import task_heads
+from albert_tf.checkpoints.task_models import head_tables
 from albert_tf.checkpoints.task_models import keras_tables
+from albert_tf.checkpoints.task_models import task_heads
 from albert_tf.config import AlbertConfig
 from data_pipeline.tokenization import keras_hub_vocabulary
 

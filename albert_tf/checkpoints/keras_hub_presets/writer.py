@@ -22,10 +22,10 @@ import numpy as np
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import configs
-from albert_tf.checkpoints import head_tables
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
+from albert_tf.checkpoints.task_models import head_tables
 from albert_tf.config import AlbertConfig
 from data_pipeline.tokenization import keras_hub_vocabulary
 

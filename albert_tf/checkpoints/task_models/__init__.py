@@ -1,12 +1,16 @@
 """Fine-tuned task models in the Keras layouts and ours, heads included.
 
+  head_tables   canonical names of our task heads and each layout's names
+                for them (Hugging Face, official TF1)
   keras_tables  head tables of keras-hub's AlbertTextClassifier and Model
                 Garden's BertClassifier / BertSpanLabeler (added to
                 head_tables)
+  task_heads    a source's task head read, checked and fitted to ours
+                (labels by name)
   garden        reading a Model Garden task model checkpoint
-  ours          reading our classifier run directory, ckpt-N or export
-                with its head and labels (the keras-hub preset writer's
-                input)
+  task_sources  our fine-tuning run directory, ckpt-N or export read with
+                its head, labels and vocabulary
+  task_writers  ours written as a Hugging Face or official task model
 
 May import: albert_tf.checkpoints' modules, albert_tf's models.
 """

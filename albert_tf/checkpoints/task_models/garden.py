@@ -28,11 +28,11 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.checkpoints import head_tables
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
 from albert_tf.checkpoints import object_readers
+from albert_tf.checkpoints.task_models import head_tables
 from albert_tf.checkpoints.task_models import keras_tables
 from albert_tf.config import AlbertConfig
 

@@ -157,7 +157,7 @@ def _source_tags(params):
   if not (params.init_head and folder and file_io.isdir(folder)) or (
       file_io.exists(file_io.join(params.runtime.output_dir, "checkpoint"))):
     return None
-  from albert_tf.checkpoints import task_heads
+  from albert_tf.checkpoints.task_models import task_heads
   info = task_heads.huggingface_info(file_io.join(folder, "config.json"))
   if info.get("architecture") != "AlbertForTokenClassification":
     return None

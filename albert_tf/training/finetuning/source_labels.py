@@ -12,8 +12,8 @@ and a file label the head does not know stops the run in one line.
 from typing import Iterable, Optional
 
 from albert_common.errors import UserInputError
-from albert_tf.checkpoints import head_tables
-from albert_tf.checkpoints import task_heads
+from albert_tf.checkpoints.task_models import head_tables
+from albert_tf.checkpoints.task_models import task_heads
 from data_pipeline.tasks.label_list import LabelList
 
 _HF_TASK_TYPES = {"regression": "regression",

@@ -45,7 +45,7 @@ def read_source(params, config: AlbertConfig,
       has_checkpoint(params.runtime.output_dir)):
     return None
   from albert_tf.checkpoints import readers  # TensorFlow
-  from albert_tf.checkpoints import task_heads
+  from albert_tf.checkpoints.task_models import task_heads
   try:
     weights = readers.read_weights(params.init_checkpoint, config)
     weights.check_config(config)

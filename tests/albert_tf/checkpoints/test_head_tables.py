@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from albert_common.errors import UserInputError
-from albert_tf.checkpoints import head_tables
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import model_variables
+from albert_tf.checkpoints.task_models import head_tables
 
 H, C = 8, 3
 

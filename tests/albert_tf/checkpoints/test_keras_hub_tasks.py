@@ -19,7 +19,7 @@ from albert_common.errors import UserInputError
 from albert_tf.checkpoints import converter
 from albert_tf.checkpoints import readers
 from albert_tf.checkpoints import weight_loading
-from albert_tf.checkpoints.task_heads import HeadRequest
+from albert_tf.checkpoints.task_models.task_heads import HeadRequest
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler

@@ -18,7 +18,7 @@ import tensorflow as tf
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import weight_loading
-from albert_tf.checkpoints.task_heads import HeadRequest
+from albert_tf.checkpoints.task_models.task_heads import HeadRequest
 from tests.albert_tf.checkpoints.test_checkpoint_conversion import (
   official_shapes,
 )
@@ -329,7 +329,7 @@ def test_official_heads_load_by_their_names(tmp_path):
 
 
 def test_hf_config_json_gives_labels_and_problem_type(tmp_path):
-  from albert_tf.checkpoints import task_heads
+  from albert_tf.checkpoints.task_models import task_heads
   save_hf("AlbertForSequenceClassification", tmp_path, num_labels=2)
   info = task_heads.huggingface_info(str(tmp_path / "config.json"))
   # transformers' LABEL_0, LABEL_1 name nothing.

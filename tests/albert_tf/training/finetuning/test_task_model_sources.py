@@ -175,7 +175,7 @@ def test_official_classifier_folder_is_scored_and_exported(source, tmp_path,
   from albert_tf import exports
   from albert_tf import models
   from albert_tf.checkpoints import weight_loading
-  from albert_tf.checkpoints.task_heads import HeadRequest
+  from albert_tf.checkpoints.task_models.task_heads import HeadRequest
   from albert_tf.config import AlbertConfig
   from albert_tf.networks.albert_encoder import AlbertEncoder
   from tests.albert_tf.checkpoints.test_task_models_in import write_official

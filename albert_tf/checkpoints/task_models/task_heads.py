@@ -24,8 +24,8 @@ import numpy as np
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
-from albert_tf.checkpoints import head_tables
 from albert_tf.checkpoints import mapping
+from albert_tf.checkpoints.task_models import head_tables
 
 LABELS_FILE = "labels.txt"
 _DEFAULT_HF_LABEL = re.compile(r"LABEL_\d+")

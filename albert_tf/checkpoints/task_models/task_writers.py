@@ -1,0 +1,105 @@
+"""Our fine-tuned task models written as the other layouts' task models.
+
+huggingface: model.safetensors with the head under transformers' names
+  (head_tables) and a config.json whose `architectures` is the task's
+  AlbertFor* class, with `num_labels`, `id2label` / `label2id` in the head's
+  order and a classifier's `problem_type` ("single_label_classification",
+  "multi_label_classification", "regression"). transformers builds
+  AlbertForQuestionAnswering and AlbertForTokenClassification without a
+  pooler, so theirs is left out (it would be an unexpected key).
+official: the google-research/albert scripts' names (run_classifier's
+  output_weights [C, H] / output_bias, run_squad_v1's cls/squad/...,
+  run_squad_v2's start_logits/end_logits/answer_class layers, run_race's
+  output_weights [1, H]) and, for a head with label names, `labels.txt`
+  beside the checkpoint: one name a line, in the head's order.
+
+A head the layout cannot hold (the official v2 head in Hugging Face; a
+token classifier or a multi-label classifier in the official layout, whose
+run_classifier.py has neither) is refused before anything is written
+(`check_writable`); a regression head is official run_classifier's STS-B
+head (output_weights [1, H], no labels.txt).
+"""
+
+from typing import Any, Dict, List
+
+from albert_common import file_io
+from albert_common.errors import UserInputError
+from albert_tf.checkpoints import writers
+from albert_tf.checkpoints.task_models import head_tables
+from albert_tf.checkpoints.task_models.task_sources import TaskSource
+from albert_tf.config import AlbertConfig
+
+LABELS_FILE = "labels.txt"
+# The output formats a task model is written in with its head (keras_hub:
+# keras_hub_presets; ours: the encoder, as before).
+TASK_FORMATS = ("huggingface", "official")
+HUGGINGFACE_CLASSES = {kind: cls for cls, kind
+                       in head_tables.HUGGINGFACE_ARCHITECTURES.items()
+                       if kind is not None}
+
+
+def check_writable(source: TaskSource, output_format: str,
+                   output: str = "") -> None:
+  """Raises UserInputError (one line) when `output_format` has no form for
+  the source's head, or `output` cannot hold a task model (a bare
+  .safetensors file has no config.json for its class and labels)."""
+  head_tables.head_table(output_format, source.head)
+  if output_format == "huggingface" and output.endswith(".safetensors"):
+    raise UserInputError(
+        f"--output_checkpoint={output}: a task model is a folder (its "
+        "config.json names the AlbertFor* class and the labels); give a "
+        "folder")
+  if (output_format == "official" and
+      source.problem_type == "multi_label_classification"):
+    raise UserInputError(
+        f"{source.paths.prefix} is a multi-label classifier; the official "
+        "layout cannot hold one (google-research/albert's run_classifier.py "
+        "scores a softmax over the labels): write it with "
+        "--output_format=huggingface (problem_type "
+        "multi_label_classification)")
+
+
+def label_names(source: TaskSource) -> List[str]:
+  """The head's label names; Hugging Face's LABEL_<i> for unnamed ones."""
+  if source.labels is not None:
+    return list(source.labels)
+  return [f"LABEL_{i}" for i in range(source.num_labels)]
+
+
+def huggingface_task_values(source: TaskSource) -> Dict[str, Any]:
+  """config.json entries of the source's AlbertFor* class (module
+  docstring)."""
+  values: Dict[str, Any] = {
+      "architectures": [HUGGINGFACE_CLASSES[source.head]]}
+  if source.head in ("classifier", "token_classifier", "span"):
+    names = (label_names(source) if source.head != "span"
+             else ["LABEL_0", "LABEL_1"])  # start, end
+    values.update(num_labels=len(names),
+                  id2label={str(i): n for i, n in enumerate(names)},
+                  label2id={n: i for i, n in enumerate(names)})
+  if source.problem_type:
+    values["problem_type"] = source.problem_type
+  return values
+
+
+def write_task_model(source: TaskSource, config: AlbertConfig,
+                     output: str, output_format: str) -> str:
+  """Writes `source` as a task model in `output_format` ("huggingface": a
+  folder; "official": a checkpoint prefix); returns what was written, in
+  words."""
+  check_writable(source, output_format, output)
+  if output_format == "huggingface":
+    arrays = dict(source.arrays)
+    if source.head in head_tables.HUGGINGFACE_WITHOUT_POOLER:
+      for name in ("pooler/kernel", "pooler/bias"):
+        arrays.pop(name, None)
+    file = writers.write_huggingface(arrays, config, output, source.head,
+                                     huggingface_task_values(source))
+    return f"{file} ({HUGGINGFACE_CLASSES[source.head]})"
+  writers.write_official(source.arrays, config, output, source.head)
+  where = output
+  if source.labels is not None:
+    labels_file = file_io.join(file_io.dirname(output) or ".", LABELS_FILE)
+    file_io.write_atomic(labels_file, "".join(f"{n}\n" for n in source.labels))
+    where += f" + {labels_file}"
+  return where
