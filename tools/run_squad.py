@@ -23,8 +23,8 @@ import dataclasses
 
 from absl import logging
 
+from albert_tf.checkpoints.task_models import source_model
 from albert_tf.training.finetuning import params as finetuning_params
-from albert_tf.training.finetuning import source_model
 from albert_tf.training.finetuning import task_settings
 
 from .support import cli

@@ -175,14 +175,16 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   where = _write_weights(weights, config, output_checkpoint, output_format,
                          spm_model_file, do_lower_case, keras_hub_tokenizer,
                          tokens, labels)
-  if tokens is not None and output_format != "keras_hub":  # else in the preset
-    where += "; " + _write_vocabulary(tokens, output_format,
-                                      output_checkpoint, vocab_file,
-                                      do_lower_case, config)
-  if spm_model_file and output_format != "keras_hub":
-    where += "; " + _write_sentencepiece(spm_model_file, output_format,
-                                         output_checkpoint, do_lower_case,
-                                         config)
+  if output_format != "keras_hub":  # else in the preset
+    where += _write_tokenizer(tokens, spm_model_file, vocab_file,
+                              output_format, output_checkpoint,
+                              do_lower_case, config)
+  return _summary(weights, where, output_format)
+
+
+def _summary(weights: Weights, where: str, output_format: str) -> str:
+  """The conversion's line (logged as a warning when a task head is left
+  out)."""
   heads = sorted(name_tables.heads_in(weights.arrays))
   summary = (f"converted {len(weights.arrays)} variables "
              f"(heads: {', '.join(heads) or 'none'}) from {weights.path} "
@@ -350,6 +352,22 @@ def _convert_task_model(source, config: AlbertConfig, input_checkpoint: str,
         "--spm_model_file or --vocab_file", input_checkpoint)
   where = task_writers.write_task_model(source, config, output_checkpoint,
                                         output_format)
+  where += _write_tokenizer(tokens, spm_model_file, vocab_file,
+                            output_format, output_checkpoint, do_lower_case,
+                            config)
+  note = f"; {source.note}" if source.note else ""
+  return (f"converted {len(source.arrays)} variables (heads: {source.head}) "
+          f"from {source.paths.prefix} (ours, {source.head} head, "
+          f"{_describe_labels(source)}{note}) to {where} ({output_format})")
+
+
+def _write_tokenizer(tokens, spm_model_file: Optional[str],
+                     vocab_file: Optional[str], output_format: str,
+                     output_checkpoint: str, do_lower_case: bool,
+                     config: AlbertConfig) -> str:
+  """Writes the vocabulary beside the converted weights; returns "; where"
+  per file written ("" for none)."""
+  where = ""
   if tokens is not None:
     where += "; " + _write_vocabulary(tokens, output_format,
                                       output_checkpoint, vocab_file,
@@ -358,10 +376,7 @@ def _convert_task_model(source, config: AlbertConfig, input_checkpoint: str,
     where += "; " + _write_sentencepiece(spm_model_file, output_format,
                                          output_checkpoint, do_lower_case,
                                          config)
-  note = f"; {source.note}" if source.note else ""
-  return (f"converted {len(source.arrays)} variables (heads: {source.head}) "
-          f"from {source.paths.prefix} (ours, {source.head} head, "
-          f"{_describe_labels(source)}{note}) to {where} ({output_format})")
+  return where
 
 
 def _describe_labels(source) -> str:

@@ -52,9 +52,11 @@ ALLOWED = {
     f"{_TF}.checkpoints.keras_hub_presets": _MODEL | {
         f"{_TF}.checkpoints", f"{_TF}.checkpoints.task_models",
         f"{_TF}.keras3", f"{_DP}.tokenization"},
-    # Task models of the Keras layouts and ours: head tables (head_tables
-    # adds them) and readers on the package's mapping and object readers.
-    f"{_TF}.checkpoints.task_models": _MODEL | {f"{_TF}.checkpoints"},
+    # Task models of every layout and ours: head tables, readers on the
+    # package's mapping and object readers, the label lists a source's
+    # head gives (data_pipeline.tasks' LabelList).
+    f"{_TF}.checkpoints.task_models": _MODEL | {f"{_TF}.checkpoints",
+                                                f"{_DP}.tasks"},
     f"{_TF}.exports": _MODEL | {f"{_TF}.checkpoints"} | _DATA,
     f"{_TF}.exports.serving": _MODEL | {f"{_TF}.exports"} | _DATA,
     f"{_TF}.exports.litert": _MODEL | {f"{_TF}.exports",
@@ -67,12 +69,14 @@ ALLOWED = {
     f"{_TF}.prediction": {_TF, f"{_TF}.exports", f"{_TF}.exports.litert",
                           f"{_TF}.exports.onnx",
                           f"{_DP}.pretraining.beam"} | _DATA,
-    f"{_TF}.training": _MODEL | {f"{_TF}.checkpoints"},
+    f"{_TF}.training": _MODEL | {f"{_TF}.checkpoints",
+                                 f"{_TF}.checkpoints.task_models"},
     f"{_TF}.training.pretraining": _MODEL | {
         f"{_TF}.training", f"{_TF}.checkpoints", f"{_DP}.pretraining",
         f"{_DP}.tasks", f"{_DP}.tokenization"},
     f"{_TF}.training.finetuning": _MODEL | {
-        f"{_TF}.training", f"{_TF}.checkpoints", f"{_TF}.exports",
+        f"{_TF}.training", f"{_TF}.checkpoints",
+        f"{_TF}.checkpoints.task_models", f"{_TF}.exports",
         f"{_TF}.exports.serving"} | _DATA,
     f"{_TF}.training.distillation": _MODEL | {
         f"{_TF}.training", f"{_TF}.training.finetuning",

@@ -11,6 +11,10 @@
   task_sources  our fine-tuning run directory, ckpt-N or export read with
                 its head, labels and vocabulary
   task_writers  ours written as a Hugging Face or official task model
+  source_model  a fine-tuning tool's --init_checkpoint read and fitted to
+                its task before anything is written
+  source_labels the label list a source's head gives (names by position)
 
-May import: albert_tf.checkpoints' modules, albert_tf's models.
+May import: albert_tf.checkpoints' modules, albert_tf's models,
+data_pipeline.tasks (label lists).
 """

@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_tf.checkpoints.task_models import source_labels
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.models.albert_early_exit_classifier import (
   AlbertEarlyExitClassifier,
@@ -35,7 +36,6 @@ from albert_tf.training.finetuning import export_once
 from albert_tf.training.finetuning import multi_worker
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
-from albert_tf.training.finetuning import source_labels
 from albert_tf.training.finetuning import task as finetuning_task
 from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
 from albert_tf.training.finetuning.own_data_settings import check_own_data

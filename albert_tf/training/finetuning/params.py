@@ -371,7 +371,7 @@ def prepare(params: FinetuningParams,
     check_vocab_size(config, tokenizer, params.spm_model_file,
                      params.vocab_file)
   check_init_checkpoint(params.init_checkpoint)
-  from albert_tf.training.finetuning import source_model
+  from albert_tf.checkpoints.task_models import source_model
   return PreparedFinetuning(params, config, tokenizer,
                             source_model.read_source(params, config,
                                                      head_kind))
