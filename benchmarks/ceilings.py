@@ -17,8 +17,10 @@ Ceiling (rate_at_peak): the rate ours would reach if those FLOPs ran at
 the matmul peak measured in the same run at ours' own shapes ([rows, H] x
 [H, I], rows: the positions one of ours' matmuls holds, e.g. a packed
 step's packed rows x sequence length, not the batch it was fed;
-benchmarks.roofline.step_peak). benchmarks.summary refuses a row whose ours
-passes its ceiling.
+benchmarks.roofline.step_peak; where the peer is another runtime, as in
+serving, the faster runtime's matmuls: roofline.runtimes_step_peak).
+benchmarks.summary refuses a row whose ours, or whose peer (which does at
+least ours' work), passes its ceiling.
 """
 
 from typing import Optional

@@ -60,6 +60,51 @@ def step_peak(hidden: int, intermediate: int, rows: int,
              for shape in step_shapes(hidden, intermediate, rows))
 
 
+def onnx_matmul_flops(m: int, k: int, n: int, threads: int = 2,
+                      repeats: int = 5) -> float:
+  """Achieved FLOP/s of ONNX Runtime's float32 MatMul of [m, k] x [k, n]
+  with `threads` intra-op threads, the [k, n] operand a constant (as a
+  model's weights, which ONNX Runtime prepacks): the best of `repeats`
+  timed calls after one warm-up."""
+  import numpy as np
+  import onnx
+  from onnx import helper
+  import onnxruntime
+  rng = np.random.default_rng(0)
+  weights = rng.standard_normal((k, n)).astype(np.float32)
+  graph = helper.make_graph(
+      [helper.make_node("MatMul", ["a", "b"], ["c"])], "matmul",
+      [helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, [m, k])],
+      [helper.make_tensor_value_info("c", onnx.TensorProto.FLOAT, [m, n])],
+      [onnx.numpy_helper.from_array(weights, "b")])
+  model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+  options = onnxruntime.SessionOptions()
+  options.intra_op_num_threads = threads
+  session = onnxruntime.InferenceSession(
+      model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+  feed = {"a": rng.standard_normal((m, k)).astype(np.float32)}
+  session.run(None, feed)
+  best = float("inf")
+  for _ in range(repeats):
+    start = time.perf_counter()
+    session.run(None, feed)
+    best = min(best, time.perf_counter() - start)
+  return 2.0 * m * k * n / best
+
+
+def runtimes_step_peak(hidden: int, intermediate: int, rows: int,
+                       threads: int = 2, repeats: int = 3) -> Dict[str, float]:
+  """{runtime: FLOP/s}: the better of the step's two feed-forward shapes
+  at `rows`, in TensorFlow and in ONNX Runtime (float32). A ceiling for a
+  comparison of runtimes takes the larger: a ceiling one contender passes
+  is not a limit."""
+  shapes = step_shapes(hidden, intermediate, rows)
+  return {"TensorFlow": step_peak(hidden, intermediate, rows,
+                                  repeats=repeats),
+          "ONNX Runtime": max(onnx_matmul_flops(*shape, threads, repeats)
+                              for shape in shapes)}
+
+
 def serving_peak(hidden: int, intermediate: int, seq: int,
                  batches=(1, 32)) -> float:
   """FLOP/s: the best of a step's shapes at every batch's rows (batch x

@@ -82,15 +82,21 @@ def share(row: Dict) -> float:
 
 
 def check_share(row: Dict, section: str) -> None:
-  """FiguresError (one line naming the row) when ours passed its ceiling:
-  a share above 100% says the ceiling is not a limit."""
-  reached = share(row)
-  if reached > 1.0:
-    raise FiguresError(
-        f"section {section!r}: row {row['job']!r}: ours reached "
-        f"{reached:.0%} of its ceiling ({row['ceiling']['label']}): a "
-        "ceiling that is passed is not a limit; fix its harness's ceiling "
-        "and rerun")
+  """FiguresError (one line naming the row) when ours, or a peer measured
+  in the ceiling's unit, passed the ceiling: a share above 100% says the
+  ceiling is not a limit. (Every row's ceiling is ours' work at a peak
+  rate; the peers do at least that work, so none may pass it either.)"""
+  checked = [("ours", share(row))]
+  if row["peer"]["unit"] == row["ceiling"]["unit"]:
+    checked.append((f"its peer ({row['peer']['label']})",
+                    share(dict(row, reached=row["peer"]["value"]))))
+  for who, reached in checked:
+    if reached > 1.0:
+      raise FiguresError(
+          f"section {section!r}: row {row['job']!r}: {who} reached "
+          f"{reached:.0%} of its ceiling ({row['ceiling']['label']}): a "
+          "ceiling that is passed is not a limit; fix its harness's "
+          "ceiling and rerun")
 
 
 def number(value: float) -> str:

@@ -469,14 +469,15 @@ def test_a_row_past_its_ceiling_is_refused_in_one_line(tmp_path, higher):
   """Ours at 101% of the ceiling (a time below it, a rate above it): the
   ceiling is not a limit; the refusal names the row. 100% passes."""
   at, past = (800, 792) if not higher else (800, 808)
+  peer = dict(label="Model Garden", value=500 if higher else 2000, unit="MB")
   path = _doc(tmp_path)
   common.update_benchmarks_md(
       "Peak memory", "x", stage="Memory", path=str(path),
-      figures=[_row(higher_is_better=higher, reached=at)])
+      figures=[_row(higher_is_better=higher, reached=at, peer=peer)])
   assert len(summary.current_rows(path.read_text())) == 1
   common.update_benchmarks_md(
       "Peak memory", "x", stage="Memory", path=str(path),
-      figures=[_row(higher_is_better=higher, reached=past)])
+      figures=[_row(higher_is_better=higher, reached=past, peer=peer)])
   with pytest.raises(summary.FiguresError,
                      match="row 'Memory, peak RSS': ours reached 101% of its "
                      "ceiling"):
@@ -487,6 +488,33 @@ def test_a_row_past_its_ceiling_is_refused_in_one_line(tmp_path, higher):
       env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
   assert result.returncode == 1 and result.stderr.count("\n") == 1
   assert "Memory, peak RSS" in result.stderr
+
+
+def test_a_peer_past_the_ceiling_is_refused_in_one_line(tmp_path):
+  """The review's serving row: ORT at 59.0 ms under a 59.8 ms ceiling of
+  TensorFlow's matmuls alone. A peer in the ceiling's unit may not pass it
+  either; one in another unit is not compared."""
+  ceiling = dict(label="matmul peak", value=59.8, unit="ms")
+  ours = dict(label="TF SavedModel", value=71.8, unit="ms")
+  path = _doc(tmp_path)
+  for peer_ms, refused in ((59.8, False), (59.0, True)):
+    common.update_benchmarks_md(
+        "Peak memory", "x", stage="Memory", path=str(path),
+        figures=[_row(ours=ours, ceiling=ceiling, reached=71.8,
+                      peer=dict(label="ORT float32", value=peer_ms,
+                                unit="ms"))])
+    if not refused:
+      assert len(summary.current_rows(path.read_text())) == 1
+      continue
+    with pytest.raises(summary.FiguresError,
+                       match=r"row 'Memory, peak RSS': its peer \(ORT "
+                       r"float32\) reached 101% of its ceiling"):
+      summary.current_rows(path.read_text())
+  common.update_benchmarks_md(
+      "Peak memory", "x", stage="Memory", path=str(path),
+      figures=[_row(ours=ours, ceiling=ceiling, reached=71.8,
+                    peer=dict(label="official", value=1, unit="s"))])
+  assert len(summary.current_rows(path.read_text())) == 1
 
 
 def test_a_row_carries_the_load_its_harness_measured(tmp_path):
