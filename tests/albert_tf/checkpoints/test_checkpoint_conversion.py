@@ -209,11 +209,38 @@ def _garden_config(config):
   return garden_configs.AlbertConfig.from_dict(values)
 
 
+def _garden_converter():
+  """Model Garden's converter module, its command-line flags defined on a
+  FlagValues of its own: it defines --albert_config_file as our tools do,
+  so importing it after a tool ran in this process would fail."""
+  import importlib
+  import sys
+  from unittest import mock
+
+  from absl import flags
+  name = "official.nlp.tools.tf2_albert_encoder_checkpoint_converter"
+  if name in sys.modules:
+    return sys.modules[name]
+  own = flags.FlagValues()
+
+  def on_own(define):
+    return lambda *args, **kwargs: define(*args,
+                                          **dict(kwargs, flag_values=own))
+
+  with mock.patch.object(flags, "DEFINE_string",
+                         on_own(flags.DEFINE_string)), \
+      mock.patch.object(flags, "DEFINE_enum", on_own(flags.DEFINE_enum)):
+    return importlib.import_module(name)
+
+
 def test_parity_with_model_garden_converter(tmp_path, tiny_config,
                                             encoder_inputs):
-  """Our TF1 reader and Model Garden's converter give the same encoder."""
+  """Our TF1 reader and Model Garden's converter give the same encoder (in
+  a process where a tool already defined --albert_config_file)."""
   from official.nlp.modeling import networks
-  from official.nlp.tools import tf2_albert_encoder_checkpoint_converter as mg
+
+  import tools.run_classifier  # noqa: F401  (defines the shared flag)
+  mg = _garden_converter()
   tf1_prefix = str(tmp_path / "tf1" / "model.ckpt")
   write_tf1_checkpoint(tf1_prefix, official_shapes(tiny_config))
   garden_path = str(tmp_path / "garden" / "ckpt")
