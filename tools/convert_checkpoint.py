@@ -89,6 +89,14 @@ def main(argv):
   if vocab_file:
     from albert_tf.checkpoints import wordpiece_files
     wordpiece_files.check_vocab_file(config, vocab_file)
+  if params.output_format == "keras_hub":  # what the flags alone show
+    from albert_tf.checkpoints.keras_hub_presets import (
+      writer as keras_hub_preset_writer,
+    )
+    keras_hub_preset_writer.check_output(
+        config, params.output_checkpoint,
+        spm_model_file or _export_sentencepiece(params.input_checkpoint),
+        "wordpiece" if vocab_file else params.keras_hub_tokenizer)
   from albert_tf.checkpoints import converter
   print(converter.convert_checkpoint(
       config, params.input_checkpoint, params.output_checkpoint,
@@ -113,6 +121,17 @@ def _own_config_file(input_checkpoint: str) -> str:
     if file_io.isfile(candidate):
       return candidate
   return ""
+
+
+def _export_sentencepiece(input_checkpoint: str) -> str:
+  """An export's SentencePiece model (its assets' one .model), else ""
+  (the converter reads it with the export: task_sources.vocabulary_of)."""
+  from albert_common import file_io
+  assets = file_io.join(input_checkpoint, "assets")
+  if not file_io.isdir(assets):
+    return ""
+  models = sorted(n for n in file_io.listdir(assets) if n.endswith(".model"))
+  return file_io.join(assets, models[0]) if models else ""
 
 
 def run():
