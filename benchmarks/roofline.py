@@ -31,6 +31,17 @@ def bfloat16_supported(cpuinfo: Optional[str] = None) -> bool:
   return bool({"avx512_bf16", "amx_bf16"} & cpu_features.cpu_flags(cpuinfo))
 
 
+def _best_seconds(call, repeats: int) -> float:
+  """The fastest of `repeats` timed calls of `call`, after one warm-up."""
+  call()
+  best = float("inf")
+  for _ in range(repeats):
+    start = time.perf_counter()
+    call()
+    best = min(best, time.perf_counter() - start)
+  return best
+
+
 def matmul_flops(m: int, k: int, n: int, dtype: str = "float32",
                  repeats: int = 5) -> float:
   """Achieved FLOP/s of [m, k] x [k, n] in `dtype`: the best of `repeats`
@@ -39,13 +50,8 @@ def matmul_flops(m: int, k: int, n: int, dtype: str = "float32",
   a = tf.cast(tf.random.stateless_normal([m, k], seed=[1, 2]), dtype)
   b = tf.cast(tf.random.stateless_normal([k, n], seed=[3, 4]), dtype)
   matmul = tf.function(lambda x, y: tf.matmul(x, y))
-  matmul(a, b).numpy()
-  best = float("inf")
-  for _ in range(repeats):
-    start = time.perf_counter()
-    matmul(a, b).numpy()
-    best = min(best, time.perf_counter() - start)
-  return 2.0 * m * k * n / best
+  return 2.0 * m * k * n / _best_seconds(lambda: matmul(a, b).numpy(),
+                                         repeats)
 
 
 def step_shapes(hidden: int, intermediate: int, rows: int) -> List[tuple]:
@@ -83,13 +89,8 @@ def onnx_matmul_flops(m: int, k: int, n: int, threads: int = 2,
   session = onnxruntime.InferenceSession(
       model.SerializeToString(), options, providers=["CPUExecutionProvider"])
   feed = {"a": rng.standard_normal((m, k)).astype(np.float32)}
-  session.run(None, feed)
-  best = float("inf")
-  for _ in range(repeats):
-    start = time.perf_counter()
-    session.run(None, feed)
-    best = min(best, time.perf_counter() - start)
-  return 2.0 * m * k * n / best
+  return 2.0 * m * k * n / _best_seconds(lambda: session.run(None, feed),
+                                         repeats)
 
 
 def runtimes_step_peak(hidden: int, intermediate: int, rows: int,
@@ -129,13 +130,8 @@ def torch_matmul_flops(m: int, k: int, n: int, threads: int = 2,
   a = torch.randn(m, k, generator=generator)
   b = torch.randn(k, n, generator=generator)
   with torch.inference_mode():
-    torch.matmul(a, b)
-    best = float("inf")
-    for _ in range(repeats):
-      start = time.perf_counter()
-      torch.matmul(a, b)
-      best = min(best, time.perf_counter() - start)
-  return 2.0 * m * k * n / best
+    return 2.0 * m * k * n / _best_seconds(lambda: torch.matmul(a, b),
+                                           repeats)
 
 
 def torch_step_peak(hidden: int, intermediate: int, rows: int,
