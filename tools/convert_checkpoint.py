@@ -125,7 +125,7 @@ def _own_config_file(input_checkpoint: str) -> str:
 
 def _export_sentencepiece(input_checkpoint: str) -> str:
   """An export's SentencePiece model (its assets' one .model), else ""
-  (the converter reads it with the export: task_sources.vocabulary_of)."""
+  (the converter reads it with the export: source_paths.vocabulary_of)."""
   from albert_common import file_io
   assets = file_io.join(input_checkpoint, "assets")
   if not file_io.isdir(assets):

@@ -81,6 +81,7 @@ from albert_tf.checkpoints.model_variables import canonical_variables
 from albert_tf.checkpoints.object_readers import build_garden_encoder
 from albert_tf.checkpoints.readers import Weights
 from albert_tf.checkpoints.readers import read_weights
+from albert_tf.checkpoints.task_models import source_paths
 from albert_tf.checkpoints.task_models import task_sources
 from albert_tf.checkpoints.task_models import task_writers
 from albert_tf.checkpoints.weight_loading import LoadReport
@@ -158,7 +159,7 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   """
   paths = _task_source_paths(input_checkpoint, output_format, input_format)
   if paths is not None and not (spm_model_file or vocab_file):
-    spm_model_file, vocab_file = task_sources.vocabulary_of(paths)
+    spm_model_file, vocab_file = source_paths.vocabulary_of(paths)
   spm_model_file, vocab_file, tokens = _check_request(
       config, output_checkpoint, output_format, spm_model_file, vocab_file,
       keras_hub_tokenizer)

@@ -2,8 +2,9 @@
 
 `read_weights` picks the layout (given, or detected by locate and
 keras_hub_preset) and calls its reader: official_reader,
-huggingface_reader, object_readers (ours), task_models.garden (Model Garden
-encoders and task models) or keras_hub_preset.
+huggingface_reader, object_readers (ours), task_models.task_sources (our
+fine-tuning run dirs and exports, heads included), task_models.garden
+(Model Garden encoders and task models) or keras_hub_preset.
 Every reader is strict (see mapping) and returns float32 arrays under the
 canonical names of name_tables.
 """
@@ -24,7 +25,9 @@ from albert_tf.checkpoints import object_readers
 from albert_tf.checkpoints import official_reader
 from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
 from albert_tf.checkpoints.task_models import garden as garden_tasks
+from albert_tf.checkpoints.task_models import head_tables
 from albert_tf.checkpoints.task_models import task_heads
+from albert_tf.checkpoints.task_models import task_sources
 from albert_tf.config import AlbertConfig
 
 _READERS = {"official": official_reader.read_official,
@@ -96,6 +99,10 @@ def read_weights(path: str, config: AlbertConfig,
                                    labels=contents.labels)
     return Weights(arrays=contents.arrays, format="keras_hub", path=path,
                    config=contents.config, preset=contents, head=head)
+  if input_format in ("auto", "ours"):
+    ours = _our_task_model(path, config)
+    if ours is not None:
+      return ours
   kind, resolved = locate.resolve_path(path)
   layout = (locate.detect_format(path) if input_format == "auto"
             else input_format)
@@ -121,3 +128,29 @@ def read_weights(path: str, config: AlbertConfig,
                 resolved, layout)
   return Weights(arrays=arrays, format=layout, path=resolved,
                  config=stored_config, head=head)
+
+
+def _our_task_model(path: str, config: AlbertConfig) -> Optional[Weights]:
+  """Our fine-tuning run dir, a checkpoint in one, or our task export at
+  `path`, read with its head (task_sources: head kind, labels.json), or
+  None when `path` is none of them or holds no task head of ours (a
+  pretraining run: read as an encoder)."""
+  paths = task_sources.find_source(path)
+  if paths is None or (paths.kind == "run" and
+                       locate.detect_format(paths.prefix) != "ours"):
+    return None  # a Model Garden task model beside a config has model/ keys
+  source = task_sources.read_task_source(paths, config)
+  if source is None:
+    return None
+  if source.note:
+    logging.warning("%s: %s", path, source.note)
+  arrays = {n: a for n, a in source.arrays.items()
+            if not head_tables.is_task_head(n)}
+  head = task_heads.SourceHead(
+      layout="ours", where=path,
+      arrays={n: a for n, a in source.arrays.items()
+              if head_tables.is_task_head(n)},
+      labels=list(source.labels) if source.labels else None,
+      problem_type=source.problem_type)
+  # read_task_source checked the run's config against `config`.
+  return Weights(arrays=arrays, format="ours", path=paths.prefix, head=head)

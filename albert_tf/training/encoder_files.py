@@ -7,6 +7,9 @@ user leaves out.
   tokenizer file beside the checkpoint, as tools.extend_vocabulary writes
   them; for pretraining also a Hugging Face folder's or a keras-hub
   preset's config.json (`checkpoint_config`).
+- Our fine-tuning run dir or task export (--init_checkpoint=DIR): its
+  albert_config.json and the vocabulary of its export
+  (checkpoints.task_models.source_paths).
 
 No TensorFlow: the settings checks run before it is imported.
 """
@@ -61,6 +64,18 @@ def checkpoint_config(folder: str, flag: str) -> Dict[str, str]:
   return {"albert_config_file": path}
 
 
+def _own_folder_files(params, own: Dict[str, str]) -> Dict[str, str]:
+  """What of `own` (source_paths.folder_files) the settings leave out."""
+  found = {}
+  if not (params.albert_config_file or params.init_savedmodel):
+    found["albert_config_file"] = own["albert_config_file"]
+  if not (params.spm_model_file or params.vocab_file):
+    found.update((k, v) for k, v in own.items() if k != "albert_config_file")
+  for name, path in found.items():
+    logging.info("--%s=%s (from --init_checkpoint)", name, path)
+  return found
+
+
 def savedmodel_vocabulary(path: str) -> Dict[str, str]:
   """The vocabulary in an encoder export's assets, as `vocabulary_in`."""
   return vocabulary_in(file_io.join(path, "assets"), "init_savedmodel")
@@ -74,6 +89,10 @@ def checkpoint_folder_files(params) -> Dict[str, str]:
   folder = params.init_checkpoint
   if not folder or not file_io.isdir(folder):
     return {}
+  from albert_tf.checkpoints.task_models import source_paths  # no TF
+  own = source_paths.folder_files(folder)
+  if own is not None:
+    return _own_folder_files(params, own)
   found = {}
   if not (params.albert_config_file or params.init_savedmodel):
     found.update(checkpoint_config(folder, "init_checkpoint"))

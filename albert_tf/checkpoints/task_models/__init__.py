@@ -8,6 +8,8 @@
   task_heads    a source's task head read, checked and fitted to ours
                 (labels by name)
   garden        reading a Model Garden task model checkpoint
+  source_paths  where our run directory's or export's config, labels and
+                vocabulary are (no TensorFlow: the settings read them)
   task_sources  our fine-tuning run directory, ckpt-N or export read with
                 its head, labels and vocabulary
   task_writers  ours written as a Hugging Face or official task model

@@ -35,6 +35,8 @@ Their layouts:
     `end_logits/dense_0`, `end_logits/LayerNorm`, `end_logits/dense_1`,
     `answer_class/dense_0`, `answer_class/dense_1`. The official scripts
     have no token classifier.
+  ours: our own fine-tuning runs and exports (task_sources), read under
+    the canonical names above (one table per kind, each name its own).
 
 The same source names can be several of our heads (a Hugging Face
 `classifier.weight` [1, H] is a regression head or a multiple-choice one);
@@ -139,6 +141,13 @@ _TABLES = {
     },
 }
 
+# Our own runs' and exports' heads, read by task_sources under the
+# canonical names.
+_TABLES["ours"] = {kind: [Entry(name, name) for name in head_shapes(kind, 1)]
+                   for kind in HEAD_KINDS}
+# The layouts a head is written to (layouts_of): ours is always one.
+_OTHER_LAYOUTS = ("huggingface", "official", "keras_hub", "garden")
+
 # Hugging Face `architectures` -> our head kind (None: no task head).
 HUGGINGFACE_ARCHITECTURES = {
     "AlbertForSequenceClassification": "classifier",
@@ -156,7 +165,8 @@ HUGGINGFACE_WITHOUT_POOLER = ("token_classifier", "span")
 
 def layouts_of(kind: str) -> List[str]:
   """The layouts that can express head `kind`."""
-  return [layout for layout, heads in _TABLES.items() if kind in heads]
+  return [layout for layout, heads in _TABLES.items()
+          if kind in heads and layout in _OTHER_LAYOUTS]
 
 
 def head_table(layout: str, kind: str) -> List[Entry]:

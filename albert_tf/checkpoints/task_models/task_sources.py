@@ -44,11 +44,11 @@ from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import model_variables
 from albert_tf.checkpoints import object_readers
+from albert_tf.checkpoints.task_models import source_paths
+from albert_tf.checkpoints.task_models.source_paths import SourcePaths
 from albert_tf.config import AlbertConfig
 from data_pipeline.tasks import label_list as label_list_lib
 
-CONFIG_FILE = "albert_config.json"
-EXPORT_RECORD = "export.json"  # finetuning.export_once.RECORD
 # The export's asset written for regression instead of names.
 _REGRESSION_MARK = "<regression>"
 _KEY = "/.ATTRIBUTES/VARIABLE_VALUE"
@@ -63,24 +63,6 @@ _EARLY_EXIT_KERNEL = "model/exit_heads.Skernel" + _KEY
 PROBLEM_TYPES = {"classification": "single_label_classification",
                  "multi_label": "multi_label_classification",
                  "regression": "regression"}
-
-
-@dataclasses.dataclass(frozen=True)
-class SourcePaths:
-  """Where a run dir's or export's parts are.
-
-  Attributes:
-    prefix: the task model's checkpoint prefix.
-    config_file: its albert_config.json.
-    label_dirs: folders that may hold labels.json / labels.txt, in order.
-    asset_dir: a folder holding the vocabulary (an export's assets), or "".
-    kind: "run" or "export".
-  """
-  prefix: str
-  config_file: str
-  label_dirs: Tuple[str, ...]
-  asset_dir: str
-  kind: str
 
 
 @dataclasses.dataclass
@@ -111,56 +93,18 @@ class TaskSource:
   note: str = ""
 
 
-def _export_paths(folder: str) -> Optional[SourcePaths]:
-  assets = file_io.join(folder, "assets")
-  if not (file_io.exists(file_io.join(folder, "saved_model.pb")) and
-          file_io.exists(file_io.join(assets, CONFIG_FILE))):
-    return None
-  return SourcePaths(prefix=file_io.join(folder, "variables", "variables"),
-                     config_file=file_io.join(assets, CONFIG_FILE),
-                     label_dirs=(assets,), asset_dir=assets, kind="export")
-
-
-def _recorded_export(run_dir: str) -> Optional[SourcePaths]:
-  """The export a run recorded in export.json, if it still exists."""
-  record = file_io.join(run_dir, EXPORT_RECORD)
-  if not file_io.exists(record):
-    return None
-  export_dir = file_io.read_json_object(record, "export record").get(
-      "export_dir", "")
-  return _export_paths(export_dir) if export_dir else None
-
-
-def _run_paths(run_dir: str, prefix: str) -> SourcePaths:
-  export = _recorded_export(run_dir)
-  label_dirs = (run_dir,) + (export.label_dirs if export else ())
-  return SourcePaths(prefix=prefix,
-                     config_file=file_io.join(run_dir, CONFIG_FILE),
-                     label_dirs=label_dirs,
-                     asset_dir=export.asset_dir if export else "",
-                     kind="run")
-
-
 def find_source(path: str) -> Optional[SourcePaths]:
   """The parts of a run dir, an export or a checkpoint in a run dir at
-  `path`; None for anything else (any other checkpoint is read as before).
-  Whether it holds a task head is told by `read_task_source`."""
-  if file_io.isdir(path):
-    export = _export_paths(path)
-    if export is not None:
-      return export
-    if not file_io.exists(file_io.join(path, CONFIG_FILE)):
-      return None
-    prefix = (tf.train.latest_checkpoint(file_io.join(path, "best")) or
-              tf.train.latest_checkpoint(path))
-    return _run_paths(path, prefix) if prefix else None
-  if not file_io.exists(path + ".index"):
-    return None
-  folder = file_io.dirname(path)
-  for run_dir in (folder, file_io.dirname(folder)):
-    if run_dir and file_io.exists(file_io.join(run_dir, CONFIG_FILE)):
-      return _run_paths(run_dir, path)
-  return None
+  `path` (source_paths.find_paths; a run dir's checkpoint: best/ first, as
+  restore_best reads it); None for anything else (any other checkpoint is
+  read as before). Whether it holds a task head is told by
+  `read_task_source`."""
+  paths = source_paths.find_paths(path)
+  if paths is None or paths.prefix:
+    return paths
+  prefix = (tf.train.latest_checkpoint(file_io.join(path, "best")) or
+            tf.train.latest_checkpoint(path))
+  return dataclasses.replace(paths, prefix=prefix) if prefix else None
 
 
 def _variables_by_path(reader) -> Tuple[Dict[str, Tuple[str, list]],
@@ -334,16 +278,3 @@ def read_task_source(paths: SourcePaths,
   return TaskSource(arrays=arrays, head=kind, num_labels=num_labels,
                     labels=labels, problem_type=problem_type, paths=paths,
                     note=note)
-
-
-def vocabulary_of(paths: SourcePaths) -> Tuple[str, str]:
-  """(SentencePiece model, WordPiece vocab.txt) among the source's assets
-  ("" each when it has none: a run dir that exported nothing)."""
-  if not paths.asset_dir:
-    return "", ""
-  files = sorted(file_io.listdir(paths.asset_dir))
-  spm = [f for f in files if f.endswith(".model")]
-  if spm:
-    return file_io.join(paths.asset_dir, spm[0]), ""
-  vocab = [f for f in files if f.endswith(".txt") and f != "labels.txt"]
-  return "", file_io.join(paths.asset_dir, vocab[0]) if vocab else ""

@@ -3,9 +3,9 @@
 `run_classifier(run, options)` reads the task's TSV files
 (data_pipeline.tasks.glue.examples, glue_features), fine-tunes an
 AlbertClassifier with the generic FinetuningRunner (best dev checkpoint,
-eval_results.json, summaries), writes GLUE submission files for the test splits
-with the best checkpoint, and can export the fine-tuned model as a raw-text
-serving SavedModel.
+eval_results.json, labels.json, summaries), writes GLUE submission files
+for the test splits with the best checkpoint, and can export the
+fine-tuned model as a raw-text serving SavedModel.
 
 Per-task defaults (`TASK_DEFAULTS`, in
 albert_tf.training.finetuning.task_settings) are the official
@@ -32,6 +32,7 @@ from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning import task as finetuning_task
 from albert_tf.training.finetuning import task_settings
+from data_pipeline.tasks import label_list as label_list_lib
 from data_pipeline.tasks import packing
 from data_pipeline.tasks.glue import examples as glue_examples
 from data_pipeline.tasks.glue import features as glue_features
@@ -221,6 +222,10 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
   # Each replica's rows split into --gradient_accumulation_steps slices.
   data.rows_multiple = (runner.strategy.num_replicas_in_sync *
                         runner.params.runtime.gradient_accumulation_steps)
+  if multi_worker.writes_shared_outputs(params):
+    # Its labels by name, as an own-data run's: the run is a task-model
+    # source (another run's --init_checkpoint, convert_checkpoint).
+    label_list_lib.write(params.runtime.output_dir, glue_label_list(task))
   results = finetuning_runner.run_finetuning(params, runner.task, runner)
   restored = ""
   if params.do_predict or options.export_dir:
@@ -244,6 +249,13 @@ def run_classifier(run: finetuning_params.PreparedOrParams,
                                early_exit.export_settings(early, patience)))
   return {"eval": results, "predictions": predictions,
           "export_dir": options.export_dir}
+
+
+def glue_label_list(task: glue_examples.GlueTask) -> label_list_lib.LabelList:
+  """The labels.json of a GLUE task's run (STS-B: regression)."""
+  if task.is_regression:
+    return label_list_lib.LabelList("regression")
+  return label_list_lib.LabelList("classification", tuple(task.labels))
 
 
 def _read_needed_splits(data: GlueData,

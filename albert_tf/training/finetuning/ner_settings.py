@@ -151,11 +151,19 @@ def read_files(params, options: NerOptions) -> task_files.TaskFiles:
 
 
 def _source_tags(params):
-  """The tags of a Hugging Face AlbertForTokenClassification folder the run
-  starts from (its id2label, in its head's order), else None."""
+  """The tags of the token classifier the run starts from, in its head's
+  order: a NER run dir's or export's of ours (its labels.json), a Hugging
+  Face AlbertForTokenClassification folder's (its id2label); else None."""
   folder = params.init_checkpoint
-  if not (params.init_head and folder and file_io.isdir(folder)) or (
+  if not (params.init_head and folder) or (
       file_io.exists(file_io.join(params.runtime.output_dir, "checkpoint"))):
+    return None
+  from albert_tf.checkpoints.task_models import source_paths  # no TF
+  saved = source_paths.saved_labels(folder)
+  if saved is not None:
+    return (list(saved.labels) if saved.task_type == task_files.TASK_TYPE
+            else None)
+  if not file_io.isdir(folder):
     return None
   from albert_tf.checkpoints.task_models import task_heads
   info = task_heads.huggingface_info(file_io.join(folder, "config.json"))

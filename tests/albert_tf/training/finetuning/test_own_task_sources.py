@@ -1,0 +1,203 @@
+"""Our own fine-tuning run dir and our own export as --init_checkpoint,
+head included: scored as they are (the run's own eval_results), exported,
+trained on; their labels matched by name from their labels.json; their
+config and vocabulary read from them. And fine-tuning continued from a
+Hugging Face classifier folder (written by transformers) equals the same
+updates continued from our own export of it, dropout on."""
+
+import json
+import logging
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.albert_tf.checkpoints.test_task_models_in import save_hf
+from tests.albert_tf.training.finetuning import own_data_kit as kit
+from tests.albert_tf.training.finetuning.test_own_data_finetuning import (
+  _run_tool,
+)
+
+torch = pytest.importorskip("torch")
+
+SEQ = 32
+HEAD_ORDER = ["volcano", "fruit", "music"]  # not sorted
+# Three updates at a rate that moves every weight, dropout on.
+TRAIN = ["--do_train", "--train_step=3", "--warmup_step=0",
+         "--learning_rate=1e-3", "--save_checkpoints_steps=3",
+         "--train_batch_size=8", "--seed=0"]
+
+
+def _common(root, out):
+  return [f"--dev_file={root / 'data.csv'}", "--text_a_column=text",
+          "--label_column=label", f"--output_dir={out}",
+          f"--max_seq_length={SEQ}", "--length_buckets=none"]
+
+
+def _metrics(folder):
+  results = json.loads((folder / "eval_results.json").read_text())
+  return {k: v for k, v in results.items() if k != "step"}
+
+
+def _model_weights(run_dir):
+  """Every model/ variable of a run's last checkpoint, by key."""
+  import tensorflow as tf
+  reader = tf.train.load_checkpoint(str(run_dir))
+  return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
+          if k.startswith("model/") and k.endswith("VARIABLE_VALUE")}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, english_corpus, spm_model):
+  """A Hugging Face classifier folder (dropout 0.1, unsorted id2label);
+  `from_hf`: 3 updates from it, exported; `export0`: our export of it as it
+  is (--do_eval --export_dir); `from_ours`: the same 3 updates from that
+  export."""
+  root = tmp_path_factory.mktemp("own_sources")
+  folder = root / "hf_classifier"
+  save_hf("AlbertForSequenceClassification", folder, seed=3, vocab_size=2000,
+          max_position_embeddings=SEQ, num_labels=3,
+          id2label=dict(enumerate(HEAD_ORDER)), hidden_dropout_prob=0.1,
+          attention_probs_dropout_prob=0.1)
+  shutil.copy(spm_model, folder / "spiece.model")
+  rows = kit.classification_rows(kit.corpus_lines(english_corpus, 40), 2)
+  kit.write_csv(root / "data.csv", rows, ("id", "text", "label"))
+  data = [f"--train_file={root / 'data.csv'}"]
+  assert _run_tool("run_classifier", *_common(root, root / "from_hf"),
+                   f"--init_checkpoint={folder}", *data, *TRAIN, "--do_eval",
+                   f"--export_dir={root / 'from_hf_export'}") == 0
+  assert _run_tool("run_classifier", *_common(root, root / "eval0"),
+                   f"--init_checkpoint={folder}", "--do_eval",
+                   f"--export_dir={root / 'export0'}") == 0
+  assert _run_tool("run_classifier", *_common(root, root / "from_ours"),
+                   f"--init_checkpoint={root / 'export0'}", *data,
+                   *TRAIN) == 0
+  return dict(root=root, rows=rows)
+
+
+@pytest.mark.slow
+def test_continued_from_hf_equals_continued_from_our_export(runs):
+  """3 updates from the transformers folder == the same 3 updates from our
+  export of it (same seed, dropout 0.1): every weight to 1e-6, and the
+  weights moved."""
+  root = runs["root"]
+  got = _model_weights(root / "from_ours")
+  want = _model_weights(root / "from_hf")
+  assert sorted(got) == sorted(want) and len(want) > 20
+  for key in want:
+    np.testing.assert_allclose(got[key], want[key], atol=1e-6, err_msg=key)
+  start = _model_weights_of_export(root / "export0")
+  head = "model/layer_with_weights-1/dense/kernel/.ATTRIBUTES/VARIABLE_VALUE"
+  assert np.abs(want[head] - start[head]).max() > 1e-4
+
+
+def _model_weights_of_export(export_dir):
+  """The task model's weights of an export, under a run's keys."""
+  import tensorflow as tf
+
+  from albert_tf.checkpoints.task_models import task_sources
+  paths = task_sources.find_source(str(export_dir))
+  reader = tf.train.load_checkpoint(paths.prefix)
+  stored, _ = task_sources._variables_by_path(reader)  # noqa: SLF001
+  return {k: reader.get_tensor(v) for k, (v, _) in stored.items()}
+
+
+@pytest.mark.slow
+def test_our_run_and_export_are_scored_as_they_are(runs, caplog):
+  """--do_eval alone, no config nor vocabulary flag: the run dir (its best
+  checkpoint, config, labels.json, its export's spiece.model) and its
+  export score what the run scored, to 1e-6; the run dir's --export_dir
+  answers as the run's own export; one line says what was restored."""
+  import tensorflow as tf
+
+  from albert_tf import exports
+  caplog.set_level(logging.INFO, logger="absl")
+  root = runs["root"]
+  want = _metrics(root / "from_hf")
+  for name, source in (("run", root / "from_hf"),
+                       ("export", root / "from_hf_export")):
+    out = root / f"scored_{name}"
+    args = [f"--export_dir={root / 're_export'}"] if name == "run" else []
+    assert _run_tool("run_classifier", *_common(root, out),
+                     f"--init_checkpoint={source}", "--do_eval", *args) == 0
+    got = _metrics(out)
+    assert sorted(got) == sorted(want)
+    for key in want:
+      assert got[key] == pytest.approx(want[key], abs=1e-6), (name, key)
+    assert json.loads((out / "labels.json").read_text())["labels"] == (
+        json.loads((root / "from_hf" / "labels.json").read_text())["labels"])
+  assert ("classifier head from classifier/dense/bias, "
+          "classifier/dense/kernel") in caplog.text
+  texts = tf.constant([r["text"] for r in runs["rows"][:8]])
+  answers = [exports.load_saved_model(str(folder)).signatures[
+      "serving_default"](sentences=texts)
+             for folder in (root / "from_hf_export", root / "re_export")]
+  np.testing.assert_allclose(answers[1]["probabilities"].numpy(),
+                             answers[0]["probabilities"].numpy(), atol=1e-6)
+
+
+def _save_token_classifier_run(run_dir, tags):
+  """A NER run dir of ours (its best checkpoint, config and labels.json)."""
+  import tensorflow as tf
+
+  from albert_tf import AlbertConfig
+  from albert_tf import models
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  from data_pipeline.tasks import label_list
+  config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=SEQ)
+  model = models.AlbertTokenClassifier(AlbertEncoder(config, name="encoder"),
+                                       len(tags))
+  model(dict(input_word_ids=np.ones((1, 4), np.int32),
+             input_mask=np.ones((1, 4), np.int32),
+             input_type_ids=np.zeros((1, 4), np.int32)))
+  tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(run_dir),
+                             1).save(1)
+  config.to_json_file(os.path.join(run_dir, "albert_config.json"))
+  label_list.write(str(run_dir), label_list.LabelList(
+      "token_classification", tuple(tags), "IOB2"))
+
+
+def test_sources_that_do_not_fit_are_one_line(runs, tmp_path, capsys,
+                                              spm_model, caplog):
+  """Another task's head (a NER run of ours) and a dev label the run's head
+  does not know: exit 1, one "error:" line, nothing written.
+  --init_head=false: a fresh head on the run's encoder, said in one line."""
+  root = runs["root"]
+  ner_run = tmp_path / "ner_run"
+  _save_token_classifier_run(ner_run, ["B-LOC", "I-LOC", "O"])
+  bad_dev = kit.write_csv(tmp_path / "bad.csv", [
+      dict(r, label="bird") if i == 0 else r
+      for i, r in enumerate(runs["rows"])], ("id", "text", "label"))
+  cases = {
+      "ner": ([f"--init_checkpoint={ner_run}",
+               f"--spm_model_file={spm_model}"],
+              "holds a token classifier (run_ner), not a sequence "
+              "classifier"),
+      "labels": ([f"--init_checkpoint={root / 'from_hf'}",
+                  f"--dev_file={bad_dev}"], "does not know: bird"),
+  }
+  for name, (args, message) in cases.items():
+    out = tmp_path / f"out_{name}"
+    capsys.readouterr()
+    code = _run_tool("run_classifier", *_common(root, out), *args,
+                     "--do_eval")
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 1, name
+    assert len(lines) == 1 and message in lines[0], (name, err)
+    assert err.strip().splitlines()[-1] == lines[0], (name, err)
+    assert not out.exists() or not any(
+        files for _, _, files in os.walk(out)), (name, list(os.walk(out)))
+  caplog.set_level(logging.INFO, logger="absl")
+  out = tmp_path / "fresh"
+  assert _run_tool("run_classifier", *_common(root, out),
+                   f"--init_checkpoint={root / 'from_hf'}",
+                   f"--train_file={root / 'data.csv'}", "--do_train",
+                   "--train_step=1", "--warmup_step=0",
+                   "--init_head=false") == 0
+  fresh = [r for r in caplog.records
+           if "--init_head=false: a fresh classifier head" in r.getMessage()]
+  assert len(fresh) == 1
