@@ -1,7 +1,7 @@
-"""run_squad, run_multiple_choice and run_ner take our own run dir and our
-own export as --init_checkpoint, head included: --do_eval alone (no
-config nor vocabulary flag) scores what the run scored, to 1e-6; another
-task's run is one line."""
+"""run_squad, run_multiple_choice, run_ner and run_race take our own run
+dir and our own export as --init_checkpoint, head included: --do_eval
+alone (no config nor vocabulary flag) scores what the run scored, to 1e-6;
+another task's run is one line."""
 
 import json
 import shutil
@@ -10,6 +10,9 @@ import pytest
 
 from tests.albert_tf.checkpoints.test_task_models_in import save_hf
 from tests.albert_tf.training.finetuning import own_data_kit as kit
+from tests.albert_tf.training.finetuning.test_length_buckets_tasks import (
+  _write_race,
+)
 from tests.albert_tf.training.finetuning.test_own_data_finetuning import (
   _run_tool,
 )
@@ -48,6 +51,8 @@ def runs(tmp_path_factory, english_corpus, spm_model):
   choices = kit.write_jsonl(root / "mc.jsonl", kit.choice_rows(
       kit.corpus_lines(english_corpus, 60, seed=1), 3, 5))
   ner_dev = ner_data.write_conll(root / "ner.txt", _sentences())
+  _write_race(str(root / "race" / "RACE"), english_corpus,
+              {"train": 2, "dev": 4})
   tools = {
       "run_squad": ("AlbertForQuestionAnswering", {},
                     [f"--train_file={squad}", f"--predict_file={squad}",
@@ -58,6 +63,8 @@ def runs(tmp_path_factory, english_corpus, spm_model):
       "run_ner": ("AlbertForTokenClassification",
                   dict(num_labels=len(TAGS), id2label=dict(enumerate(TAGS))),
                   [f"--train_file={ner_dev}", f"--dev_file={ner_dev}"]),
+      "run_race": ("AlbertForMultipleChoice", {},
+                   [f"--data_dir={root / 'race'}", "--max_qa_length=16"]),
   }
   out = {"root": root}
   for tool, (cls, kwargs, data) in tools.items():
@@ -76,7 +83,7 @@ def runs(tmp_path_factory, english_corpus, spm_model):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("tool", ["run_squad", "run_multiple_choice",
-                                  "run_ner"])
+                                  "run_ner", "run_race"])
 def test_our_run_and_export_are_scored_as_they_are(runs, tool, tmp_path,
                                                    caplog):
   import logging
@@ -95,7 +102,8 @@ def test_our_run_and_export_are_scored_as_they_are(runs, tool, tmp_path,
     for key in want:
       assert got[key] == pytest.approx(want[key], abs=1e-6), (name, key)
   kind = {"run_squad": "span", "run_multiple_choice": "multiple_choice",
-          "run_ner": "token_classifier"}[tool]
+          "run_ner": "token_classifier",
+          "run_race": "multiple_choice"}[tool]
   assert (f"{kind} head from {kind}/dense/bias, {kind}/dense/kernel" in
           caplog.text)
 
