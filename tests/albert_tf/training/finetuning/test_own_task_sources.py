@@ -201,3 +201,46 @@ def test_sources_that_do_not_fit_are_one_line(runs, tmp_path, capsys,
   fresh = [r for r in caplog.records
            if "--init_head=false: a fresh classifier head" in r.getMessage()]
   assert len(fresh) == 1
+
+
+def test_a_glue_run_is_a_source_with_names(tmp_path, english_corpus,
+                                           spm_model):
+  """A GLUE run records labels.json (SST-2: "0", "1"); given as
+  --init_checkpoint (its config read from it) with --do_eval alone it
+  scores what the run scored, to 1e-6."""
+  import random
+
+  from albert_tf import AlbertConfig
+  from tests.albert_tf.training.finetuning.test_run_classifier import (
+    _keyword_rows,
+  )
+  with open(english_corpus, encoding="utf-8") as f:
+    lines = [line.split()[:12] for line in f if len(line.split()) >= 4][:60]
+  data_dir = tmp_path / "SST-2"
+  data_dir.mkdir()
+  rng = random.Random(0)
+  for split, rows in (("train", lines[:40]), ("dev", lines[40:])):
+    with open(data_dir / f"{split}.tsv", "w", encoding="utf-8") as f:
+      f.write("sentence\tlabel\n")
+      f.writelines(f"{s}\t{label}\n" for s, label in _keyword_rows(rows, rng))
+  config_file = tmp_path / "albert_config.json"
+  AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+               num_hidden_layers=2, num_attention_heads=2,
+               intermediate_size=64,
+               max_position_embeddings=SEQ).to_json_file(str(config_file))
+  glue = ["--task_name=SST-2", f"--data_dir={data_dir}",
+          f"--spm_model_file={spm_model}", f"--max_seq_length={SEQ}",
+          "--length_buckets=none", "--do_eval"]
+  run = tmp_path / "run"
+  assert _run_tool("run_classifier", *glue, *TRAIN,
+                   f"--albert_config_file={config_file}",
+                   f"--output_dir={run}") == 0
+  assert json.loads((run / "labels.json").read_text()) == {
+      "task_type": "classification", "labels": ["0", "1"]}
+  out = tmp_path / "scored"
+  assert _run_tool("run_classifier", *glue, f"--init_checkpoint={run}",
+                   f"--output_dir={out}") == 0
+  want, got = _metrics(run), _metrics(out)
+  assert sorted(got) == sorted(want)
+  for key in want:
+    assert got[key] == pytest.approx(want[key], abs=1e-6), key
