@@ -11,12 +11,13 @@ SavedModel written, published.
 """
 
 import contextlib
-from typing import Callable, Dict, Iterator, List, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
+from albert_tf.checkpoints.task_models import source_paths
 
 # Renamed last when an export moves file by file: each makes a SavedModel
 # visible (tf.saved_model.contains_saved_model).
@@ -54,7 +55,8 @@ def save_serving_model(
     build: Callable[[str], Tuple[tf.Module, Dict[str, Callable]]],
     albert_config_file: str = "",
     text_assets: Sequence[Tuple[str, str, str]] = (),
-    vocab_attribute: str = "sp_model_file") -> str:
+    vocab_attribute: str = "sp_model_file",
+    do_lower_case: Optional[bool] = None) -> str:
   """Writes one serving SavedModel to `export_dir`, published atomically.
 
   Stages, in a `staging_dir`: the SentencePiece model is copied and each text
@@ -75,6 +77,9 @@ def save_serving_model(
     text_assets: (attribute, file name, text) rows, e.g. the classifier's
       ("labels_file", "labels.txt", "entailment\n...").
     vocab_attribute: the module attribute of the vocabulary asset.
+    do_lower_case: the tokenizer's, recorded as the asset tokenizer.json
+      (source_paths.TOKENIZER_FILE: a fine-tuning tool given the export as
+      --init_checkpoint takes it); None: not recorded (older exports).
 
   Returns:
     export_dir.
@@ -82,6 +87,9 @@ def save_serving_model(
   Raises:
     UserInputError: export_dir's parent cannot be written.
   """
+  if do_lower_case is not None:
+    text_assets = list(text_assets) + [source_paths.tokenizer_asset(
+        do_lower_case)]
   with staging_dir(export_dir) as (tmp_dir, assets):
     sp_copy = file_io.join(assets, file_io.basename(spm_model_file))
     file_io.copy(spm_model_file, sp_copy)
@@ -108,13 +116,14 @@ def save_serving_model(
 
 def copy_assets(saved_model: str, output_file: str) -> List[str]:
   """Copies the export's asset files (vocabulary, labels.txt,
-  albert_config.json) next to a converted file; their paths."""
+  albert_config.json) next to a converted file; their paths. tokenizer.json
+  stays: the converted file's description records do_lower_case."""
   assets = file_io.join(saved_model, "assets")
   copied = []
   if file_io.isdir(assets):
     for name in sorted(file_io.listdir(assets)):
       source = file_io.join(assets, name)
-      if file_io.isfile(source):
+      if file_io.isfile(source) and name != source_paths.TOKENIZER_FILE:
         target = file_io.join(file_io.dirname(output_file), name)
         file_io.write_atomic(target, file_io.read_bytes(source))
         copied.append(target)

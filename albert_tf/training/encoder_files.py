@@ -64,13 +64,19 @@ def checkpoint_config(folder: str, flag: str) -> Dict[str, str]:
   return {"albert_config_file": path}
 
 
-def _own_folder_files(params, own: Dict[str, str]) -> Dict[str, str]:
-  """What of `own` (source_paths.folder_files) the settings leave out."""
+def _own_folder_files(params, own, user_set) -> Dict[str, object]:
+  """What of `own` (source_paths.folder_files) the settings leave out
+  (`user_set`: the settings the user gave; None: all, as for a library
+  caller: do_lower_case is kept)."""
   found = {}
   if not (params.albert_config_file or params.init_savedmodel):
     found["albert_config_file"] = own["albert_config_file"]
   if not (params.spm_model_file or params.vocab_file):
-    found.update((k, v) for k, v in own.items() if k != "albert_config_file")
+    found.update((k, v) for k, v in own.items()
+                 if k in ("spm_model_file", "vocab_file"))
+  if (user_set is not None and "do_lower_case" not in user_set and
+      "do_lower_case" in own and hasattr(params, "do_lower_case")):
+    found["do_lower_case"] = own["do_lower_case"]
   for name, path in found.items():
     logging.info("--%s=%s (from --init_checkpoint)", name, path)
   return found
@@ -81,18 +87,20 @@ def savedmodel_vocabulary(path: str) -> Dict[str, str]:
   return vocabulary_in(file_io.join(path, "assets"), "init_savedmodel")
 
 
-def checkpoint_folder_files(params) -> Dict[str, str]:
+def checkpoint_folder_files(params, user_set=None) -> Dict[str, object]:
   """What a settings object leaves out and its --init_checkpoint folder
   holds: the config when no --albert_config_file (nor --init_savedmodel)
   is given, the tokenizer when neither --spm_model_file nor --vocab_file
-  is. {} when --init_checkpoint is not a folder."""
+  is; for our task export (or a run that wrote one) also its recorded
+  do_lower_case when `user_set` (the settings the user gave) lacks it.
+  {} when --init_checkpoint is not a folder."""
   folder = params.init_checkpoint
   if not folder or not file_io.isdir(folder):
     return {}
   from albert_tf.checkpoints.task_models import source_paths  # no TF
   own = source_paths.folder_files(folder)
   if own is not None:
-    return _own_folder_files(params, own)
+    return _own_folder_files(params, own, user_set)
   found = {}
   if not (params.albert_config_file or params.init_savedmodel):
     found.update(checkpoint_config(folder, "init_checkpoint"))

@@ -10,6 +10,7 @@ before TensorFlow is imported; task_sources reads the weights).
 """
 
 import dataclasses
+import json
 from typing import Dict, Optional, Tuple
 
 from albert_common import file_io
@@ -18,6 +19,9 @@ from data_pipeline.tasks import label_list as label_list_lib
 CONFIG_FILE = "albert_config.json"
 EXPORT_RECORD = "export.json"  # finetuning.export_once.RECORD
 LABELS_TEXT = "labels.txt"
+# An export's tokenizer settings ({"do_lower_case": bool}); older exports
+# have none.
+TOKENIZER_FILE = "tokenizer.json"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +88,26 @@ def vocabulary_of(paths: SourcePaths) -> Tuple[str, str]:
   return "", file_io.join(paths.asset_dir, vocab[0]) if vocab else ""
 
 
+def tokenizer_asset(do_lower_case: bool) -> Tuple[str, str, str]:
+  """The export's text asset (attribute, file name, text) recording its
+  tokenizer's settings."""
+  return ("tokenizer_file", TOKENIZER_FILE,
+          json.dumps({"do_lower_case": bool(do_lower_case)}) + "\n")
+
+
+def recorded_do_lower_case(paths: SourcePaths) -> Optional[bool]:
+  """The do_lower_case the source's export recorded, or None (none
+  recorded: an export written before it was)."""
+  if not paths.asset_dir:
+    return None
+  path = file_io.join(paths.asset_dir, TOKENIZER_FILE)
+  if not file_io.exists(path):
+    return None
+  value = file_io.read_json_object(path, "tokenizer settings").get(
+      "do_lower_case")
+  return value if isinstance(value, bool) else None
+
+
 def find_paths(path: str) -> Optional[SourcePaths]:
   """The parts of a run dir, an export or a checkpoint prefix in a run dir
   (run/ckpt-800, run/best/ckpt-600) at `path`, or None for anything else.
@@ -116,10 +140,11 @@ def saved_labels(path: str):
   return None
 
 
-def folder_files(folder: str) -> Optional[Dict[str, str]]:
-  """{"albert_config_file", "spm_model_file" / "vocab_file"} that our
-  export or run dir `folder` carries (the vocabulary: the export's, a run
-  dir's recorded export's; absent when it has none), or None when
+def folder_files(folder: str) -> Optional[Dict[str, object]]:
+  """{"albert_config_file", "spm_model_file" / "vocab_file",
+  "do_lower_case"} that our export or run dir `folder` carries (the
+  vocabulary and do_lower_case: the export's, a run dir's recorded
+  export's; absent when it has none), or None when
   `folder` is neither (no albert_config.json with a `checkpoint` state
   file beside it, nor an export's assets)."""
   paths = find_paths(folder)
@@ -132,4 +157,7 @@ def folder_files(folder: str) -> Optional[Dict[str, str]]:
     found["spm_model_file"] = spm_model_file
   elif vocab_file:
     found["vocab_file"] = vocab_file
+  do_lower_case = recorded_do_lower_case(paths)
+  if do_lower_case is not None:
+    found["do_lower_case"] = do_lower_case
   return found

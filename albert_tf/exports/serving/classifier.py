@@ -231,7 +231,8 @@ def export_classifier(model: tf_keras.Model, export_dir: str,
   return atomic_export.save_serving_model(
       export_dir, spm_model_file or vocab_file, build, albert_config_file,
       text_assets=text_assets,
-      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
+      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file",
+      do_lower_case=do_lower_case)
 
 
 def _early_exit_signature(serving: _ClassifierServing, num_segments: int):

@@ -99,7 +99,8 @@ def export_ner(model: tf_keras.Model, export_dir: str,
            json.dumps(labels.to_dict(), indent=2) + "\n"),
           length_buckets_lib.export_asset(
               seq_length, length_buckets)],
-      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
+      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file",
+      do_lower_case=do_lower_case)
 
 
 def load_ner(export_dir: str) -> Callable[[Sequence[str]], List[List[Dict]]]:

@@ -249,7 +249,8 @@ def export_race(model: tf_keras.Model, export_dir: str, spm_model_file: str,
   return atomic_export.save_serving_model(
       export_dir, spm_model_file or vocab_file, build, albert_config_file,
       text_assets=_text_assets(seq_length, max_qa_length, length_buckets),
-      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
+      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file",
+      do_lower_case=do_lower_case)
 
 
 def export_multiple_choice(model: tf_keras.Model, export_dir: str,
@@ -298,4 +299,5 @@ def export_multiple_choice(model: tf_keras.Model, export_dir: str,
   return atomic_export.save_serving_model(
       export_dir, spm_model_file or vocab_file, build, albert_config_file,
       text_assets=_text_assets(seq_length, max_qa_length, length_buckets),
-      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
+      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file",
+      do_lower_case=do_lower_case)

@@ -127,7 +127,8 @@ def export_squad(model: tf_keras.Model, export_dir: str, spm_model_file: str,
                     json.dumps(recorded, indent=2) + "\n"),
                    length_buckets_lib.export_asset(
                        seq_length, length_buckets)],
-      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file")
+      vocab_attribute="sp_model_file" if spm_model_file else "vocab_file",
+      do_lower_case=do_lower_case)
 
 
 def _signatures(serving: SquadServing, version_2: bool):

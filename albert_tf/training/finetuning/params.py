@@ -357,7 +357,7 @@ def prepare(params: FinetuningParams,
     UserInputError: the first problem found.
   """
   params = settings_fields.replace(
-      params, **encoder_files.checkpoint_folder_files(params))
+      params, **encoder_files.checkpoint_folder_files(params, user_set))
   if require_vocabulary:
     params = _resolve_vocabulary(params)
   validate_params(params)

@@ -129,6 +129,9 @@ def test_our_run_and_export_are_scored_as_they_are(runs, caplog):
         json.loads((root / "from_hf" / "labels.json").read_text())["labels"])
   assert ("classifier head from classifier/dense/bias, "
           "classifier/dense/kernel") in caplog.text
+  for export in ("from_hf_export", "re_export"):
+    assert json.loads((root / export / "assets" / "tokenizer.json")
+                      .read_text()) == {"do_lower_case": True}
   texts = tf.constant([r["text"] for r in runs["rows"][:8]])
   answers = [exports.load_saved_model(str(folder)).signatures[
       "serving_default"](sentences=texts)
@@ -244,3 +247,42 @@ def test_a_glue_run_is_a_source_with_names(tmp_path, english_corpus,
   assert sorted(got) == sorted(want)
   for key in want:
     assert got[key] == pytest.approx(want[key], abs=1e-6), key
+
+
+def test_config_vocabulary_and_lowercasing_come_from_our_export(tmp_path):
+  """An export's albert_config.json, vocabulary and recorded do_lower_case
+  fill the settings left out (a run dir: its recorded export's); a
+  --do_lower_case the user gave stays; an export written before
+  tokenizer.json keeps the default."""
+  from albert_tf.training import encoder_files
+  from albert_tf.training.finetuning.params import FinetuningParams
+  export = tmp_path / "export"
+  (export / "assets").mkdir(parents=True)
+  (export / "saved_model.pb").write_bytes(b"")
+  for name in ("albert_config.json", "spiece.model", "labels.txt"):
+    (export / "assets" / name).write_text("{}")
+  (export / "assets" / "tokenizer.json").write_text(
+      '{"do_lower_case": false}')
+  run = tmp_path / "run"
+  run.mkdir()
+  for name in ("albert_config.json", "checkpoint", "eval_results.txt"):
+    (run / name).write_text("{}")
+  (run / "export.json").write_text(json.dumps({"export_dir": str(export)}))
+  for source in (export, run):
+    params = FinetuningParams.from_flat(init_checkpoint=str(source),
+                                        output_dir=str(tmp_path / "out"))
+    found = encoder_files.checkpoint_folder_files(params, user_set=set())
+    config = export if source == export else run
+    assert found == {
+        "albert_config_file": str(config / "assets" / "albert_config.json"
+                                  if source == export else
+                                  config / "albert_config.json"),
+        "spm_model_file": str(export / "assets" / "spiece.model"),
+        "do_lower_case": False}, source
+    assert "do_lower_case" not in encoder_files.checkpoint_folder_files(
+        params, user_set={"do_lower_case"})
+  (export / "assets" / "tokenizer.json").unlink()
+  params = FinetuningParams.from_flat(init_checkpoint=str(export),
+                                      output_dir=str(tmp_path / "out"))
+  assert "do_lower_case" not in encoder_files.checkpoint_folder_files(
+      params, user_set=set())
