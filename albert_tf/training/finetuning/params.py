@@ -64,9 +64,11 @@ class FinetuningParams(FlatConstructible):
   init_checkpoint: str = setting(
       "", "Warm-start weights: our checkpoint (prefix or directory), a "
       "released google-research/albert TF1 checkpoint, Hugging Face "
-      "model.safetensors (file or folder) or a Model Garden checkpoint. "
-      "Ignored when --output_dir already holds a checkpoint (the run "
-      "resumes).")
+      "model.safetensors (file or folder) or a Model Garden checkpoint; a "
+      "fine-tuned task model of this tool's kind, head included (also our "
+      "own fine-tuning run directory or its --export_dir; their config, "
+      "vocabulary and labels read from them). Ignored when --output_dir "
+      "already holds a checkpoint (the run resumes).")
   init_head: bool = setting(
       True, "Restore the task head an --init_checkpoint of this tool's kind "
       "holds (a fine-tuned Hugging Face AlbertFor*, official TF1 or our "
