@@ -144,13 +144,12 @@ def folder_files(folder: str) -> Optional[Dict[str, object]]:
   """{"albert_config_file", "spm_model_file" / "vocab_file",
   "do_lower_case"} that our export or run dir `folder` carries (the
   vocabulary and do_lower_case: the export's, a run dir's recorded
-  export's; absent when it has none), or None when
-  `folder` is neither (no albert_config.json with a `checkpoint` state
-  file beside it, nor an export's assets)."""
+  export's), or None when `folder` is neither an export nor a run dir
+  that recorded one (a run that exported nothing is read as any folder
+  with albert_config.json: encoder_files)."""
   paths = find_paths(folder)
-  if paths is None or (paths.kind == "run" and not file_io.exists(
-      file_io.join(folder, "checkpoint"))):
-    return None
+  if paths is None or (paths.kind == "run" and not paths.asset_dir):
+    return None  # read as any folder with albert_config.json beside a model
   found = {"albert_config_file": paths.config_file}
   spm_model_file, vocab_file = vocabulary_of(paths)
   if spm_model_file:
