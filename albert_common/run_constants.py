@@ -24,6 +24,12 @@ INPUT_FORMATS = ("auto", "ours", "official", "huggingface", "garden",
                  "keras_hub")
 OUTPUT_FORMATS = ("ours", "official", "huggingface", "keras_hub")
 
+# A task export's asset recording its tokenizer's settings
+# ({"do_lower_case": bool}): written by albert_tf.exports.atomic_export,
+# read when the export is a fine-tuning tool's --init_checkpoint
+# (albert_tf.checkpoints.task_models.source_paths). Older exports have none.
+EXPORT_TOKENIZER_FILE = "tokenizer.json"
+
 # Early exit on a regression head: a prediction that changes by less than
 # this between applications counts as "the same" (in label units; STS-B's
 # are 0..5). The one default of --exit_threshold and of every library

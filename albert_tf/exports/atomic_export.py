@@ -11,13 +11,14 @@ SavedModel written, published.
 """
 
 import contextlib
+import json
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
 from albert_common import file_io
 from albert_common.errors import UserInputError
-from albert_tf.checkpoints.task_models import source_paths
+from albert_common.run_constants import EXPORT_TOKENIZER_FILE
 
 # Renamed last when an export moves file by file: each makes a SavedModel
 # visible (tf.saved_model.contains_saved_model).
@@ -78,8 +79,8 @@ def save_serving_model(
       ("labels_file", "labels.txt", "entailment\n...").
     vocab_attribute: the module attribute of the vocabulary asset.
     do_lower_case: the tokenizer's, recorded as the asset tokenizer.json
-      (source_paths.TOKENIZER_FILE: a fine-tuning tool given the export as
-      --init_checkpoint takes it); None: not recorded (older exports).
+      (EXPORT_TOKENIZER_FILE: a fine-tuning tool given the export as
+      --init_checkpoint takes it); None: not recorded.
 
   Returns:
     export_dir.
@@ -88,8 +89,9 @@ def save_serving_model(
     UserInputError: export_dir's parent cannot be written.
   """
   if do_lower_case is not None:
-    text_assets = list(text_assets) + [source_paths.tokenizer_asset(
-        do_lower_case)]
+    text_assets = list(text_assets) + [(
+        "tokenizer_file", EXPORT_TOKENIZER_FILE,
+        json.dumps({"do_lower_case": bool(do_lower_case)}) + "\n")]
   with staging_dir(export_dir) as (tmp_dir, assets):
     sp_copy = file_io.join(assets, file_io.basename(spm_model_file))
     file_io.copy(spm_model_file, sp_copy)
@@ -123,7 +125,7 @@ def copy_assets(saved_model: str, output_file: str) -> List[str]:
   if file_io.isdir(assets):
     for name in sorted(file_io.listdir(assets)):
       source = file_io.join(assets, name)
-      if file_io.isfile(source) and name != source_paths.TOKENIZER_FILE:
+      if file_io.isfile(source) and name != EXPORT_TOKENIZER_FILE:
         target = file_io.join(file_io.dirname(output_file), name)
         file_io.write_atomic(target, file_io.read_bytes(source))
         copied.append(target)

@@ -10,18 +10,16 @@ before TensorFlow is imported; task_sources reads the weights).
 """
 
 import dataclasses
-import json
 from typing import Dict, Optional, Tuple
 
 from albert_common import file_io
+from albert_common.run_constants import EXPORT_TOKENIZER_FILE
 from data_pipeline.tasks import label_list as label_list_lib
 
 CONFIG_FILE = "albert_config.json"
 EXPORT_RECORD = "export.json"  # finetuning.export_once.RECORD
 LABELS_TEXT = "labels.txt"
-# An export's tokenizer settings ({"do_lower_case": bool}); older exports
-# have none.
-TOKENIZER_FILE = "tokenizer.json"
+TOKENIZER_FILE = EXPORT_TOKENIZER_FILE  # {"do_lower_case": bool}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,13 +84,6 @@ def vocabulary_of(paths: SourcePaths) -> Tuple[str, str]:
     return file_io.join(paths.asset_dir, spm[0]), ""
   vocab = [f for f in files if f.endswith(".txt") and f != LABELS_TEXT]
   return "", file_io.join(paths.asset_dir, vocab[0]) if vocab else ""
-
-
-def tokenizer_asset(do_lower_case: bool) -> Tuple[str, str, str]:
-  """The export's text asset (attribute, file name, text) recording its
-  tokenizer's settings."""
-  return ("tokenizer_file", TOKENIZER_FILE,
-          json.dumps({"do_lower_case": bool(do_lower_case)}) + "\n")
 
 
 def recorded_do_lower_case(paths: SourcePaths) -> Optional[bool]:
