@@ -286,3 +286,43 @@ def test_config_vocabulary_and_lowercasing_come_from_our_export(tmp_path):
                                       output_dir=str(tmp_path / "out"))
   assert "do_lower_case" not in encoder_files.checkpoint_folder_files(
       params, user_set=set())
+
+
+@pytest.mark.slow
+def test_regression_and_multi_label_runs_are_scored_as_they_are(
+    tmp_path, english_corpus, spm_model):
+  """Own-data regression and multi-label runs (their labels.json task
+  type): --do_eval alone on the run dir scores what the run scored, to
+  1e-6."""
+  lines = kit.corpus_lines(english_corpus, 24, seed=3)
+  cases = {
+      "regression": (kit.regression_rows(lines, 1), None),
+      "multi_label": (kit.multi_label_rows(lines, 2),
+                      lambda r: dict(r, label="|".join(r["label"]) or "[]")),
+  }
+  for name, (rows, convert) in cases.items():
+    folder = tmp_path / f"hf_{name}"
+    save_hf("AlbertForSequenceClassification", folder, seed=6,
+            vocab_size=2000, max_position_embeddings=SEQ,
+            num_labels=1 if name == "regression" else 3)
+    shutil.copy(spm_model, folder / "spiece.model")
+    rows = [dict(r, id=f"r{i}") for i, r in enumerate(rows)]
+    data = kit.write_csv(tmp_path / f"{name}.csv", rows,
+                         ("id", "text", "label"), convert)
+    common = [f"--dev_file={data}", "--text_a_column=text",
+              "--label_column=label", f"--max_seq_length={SEQ}",
+              "--length_buckets=none", "--do_eval"]
+    run = tmp_path / f"run_{name}"
+    assert _run_tool("run_classifier", *common, f"--init_checkpoint={folder}",
+                     f"--train_file={data}", f"--task_type={name}",
+                     "--init_head=false", *TRAIN,
+                     f"--export_dir={tmp_path / f'export_{name}'}",
+                     f"--output_dir={run}") == 0
+    assert json.loads((run / "labels.json").read_text())["task_type"] == name
+    out = tmp_path / f"scored_{name}"
+    assert _run_tool("run_classifier", *common, f"--init_checkpoint={run}",
+                     f"--output_dir={out}") == 0
+    want, got = _metrics(run), _metrics(out)
+    assert sorted(got) == sorted(want) and want, name
+    for key in want:
+      assert got[key] == pytest.approx(want[key], abs=1e-6), (name, key)
