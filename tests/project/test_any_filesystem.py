@@ -264,6 +264,7 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
       _finetuning_params(top("squad_run"), spm_model_file=spm,
                          albert_config_file=config_file,
                          init_checkpoint=join(run, "ckpt-4"),
+                         init_head=False,  # a classifier's run: its encoder
                          max_seq_length=48),
       squad_finetuning.SquadOptions(
           train_file=join(squad_dir, "train.json"),
