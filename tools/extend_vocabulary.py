@@ -38,7 +38,8 @@ def main(argv):
         f"{before['pieces_per_word']:.3f} -> {after['pieces_per_word']:.3f}, "
         "unknown characters per word "
         f"{before['unknown_chars_per_word']:.4f} -> "
-        f"{after['unknown_chars_per_word']:.4f}, <unk> share of pieces "
+        f"{after['unknown_chars_per_word']:.4f}, "
+        f"{report['unknown_piece']} share of pieces "
         f"{before['unk_share']:.1%} -> {after['unk_share']:.1%} "
         f"({report['characters_added']} characters added as pieces)")
 
