@@ -303,6 +303,21 @@ def pieces_per_word(tokenizer, sentences: Sequence[str]) -> Dict[str, float]:
           "unk_share": counts["unknown_pieces"] / max(1, counts["pieces"])}
 
 
+def summary_line(output_dir: str, report: dict) -> str:
+  """The line printed after a run: sizes, and the domain's pieces per word,
+  unknown characters per word and unknown-piece share before and after."""
+  before, after = report["domain_before"], report["domain_after"]
+  return (f"wrote {output_dir}: vocab_size {report['old_vocab_size']} "
+          f"-> {report['vocab_size']}; domain pieces per word "
+          f"{before['pieces_per_word']:.3f} -> "
+          f"{after['pieces_per_word']:.3f}, unknown characters per word "
+          f"{before['unknown_chars_per_word']:.4f} -> "
+          f"{after['unknown_chars_per_word']:.4f}, "
+          f"{report['unknown_piece']} share of pieces "
+          f"{before['unk_share']:.1%} -> {after['unk_share']:.1%} "
+          f"({report['characters_added']} characters added as pieces)")
+
+
 def data_settings(params: VocabularyExtensionParams, source_path: str,
                   kind: str) -> dict:
   """The data settings a run continued from the output compares its
