@@ -235,9 +235,10 @@ def _whole_characters(characters: Sequence[vx.Candidate],
       logging.warning(
           "the domain corpus has %d characters the old vocabulary cannot "
           "spell (within the character coverage; %d pieces); "
-          "--new_pieces=%d adds only the most frequent %d of them and no "
-          "longer piece", len({_character(c) for c in characters}),
-          len(characters), budget, len({_character(c) for c in kept}))
+          "--new_pieces=%d adds only the most frequent %d of them (%d "
+          "pieces)", len({_character(c) for c in characters}),
+          len(characters), budget, len({_character(c) for c in kept}),
+          len(kept))
       break
     kept.extend(group)
   return kept

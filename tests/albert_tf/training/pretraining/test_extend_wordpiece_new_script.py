@@ -12,6 +12,7 @@ holding it is [UNK] whole.
 """
 
 import collections
+import logging
 
 import pytest
 
@@ -182,3 +183,23 @@ def test_characters_come_before_words_that_save_more(english, extra):
   terms_after = sum(len(new_tok.encode_word(t)) for t in TERMS)
   assert terms_before - terms_after >= extra, (terms_before, terms_after)
   assert (terms_after < terms_before) == (extra > 0)
+
+
+def test_a_budget_below_the_characters_keeps_whole_characters(english,
+                                                              caplog):
+  """--new_pieces=21 on the Russian prose: the 10 most frequent letters,
+  each with both pieces, then one ranked piece; one warning says so."""
+  vocab_file, _ = english
+  lines = RUSSIAN * 3
+  letters = [c for c, _ in _unknown_characters(
+      wpt.WordPieceTokenizer(vocab_file), lines)][:10]
+  caplog.set_level(logging.WARNING, logger="absl")
+  _, _, chosen = _extend(vocab_file, lines, 21)
+  assert [c.piece for c in chosen[:20]] == [
+      p for c in letters for p in (c, "##" + c)]
+  assert chosen[20].model_rank >= 0
+  warnings = [r.getMessage() for r in caplog.records
+              if r.levelno == logging.WARNING]
+  assert len(warnings) == 1 and warnings[0].endswith(
+      "--new_pieces=21 adds only the most frequent 10 of them (20 pieces)"
+      ), warnings
