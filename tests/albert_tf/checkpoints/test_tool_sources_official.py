@@ -1,0 +1,197 @@
+"""Official TF1 fine-tuned SQuAD and RACE checkpoints through the tools.
+
+Each is written with tf.compat.v1 variables under the names
+google-research/albert's scripts give them (run_squad_v1.py
+`cls/squad/output_*`; run_squad_v2.py / squad_utils.create_v2_model
+`start_logits/dense`, `end_logits/dense_0`, `end_logits/LayerNorm`,
+`end_logits/dense_1`, `answer_class/dense_0`, `answer_class/dense_1`
+(no bias); run_race.py `output_weights` [1, H] / `output_bias`), in a
+folder as released: albert_config.json and the SentencePiece model beside
+the prefix, no `checkpoint` state file. The folder alone is given to the
+tool. --do_eval scores what the checkpoint computes (the v1.1 head by hand
+from the encoder's output; v2.0 and RACE: our model loaded from the
+checkpoint, whose head the library tests check against the stored
+weights); --export_dir's token_ids signature gives the same logits (1e-5);
+--do_train runs an update from it.
+"""
+
+import json
+import os
+import random
+import shutil
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.checkpoints import weight_loading
+from albert_tf.networks.albert_encoder import AlbertEncoder
+from tests.albert_tf.checkpoints import tool_sources_kit as kit
+from tests.albert_tf.checkpoints.test_task_models_in import write_official
+
+# Three tools each evaluate, export and train: ~2 minutes on 2 cores.
+pytestmark = pytest.mark.slow
+
+H = kit.CONFIG.hidden_size
+SQUAD_V2_HEAD = {
+    "start_logits/dense/kernel": (H, 1), "start_logits/dense/bias": (1,),
+    "end_logits/dense_0/kernel": (2 * H, H), "end_logits/dense_0/bias": (H,),
+    "end_logits/LayerNorm/gamma": (H,), "end_logits/LayerNorm/beta": (H,),
+    "end_logits/dense_1/kernel": (H, 1), "end_logits/dense_1/bias": (1,),
+    "answer_class/dense_0/kernel": (2 * H, H),
+    "answer_class/dense_0/bias": (H,), "answer_class/dense_1/kernel": (H, 1)}
+HEADS = {
+    "squad_v1": {"cls/squad/output_weights": (2, H),
+                 "cls/squad/output_bias": (2,)},
+    "squad_v2": SQUAD_V2_HEAD,
+    "race": {"output_weights": (1, H), "output_bias": (1,)},
+}
+
+
+def _folder(root, name, spm_model, seed):
+  """A released-style official folder; returns (folder, stored values)."""
+  folder = root / name
+  folder.mkdir()
+  kit.CONFIG.to_json_file(str(folder / "albert_config.json"))
+  shutil.copy(spm_model, folder / "30k-clean.model")
+  values = write_official(str(folder / "model.ckpt-best"), kit.CONFIG,
+                          HEADS[name], seed=seed)
+  os.remove(folder / "checkpoint")  # released downloads ship none
+  return folder, values
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, english_corpus, spm_model):
+  root = tmp_path_factory.mktemp("official_tools")
+  out = {"root": root}
+  for seed, name in enumerate(HEADS):
+    out[name] = _folder(root, name, spm_model, seed)
+  out["v1"] = kit.squad_files(root, english_corpus, False)
+  out["v2"] = kit.squad_files(root, english_corpus, True, count=12)
+  return out
+
+
+def _model_inputs(arrays, *extra):
+  names = ("input_word_ids", "input_mask", "input_type_ids", *extra)
+  return {k: arrays[k] for k in names}
+
+
+def test_official_squad_v1_through_run_squad(setup, spm_model, tmp_path):
+  folder, values = setup["squad_v1"]
+  examples, features, arrays = kit.squad_features(setup["v1"], spm_model)
+  inputs = _model_inputs(arrays)
+  encoder = AlbertEncoder(kit.CONFIG)
+  weight_loading.load_weights_into(encoder, str(folder))
+  sequence = encoder(inputs, training=False)["sequence_output"].numpy()
+  logits = (sequence @ values["cls/squad/output_weights"].T +
+            values["cls/squad/output_bias"])
+  start, end = logits[..., 0], logits[..., 1]
+  out, export_dir = tmp_path / "eval", tmp_path / "export"
+  common = [f"--init_checkpoint={folder}", f"--predict_file={setup['v1']}",
+            *kit.SQUAD_FLAGS]
+  assert kit.run_tool("run_squad", *common, f"--output_dir={out}",
+                      "--do_eval", f"--export_dir={export_dir}") == 0
+  assert json.loads((out / "predictions.json").read_text()) == (
+      kit.squad_predictions(examples, features, arrays, start, end))
+  served = kit.serving_token_ids(export_dir, inputs)
+  np.testing.assert_allclose(served["start_logits"], start, atol=1e-5)
+  np.testing.assert_allclose(served["end_logits"], end, atol=1e-5)
+  _train(tmp_path, "run_squad", *common, f"--train_file={setup['v1']}")
+
+
+def _train(tmp_path, tool, *args):
+  out = tmp_path / "train"
+  assert kit.run_tool(tool, *args, f"--output_dir={out}", "--do_train",
+                      "--train_step=1", "--warmup_step=0",
+                      "--train_batch_size=4",
+                      "--save_checkpoints_steps=1") == 0
+  assert tf.train.latest_checkpoint(str(out)).endswith("ckpt-1")
+
+
+def test_official_squad_v2_through_run_squad(setup, spm_model, tmp_path):
+  """The official v2.0 head is our answer-class head, exactly: the tool's
+  predictions and null odds are those of the head's beam."""
+  from albert_tf.models.albert_squad_v2 import AlbertSquadV2
+  from data_pipeline.tasks.squad import postprocess
+  folder, _ = setup["squad_v2"]
+  examples, features, arrays = kit.squad_features(setup["v2"], spm_model,
+                                                  v2=True)
+  inputs = _model_inputs(arrays, "p_mask")
+  model = AlbertSquadV2(AlbertEncoder(kit.CONFIG))
+  report = weight_loading.load_weights_into(model, str(folder))
+  assert report.head_from == sorted(SQUAD_V2_HEAD)
+  outputs = {k: v.numpy() for k, v in model(inputs, training=False).items()}
+  results = {int(u): {k: v[i] for k, v in outputs.items()}
+             for i, u in enumerate(arrays["unique_ids"])}
+  want = postprocess.postprocess_v2(examples, features, results)
+  out, export_dir = tmp_path / "eval", tmp_path / "export"
+  common = [f"--init_checkpoint={folder}", f"--predict_file={setup['v2']}",
+            "--version_2_with_negative", "--null_score=answer_class",
+            *kit.SQUAD_FLAGS]
+  assert kit.run_tool("run_squad", *common, f"--output_dir={out}",
+                      "--do_eval", f"--export_dir={export_dir}") == 0
+  null_odds = json.loads((out / "null_odds.json").read_text())
+  assert null_odds.keys() == want.null_odds.keys()
+  np.testing.assert_allclose([null_odds[q] for q in want.null_odds],
+                             list(want.null_odds.values()), atol=1e-5)
+  best = json.loads((out / "nbest_predictions.json").read_text())
+  assert {q: e[0]["text"] for q, e in best.items()} == want.best_non_null
+  served = kit.serving_token_ids(export_dir, inputs)
+  for name in ("cls_logits", "start_top_log_probs", "end_top_log_probs"):
+    np.testing.assert_allclose(served[name], outputs[name], atol=1e-5,
+                               err_msg=name)
+  _train(tmp_path, "run_squad", *common, f"--train_file={setup['v2']}")
+
+
+def _write_race(data_dir, english_corpus, count=6):
+  """RACE-layout questions (4 options) of corpus words, dev and train."""
+  from tests.albert_tf.training.finetuning import own_data_kit
+  lines = own_data_kit.corpus_lines(english_corpus, count * 6, seed=5)
+  rng = random.Random(0)
+  for split in ("train", "dev"):
+    level_dir = os.path.join(data_dir, "RACE", split, "middle")
+    os.makedirs(level_dir)
+    for i in range(count):
+      words = lines[i * 6:(i + 1) * 6]
+      record = {"id": f"{split}{i}.txt", "article": " ".join(words[0]),
+                "questions": [" ".join(words[1][:4]) + "?"],
+                "options": [[" ".join(w[:3]) for w in words[2:]]],
+                "answers": ["ABCD"[rng.randrange(4)]]}
+      with open(os.path.join(level_dir, f"{i}.txt"), "w") as f:
+        json.dump(record, f)
+
+
+def test_official_race_through_run_race(setup, spm_model, english_corpus,
+                                        tmp_path):
+  from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
+  from data_pipeline.tasks.race import examples as race_examples
+  from data_pipeline.tasks.race import features as race_features
+  from data_pipeline.tokenization.factory import make_tokenizer
+  folder, values = setup["race"]
+  data_dir = str(tmp_path / "data")
+  _write_race(data_dir, english_corpus)
+  examples = race_examples.read_race_examples(data_dir, "dev")
+  arrays = race_features.convert_examples_to_arrays(
+      examples, make_tokenizer(spm_model), kit.SEQ * 2, 16)
+  inputs = _model_inputs(arrays)
+  encoder = AlbertEncoder(kit.CONFIG)
+  model = AlbertMultipleChoice(encoder, 4)
+  weight_loading.load_weights_into(model, str(folder))
+  logits = model(inputs, training=False)["logits"].numpy()
+  pooled = encoder({k: v.reshape(-1, kit.SEQ * 2) for k, v in inputs.items()},
+                   training=False)["pooled_output"].numpy()
+  np.testing.assert_allclose(  # the official head: pooled @ W.T + b
+      logits, (pooled @ values["output_weights"].T +
+               values["output_bias"]).reshape(-1, 4), atol=1e-5)
+  out, export_dir = tmp_path / "eval", tmp_path / "export"
+  common = [f"--init_checkpoint={folder}", f"--data_dir={data_dir}",
+            f"--max_seq_length={kit.SEQ * 2}", "--max_qa_length=16"]
+  assert kit.run_tool("run_race", *common, f"--output_dir={out}",
+                      "--do_eval", f"--export_dir={export_dir}") == 0
+  predictions = json.loads((out / "dev_predictions.json").read_text())
+  got = np.array([predictions[e.example_id]["probabilities"]
+                  for e in examples])
+  np.testing.assert_allclose(got, tf.nn.softmax(logits).numpy(), atol=1e-5)
+  served = kit.serving_token_ids(export_dir, inputs)
+  np.testing.assert_allclose(served["logits"], logits, atol=1e-5)
+  _train(tmp_path, "run_race", *common)
