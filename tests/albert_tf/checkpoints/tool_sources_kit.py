@@ -92,9 +92,7 @@ def serving_token_ids(export_dir, inputs):
 
 def squad_files(root, english_corpus, v2, count=10):
   """A SQuAD dev file (test_squad_finetuning's synthetic questions)."""
-  from tests.albert_tf.training.finetuning.test_squad_finetuning import (
-    _filler,
-  )
+  from tests.albert_tf.training.finetuning.test_squad_finetuning import _filler
   from tests.albert_tf.training.finetuning.test_squad_finetuning import (
     _squad_json,
   )
