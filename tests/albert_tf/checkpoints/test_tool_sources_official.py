@@ -108,7 +108,8 @@ def _train(tmp_path, tool, *args):
   assert tf.train.latest_checkpoint(str(out)).endswith("ckpt-1")
 
 
-def test_official_squad_v2_through_run_squad(setup, spm_model, tmp_path):
+def test_official_squad_v2_through_run_squad(setup, spm_model, tmp_path,
+                                             capsys):
   """The official v2.0 head is our answer-class head, exactly: the tool's
   predictions and null odds are those of the head's beam."""
   from albert_tf.models.albert_squad_v2 import AlbertSquadV2
@@ -126,8 +127,7 @@ def test_official_squad_v2_through_run_squad(setup, spm_model, tmp_path):
   want = postprocess.postprocess_v2(examples, features, results)
   out, export_dir = tmp_path / "eval", tmp_path / "export"
   common = [f"--init_checkpoint={folder}", f"--predict_file={setup['v2']}",
-            "--version_2_with_negative", "--null_score=answer_class",
-            *kit.SQUAD_FLAGS]
+            "--version_2_with_negative", *kit.SQUAD_FLAGS]  # answer_class
   assert kit.run_tool("run_squad", *common, f"--output_dir={out}",
                       "--do_eval", f"--export_dir={export_dir}") == 0
   null_odds = json.loads((out / "null_odds.json").read_text())
@@ -141,6 +141,16 @@ def test_official_squad_v2_through_run_squad(setup, spm_model, tmp_path):
     np.testing.assert_allclose(served[name], outputs[name], atol=1e-5,
                                err_msg=name)
   _train(tmp_path, "run_squad", *common, f"--train_file={setup['v2']}")
+  # Without --version_2_with_negative run_squad builds a span head, which
+  # this head is not: one line, nothing written.
+  capsys.readouterr()
+  bad = tmp_path / "v1_run"
+  assert kit.run_tool("run_squad", *common[:2], *kit.SQUAD_FLAGS,
+                      f"--output_dir={bad}", "--do_eval") == 1
+  errors = [line for line in capsys.readouterr().err.splitlines()
+            if line.startswith("error:")]
+  assert len(errors) == 1 and "official SQuAD v2.0 head" in errors[0], errors
+  assert not bad.exists() or not any(bad.iterdir())
 
 
 def _write_race(data_dir, english_corpus, count=6):
