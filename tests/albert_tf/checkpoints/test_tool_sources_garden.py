@@ -82,6 +82,25 @@ def test_bert_classifier_through_run_classifier(setup, spm_model, tmp_path):
       tf.nn.softmax(garden).numpy(), atol=1e-5)
 
 
+def test_bert_classifier_on_the_encoders_pooler(setup, spm_model, tmp_path):
+  """use_encoder_pooler=True: the encoder's pooler feeds the head."""
+  from albert_tf.checkpoints.object_readers import build_garden_encoder
+  garden = kit.randomized(models.BertClassifier(
+      build_garden_encoder(kit.CONFIG), num_classes=3,
+      use_encoder_pooler=True), 3)
+  prefix = _save(garden, tmp_path / "pooler")
+  (tmp_path / "pooler" / "labels.txt").write_text(
+      "\n".join(setup["head_order"]))
+  inputs = kit.text_ids([r["text"] for r in setup["rows"]], spm_model)
+  out = tmp_path / "eval"
+  assert kit.run_tool("run_classifier", *kit.classifier_args(
+      prefix, setup["dev"], out), *_flags(setup, spm_model),
+      "--do_eval") == 0
+  np.testing.assert_allclose(
+      kit.probabilities(out, setup["head_order"]),
+      tf.nn.softmax(garden(inputs, training=False)).numpy(), atol=1e-5)
+
+
 def _run_labels(out):
   import json
   return json.loads((out / "labels.json").read_text())["labels"]
