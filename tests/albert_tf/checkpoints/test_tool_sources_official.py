@@ -5,7 +5,8 @@ google-research/albert's scripts give them (run_squad_v1.py
 `cls/squad/output_*`; run_squad_v2.py / squad_utils.create_v2_model
 `start_logits/dense`, `end_logits/dense_0`, `end_logits/LayerNorm`,
 `end_logits/dense_1`, `answer_class/dense_0`, `answer_class/dense_1`
-(no bias); run_race.py `output_weights` [1, H] / `output_bias`), in a
+(no bias); run_race.py `output_weights` [1, H] / `output_bias`: run_race
+and run_multiple_choice), in a
 folder as released: albert_config.json and the SentencePiece model beside
 the prefix, no `checkpoint` state file. The folder alone is given to the
 tool. --do_eval scores what the checkpoint computes (the v1.1 head by hand
@@ -29,7 +30,8 @@ from albert_tf.networks.albert_encoder import AlbertEncoder
 from tests.albert_tf.checkpoints import tool_sources_kit as kit
 from tests.albert_tf.checkpoints.test_task_models_in import write_official
 
-# Three tools each evaluate, export and train: ~2 minutes on 2 cores.
+# Four runs of three tools, each evaluating, exporting and (but the
+# last) training: ~3 minutes on 2 cores.
 pytestmark = pytest.mark.slow
 
 H = kit.CONFIG.hidden_size
@@ -205,3 +207,35 @@ def test_official_race_through_run_race(setup, spm_model, english_corpus,
   served = kit.serving_token_ids(export_dir, inputs)
   np.testing.assert_allclose(served["logits"], logits, atol=1e-5)
   _train(tmp_path, "run_race", *common)
+
+
+def test_official_race_through_run_multiple_choice(setup, spm_model,
+                                                   english_corpus, tmp_path):
+  """run_race.py's head scores any number of choices: one's own 3-choice
+  questions, scored as the stored head does and exported."""
+  from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
+  from data_pipeline.tasks import choice_inputs
+  from data_pipeline.tokenization.factory import make_tokenizer
+  from tests.albert_tf.training.finetuning import own_data_kit
+  folder, _ = setup["race"]
+  rows = own_data_kit.choice_rows(
+      own_data_kit.corpus_lines(english_corpus, 30, seed=2), 3, 5)
+  dev = own_data_kit.write_jsonl(tmp_path / "mc.jsonl", rows)
+  inputs = _model_inputs(choice_inputs.pack_choices(
+      make_tokenizer(spm_model), [r["context"] for r in rows],
+      [r["question"] for r in rows], [r["choices"] for r in rows],
+      kit.SEQ, 16))
+  model = AlbertMultipleChoice(AlbertEncoder(kit.CONFIG), 3)
+  weight_loading.load_weights_into(model, str(folder))
+  logits = model(inputs, training=False)["logits"].numpy()
+  out, export_dir = tmp_path / "eval", tmp_path / "export"
+  assert kit.run_tool("run_multiple_choice", f"--init_checkpoint={folder}",
+                      f"--dev_file={dev}", f"--max_seq_length={kit.SEQ}",
+                      "--max_qa_length=16", "--length_buckets=none",
+                      f"--output_dir={out}", "--do_eval",
+                      f"--export_dir={export_dir}") == 0
+  got = np.array([r["probabilities"] for r in kit.read_jsonl(
+      out / "dev_predictions.jsonl")])
+  np.testing.assert_allclose(got, tf.nn.softmax(logits).numpy(), atol=1e-5)
+  served = kit.serving_token_ids(export_dir, inputs)
+  np.testing.assert_allclose(served["logits"], logits, atol=1e-5)
