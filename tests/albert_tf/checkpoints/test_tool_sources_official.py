@@ -5,15 +5,15 @@ google-research/albert's scripts give them (run_squad_v1.py
 `cls/squad/output_*`; run_squad_v2.py / squad_utils.create_v2_model
 `start_logits/dense`, `end_logits/dense_0`, `end_logits/LayerNorm`,
 `end_logits/dense_1`, `answer_class/dense_0`, `answer_class/dense_1`
-(no bias); run_race.py `output_weights` [1, H] / `output_bias`: run_race
-and run_multiple_choice), in a
-folder as released: albert_config.json and the SentencePiece model beside
-the prefix, no `checkpoint` state file. The folder alone is given to the
-tool. --do_eval scores what the checkpoint computes (the v1.1 head by hand
-from the encoder's output; v2.0 and RACE: our model loaded from the
-checkpoint, whose head the library tests check against the stored
-weights); --export_dir's token_ids signature gives the same logits (1e-5);
---do_train runs an update from it.
+(no bias); run_race.py `output_weights` [1, H] / `output_bias`, for
+run_race and run_multiple_choice), in a folder as released:
+albert_config.json and the SentencePiece model beside the prefix, no
+`checkpoint` state file. The folder alone is given to the tool. --do_eval
+scores what the checkpoint computes (the v1.1 and RACE heads by hand from
+the encoder's output; v2.0: our model loaded from the checkpoint, whose
+layers the library tests compare with the stored weights); --export_dir's
+token_ids signature gives the same logits (1e-5); --do_train runs an
+update from it.
 """
 
 import json
