@@ -9,9 +9,9 @@ google-research/albert's scripts give them (run_squad_v1.py
 run_race and run_multiple_choice), in a folder as released:
 albert_config.json and the SentencePiece model beside the prefix, no
 `checkpoint` state file. The folder alone is given to the tool. --do_eval
-scores what the checkpoint computes (the v1.1 and RACE heads by hand from
-the encoder's output; v2.0: our model loaded from the checkpoint, whose
-layers the library tests compare with the stored weights); --export_dir's
+scores what the checkpoint computes (each head by hand, in numpy, from the
+encoder's output: v2.0 as squad_utils.create_v2_model computes its beam
+and answer-class logit); --export_dir's
 token_ids signature gives the same logits (1e-5); --do_train runs an
 update from it.
 """
@@ -110,13 +110,55 @@ def _train(tmp_path, tool, *args):
   assert tf.train.latest_checkpoint(str(out)).endswith("ckpt-1")
 
 
+def _log_softmax(x):
+  x = x - x.max(-1, keepdims=True)
+  return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def _official_v2(sequence, p_mask, w, n_top=5):
+  """squad_utils.create_v2_model's inference outputs, in numpy: the
+  start / end beam log-probabilities [B, K], [B, K * K] and the
+  answer-class logit [B]."""
+  def dense(x, name, bias=True):
+    y = x @ w[f"{name}/kernel"]
+    return y + w[f"{name}/bias"] if bias else y
+  mask = p_mask.astype(np.float32)
+  start = dense(sequence, "start_logits/dense")[..., 0]
+  start_masked = start * (1 - mask) - 1e30 * mask
+  start_log_probs = _log_softmax(start_masked)
+  start_top = np.argsort(-start_log_probs, -1, kind="stable")[:, :n_top]
+  start_features = np.take_along_axis(sequence, start_top[..., None], 1)
+  seq = sequence.shape[1]
+  end_input = np.concatenate([  # [B, K, L, 2H]
+      np.broadcast_to(sequence[:, None], (len(sequence), n_top, seq,
+                                          sequence.shape[-1])),
+      np.broadcast_to(start_features[:, :, None],
+                      (len(sequence), n_top, seq, sequence.shape[-1]))], -1)
+  hidden = np.tanh(dense(end_input, "end_logits/dense_0"))
+  mean = hidden.mean(-1, keepdims=True)
+  var = ((hidden - mean) ** 2).mean(-1, keepdims=True)
+  hidden = ((hidden - mean) / np.sqrt(var + 1e-12) *
+            w["end_logits/LayerNorm/gamma"] + w["end_logits/LayerNorm/beta"])
+  end = dense(hidden, "end_logits/dense_1")[..., 0]  # [B, K, L]
+  end_masked = end * (1 - mask[:, None]) - 1e30 * mask[:, None]
+  end_log_probs = _log_softmax(end_masked)
+  end_top = -np.sort(-end_log_probs, -1)[..., :n_top]
+  start_p = np.exp(_log_softmax(start_masked))
+  answer = np.concatenate([np.einsum("blh,bl->bh", sequence, start_p),
+                           sequence[:, 0]], -1)
+  cls_logits = dense(np.tanh(dense(answer, "answer_class/dense_0")),
+                     "answer_class/dense_1", bias=False)[:, 0]
+  top = np.take_along_axis(start_log_probs, start_top, -1)
+  return top, end_top.reshape(len(sequence), -1), cls_logits
+
+
 def test_official_squad_v2_through_run_squad(setup, spm_model, tmp_path,
                                              capsys):
   """The official v2.0 head is our answer-class head, exactly: the tool's
   predictions and null odds are those of the head's beam."""
   from albert_tf.models.albert_squad_v2 import AlbertSquadV2
   from data_pipeline.tasks.squad import postprocess
-  folder, _ = setup["squad_v2"]
+  folder, values = setup["squad_v2"]
   examples, features, arrays = kit.squad_features(setup["v2"], spm_model,
                                                   v2=True)
   inputs = _model_inputs(arrays, "p_mask")
@@ -124,6 +166,13 @@ def test_official_squad_v2_through_run_squad(setup, spm_model, tmp_path,
   report = weight_loading.load_weights_into(model, str(folder))
   assert report.head_from == sorted(SQUAD_V2_HEAD)
   outputs = {k: v.numpy() for k, v in model(inputs, training=False).items()}
+  sequence = model.encoder(_model_inputs(arrays), training=False)[
+      "sequence_output"].numpy()
+  by_hand = _official_v2(sequence, arrays["p_mask"], values)
+  for name, want in zip(("start_top_log_probs", "end_top_log_probs",
+                         "cls_logits"), by_hand):
+    np.testing.assert_allclose(outputs[name], want, atol=1e-5,
+                               err_msg=name)
   results = {int(u): {k: v[i] for k, v in outputs.items()}
              for i, u in enumerate(arrays["unique_ids"])}
   want = postprocess.postprocess_v2(examples, features, results)
