@@ -14,7 +14,8 @@ docs_commands.py), from the folders a user holds:
   export's logits.
 
 Only the sizes change (sequence 32, a few steps), each replaced value on
-the page.
+the page. tools run: create_pretraining_data, run_pretraining,
+run_classifier, export_tflite, export_onnx, predict, convert_checkpoint.
 """
 
 import json
