@@ -345,7 +345,8 @@ def _write_folder(output_dir: str, arrays, config: AlbertConfig,
   file_io.rmtree(staging)
   try:
     file_io.makedirs(staging)
-    write_ours(arrays, config, file_io.join(staging, CHECKPOINT_NAME))
+    write_ours(arrays, config, file_io.join(staging, CHECKPOINT_NAME),
+               fresh_ok=_FRESH_OK)
     config.to_json_file(file_io.join(staging, "albert_config.json"))
     file_io.write_atomic(file_io.join(staging, tokenizer_name),
                          tokenizer_data)
@@ -358,6 +359,23 @@ def _write_folder(output_dir: str, arrays, config: AlbertConfig,
                          f"{e}") from None
   finally:
     file_io.rmtree(staging)
+
+
+# A transformers AlbertForMaskedLM source has no pooler and no SOP head:
+# the extension gets a new model's, as run_pretraining would start them
+# from the source itself (said in one warning and in the report's "fresh").
+_FRESH_OK = ("pooler/", "sentence_order/")
+
+
+def _fresh_parts(arrays) -> List[str]:
+  """The parts of _FRESH_OK that write_ours writes new for `arrays`: the
+  pooler when absent, the SOP head when absent beside an MLM head."""
+  def has(prefix):
+    return any(n.startswith(prefix) for n in arrays)
+  return [part for part, fresh in (
+      ("pooler", not has("pooler/")),
+      ("sentence_order", has("masked_lm/") and not has("sentence_order/")))
+          if fresh]
 
 
 def extend_vocabulary(params: VocabularyExtensionParams) -> dict:
@@ -399,6 +417,13 @@ def extend_vocabulary(params: VocabularyExtensionParams) -> dict:
                   "spelling": list(c.spelling)}
                  for i, c in enumerate(chosen)],
   }
+  fresh = _fresh_parts(weights.arrays)
+  if fresh:
+    report["fresh"] = fresh
+    logging.warning("%s has no %s (transformers' AlbertForMaskedLM has "
+                    "none): %s holds a new model's, as run_pretraining "
+                    "would start them", params.init_checkpoint,
+                    " and ".join(fresh), params.output_dir)
   _write_folder(params.output_dir, grow_arrays(weights.arrays, chosen,
                                                vocabulary),
                 new_config, name, data, report,
