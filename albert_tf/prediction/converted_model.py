@@ -30,8 +30,10 @@ recorded (ner_settings.json, squad_settings.json).
 Imports no TensorFlow.
 """
 
+import contextlib
 import functools
 import json
+import threading
 from typing import Any, Callable, Dict, Optional, Sequence
 
 import numpy as np
@@ -179,6 +181,11 @@ class ConvertedPredictor(exported_model.Predictor):
             f"{seq_length}; make it again: "
             f"{_make_command(path, runtime, description)}")
     self.model = model
+    # A LiteRT interpreter is not thread-safe (an ONNX Runtime session
+    # is): Beam's worker threads share one predictor (beam_handler.py), so
+    # its calls take turns; each runs on its own num_threads.
+    self._lock = (threading.Lock() if runtime == "litert"
+                  else contextlib.nullcontext())
     asset_dir = file_io.dirname(model_file)
     self.runner = TextRunner(model, converted, asset_dir,
                              seq_length=seq_length)
@@ -194,7 +201,8 @@ class ConvertedPredictor(exported_model.Predictor):
       longest = int(np.max(np.sum(inputs[INPUT_MASK], -1), initial=1))
       length = bucket_of(longest, self.description.length_buckets)
       inputs = {k: v[..., :length] for k, v in inputs.items()}
-    outputs = dict(self.model(inputs))
+    with self._lock:
+      outputs = dict(self.model(inputs))
     outputs[INPUT_MASK] = inputs[INPUT_MASK]
     return outputs
 

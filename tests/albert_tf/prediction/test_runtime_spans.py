@@ -1,7 +1,9 @@
-"""tools.predict --runtime=onnx|litert on NER and SQuAD exports: the
-entities and answers, with their character offsets, equal the SavedModel
-runtime's row by row (tags, answer texts and offsets exactly, scores to
-1e-4), in this process and on Beam's DirectRunner with 2 workers."""
+"""tools.predict --runtime=onnx|litert on NER and SQuAD (v1.1 and both
+v2.0 kinds) exports: the entities and answers, with their character
+offsets, equal the SavedModel runtime's row by row (tags, answer texts and
+offsets exactly, scores to 1e-4), in this process and on Beam's
+DirectRunner with 2 worker threads (LiteRT's interpreter, not
+thread-safe, shared by both)."""
 
 import json
 import os
@@ -142,3 +144,58 @@ def test_an_export_without_its_windowing_record_is_one_line(
       "recorded it); export it again and make the file again, or use "
       "--runtime=savedmodel")
   assert not os.path.exists(tmp_path / "out")
+
+
+@pytest.fixture(scope="module")
+def squad_v2(spm_model, tmp_path_factory):
+  """{name: a SQuAD v2.0 export with onnx/model.onnx}: `cls` (a span
+  labeler, [CLS] null score), `beam` (the answer-class model), both at
+  null_score_diff_threshold 0.0 (on these random weights some questions
+  are answered, some not)."""
+  import tf_keras
+
+  from albert_tf import exports
+  from albert_tf.config import AlbertConfig
+  from albert_tf.exports.onnx.converter import export_onnx
+  from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
+  from albert_tf.models.albert_squad_v2 import AlbertSquadV2
+  from albert_tf.networks.albert_encoder import AlbertEncoder
+  config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
+                        num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=64,
+                        initializer_range=0.2)
+  tf_keras.utils.set_random_seed(11)
+  root = tmp_path_factory.mktemp("squad_v2")
+  models = {"cls": (AlbertSpanLabeler(AlbertEncoder(config)), False),
+            "beam": (AlbertSquadV2(AlbertEncoder(config), start_n_top=3,
+                                   end_n_top=3, dropout_rate=0.0), True)}
+  folders = {}
+  for name, (model, beam) in models.items():
+    folder = folders[name] = str(root / name)
+    exports.export_squad(model, folder, spm_model, 64, doc_stride=16,
+                         max_query_length=12, n_best_size=5,
+                         max_answer_length=10, beam=beam, version_2=True,
+                         threshold=0.0)
+    export_onnx(folder, os.path.join(folder, "onnx", "model.onnx"))
+  return folders
+
+
+@pytest.mark.parametrize("name", ["cls", "beam"])
+def test_squad_v2_answers_and_abstentions_equal_the_savedmodels(
+    name, squad_v2, english_corpus, tmp_path):
+  model = squad_v2[name]
+  path, _ = _input_file(str(tmp_path), english_corpus, "squad")
+  for runtime in ("savedmodel", "onnx"):
+    runner.predict_files(_options(model, path, str(tmp_path / runtime),
+                                  runtime))
+  want = _rows(str(tmp_path / "savedmodel"))
+  got = _rows(str(tmp_path / "onnx"))
+  assert [(r["answer"], r["start"], r["end"]) for r in got] == [
+      (r["answer"], r["start"], r["end"]) for r in want]
+  for key in ("score", "no_answer_probability"):
+    np.testing.assert_allclose([r[key] for r in got],
+                               [r[key] for r in want], atol=1e-4)
+  # Both kinds of rows compared: answers and abstentions ("", -1, -1);
+  # measured: cls 22 of 23 answered, beam 14 of 23.
+  answered = sum(r["start"] >= 0 for r in want)
+  assert 0 < answered < len(want)
