@@ -124,11 +124,12 @@ def _settings(model: str, runtime: str,
     return {}
   name, key = _SETTINGS[description.kind]
   path = file_io.join(file_io.dirname(runtime_file(model, runtime)), name)
-  settings = (json.loads(file_io.read_text(path)) if file_io.exists(path)
-              else {})
+  exists = file_io.exists(path)
+  settings = json.loads(file_io.read_text(path)) if exists else {}
   if key not in settings:
+    problem = f"does not hold {key}" if exists else "does not exist"
     raise UserInputError(
-        f"{path} does not exist: --model={model} does not record its "
+        f"{path} {problem}: --model={model} does not record its "
         f"{key} (an export written before exports recorded it); export "
         "it again and make the file again, or use --runtime=savedmodel")
   return settings
