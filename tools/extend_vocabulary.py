@@ -32,15 +32,7 @@ def main(argv):
   params.check()  # Before TensorFlow's import.
   from albert_tf.training.pretraining import vocabulary_extension
   report = vocabulary_extension.extend_vocabulary(params)
-  before, after = report["domain_before"], report["domain_after"]
-  print(f"wrote {params.output_dir}: vocab_size {report['old_vocab_size']} "
-        f"-> {report['vocab_size']}; domain pieces per word "
-        f"{before['pieces_per_word']:.3f} -> {after['pieces_per_word']:.3f}, "
-        "unknown characters per word "
-        f"{before['unknown_chars_per_word']:.4f} -> "
-        f"{after['unknown_chars_per_word']:.4f}, <unk> share of pieces "
-        f"{before['unk_share']:.1%} -> {after['unk_share']:.1%} "
-        f"({report['characters_added']} characters added as pieces)")
+  print(vocabulary_extension.summary_line(params.output_dir, report))
 
 
 def run():

@@ -120,15 +120,29 @@ def write_huggingface(arrays: Dict[str, np.ndarray], config: AlbertConfig,
 
 
 def write_ours(arrays: Dict[str, np.ndarray], config: AlbertConfig,
-               output_prefix: str) -> str:
+               output_prefix: str, fresh_ok: Sequence[str] = ()) -> str:
   """tf.train.Checkpoint(model=AlbertPretrainer) when both heads are there,
-  else tf.train.Checkpoint(encoder=AlbertEncoder). Returns the root name."""
+  else tf.train.Checkpoint(encoder=AlbertEncoder).
+
+  Args:
+    arrays: canonical name -> array.
+    config: the model's config.
+    output_prefix: the checkpoint prefix written.
+    fresh_ok: canonical name prefixes ("pooler/", "sentence_order/") that
+      may be absent from `arrays`: they keep a new model's initial values,
+      and the MLM head alone is enough for the pretrainer (the caller says
+      so). Left empty, a missing variable is an error.
+
+  Returns:
+    The checkpoint's root name ("model" or "encoder").
+  """
   # tf_keras is loaded on use (see model_variables).
   from albert_tf.models.albert_pretrainer import AlbertPretrainer
   from albert_tf.networks.albert_encoder import AlbertEncoder
   encoder = AlbertEncoder(config)
   heads = name_tables.heads_in(arrays)
-  if heads == {"masked_lm", "sentence_order"}:
+  if heads == {"masked_lm", "sentence_order"} or (
+      "masked_lm" in heads and "sentence_order/" in fresh_ok):
     model, root = AlbertPretrainer(encoder), "model"
   else:
     if heads:
@@ -137,11 +151,14 @@ def write_ours(arrays: Dict[str, np.ndarray], config: AlbertConfig,
                       "heads)", ", ".join(sorted(heads)))
     model, root = encoder, "encoder"
   variables = model_variables.canonical_variables(model)
-  missing = sorted(set(variables) - set(arrays))
+  fresh = sorted(n for n in set(variables) - set(arrays)
+                 if n.startswith(tuple(fresh_ok)))
+  missing = sorted(set(variables) - set(arrays) - set(fresh))
   if missing:
     raise UserInputError(f"cannot write our checkpoint, missing: {missing}")
   for name, variable in variables.items():
-    variable.assign(arrays[name])
+    if name not in fresh:
+      variable.assign(arrays[name])
   checkpoint = tf.train.Checkpoint(**{root: model})
   _write_checkpoint_files(output_prefix, checkpoint.write)
   return root

@@ -28,9 +28,13 @@ at the export's buckets, so Beam's stateful BatchElements keys rows by
 bucket across bundles and workers. Not on the DirectRunner: that batching
 holds a processing-time timer, which makes the DirectRunner fall back to
 its one-thread BundleBasedDirectRunner and ignore --direct_num_workers.
-The length is estimated from the characters (CHARS_PER_TOKEN), not
-tokenized: a wrong estimate costs padding, never a different output (the
-export cuts each batch itself).
+A row's length is its packed token count, counted with the export's own
+tokenizer (the SentencePiece model or WordPiece vocabulary in its assets,
+lengths.TokenCounter, loaded once per worker process), so each row lands
+in the bucket the in-process batching gives it (KeyedTokenCount). Only an
+export without a vocabulary in its assets falls back to an estimate from
+the characters (CHARS_PER_TOKEN): a wrong estimate costs padding, never a
+different output (the export cuts each batch itself).
 """
 
 import dataclasses
@@ -56,7 +60,7 @@ from albert_tf.prediction import lengths
 from albert_tf.prediction.inputs import InputRow
 
 # Characters per token of English SentencePiece / WordPiece text (spaces
-# included): the length estimate that picks a row's bucket.
+# included): the length estimate of an export without a vocabulary.
 CHARS_PER_TOKEN = 4
 # [CLS] and [SEP] of one text (a pair adds one more [SEP]).
 _SPECIAL_TOKENS = 2
@@ -70,10 +74,36 @@ def estimated_tokens(row: InputRow) -> int:
           _SPECIAL_TOKENS + int(pair))
 
 
-def keyed_estimated_tokens(element: Tuple[Any, InputRow]) -> int:
-  """estimated_tokens of a (key, row) element: Beam's batch_length_fn sees
-  the KeyedModelHandler's elements."""
-  return estimated_tokens(element[1])
+@functools.lru_cache(maxsize=None)
+def _token_counter(model: str, buckets: Tuple[int, ...],
+                   encoder: bool) -> Optional[lengths.TokenCounter]:
+  """One TokenCounter per export and process (the worker's threads share
+  it; SentencePiece's and WordPiece's encoding is thread-safe)."""
+  return lengths.token_counter(model, buckets, encoder)
+
+
+class KeyedTokenCount:
+  """Beam's batch_length_fn: a (key, row) element's packed tokens (the
+  KeyedModelHandler's elements), counted as the in-process batching counts
+  them (lengths.TokenCounter of the export at `model`); estimated_tokens
+  for an export without a vocabulary. Pickles as its arguments: the
+  tokenizer loads on a worker's first row.
+
+  Args:
+    model: the export (--model).
+    buckets: its length buckets (two or more).
+    encoder: an export_savedmodel folder (its preprocessor's assets).
+  """
+
+  def __init__(self, model: str, buckets: Sequence[int], encoder: bool):
+    self.model, self.buckets = model, tuple(buckets)
+    self.encoder = encoder
+
+  def __call__(self, element: Tuple[Any, InputRow]) -> int:
+    counter = _token_counter(self.model, self.buckets, self.encoder)
+    if counter is None:
+      return estimated_tokens(element[1])
+    return counter(element[1])
 
 
 def beam_boundaries(buckets: Sequence[int]) -> List[int]:
@@ -162,7 +192,8 @@ class ExportModelHandler(ModelHandler[InputRow, Dict[str, Any], Any]):
       # max_batch_duration_secs selects Beam's stateful batching, the one
       # that keys rows by length bucket; 0: a batch waits until it is
       # full or the input ends (a batch pipeline, no latency to bound).
-      length_kwargs = dict(batch_length_fn=keyed_estimated_tokens,
+      length_kwargs = dict(batch_length_fn=KeyedTokenCount(
+                               model, buckets, description.kind == "encoder"),
                            batch_bucket_boundaries=beam_boundaries(buckets),
                            max_batch_duration_secs=0)
     super().__init__(min_batch_size=batch_size, max_batch_size=batch_size,

@@ -21,14 +21,19 @@ SavedModel runtime's (exported_model.Predictor.named) to the file's
 precision. ONNX batches run at the export's length bucket that holds them,
 as the SavedModel's; a LiteRT file at its own buckets.
 
-Served: classifier, regression, multi-label, multiple choice and encoder
-exports (NER's and SQuAD's post-processing is the SavedModel's own graph).
+Served: every kind. NER's and SQuAD's raw-text steps (words, windows,
+entities, answer spans and their character offsets), in-graph in the
+SavedModel, run host-side around the file (converted_spans.py) with the
+Python code fine-tuning uses for them and the windowing the export
+recorded (ner_settings.json, squad_settings.json).
 
 Imports no TensorFlow.
 """
 
+import contextlib
 import functools
 import json
+import threading
 from typing import Any, Callable, Dict, Optional, Sequence
 
 import numpy as np
@@ -36,16 +41,25 @@ import numpy as np
 from albert_common import file_io
 from albert_common.encoder_inputs import INPUT_MASK
 from albert_common.errors import UserInputError
+from albert_tf.prediction import converted_spans
 from albert_tf.prediction import exported_model
 from albert_tf.prediction.batching import bucket_of
 from albert_tf.prediction.exported_model import ExportDescription
+from data_pipeline.tasks import label_list as label_list_lib
 
 FILES = {"onnx": ("onnx", "model.onnx"), "litert": ("litert", "model.tflite")}
 # Our kinds -> the converter's (albert_tf.exports.serving_kinds).
 _CONVERTED_KINDS = {"classifier": ("classifier",),
                     "regression": ("regression", "classifier"),
                     "multi_label": ("classifier", "multi_label"),
-                    "multiple_choice": ("race",), "encoder": ("encoder",)}
+                    "multiple_choice": ("race",), "encoder": ("encoder",),
+                    "ner": ("token_classification",),
+                    "squad": ("squad", "squad_beam")}
+# The settings file a kind's packing reads beside the file, and what the
+# export records in it.
+_SETTINGS = {"multiple_choice": ("choice_settings.json", "max_qa_length"),
+             "ner": ("ner_settings.json", "doc_stride"),
+             "squad": ("squad_settings.json", "doc_stride")}
 
 
 def runtime_file(model: str, runtime: str) -> str:
@@ -82,9 +96,8 @@ def check_runtime(model: str, runtime: str,
     return
   if description.kind not in _CONVERTED_KINDS:
     raise UserInputError(
-        f"--runtime={runtime} serves classifier, regression, multi-label, "
-        f"multiple-choice and encoder exports; --model={model} is a "
-        f"{description.kind} export: use --runtime=savedmodel")
+        f"--runtime={runtime} does not serve {description.kind} exports "
+        f"(--model={model}): use --runtime=savedmodel")
   path = runtime_file(model, runtime)
   if not file_io.exists(path):
     raise UserInputError(
@@ -95,6 +108,31 @@ def check_runtime(model: str, runtime: str,
         f"--runtime={runtime}: --model={model} does not record its "
         "seq_length (an export written before exports recorded it); "
         "export it again, or use --runtime=savedmodel")
+  _settings(model, runtime, description)
+
+
+def _settings(model: str, runtime: str,
+              description: ExportDescription) -> Dict[str, Any]:
+  """The packing settings the export recorded (_SETTINGS), read beside
+  the file (the converters copy the export's assets there); {} for the
+  kinds that need none.
+
+  Raises:
+    UserInputError: an export written before it recorded them.
+  """
+  if description.kind not in _SETTINGS:
+    return {}
+  name, key = _SETTINGS[description.kind]
+  path = file_io.join(file_io.dirname(runtime_file(model, runtime)), name)
+  exists = file_io.exists(path)
+  settings = json.loads(file_io.read_text(path)) if exists else {}
+  if key not in settings:
+    problem = f"does not hold {key}" if exists else "does not exist"
+    raise UserInputError(
+        f"{path} {problem}: --model={model} does not record its "
+        f"{key} (an export written before exports recorded it); export "
+        "it again and make the file again, or use --runtime=savedmodel")
+  return settings
 
 
 def _read_json(path: str) -> Dict[str, Any]:
@@ -144,18 +182,18 @@ class ConvertedPredictor(exported_model.Predictor):
             f"{seq_length}; make it again: "
             f"{_make_command(path, runtime, description)}")
     self.model = model
+    # A LiteRT interpreter is not thread-safe (an ONNX Runtime session
+    # is): Beam's worker threads share one predictor (beam_handler.py), so
+    # its calls take turns; each runs on its own num_threads.
+    self._lock = (threading.Lock() if runtime == "litert"
+                  else contextlib.nullcontext())
     asset_dir = file_io.dirname(model_file)
     self.runner = TextRunner(model, converted, asset_dir,
                              seq_length=seq_length)
-    self.max_qa_length = None
-    if description.kind == "multiple_choice":
-      settings = file_io.join(asset_dir, "choice_settings.json")
-      if not file_io.exists(settings):
-        raise UserInputError(
-            f"{settings} does not exist: --model={path} does not record "
-            "its max_qa_length (an export written before exports recorded "
-            "it); export it again, or use --runtime=savedmodel")
-      self.max_qa_length = int(_read_json(settings)["max_qa_length"])
+    self.settings = _settings(path, runtime, description)
+    self.max_qa_length = self.settings.get("max_qa_length")
+    self.ner_labels = (label_list_lib.read(asset_dir)
+                       if description.kind == "ner" else None)
 
   def _run(self, inputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
     """The file on packed inputs ([n, (C,) seq_length]); ONNX at the
@@ -164,7 +202,8 @@ class ConvertedPredictor(exported_model.Predictor):
       longest = int(np.max(np.sum(inputs[INPUT_MASK], -1), initial=1))
       length = bucket_of(longest, self.description.length_buckets)
       inputs = {k: v[..., :length] for k, v in inputs.items()}
-    outputs = dict(self.model(inputs))
+    with self._lock:
+      outputs = dict(self.model(inputs))
     outputs[INPUT_MASK] = inputs[INPUT_MASK]
     return outputs
 
@@ -174,6 +213,14 @@ class ConvertedPredictor(exported_model.Predictor):
                  ) -> Dict:
     """The SavedModel's serving_default outputs, from the file."""
     kind, labels = self.kind, self.runner.labels
+    if kind == "ner":
+      return converted_spans.ner_outputs(
+          self._run, self.runner.tokenizer, self.ner_labels,
+          int(self.settings["seq_length"]), int(self.settings["doc_stride"]),
+          list(texts_a))
+    if kind == "squad":  # text_a: the contexts, text_b: the questions
+      return converted_spans.squad_outputs(self._run, self.runner,
+                                           list(texts_a), list(texts_b))
     if kind == "multiple_choice":
       outputs = self._run(self.runner.choice_inputs(
           list(texts_a), list(texts_b), [list(c) for c in choices],

@@ -57,8 +57,8 @@ class PredictOptions:
   runtime: str = setting(
       "savedmodel", "What runs the model: the SavedModel, or the ONNX / "
       "LiteRT file made from it in the export folder (onnx/model.onnx, "
-      "litert/model.tflite; classifier, regression, multi-label, "
-      "multiple-choice and encoder exports).", choices=RUNTIMES)
+      "litert/model.tflite; every export kind, NER's and SQuAD's windows "
+      "and spans computed around the file).", choices=RUNTIMES)
   id_column: str = setting(
       "", "A column copied into every output row under its own name. "
       "Empty: rows are keyed by `file` and `row` (0-based record number).")

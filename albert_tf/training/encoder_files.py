@@ -5,10 +5,11 @@ user leaves out.
   tools.export_savedmodel copies them.
 - A checkpoint folder (--init_checkpoint=DIR): albert_config.json and one
   tokenizer file beside the checkpoint, as tools.extend_vocabulary writes
-  them; for pretraining also a Hugging Face folder's or a keras-hub
-  preset's config.json (`checkpoint_config`).
+  them (a keras-hub preset's assets/tokenizer/vocabulary.spm); also a
+  Hugging Face folder's or a keras-hub preset's config.json
+  (`checkpoint_config`).
 - Our fine-tuning run dir or task export (--init_checkpoint=DIR): its
-  albert_config.json and the vocabulary of its export
+  albert_config.json, the vocabulary and do_lower_case of its export
   (checkpoints.task_models.source_paths).
 
 No TensorFlow: the settings checks run before it is imported.
@@ -26,15 +27,29 @@ CONFIG_NAME = "albert_config.json"
 OTHER_CONFIG_NAME = "config.json"
 # A tokenizer file's suffix, and the flag that names it.
 _VOCABULARY_FLAGS = ((".model", "spm_model_file"), (".txt", "vocab_file"))
+# A keras-hub preset's tokenizer files (assets/tokenizer/).
+_KERAS_HUB_VOCABULARIES = (("vocabulary.spm", "spm_model_file"),
+                           ("vocabulary.txt", "vocab_file"))
+# Text files beside a task model that are no vocabulary: its label names.
+_NOT_VOCABULARIES = ("labels.txt",)
 
 
 def vocabulary_in(folder: str, flag: str) -> Dict[str, str]:
   """{"spm_model_file" or "vocab_file": the one tokenizer file in
   `folder`}, or {} (none, or more than one of a kind). `flag` names where
-  the folder came from, for the log line."""
+  the folder came from, for the log line. A keras-hub preset's is
+  assets/tokenizer/vocabulary.spm (or .txt); a task model's labels.txt is
+  no vocabulary."""
   names = file_io.listdir(folder) if file_io.isdir(folder) else []
+  if "assets" in [n.rstrip("/") for n in names]:
+    for file_name, name in _KERAS_HUB_VOCABULARIES:
+      path = file_io.join(folder, "assets", "tokenizer", file_name)
+      if file_io.exists(path):
+        logging.info("--%s=%s (from --%s)", name, path, flag)
+        return {name: path}
   for suffix, name in _VOCABULARY_FLAGS:
-    found = sorted(n for n in names if n.endswith(suffix))
+    found = sorted(n for n in names
+                   if n.endswith(suffix) and n not in _NOT_VOCABULARIES)
     if len(found) == 1:
       path = file_io.join(folder, found[0])
       logging.info("--%s=%s (from --%s)", name, path, flag)

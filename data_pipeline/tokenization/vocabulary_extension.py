@@ -5,13 +5,21 @@
    coverage and symbols; WordPiece with the same learner as
    `wordpiece_trainer`). Its pieces that the old vocabulary lacks are the
    candidates.
-2. Characters first (SentencePiece, `character_candidates`): as
+2. Characters first (`required_characters`, one rule for both kinds): as
    SentencePiece's trainer guarantees `character_coverage` before it
    learns any longer piece, every character of the domain text that the
-   old model cannot spell (it encodes to `<unk>`) becomes a single-character
-   piece, most frequent first, up to the old model's `character_coverage`
-   of the domain text. Without this a new script stays `<unk>` outside the
-   whole words the ranking prefers.
+   old vocabulary cannot spell gets its pieces, most frequent first, up to
+   the coverage of the domain text (SentencePiece: the old model's
+   `character_coverage`; a vocab.txt records none, so WordPiece uses
+   SentencePiece's default, 0.9995). SentencePiece
+   (`character_candidates`): a character it encodes to `<unk>` becomes a
+   single-character piece. WordPiece (`wordpiece_character_candidates`):
+   a character whose word-start piece "c" or continuation "##c" the
+   vocabulary lacks (a word holding it is [UNK] whole) gets the missing
+   ones, as `wordpiece_trainer` lists every character in both forms; but
+   no "##c" for a CJK ideograph or punctuation, which the basic tokenizer
+   always makes a word of its own. Without this a new script stays
+   unknown outside the whole words the ranking prefers.
 3. Rank (`rank`) the rest: by `saving`, the pieces the domain corpus loses
    when the candidate joins the old vocabulary, estimated one candidate at a
    time: frequency x (old pieces to spell it - 1 + characters the old vocabulary
@@ -41,7 +49,7 @@ import collections
 import dataclasses
 import io
 import statistics
-from typing import Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
@@ -56,6 +64,8 @@ RANKINGS = ("saving", "model_order")
 # this (kUnkPenalty in unigram_model.cc).
 UNKNOWN_PENALTY = 10.0
 SCORE_MARGIN = 1.0
+# A vocab.txt records no character coverage: SentencePiece's default.
+WORDPIECE_CHARACTER_COVERAGE = 0.9995
 _NORMAL = sentencepiece_model_pb2.ModelProto.SentencePiece.NORMAL
 _UNIGRAM = sentencepiece_model_pb2.TrainerSpec.UNIGRAM
 
@@ -226,21 +236,21 @@ def new_piece_scores(proto, chosen: Sequence[Candidate]) -> List[float]:
           for c in chosen]
 
 
-def required_characters(proto, sentences: Sequence[str]
+def required_characters(sentences: Sequence[str], coverage: float
                         ) -> List[Tuple[str, int]]:
   """(character, count) of the domain text, most frequent first, that
-  SentencePiece's trainer would keep at the old model's
-  `character_coverage`: characters are taken while the share already
-  covered is below it (trainer_interface.cc; whitespace is not counted).
+  SentencePiece's trainer would keep at `character_coverage` = `coverage`:
+  characters are taken while the share already covered is below it
+  (trainer_interface.cc; whitespace is not counted; 0 counts as 1.0).
 
   Args:
-    proto: the old ModelProto (its trainer_spec.character_coverage).
     sentences: the domain text, normalised as the old tokenizer does.
+    coverage: float in (0, 1].
   """
   counts = collections.Counter(c for s in sentences for c in s
                                if not c.isspace())
   total = sum(counts.values())
-  coverage = proto.trainer_spec.character_coverage or 1.0
+  coverage = coverage or 1.0
   kept, covered = [], 0
   for char, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
     if total and covered / total >= coverage:
@@ -250,12 +260,25 @@ def required_characters(proto, sentences: Sequence[str]
   return kept
 
 
+def _characters_first(sentences: Sequence[str], coverage: float,
+                      missing: Callable[[str], List[str]], unk_id: int,
+                      score: Callable[[str], float] = lambda piece: 0.0
+                      ) -> List[Candidate]:
+  """Candidates for the pieces `missing(char)` names (those the old
+  vocabulary lacks to spell `char`) of each `required_characters` char,
+  most frequent first; each with the character's count as frequency,
+  spelled as one `<unk>` (one unknown character), model_rank -1."""
+  return [Candidate(piece, count, (unk_id,), 1, -1, score(piece))
+          for char, count in required_characters(sentences, coverage)
+          for piece in missing(char)]
+
+
 def character_candidates(proto, sentences: Sequence[str],
                          candidates: Sequence[Candidate] = ()
                          ) -> List[Candidate]:
   """Single-character pieces for the characters of `required_characters`
-  that the old model cannot spell (it encodes them to `<unk>`), most
-  frequent first.
+  (at the old model's coverage) that the old model cannot spell (it
+  encodes them to `<unk>`), most frequent first.
 
   Args:
     proto: the old ModelProto.
@@ -263,22 +286,15 @@ def character_candidates(proto, sentences: Sequence[str],
     candidates: the domain model's candidates (`sentencepiece_candidates`),
       whose unigram score a character takes when it is among them (else
       their lowest).
-
-  Returns:
-    Candidates whose frequency is the character's count in the domain text,
-    spelled as one `<unk>` (one unknown character).
   """
   speller = _speller(proto)
   unk = speller.unk_id()
   scores = {c.piece: c.domain_score for c in candidates}
   lowest = min(scores.values(), default=0.0)
-  chosen = []
-  for char, count in required_characters(proto, sentences):
-    if unk not in speller.EncodeAsIds(char):
-      continue
-    chosen.append(Candidate(char, count, (unk,), 1, -1,
-                            scores.get(char, lowest)))
-  return chosen
+  return _characters_first(
+      sentences, proto.trainer_spec.character_coverage,
+      lambda char: [char] if unk in speller.EncodeAsIds(char) else [], unk,
+      lambda piece: scores.get(piece, lowest))
 
 
 def extend_sentencepiece(proto, chosen: Sequence[Candidate],
@@ -352,6 +368,27 @@ def wordpiece_candidates(tokenizer: wpt.WordPieceTokenizer,
     candidates.append(Candidate(piece, counts[i], tuple(ids), unknown,
                                 len(candidates)))
   return candidates
+
+
+def wordpiece_character_candidates(
+    tokenizer: wpt.WordPieceTokenizer, lines: Sequence[str],
+    coverage: float = WORDPIECE_CHARACTER_COVERAGE) -> List[Candidate]:
+  """The pieces the old `tokenizer` lacks to spell each character of
+  `required_characters` of the raw `lines` (the characters of their words,
+  as the tokenizer cuts and cases them) in every place a word can hold
+  it, most frequent first: the word-start piece "c", and the continuation
+  "##c" unless the basic tokenizer always makes the character a word of
+  its own (a CJK ideograph, punctuation), where "##c" is never looked up.
+  A word holding a character without its piece in that place is [UNK]
+  whole."""
+  def missing(char: str) -> List[str]:
+    alone = wpt.is_cjk(char) or wpt.is_punctuation(char)
+    pieces = (char,) if alone else (char, wpt.CONTINUATION + char)
+    return [p for p in pieces if p not in tokenizer.vocab]
+
+  words = [w for line in lines
+           for w in basic_tokenize_lower(tokenizer, line)]
+  return _characters_first(words, coverage, missing, tokenizer.unk_id)
 
 
 # --- Measures -------------------------------------------------------------

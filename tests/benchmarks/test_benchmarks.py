@@ -224,8 +224,15 @@ def test_early_exit_benchmark(tmp_path):
   assert row["ours"]["value"] == round(result.curve["early exit"][0][0], 2)
   assert row["peer"]["value"] == round(full_ms, 2)
   assert row["contender"] == "baseline"
-  assert row["ceiling"]["value"] == round(
-      full_ms * result.table[1]["mean_exit_layer"] / 4, 2)
+  mean = result.table[1]["mean_exit_layer"]
+  cuts = {d: ms for ms, _, d in result.curve["static cut"]}
+  low = int(mean)
+  cut_ms = (cuts[low] if low == 4 else
+            cuts[low] + (mean - low) * (cuts[low + 1] - cuts[low]))
+  assert row["ceiling"]["value"] == round(min(full_ms * mean / 4, cut_ms), 2)
+  # No static cut at or above the mean depth runs under the ceiling.
+  assert all(ms >= row["ceiling"]["value"] - 0.005
+             for ms, _, d in result.curve["static cut"] if d >= mean)
 
 
 def test_early_exit_benchmark_loads_a_finetuned_run(tmp_path, spm_model):

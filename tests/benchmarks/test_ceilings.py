@@ -43,3 +43,21 @@ def test_the_pretraining_ceiling_counts_ours_own_work():
   assert ours == pytest.approx(model, rel=1e-9)
   ours = step.ours_training_flops(CONFIG, 2, 64)
   assert ours < step.training_flops(CONFIG, 2, 64)
+
+
+def test_the_early_exit_ceiling_is_the_faster_of_scaled_depth_and_cut():
+  """A static cut faster than full depth scaled (per-layer time that
+  grows with depth) becomes the ceiling; otherwise the scaled figure is.
+  Either way no static cut at the mean depth runs under it."""
+  from benchmarks.serving import early_exit_report
+  # Cut times: 1.0, 1.5, 2.0, 2.5 ms; full depth (4) 8.0 ms.
+  curve = {"static cut": [(1.0, 0.5, 1), (1.5, 0.5, 2), (2.0, 0.5, 3),
+                          (8.0, 0.5, 4)]}
+  ms, label = early_exit_report.ceiling(curve, 2.5, 4)
+  assert abs(ms - 1.75) < 1e-9 and label.startswith("static cut")
+  curve = {"static cut": [(3.0, 0.5, 1), (5.0, 0.5, 2), (6.5, 0.5, 3),
+                          (8.0, 0.5, 4)]}
+  ms, label = early_exit_report.ceiling(curve, 2.0, 4)
+  assert ms == 4.0 and label.startswith("full depth x 2.00/4")
+  assert early_exit_report.cut_at_depth(curve, 4.0) == 8.0
+  assert early_exit_report.cut_at_depth(curve, 1.0) == 3.0

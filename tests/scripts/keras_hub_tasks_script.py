@@ -7,8 +7,8 @@ Run as `python tests/scripts/keras_hub_tasks_script.py SETTINGS_JSON OUT_JSON`
      AlbertBackbone with seeded random weights and saves them with
      `save_to_preset` (the files a keras-hub user has), with their logits
      on the given ids;
-  2. loads the presets our converter wrote with
-     `AlbertTextClassifier.from_preset` and gives their logits.
+  2. loads the preset our converter wrote (settings' "ours_preset", when
+     given) with `AlbertTextClassifier.from_preset` and gives its logits.
 """
 
 import json
@@ -84,6 +84,14 @@ def main():
   masked_lm.save_to_preset(settings["presets"]["masked_lm"])
 
   # Ours -> preset: keras-hub's own class loads it, head and preprocessor.
+  if settings.get("ours_preset"):
+    out.update(_load_ours(keras_hub, settings, inputs))
+  with open(out_path, "w", encoding="utf-8") as f:
+    json.dump(out, f)
+
+
+def _load_ours(keras_hub, settings, inputs):
+  out = {}
   loaded = keras_hub.models.AlbertTextClassifier.from_preset(
       settings["ours_preset"])
   out["ours_preset_logits"] = np.asarray(loaded(inputs)).tolist()
@@ -91,8 +99,7 @@ def main():
   out["ours_preset_preprocessor"] = type(loaded.preprocessor).__name__
   out["ours_preset_predict"] = np.asarray(loaded.predict(
       settings["texts"], verbose=0)).tolist()
-  with open(out_path, "w", encoding="utf-8") as f:
-    json.dump(out, f)
+  return out
 
 
 if __name__ == "__main__":

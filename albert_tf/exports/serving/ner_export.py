@@ -17,8 +17,11 @@ input_type_ids [batch, seq] -> `tag_logits`, `tag_probabilities` float32
 [batch, seq, labels] (token_ids.py; tools.export_tflite converts it).
 
 Assets: the vocabulary, albert_config.json, labels.txt (one tag a line,
-index = logit) and labels.json (data_pipeline.tasks.label_list, with the
-scheme). `load_ner(export_dir)` wraps the signature for Python callers.
+index = logit), labels.json (data_pipeline.tasks.label_list, with the
+scheme) and ner_settings.json (seq_length, doc_stride: the windows, so a
+reader of the token-ids signature, tools.predict's ONNX and LiteRT
+runtimes, cuts them as serving_default does). `load_ner(export_dir)`
+wraps the signature for Python callers.
 """
 
 import json
@@ -39,6 +42,10 @@ from data_pipeline.tokenization import factory as tokenizer_factory
 from data_pipeline.tokenization import tf_sentencepiece
 from data_pipeline.tokenization import tf_wordpiece
 from data_pipeline.tokenization import wordpiece_tokenizer
+
+# The windowing a reader needs to feed the token-ids signature as
+# serving_default does (tools.predict's ONNX and LiteRT runtimes).
+NER_SETTINGS_FILE = "ner_settings.json"
 
 
 def export_ner(model: tf_keras.Model, export_dir: str,
@@ -97,6 +104,9 @@ def export_ner(model: tf_keras.Model, export_dir: str,
           ("labels_file", "labels.txt", "\n".join(labels.labels) + "\n"),
           ("label_list_file", label_list.FILE_NAME,
            json.dumps(labels.to_dict(), indent=2) + "\n"),
+          ("ner_settings_file", NER_SETTINGS_FILE,
+           json.dumps({"seq_length": seq_length,
+                       "doc_stride": doc_stride}) + "\n"),
           length_buckets_lib.export_asset(
               seq_length, length_buckets)],
       vocab_attribute="sp_model_file" if spm_model_file else "vocab_file",

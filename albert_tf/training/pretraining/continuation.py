@@ -161,7 +161,7 @@ def start_from(source: Source, params: PretrainingParams, model,
   if missing:
     logging.warning("%s", missing_heads_warning(
         params.init_checkpoint, missing,
-        model_vocab_size(source.weights)))
+        model_vocab_size(source.weights), report.fresh_pooler))
 
 
 def restore_optimizer(checkpoint: tf.train.Checkpoint, prefix: str,
@@ -227,9 +227,10 @@ def model_vocab_size(weights: readers.Weights) -> int:
 
 
 def missing_heads_warning(path: str, missing: List[str],
-                          vocab_size: int) -> str:
-  """One line: which heads `path` lacks and what starting them from random
-  initialisation costs."""
+                          vocab_size: int, fresh_pooler: bool = False) -> str:
+  """One line: which heads `path` lacks (and, with `fresh_pooler`, that
+  the pooler the SOP head reads is new too: Hugging Face AlbertForMaskedLM
+  has none) and what starting them from random initialisation costs."""
   costs = []
   if "masked_lm" in missing:
     costs.append(
@@ -239,10 +240,14 @@ def missing_heads_warning(path: str, missing: List[str],
         "updates, which retrain it, also move the encoder (lower the "
         "learning rate or warm up longer)")
   if "sentence_order" in missing:
+    what = ("the SOP head (sop_classifier / cls/seq_relationship) starts"
+            if not fresh_pooler else
+            "the SOP head (sop_classifier / cls/seq_relationship) and the "
+            "pooler it reads (the source has none) start")
     costs.append(
-        "the SOP head (sop_classifier / cls/seq_relationship) starts from "
-        f"random init: SOP loss at step 0 is about ln 2 = {math.log(2):.2f} "
-        "and SOP accuracy about 50%, and the early updates retrain it")
+        f"{what} from random init: SOP loss at step 0 is about ln 2 = "
+        f"{math.log(2):.2f} and SOP accuracy about 50%, and the early "
+        "updates retrain it")
   return (f"--init_checkpoint={path} has no "
           f"{' and no '.join(dict(HEADS)[h] for h in missing)}: "
           + "; ".join(costs))

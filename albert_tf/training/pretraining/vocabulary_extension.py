@@ -4,10 +4,10 @@ Reads a model (any layout `read_weights` reads), its tokenizer
 (SentencePiece `.model` or WordPiece `vocab.txt`) and a domain corpus (any
 format data creation reads); learns and ranks the domain's new pieces
 (data_pipeline.tokenization.vocabulary_extension, whose doc states the
-ranking and the scores: every character the old model reads as `<unk>`
-first, up to its character_coverage); appends the best `new_pieces` of
-them; and grows the word-embedding table [V, E] and the MLM output bias
-[V] by as many rows:
+ranking and the scores: the pieces of every character the old vocabulary
+cannot spell first, up to the character coverage); appends the best
+`new_pieces` of them; and grows the word-embedding table [V, E] and the MLM
+output bias [V] by as many rows:
 
 - a new piece's row is the mean of the rows of the old pieces that spell
   its text under the old tokenizer (`<unk>` included where part of the text
@@ -32,6 +32,7 @@ anything is written.
 """
 
 import dataclasses
+import itertools
 from typing import Dict, List, Sequence
 
 from absl import logging
@@ -185,14 +186,14 @@ def read_domain(params: VocabularyExtensionParams) -> List[str]:
 def choose_pieces(params: VocabularyExtensionParams, vocabulary: OldVocabulary,
                   sentences: Sequence[str], ranking: str
                   ) -> List[vx.Candidate]:
-  """The `new_pieces` pieces to add: first (SentencePiece) a single-character
-  piece for each character of the domain the old model reads as `<unk>`,
-  up to its character_coverage (vx.character_candidates, most frequent
-  first), then the best other candidates by `ranking`. UserInputError if
-  the domain supplies fewer."""
+  """The `new_pieces` pieces to add: first the pieces of each character of
+  the domain the old vocabulary cannot spell, up to the coverage (most
+  frequent first; SentencePiece: vx.character_candidates, the character;
+  WordPiece: vx.wordpiece_character_candidates, "c" and "##c"), then the
+  best other candidates by `ranking`. UserInputError if the domain
+  supplies fewer."""
   size = params.domain_vocab_size or (
       4 * params.new_pieces + 32)
-  characters = []
   if vocabulary.kind == "sentencepiece":
     text = [t for t in (vocabulary.tokenizer.preprocess(s)
                         for s in sentences) if t]
@@ -200,15 +201,11 @@ def choose_pieces(params: VocabularyExtensionParams, vocabulary: OldVocabulary,
         vocabulary.proto, text, size, params.random_seed,
         params.split_by_unicode_script)
     characters = vx.character_candidates(vocabulary.proto, text, candidates)
-    if len(characters) > params.new_pieces:
-      logging.warning(
-          "the domain corpus has %d characters the old model reads as <unk> "
-          "(within its character_coverage); --new_pieces=%d adds only the "
-          "most frequent %d of them and no longer piece", len(characters),
-          params.new_pieces, params.new_pieces)
-      characters = characters[:params.new_pieces]
   else:
     candidates = vx.wordpiece_candidates(vocabulary.tokenizer, sentences, size)
+    characters = vx.wordpiece_character_candidates(vocabulary.tokenizer,
+                                                   sentences)
+  characters = _whole_characters(characters, params.new_pieces)
   taken = {c.piece for c in characters}
   ranked = characters + [c for c in vx.rank(candidates, ranking)
                          if c.piece not in taken]
@@ -219,6 +216,32 @@ def choose_pieces(params: VocabularyExtensionParams, vocabulary: OldVocabulary,
         "pieces the old vocabulary lacks); use fewer, more text or a larger "
         "--domain_vocab_size")
   return ranked[:params.new_pieces]
+
+
+def _character(candidate: vx.Candidate) -> str:
+  """The character a characters-first piece is for ("##c" is c's)."""
+  return candidate.piece.removeprefix(wpt.CONTINUATION)
+
+
+def _whole_characters(characters: Sequence[vx.Candidate],
+                      budget: int) -> List[vx.Candidate]:
+  """The most frequent characters whose pieces fit in `budget` pieces (a
+  WordPiece character's two pieces stay together); a warning when some
+  are left out."""
+  kept = []
+  for _, group in itertools.groupby(characters, key=_character):
+    group = list(group)
+    if len(kept) + len(group) > budget:
+      logging.warning(
+          "the domain corpus has %d characters the old vocabulary cannot "
+          "spell (within the character coverage; %d pieces); "
+          "--new_pieces=%d adds only the most frequent %d of them (%d "
+          "pieces)", len({_character(c) for c in characters}),
+          len(characters), budget, len({_character(c) for c in kept}),
+          len(kept))
+      break
+    kept.extend(group)
+  return kept
 
 
 def extended_tokenizer(vocabulary: OldVocabulary,
@@ -272,12 +295,28 @@ def grow_arrays(arrays: Dict[str, np.ndarray], chosen: Sequence[vx.Candidate],
 
 def pieces_per_word(tokenizer, sentences: Sequence[str]) -> Dict[str, float]:
   """{"pieces_per_word", "unknown_chars_per_word", "unk_share"} of
-  `sentences` (unk_share: the fraction of its pieces that are <unk>)."""
+  `sentences` (unk_share: the fraction of its pieces that are <unk>, or
+  [UNK])."""
   counts = vx.count_pieces(tokenizer, sentences)
   return {"pieces_per_word": counts["pieces"] / max(1, counts["words"]),
           "unknown_chars_per_word": counts["unknown_chars"] /
           max(1, counts["words"]),
           "unk_share": counts["unknown_pieces"] / max(1, counts["pieces"])}
+
+
+def summary_line(output_dir: str, report: dict) -> str:
+  """The line printed after a run: sizes, and the domain's pieces per word,
+  unknown characters per word and unknown-piece share before and after."""
+  before, after = report["domain_before"], report["domain_after"]
+  return (f"wrote {output_dir}: vocab_size {report['old_vocab_size']} "
+          f"-> {report['vocab_size']}; domain pieces per word "
+          f"{before['pieces_per_word']:.3f} -> "
+          f"{after['pieces_per_word']:.3f}, unknown characters per word "
+          f"{before['unknown_chars_per_word']:.4f} -> "
+          f"{after['unknown_chars_per_word']:.4f}, "
+          f"{report['unknown_piece']} share of pieces "
+          f"{before['unk_share']:.1%} -> {after['unk_share']:.1%} "
+          f"({report['characters_added']} characters added as pieces)")
 
 
 def data_settings(params: VocabularyExtensionParams, source_path: str,
@@ -306,7 +345,8 @@ def _write_folder(output_dir: str, arrays, config: AlbertConfig,
   file_io.rmtree(staging)
   try:
     file_io.makedirs(staging)
-    write_ours(arrays, config, file_io.join(staging, CHECKPOINT_NAME))
+    write_ours(arrays, config, file_io.join(staging, CHECKPOINT_NAME),
+               fresh_ok=_FRESH_OK)
     config.to_json_file(file_io.join(staging, "albert_config.json"))
     file_io.write_atomic(file_io.join(staging, tokenizer_name),
                          tokenizer_data)
@@ -319,6 +359,23 @@ def _write_folder(output_dir: str, arrays, config: AlbertConfig,
                          f"{e}") from None
   finally:
     file_io.rmtree(staging)
+
+
+# A transformers AlbertForMaskedLM source has no pooler and no SOP head:
+# the extension gets a new model's, as run_pretraining would start them
+# from the source itself (said in one warning and in the report's "fresh").
+_FRESH_OK = ("pooler/", "sentence_order/")
+
+
+def _fresh_parts(arrays) -> List[str]:
+  """The parts of _FRESH_OK that write_ours writes new for `arrays`: the
+  pooler when absent, the SOP head when absent beside an MLM head."""
+  def has(prefix):
+    return any(n.startswith(prefix) for n in arrays)
+  return [part for part, fresh in (
+      ("pooler", not has("pooler/")),
+      ("sentence_order", has("masked_lm/") and not has("sentence_order/")))
+          if fresh]
 
 
 def extend_vocabulary(params: VocabularyExtensionParams) -> dict:
@@ -349,7 +406,10 @@ def extend_vocabulary(params: VocabularyExtensionParams) -> dict:
       "vocab_size": new_config.vocab_size,
       "ranking": params.ranking,
       "split_by_unicode_script": params.split_by_unicode_script,
-      "characters_added": sum(1 for c in chosen if c.model_rank < 0),
+      "characters_added": len({_character(c) for c in chosen
+                               if c.model_rank < 0}),
+      "unknown_piece": vocabulary.tokenizer.convert_ids_to_tokens(
+          [vocabulary.tokenizer.unk_id])[0],
       "domain_before": pieces_per_word(vocabulary.tokenizer, sentences),
       "domain_after": pieces_per_word(tokenizer, sentences),
       "pieces": [{"piece": c.piece, "id": config.vocab_size + i,
@@ -357,6 +417,13 @@ def extend_vocabulary(params: VocabularyExtensionParams) -> dict:
                   "spelling": list(c.spelling)}
                  for i, c in enumerate(chosen)],
   }
+  fresh = _fresh_parts(weights.arrays)
+  if fresh:
+    report["fresh"] = fresh
+    logging.warning("%s has no %s (transformers' AlbertForMaskedLM has "
+                    "none): %s holds a new model's, as run_pretraining "
+                    "would start them", params.init_checkpoint,
+                    " and ".join(fresh), params.output_dir)
   _write_folder(params.output_dir, grow_arrays(weights.arrays, chosen,
                                                vocabulary),
                 new_config, name, data, report,

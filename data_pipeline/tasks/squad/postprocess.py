@@ -131,6 +131,48 @@ def _group(examples, features):
   return [by_example[i] for i in range(len(examples))]
 
 
+def answer_characters(example: SquadExample, feature: SquadFeature,
+                      candidate: Candidate) -> Tuple[int, int]:
+  """[start, end) of a candidate's answer in `example.paragraph_text`
+  (Unicode characters): its pieces' characters without whitespace at
+  either end (the n-best's text is paragraph_text[start:end])."""
+  first = feature.tok_start_to_orig_index[candidate.start_index]
+  raw = example.paragraph_text[
+      first:feature.tok_end_to_orig_index[candidate.end_index] + 1]
+  start = first + len(raw) - len(raw.lstrip())
+  return start, start + len(raw.strip())
+
+
+def ranked_candidates(examples: Sequence[SquadExample],
+                      features: Sequence[SquadFeature],
+                      results: Mapping[int, Mapping[str, np.ndarray]],
+                      n_best_size: int = 20, max_answer_length: int = 30,
+                      beam: bool = False
+                     ) -> List[Tuple[List[SquadFeature], List[Candidate]]]:
+  """Per example, its features and its valid spans best first (the order
+  the n-best is cut from; equal scores keep window, start, end order).
+
+  Args:
+    examples, features, results, n_best_size, max_answer_length: as
+      `postprocess_v1`.
+    beam: results of the SQuAD v2.0 answer-class model (`postprocess_v2`).
+  """
+  window_candidates = (
+      functools.partial(_beam_candidates,
+                        max_answer_length=max_answer_length) if beam else
+      functools.partial(_span_candidates, n_best_size=n_best_size,
+                        max_answer_length=max_answer_length))
+  ranked = []
+  for feats in _group(examples, features):
+    candidates = []
+    for fi, feature in enumerate(feats):
+      candidates.extend(window_candidates(fi, feature,
+                                          results[feature.unique_id])[0])
+    ranked.append((feats, sorted(candidates, key=lambda c: c.score,
+                                 reverse=True)))
+  return ranked
+
+
 def _nbest(example: SquadExample, features: Sequence[SquadFeature],
            candidates: List[Candidate], n_best_size: int,
            empty: Tuple[str, float]) -> List[dict]:
@@ -140,10 +182,8 @@ def _nbest(example: SquadExample, features: Sequence[SquadFeature],
   for c in candidates:
     if len(entries) >= n_best_size:
       break
-    feature = features[c.feature_index]
-    text = example.paragraph_text[
-        feature.tok_start_to_orig_index[c.start_index]:
-        feature.tok_end_to_orig_index[c.end_index] + 1].strip()
+    start, end = answer_characters(example, features[c.feature_index], c)
+    text = example.paragraph_text[start:end]
     if text in seen:
       continue
     seen.add(text)

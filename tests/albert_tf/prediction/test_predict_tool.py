@@ -52,8 +52,8 @@ def test_a_bad_row_is_one_line_and_nothing_is_written(fake_exports,
                     "--runtime=onnx"],
      "/classifier/onnx/model.onnx does not exist; make it with: python -m "
      "tools.export_onnx --saved_model="),
-    ("squad", ["--runtime=litert"], "--runtime=litert serves classifier, "
-     "regression, multi-label, multiple-choice and encoder exports; "),
+    ("squad", ["--runtime=litert"], "/squad/litert/model.tflite does not "
+     "exist; make it with: python -m tools.export_tflite --saved_model="),
 ])
 def test_wrong_model_or_column_is_one_line(fake_exports, pair_inputs,
                                            tmp_path, model, flags, message):

@@ -158,8 +158,12 @@ def test_a_missing_runtime_file_is_one_line_naming_the_command(
         f"--runtime={runtime}: {model}/{runtime}/{name} does not exist; "
         f"make it with: {command}")
     assert not os.path.exists(tmp_path / runtime)
-  with pytest.raises(UserInputError, match="--runtime=onnx serves .* "
-                     "is a ner export: use --runtime=savedmodel"):
+  ner = prediction_exports["ner"]  # served too (test_runtime_spans.py)
+  with pytest.raises(UserInputError) as error:
     runner.predict_files(PredictOptions(
-        model=prediction_exports["ner"], input_file=path, runtime="onnx",
+        model=ner, input_file=path, runtime="onnx",
         output_dir=str(tmp_path / "ner")))
+  assert str(error.value) == (
+      f"--runtime=onnx: {ner}/onnx/model.onnx does not exist; make it "
+      f"with: python -m tools.export_onnx --saved_model={ner} "
+      f"--output_file={ner}/onnx/model.onnx")

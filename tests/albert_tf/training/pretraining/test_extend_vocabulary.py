@@ -331,8 +331,10 @@ def test_extended_model_pretrains_and_exports_its_vocabulary(extended,
 
 
 def test_wordpiece_model_on_a_ram_filesystem(english_corpus):
-  """vocab.txt + checkpoint on ram://: the new lines appended (with "##"
-  continuations), rows as stated, the output written whole."""
+  """vocab.txt + checkpoint on ram://: the new lines appended (the 30
+  characters the old vocabulary reads as [UNK] first, each a word-start
+  piece, then ranked pieces with "##" continuations), rows as stated, the
+  output written whole, [UNK] before and after in the summary line."""
   from albert_common import file_io
   from data_pipeline.tokenization import wordpiece_trainer
   root = "ram://extend_wordpiece"
@@ -353,8 +355,8 @@ def test_wordpiece_model_on_a_ram_filesystem(english_corpus):
       domain_text.clinical_sentences(300)) + "\n")
   report = vext.extend_vocabulary(vext.VocabularyExtensionParams.from_flat(
       init_checkpoint=prefix, albert_config_file=f"{root}/albert_config.json",
-      vocab_file=vocab, input_file=f"{root}/domain.txt", new_pieces=30,
-      output_dir=f"{root}/out"))
+      vocab_file=vocab, input_file=f"{root}/domain.txt", new_pieces=50,
+      domain_vocab_size=152, output_dir=f"{root}/out"))
   assert sorted(file_io.listdir(f"{root}/out")) == [
       "albert_config.json", "checkpoint", "data_settings.json",
       "model.ckpt.data-00000-of-00001", "model.ckpt.index", "vocab.txt",
@@ -362,7 +364,18 @@ def test_wordpiece_model_on_a_ram_filesystem(english_corpus):
   new_tokens = wpt.load_vocab(f"{root}/out/vocab.txt")
   added = [p["piece"] for p in report["pieces"]]
   assert new_tokens == tokens + added
-  assert any(p.startswith("##") for p in added), added
+  old_tokenizer = wpt.WordPieceTokenizer(None, tokens=tokens)
+  unknown = {c for s in domain_text.clinical_sentences(300) for c in s
+             if old_tokenizer.encode(c) == [old_tokenizer.unk_id]}
+  assert len(unknown) == 30 and set(added[:30]) == unknown, added[:30]
+  assert report["characters_added"] == 30
+  assert any(p.startswith("##") for p in added[30:]), added[30:]
+  before, after = (report[k]["unk_share"]
+                   for k in ("domain_before", "domain_after"))
+  assert after == 0 < before, (before, after)
+  assert vext.summary_line("out", report).endswith(
+      f", [UNK] share of pieces {before:.1%} -> 0.0% (30 characters added "
+      "as pieces)")
   after = report["domain_after"]["pieces_per_word"]
   assert after <= 0.75 * report["domain_before"]["pieces_per_word"], report
   old = encoder.get_embedding_table().numpy()
