@@ -125,7 +125,7 @@ def measure(args, work: str) -> Dict:
   tokens = corpus_setup.real_tokens(lines, spm, args.seq_length)
   peaks = corpus_setup.bucket_peaks(config, args.batch_size, buckets,
                                     args.threads)
-  roof = corpus_setup.ceiling(config, tokens, peaks)
+  roof = corpus_setup.ceiling(config, tokens, peaks, buckets)
   print(f"[{window_seconds(window)}] ceiling {roof['rows_per_s']:,.1f} "
         f"rows/s ({roof['mean_tokens']:.1f} real tokens a row, peak "
         f"{roof['peak'] / 1e9:.1f} GFLOP/s)", flush=True)
@@ -202,8 +202,22 @@ def report(measured: Dict) -> str:
       f"{roof['flops_per_row'] / 1e9:.3g} GFLOP a row forward) at "
       f"{roof['peak'] / 1e9:.1f} GFLOP/s, the best float32 matmul peak at "
       f"the export's bucket shapes ([batch x bucket, H] x [H, I], GFLOP/s: "
-      f"{peaks}).",
+      f"{peaks}).{_padding(measured)}",
       "Goals (#58): " + goals(measured)])
+
+
+def _padding(measured: Dict) -> str:
+  """What the export's buckets leave of the ceiling (corpus_setup.ceiling's
+  bucketed_share), or nothing for a run that did not record it."""
+  roof = measured["ceiling"]
+  if "bucketed_share" not in roof:
+    return ""
+  buckets = ", ".join(str(b) for b in measured["buckets"])
+  return (f" At the export's buckets ({buckets}) a row runs at "
+          f"{roof['bucket_tokens']:.1f} tokens on average: "
+          f"{1 / roof['bucketed_share']:.2f}x the real tokens' FLOPs, so a "
+          "contender computing at the buckets reaches at most "
+          f"{roof['bucketed_share']:.0%} of the ceiling.")
 
 
 def goals(measured: Dict) -> str:

@@ -154,14 +154,24 @@ def bucket_peaks(config, batch: int, buckets: Sequence[int],
           for b in buckets}
 
 
-def ceiling(config, tokens: np.ndarray, peaks: Dict[int, Dict[str, float]]
-           ) -> Dict:
+def ceiling(config, tokens: np.ndarray, peaks: Dict[int, Dict[str, float]],
+            buckets: Sequence[int] = ()) -> Dict:
   """The rows/s of the corpus's real tokens' forward FLOPs at the best
   peak of any bucket and framework (a ceiling every contender stays
   under: each computes at least the real tokens, at one of those shapes
-  or smaller ones)."""
+  or smaller ones).
+
+  With the export's `buckets`, also `bucketed_share`: the real tokens'
+  FLOPs over those of every row padded to its bucket (the smallest
+  holding it), the share of the ceiling a contender that computes at the
+  buckets can reach at most (1.0 without buckets), and `bucket_tokens`,
+  the padded tokens a row."""
   flops = forward_flops(config, tokens)
   peak = max(max(by.values()) for by in peaks.values())
+  padded = (np.array([next((b for b in buckets if b >= n), buckets[-1])
+                      for n in tokens]) if len(buckets) else tokens)
   return dict(peak=peak, flops_per_row=flops / len(tokens),
               rows_per_s=peak * len(tokens) / flops,
-              mean_tokens=float(np.mean(tokens)))
+              mean_tokens=float(np.mean(tokens)),
+              bucket_tokens=float(np.mean(padded)),
+              bucketed_share=flops / forward_flops(config, padded))

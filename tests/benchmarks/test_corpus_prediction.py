@@ -155,6 +155,34 @@ def test_the_ceiling_is_the_fastest_peak_at_the_bucket_shapes(monkeypatch):
   assert roof["mean_tokens"] == 44.5
 
 
+def test_the_ceiling_tells_what_the_buckets_leave_of_it():
+  """bucketed_share: the real tokens' FLOPs over those at each row's
+  bucket (1.0 without buckets), and the report's line from it."""
+  from benchmarks import ceilings
+  from benchmarks.serving import corpus
+  from benchmarks.serving import corpus_setup
+  config = corpus_setup.model_config("tiny", 128)
+  tokens = np.array([10, 10, 30, 128])
+  peaks = {32: {"TensorFlow": 1e12}}
+  roof = corpus_setup.ceiling(config, tokens, peaks, (32, 64, 128))
+  real = (2 * ceilings.encoder_flops(config, 10) +
+          ceilings.encoder_flops(config, 30) +
+          ceilings.encoder_flops(config, 128))
+  padded = (3 * ceilings.encoder_flops(config, 32) +
+            ceilings.encoder_flops(config, 128))
+  assert roof["bucketed_share"] == pytest.approx(real / padded)
+  assert 0.3 < roof["bucketed_share"] < 0.9
+  assert roof["bucket_tokens"] == 56.0
+  assert corpus_setup.ceiling(config, tokens, peaks)["bucketed_share"] == 1.0
+  measured = _measured()
+  measured["ceiling"].update(bucket_tokens=56.0, bucketed_share=0.59)
+  text = corpus.report(measured)
+  assert ("At the export's buckets (32, 64, 128) a row runs at 56.0 tokens "
+          "on average: 1.69x the real tokens' FLOPs, so a contender "
+          "computing at the buckets reaches at most 59% of the ceiling."
+          ) in " ".join(text.split())
+
+
 def test_paragraphs_rows_and_real_tokens(tmp_path, spm_model):
   """A docstring's prose paragraphs are rows (code and short ones
   dropped), repeated in order to the rows asked for; real tokens are
