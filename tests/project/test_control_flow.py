@@ -1,6 +1,6 @@
 """A run's control flows one way: tool -> settings -> task -> runner.
 
-Each tool runs in a subprocess under a profile hook
+Each tool runs in a subprocess under a trace hook
 (tests/scripts/control_flow_script.py) that records every call between our
 files. Asserted for run_classifier and run_pretraining:
   - nothing below the tool calls back into tools/ (no round trip);

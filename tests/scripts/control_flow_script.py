@@ -4,7 +4,9 @@
   \
       --flag=value ...
 
-A profile hook sees every Python call. It records:
+A trace hook sees every Python call (sys.settrace's "call" events only: unlike
+a profile hook it is not called on every return and C function call; for a
+file not ours, TensorFlow's, it costs a dict lookup). It records:
   - `edges`: [caller file, callee file] of every call from one of our files
     into another of our files (albert_common, albert_tf, data_pipeline,
     tools), once each;
@@ -36,15 +38,27 @@ def _ours(filename):
 def main():
   out, train_function, tool = sys.argv[1:4]
   edges, reads, spine = set(), collections.Counter(), []
+  ours_by_file = {}  # co_filename -> _ours(co_filename): the hook's hot path
 
-  def profile(frame, event, arg):
-    del arg
-    if event != "call":
-      return
-    callee = _ours(frame.f_code.co_filename)
+  def ours_of(filename):
+    try:
+      return ours_by_file[filename]
+    except KeyError:
+      ours_by_file[filename] = _ours(filename)
+      return ours_by_file[filename]
+
+  def trace(frame, event, arg):
+    """The global trace function: called on "call" events only; returns
+    None, so no frame is traced line by line."""
+    del event, arg
+    filename = frame.f_code.co_filename
+    try:  # inline, not ours_of(): the hook runs on TensorFlow's calls too
+      callee = ours_by_file[filename]
+    except KeyError:
+      callee = ours_of(filename)
     if callee is None:
       return
-    caller = frame.f_back and _ours(frame.f_back.f_code.co_filename)
+    caller = frame.f_back and ours_of(frame.f_back.f_code.co_filename)
     if caller and caller != callee:
       edges.add((caller, callee))
     name = frame.f_code.co_name
@@ -69,14 +83,14 @@ def main():
   import orbit  # noqa: F401
   import tensorflow  # noqa: F401
   import tf_keras  # noqa: F401
-  sys.setprofile(profile)
+  sys.settrace(trace)
   try:
     runpy.run_module(tool, run_name="__main__")
   except SystemExit as e:
     if e.code:
       raise
   finally:
-    sys.setprofile(None)
+    sys.settrace(None)
     with open(out, "w") as f:
       json.dump(dict(edges=sorted(edges), spine=spine, reads=reads), f)
 

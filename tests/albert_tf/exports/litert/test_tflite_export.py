@@ -3,6 +3,7 @@ run by ai_edge_litert's plain interpreter (built-in kernels only)."""
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -138,14 +139,27 @@ def _saved_model_outputs(saved_model, inputs, names):
   return {k: out[k].numpy() for k in names}
 
 
+@pytest.fixture(scope="module")
+def float_files(exported):
+  """{kind: (.tflite path, export_tflite's description)}: each export
+  converted once (float32, batch 2), each in a folder of its own."""
+  files = {}
+  for kind, saved_model in exported["dirs"].items():
+    folder = exported["root"] / "float" / kind
+    folder.mkdir(parents=True)
+    output = str(folder / f"{kind}.tflite")
+    files[kind] = output, tflite.export_tflite(saved_model, output,
+                                               seq_length=SEQ, batch_size=2)
+  return files
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["encoder", "classifier", "squad",
                                   "squad_beam", "race"])
-def test_float_model_equals_saved_model(kind, exported, english_corpus,
-                                        tmp_path):
-  output = str(tmp_path / f"{kind}.tflite")
-  described = tflite.export_tflite(exported["dirs"][kind], output,
-                                   seq_length=SEQ, batch_size=2)
+def test_float_model_equals_saved_model(kind, exported, float_files,
+                                        english_corpus):
+  output, described = float_files[kind]
+  folder = os.path.dirname(output)
   expected_outputs = {
       "encoder": ["pooled_output", "sequence_output"],
       "classifier": ["logits", "probabilities"],
@@ -172,10 +186,10 @@ def test_float_model_equals_saved_model(kind, exported, english_corpus,
     else:
       np.testing.assert_allclose(got[name], want[name], atol=1e-4, rtol=0)
   # The vocabulary, labels and a description travel with the file.
-  beside = sorted(os.listdir(tmp_path))
+  beside = sorted(os.listdir(folder))
   assert os.path.basename(exported["spm_model"]) in beside
   assert ("labels.txt" in beside) == (kind == "classifier")
-  with open(tmp_path / f"{kind}.json") as f:
+  with open(os.path.join(folder, f"{kind}.json")) as f:
     assert json.load(f)["vocab_file"] == os.path.basename(
         exported["spm_model"])
 
@@ -245,7 +259,8 @@ def test_op_without_builtin_kernel_is_one_line():
 
 
 @pytest.mark.slow
-def test_race_runner_and_eval_data(exported, english_corpus, tmp_path):
+def test_race_runner_and_eval_data(exported, float_files, english_corpus,
+                                   tmp_path):
   from albert_tf.exports.litert import report as tflite_report
   from albert_tf.exports.litert.runner import TextRunner
   from data_pipeline.tasks.race import examples as race_examples
@@ -264,8 +279,7 @@ def test_race_runner_and_eval_data(exported, english_corpus, tmp_path):
       exported["dirs"]["race"], out, seq_length=SEQ, batch_size=2,
       quantize="dynamic_int8", eval_data=str(tmp_path / "race"))
   examples = race_examples.read_race_examples(str(tmp_path / "race"), "dev")
-  float_file = str(tmp_path / "out" / "race_float.tflite")
-  tflite.export_tflite(exported["dirs"]["race"], float_file, seq_length=SEQ)
+  float_file = float_files["race"][0]
   # The runner packs as the raw-text SavedModel (max_qa_length 10 there).
   letters = TextRunner.from_file(float_file).choose(
       [e.article for e in examples], [e.question for e in examples],
@@ -323,7 +337,9 @@ def test_eval_data_that_does_not_fit_leaves_nothing(exported, tmp_path):
   assert os.listdir(out.parent) == []
 
 
-def test_squad_files_post_process_with_the_runs_settings(exported, tmp_path):
+def test_squad_files_post_process_with_the_runs_settings(exported,
+                                                         float_files,
+                                                         tmp_path):
   """The export records its fine-tuning values; the runner beside a
   converted file takes them (the v2.0 threshold included) unless given."""
   from albert_tf.exports.litert.runner import SquadSettings
@@ -333,18 +349,18 @@ def test_squad_files_post_process_with_the_runs_settings(exported, tmp_path):
     assert json.load(f) == {"doc_stride": 8, "max_query_length": 8,
                             "n_best_size": 5, "max_answer_length": 6,
                             "null_score_diff_threshold": 0.0}
-  out = str(tmp_path / "v2.tflite")
-  tflite.export_tflite(exported["dirs"]["squad_beam"], out, seq_length=SEQ)
+  out = float_files["squad_beam"][0]
   assert TextRunner.from_file(out).squad_settings == SquadSettings(8, 8, 5, 6,
                                                                    0.0)
   given = TextRunner.from_file(out, squad_settings=SquadSettings(
       doc_stride=4, null_score_diff_threshold=-1.5)).squad_settings
   assert given == SquadSettings(4, 8, 5, 6, -1.5)
-  v1 = str(tmp_path / "v1.tflite")
-  tflite.export_tflite(exported["dirs"]["squad"], v1, seq_length=SEQ)
+  # A copy of the v1.1 file's folder: the shared one keeps its settings.
+  shutil.copytree(os.path.dirname(float_files["squad"][0]), tmp_path / "v1")
+  v1 = str(tmp_path / "v1" / "squad.tflite")
   assert TextRunner.from_file(v1).squad_settings == SquadSettings(8, 8, 5, 6,
                                                                   None)
   # Without the file (an older export): the official defaults.
-  os.remove(tmp_path / "squad_settings.json")
+  os.remove(tmp_path / "v1" / "squad_settings.json")
   assert TextRunner.from_file(v1).squad_settings == SquadSettings(
       128, 64, 20, 30, None)

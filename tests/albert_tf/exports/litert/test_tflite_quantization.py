@@ -102,6 +102,20 @@ def trained(tmp_path_factory, spm_model, keyword_classifier):
               texts=keyword_classifier["texts"])
 
 
+@pytest.fixture(scope="module")
+def batch8_files(trained):
+  """{(task, quantize): .tflite path}: the GLUE and SQuAD exports at batch
+  8, float and dynamic int8, each converted once."""
+  files = {}
+  for task in ("glue", "squad"):
+    for quantize in ("none", "dynamic_int8"):
+      out = str(trained["root"] / "batch8" / task / f"{quantize}.tflite")
+      tflite.export_tflite(trained[task], out, seq_length=SEQ, batch_size=8,
+                           quantize=quantize)
+      files[task, quantize] = out
+  return files
+
+
 def _size(path):
   return os.path.getsize(path)
 
@@ -130,14 +144,10 @@ def test_sizes_store_shared_weights_once(trained, tmp_path):
 
 
 @pytest.mark.slow
-def test_dynamic_int8_keeps_classifier_accuracy(trained, tmp_path):
+def test_dynamic_int8_keeps_classifier_accuracy(trained, batch8_files):
   texts, labels = trained["texts"](200, seed=5)
-  runners = {}
-  for quantize in ("none", "dynamic_int8"):
-    out = str(tmp_path / f"glue_{quantize}.tflite")
-    tflite.export_tflite(trained["glue"], out, seq_length=SEQ, batch_size=8,
-                         quantize=quantize)
-    runners[quantize] = TextRunner.from_file(out)
+  runners = {quantize: TextRunner.from_file(batch8_files["glue", quantize])
+             for quantize in ("none", "dynamic_int8")}
   float_labels = runners["none"].classify(texts)
   int8_labels = runners["dynamic_int8"].classify(texts)
   accuracy = np.mean(np.array(float_labels, int) == labels)
@@ -147,14 +157,13 @@ def test_dynamic_int8_keeps_classifier_accuracy(trained, tmp_path):
 
 
 @pytest.mark.slow
-def test_dynamic_int8_squad_spans_move_at_most_one_token(trained, tmp_path):
+def test_dynamic_int8_squad_spans_move_at_most_one_token(trained,
+                                                        batch8_files):
   examples = _squad_examples(trained["words"], 120, seed=6)
   positions = {}
   for quantize in ("none", "dynamic_int8"):
-    out = str(tmp_path / f"squad_{quantize}.tflite")
-    tflite.export_tflite(trained["squad"], out, seq_length=SEQ,
-                         batch_size=8, quantize=quantize)
-    runner = TextRunner.from_file(out, squad_settings=SQUAD)
+    runner = TextRunner.from_file(batch8_files["squad", quantize],
+                                  squad_settings=SQUAD)
     _, inputs = runner.squad_features(examples)
     outputs = runner.model(inputs)
     positions[quantize] = np.stack([np.argmax(outputs["start_logits"], -1),
@@ -170,12 +179,10 @@ def test_dynamic_int8_squad_spans_move_at_most_one_token(trained, tmp_path):
 
 
 @pytest.mark.slow
-def test_runner_labels_equal_raw_text_saved_model(trained, tmp_path):
+def test_runner_labels_equal_raw_text_saved_model(trained, batch8_files):
   texts, _ = trained["texts"](40, seed=7)
   texts[:3] = ["Héllo ``World'' 1,000 naïve", "", "module " * 40]
-  out = str(tmp_path / "glue.tflite")
-  tflite.export_tflite(trained["glue"], out, seq_length=SEQ)
-  got = TextRunner.from_file(out).classify(texts)
+  got = TextRunner.from_file(batch8_files["glue", "none"]).classify(texts)
   serving = exports.load_saved_model(trained["glue"]).signatures[
       "serving_default"]
   want = [x.decode() for x in serving(sentences=tf.constant(texts))[
@@ -183,9 +190,8 @@ def test_runner_labels_equal_raw_text_saved_model(trained, tmp_path):
   assert got == want
   # And the SQuAD runner answers as the raw-text SavedModel does.
   examples = _squad_examples(trained["words"], 20, seed=8)
-  out = str(tmp_path / "squad.tflite")
-  tflite.export_tflite(trained["squad"], out, seq_length=SEQ)
-  runner = TextRunner.from_file(out, squad_settings=SQUAD)
+  runner = TextRunner.from_file(batch8_files["squad", "none"],
+                                squad_settings=SQUAD)
   questions = [e.question_text for e in examples]
   contexts = [e.paragraph_text for e in examples]
   serving = exports.load_saved_model(trained["squad"]).signatures[
