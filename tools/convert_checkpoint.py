@@ -46,6 +46,14 @@ r"""Convert ALBERT checkpoints among ours, official TF1, Hugging Face layouts.
   python -m tools.convert_checkpoint --input_checkpoint=/tmp/sst2_export \
       --output_checkpoint=/tmp/sst2_preset --output_format=keras_hub
 
+  # A fine-tuned task model of another layout (a Hugging Face AlbertFor*
+  # folder, an official run_classifier.py checkpoint, a keras-hub or Model
+  # Garden task model) -> our task layout, head included (checkpoint,
+  # albert_config.json, labels.json, the folder's spiece.model): the folder
+  # every fine-tuning tool takes as --init_checkpoint:
+  python -m tools.convert_checkpoint --input_checkpoint=hf_sst2/ \
+      --output_checkpoint=/tmp/sst2_ours/ckpt --output_format=ours
+
   # A keras-hub preset -> ours (+ albert_config.json, spiece.model beside it):
   python -m tools.convert_checkpoint --input_checkpoint=/tmp/albert_preset \
       --output_checkpoint=/tmp/from_preset/ckpt --output_format=ours

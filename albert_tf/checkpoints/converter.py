@@ -33,6 +33,10 @@ transformers' AlbertFor* class with id2label and problem_type, or the
 official scripts' head names with labels.txt. Its vocabulary (an export's
 assets) is written with it unless --spm_model_file / --vocab_file say
 otherwise. A run without a task head (pretraining) converts as before.
+Another layout's task model (a Hugging Face AlbertFor* folder, an official
+fine-tuned checkpoint, a keras-hub or Model Garden task model) written to
+ours is written in our task layout, head included
+(task_writers.write_ours_task_model), with the tokenizer file of its folder.
 
 Every read is strict: after skipping optimizer state, every source variable
 must map to a model variable, every encoder variable must be present and
@@ -173,6 +177,10 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
   weights, labels = _weights_to_write(source, config, input_checkpoint,
                                       input_format, output_format)
   weights.check_config(config)
+  if (output_format == "ours" and weights.head is not None and
+      weights.preset is None and not (spm_model_file or vocab_file)):
+    spm_model_file, vocab_file, tokens = _own_vocabulary(input_checkpoint,
+                                                         config)
   where = _write_weights(weights, config, output_checkpoint, output_format,
                          spm_model_file, do_lower_case, keras_hub_tokenizer,
                          tokens, labels)
@@ -286,12 +294,30 @@ def _write_weights(weights, config: AlbertConfig, output_checkpoint: str,
         weights.arrays, config, output_checkpoint, spm_model_file,
         do_lower_case=do_lower_case, keras_hub_tokenizer=keras_hub_tokenizer,
         labels=labels)
-  root = write_ours(weights.arrays, config, output_checkpoint)
-  where = f"{output_checkpoint} (tf.train.Checkpoint({root}=...))"
-  if weights.preset is not None:
+  if weights.head is not None:  # a task model: in our task layout
+    where = task_writers.write_ours_task_model(weights, config,
+                                               output_checkpoint)
+    weights.head = None  # written
+  else:
+    root = write_ours(weights.arrays, config, output_checkpoint)
+    where = f"{output_checkpoint} (tf.train.Checkpoint({root}=...))"
+  if weights.preset is not None:  # its config (again) and tokenizer
     where += "; " + keras_hub_preset.write_companions(weights.preset,
                                                       output_checkpoint)
   return where
+
+
+def _own_vocabulary(input_checkpoint: str, config: AlbertConfig):
+  """(spm_model_file, vocab_file, tokens) of the one tokenizer file in a
+  task model's input folder (a Hugging Face folder's spiece.model or
+  vocab.txt), written with it in our task layout; ("", "", None) if none."""
+  # The lookup the fine-tuning settings make in --init_checkpoint.
+  from albert_tf.training.encoder_files import vocabulary_in
+  found = vocabulary_in(input_checkpoint, "input_checkpoint")
+  vocab_file = found.get("vocab_file", "")
+  tokens = (wordpiece_files.check_vocab_file(config, vocab_file)
+            if vocab_file else None)
+  return found.get("spm_model_file", ""), vocab_file, tokens
 
 
 def _huggingface_folder(output_checkpoint: str) -> str:

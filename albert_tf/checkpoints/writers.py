@@ -162,3 +162,30 @@ def write_ours(arrays: Dict[str, np.ndarray], config: AlbertConfig,
   checkpoint = tf.train.Checkpoint(**{root: model})
   _write_checkpoint_files(output_prefix, checkpoint.write)
   return root
+
+
+def write_ours_task_model(arrays: Dict[str, np.ndarray], config: AlbertConfig,
+                          output_prefix: str, head: str, num_labels: int,
+                          fresh_ok: Sequence[str] = ()) -> None:
+  """tf.train.Checkpoint(model=<our task model of kind `head`>): the
+  checkpoint of a fine-tuning run, read back by task_sources.
+
+  Args:
+    arrays: canonical name -> array, encoder, pooler and head.
+    head: the task head kind (head_tables.HEAD_KINDS).
+    num_labels: C of the head.
+    fresh_ok: canonical name prefixes ("pooler/") that may be absent: they
+      keep the new model's initial values (the caller says so).
+  """
+  from albert_tf.checkpoints.task_models import task_sources
+  model = task_sources.build_task_model(head, config, num_labels)
+  variables = model_variables.canonical_variables(model)
+  missing = sorted(n for n in set(variables) - set(arrays)
+                   if not n.startswith(tuple(fresh_ok)))
+  if missing:
+    raise UserInputError(f"cannot write our task model, missing: {missing}")
+  for name, variable in variables.items():
+    if name in arrays:
+      variable.assign(arrays[name])
+  _write_checkpoint_files(output_prefix,
+                          tf.train.Checkpoint(model=model).write)

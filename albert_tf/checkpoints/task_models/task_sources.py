@@ -162,8 +162,9 @@ def _head_kind(keys: Dict[str, list], objects: Set[str],
   return "classifier"
 
 
-def _build(kind: str, config: AlbertConfig, num_labels: int):
-  """Our task model of `kind` on a fresh encoder."""
+def build_task_model(kind: str, config: AlbertConfig, num_labels: int):
+  """Our task model of `kind` (head_tables.HEAD_KINDS, or "early_exit") on
+  a fresh encoder, as a fine-tuning run builds it."""
   # tf_keras models are imported on use (see model_variables).
   from albert_tf.networks.albert_encoder import AlbertEncoder
   encoder = AlbertEncoder(config, name="encoder")
@@ -257,7 +258,7 @@ def read_task_source(paths: SourcePaths,
   head_key = next((k for k in (_FUNCTIONAL_HEAD, _EARLY_EXIT_KERNEL)
                    if k in keys), None)
   num_labels = int(keys[head_key][-1]) if head_key else 1
-  model = _build(kind, config, num_labels)
+  model = build_task_model(kind, config, num_labels)
   root = tf.train.Checkpoint(model=model)
   problems = object_readers.object_mismatches(keys, "model", root)
   if any(problems):

@@ -26,12 +26,14 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import writers
 from albert_tf.checkpoints.task_models import head_tables
+from albert_tf.checkpoints.task_models import task_sources
 from albert_tf.checkpoints.task_models.task_sources import TaskSource
 from albert_tf.config import AlbertConfig
 
 LABELS_FILE = "labels.txt"
-# The output formats a task model is written in with its head (keras_hub:
-# keras_hub_presets; ours: the encoder, as before).
+# The output formats our task model is written in with its head (keras_hub:
+# keras_hub_presets; ours: as it is, the run's checkpoint). Another
+# layout's task model is written to ours by write_ours_task_model.
 TASK_FORMATS = ("huggingface", "official")
 HUGGINGFACE_CLASSES = {kind: cls for cls, kind
                        in head_tables.HUGGINGFACE_ARCHITECTURES.items()
@@ -102,4 +104,57 @@ def write_task_model(source: TaskSource, config: AlbertConfig,
     labels_file = file_io.join(file_io.dirname(output) or ".", LABELS_FILE)
     file_io.write_atomic(labels_file, "".join(f"{n}\n" for n in source.labels))
     where += f" + {labels_file}"
+  return where
+
+
+# Hugging Face problem_type -> labels.json task type.
+_TASK_TYPES = {v: k for k, v in task_sources.PROBLEM_TYPES.items()}
+
+
+def write_ours_task_model(weights, config: AlbertConfig,
+                          output_prefix: str) -> str:
+  """Writes another layout's task model (checkpoints.readers.Weights with a
+  `head`) in our task layout: the checkpoint a fine-tuning run writes
+  (writers.write_ours_task_model), albert_config.json and, for a
+  classifier or token classifier, labels.json (the names in the head's
+  order, the task type) beside it; the fine-tuning tools read the folder
+  back with its head (task_sources). Returns what was written, in words.
+
+  Raises:
+    UserInputError: a head whose kind the source does not tell (an official
+      [1, H] head: run_classifier's regression or run_race's), or a
+      partial one.
+  """
+  from albert_tf.checkpoints.task_models import task_heads
+  from data_pipeline.tasks import label_list as label_list_lib
+  head = weights.head
+  kinds = head.kinds
+  if len(kinds) != 1:
+    raise UserInputError(
+        f"{head.where} holds {head.describe()}, which our task layout "
+        f"cannot tell apart ({' or '.join(kinds) or 'no head of ours'}): "
+        "give the source itself to the fine-tuning tool as "
+        "--init_checkpoint")
+  kind = kinds[0]
+  table = head_tables.head_table(head.layout, kind)
+  task_heads.check_kind(head, kind)
+  num_labels = task_heads.stored_labels(head, table)
+  arrays = dict(weights.arrays)
+  arrays.update(task_heads.fit_head(head, kind, config.hidden_size,
+                                    num_labels, task_heads.HeadRequest()))
+  fresh = () if "pooler/kernel" in arrays else ("pooler/",)
+  writers.write_ours_task_model(arrays, config, output_prefix, kind,
+                                num_labels, fresh)
+  folder = file_io.dirname(output_prefix) or "."
+  config.to_json_file(file_io.join(folder, "albert_config.json"))
+  where = f"{output_prefix} (tf.train.Checkpoint(model=...), {kind} head)"
+  if kind in ("classifier", "token_classifier"):
+    task_type = ("token_classification" if kind == "token_classifier" else
+                 _TASK_TYPES.get(head.problem_type) or (
+                     "regression" if num_labels == 1 else "classification"))
+    labels = tuple(head.labels or ()) if task_type != "regression" else ()
+    where += "; " + label_list_lib.write(
+        folder, label_list_lib.LabelList(task_type, labels))
+  if fresh:
+    where += "; the source has no pooler: a new one"
   return where

@@ -89,6 +89,56 @@ def test_hf_classifier_is_scored_as_it_is(source, tmp_path, caplog):
           caplog.text)
 
 
+def test_hf_classifier_converted_to_ours_is_scored_as_it_is(
+    source, tmp_path, caplog, capsys):
+  """convert_checkpoint --output_format=ours writes the task model in our
+  task layout (checkpoint, albert_config.json, labels.json in the head's
+  order, spiece.model): that folder alone, given to --do_eval, scores
+  PyTorch's probabilities, its head restored from our layout. A head our
+  layout cannot tell apart (an official [1, H] head) is one line."""
+  import logging
+  caplog.set_level(logging.INFO, logger="absl")
+  ours = tmp_path / "ours"
+  assert _run_tool("convert_checkpoint",
+                   f"--input_checkpoint={source['folder']}",
+                   f"--output_checkpoint={ours / 'ckpt'}",
+                   "--output_format=ours") == 0
+  assert sorted(os.listdir(ours)) == [
+      "albert_config.json", "checkpoint", "ckpt.data-00000-of-00001",
+      "ckpt.index", "labels.json", "spiece.model"]
+  assert json.loads((ours / "labels.json").read_text()) == {
+      "task_type": "classification", "labels": HEAD_ORDER}
+  out = tmp_path / "eval"
+  args = _common(source, out)
+  args[0] = f"--init_checkpoint={ours}"
+  assert _run_tool("run_classifier", *args, "--do_eval") == 0
+  records = _read_jsonl(out / "dev_predictions.jsonl")
+  got = np.array([[r["probabilities"][n] for n in HEAD_ORDER]
+                  for r in records])
+  np.testing.assert_allclose(got, source["probs"], atol=1e-5)
+  assert ("classifier head from classifier/dense/bias, "
+          "classifier/dense/kernel") in caplog.text
+  # run_race's head and an STS-B regression head share the official names.
+  from albert_tf.checkpoints import configs
+  from albert_tf.checkpoints import readers
+  from albert_tf.checkpoints import writers
+  config = configs.load_albert_config(str(ours / "albert_config.json"))
+  arrays = dict(readers.read_weights(str(ours), config).arrays)
+  arrays.update({"multiple_choice/dense/kernel": np.ones((32, 1), np.float32),
+                 "multiple_choice/dense/bias": np.ones(1, np.float32)})
+  official = tmp_path / "official" / "model.ckpt"
+  writers.write_official(arrays, config, str(official), "multiple_choice")
+  capsys.readouterr()
+  assert _run_tool("convert_checkpoint",
+                   f"--albert_config_file={ours / 'albert_config.json'}",
+                   f"--input_checkpoint={official}",
+                   f"--output_checkpoint={tmp_path / 'bad' / 'ckpt'}",
+                   "--output_format=ours") == 1
+  err = capsys.readouterr().err.strip().splitlines()
+  assert len(err) == 1 and "cannot tell apart" in err[0], err
+  assert not (tmp_path / "bad").exists()
+
+
 def test_training_continues_from_the_hf_head(source, tmp_path, caplog):
   """--do_train from the folder, the train file's labels matched to the
   head's by name: one update at a learning rate of 1e-12 (no weight moves
