@@ -53,7 +53,7 @@ def runs(tmp_path_factory, english_corpus, spm_model):
   """A Hugging Face classifier folder (dropout 0.1, unsorted id2label);
   `from_hf`: 3 updates from it, exported; `export0`: our export of it as it
   is (--do_eval --export_dir); `from_ours`: the same 3 updates from that
-  export."""
+  export; `from_converted`: from the folder converted to our layout."""
   root = tmp_path_factory.mktemp("own_sources")
   folder = root / "hf_classifier"
   save_hf("AlbertForSequenceClassification", folder, seed=3, vocab_size=2000,
@@ -73,20 +73,28 @@ def runs(tmp_path_factory, english_corpus, spm_model):
   assert _run_tool("run_classifier", *_common(root, root / "from_ours"),
                    f"--init_checkpoint={root / 'export0'}", *data,
                    *TRAIN) == 0
+  assert _run_tool("convert_checkpoint", f"--input_checkpoint={folder}",
+                   f"--output_checkpoint={root / 'converted' / 'ckpt'}",
+                   "--output_format=ours") == 0
+  assert _run_tool("run_classifier", *_common(root, root / "from_converted"),
+                   f"--init_checkpoint={root / 'converted'}", *data,
+                   *TRAIN) == 0
   return dict(root=root, rows=rows)
 
 
 @pytest.mark.slow
 def test_continued_from_hf_equals_continued_from_our_export(runs):
   """3 updates from the transformers folder == the same 3 updates from our
-  export of it (same seed, dropout 0.1): every weight to 1e-6, and the
-  weights moved."""
+  export of it, and from its convert_checkpoint --output_format=ours folder
+  (same seed, dropout 0.1): every weight to 1e-6, and the weights moved."""
   root = runs["root"]
-  got = _model_weights(root / "from_ours")
   want = _model_weights(root / "from_hf")
-  assert sorted(got) == sorted(want) and len(want) > 20
-  for key in want:
-    np.testing.assert_allclose(got[key], want[key], atol=1e-6, err_msg=key)
+  for source in ("from_ours", "from_converted"):
+    got = _model_weights(root / source)
+    assert sorted(got) == sorted(want) and len(want) > 20
+    for key in want:
+      np.testing.assert_allclose(got[key], want[key], atol=1e-6,
+                                 err_msg=f"{source} {key}")
   start = _model_weights_of_export(root / "export0")
   head = "model/layer_with_weights-1/dense/kernel/.ATTRIBUTES/VARIABLE_VALUE"
   assert np.abs(want[head] - start[head]).max() > 1e-4
