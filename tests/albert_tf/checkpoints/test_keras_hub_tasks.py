@@ -171,6 +171,24 @@ def test_ours_to_preset_to_ours_is_exact(results):
     np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
 
 
+def test_a_classifier_preset_to_our_task_layout_is_exact(results,
+                                                         tmp_path):
+  """--output_format=ours: the preset's head, labels (labels.json), config
+  and tokenizer beside our task checkpoint; read back, every weight of
+  the classifier the preset came from."""
+  prefix = str(tmp_path / "ours" / "ckpt")
+  converter.convert_checkpoint(CONFIG, results["ours_preset"], prefix,
+                               "ours")
+  assert {"albert_config.json", "labels.json", "spiece.model"} <= set(
+      os.listdir(tmp_path / "ours"))
+  weights = readers.read_weights(str(tmp_path / "ours"), CONFIG)
+  assert weights.format == "ours" and weights.head.labels == list(LABELS)
+  model = AlbertClassifier(AlbertEncoder(CONFIG), NUM_CLASSES)
+  _load(model, str(tmp_path / "ours"), labels=list(LABELS))
+  for mine, theirs in zip(model.weights, results["ours"].weights):
+    np.testing.assert_array_equal(mine.numpy(), theirs.numpy())
+
+
 def test_a_classifier_preset_is_no_span_head(results):
   with pytest.raises(UserInputError) as error:
     _load(AlbertSpanLabeler(AlbertEncoder(CONFIG)),
