@@ -105,12 +105,8 @@ def _token_ids(texts, spm_model):
 
 
 def _torch_logits(model, inputs):
-  with torch.no_grad():
-    return model(
-        input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
-        attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
-        token_type_ids=torch.tensor(inputs["input_type_ids"],
-                                    dtype=torch.long)).logits.numpy()
+  from tests.albert_tf.checkpoints.task_model_kit import torch_outputs
+  return torch_outputs(model, inputs).logits.numpy()
 
 
 def _softmax(logits):

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from tests.albert_tf.checkpoints import tool_sources_kit as kit
+from tests.albert_tf.checkpoints.task_model_kit import torch_outputs
 from tests.albert_tf.checkpoints.test_task_models_in import save_hf
 
 torch = pytest.importorskip("torch")
@@ -40,15 +41,6 @@ def _folder(root, model_class, spm_model, seed, **kwargs):
                         **kwargs)
   shutil.copy(spm_model, folder / "spiece.model")
   return folder, torch_model
-
-
-def _torch(model, inputs):
-  with torch.no_grad():
-    return model(
-        input_ids=torch.tensor(inputs["input_word_ids"], dtype=torch.long),
-        attention_mask=torch.tensor(inputs["input_mask"], dtype=torch.long),
-        token_type_ids=torch.tensor(inputs["input_type_ids"],
-                                    dtype=torch.long))
 
 
 def _train(tool, *args, out):
@@ -68,19 +60,11 @@ def test_hf_question_answering_through_run_squad(tmp_path, spm_model,
   examples, features, arrays = kit.squad_features(squad, spm_model)
   inputs = {k: arrays[k] for k in ("input_word_ids", "input_mask",
                                    "input_type_ids")}
-  outputs = _torch(torch_model, inputs)
+  outputs = torch_outputs(torch_model, inputs)
   start = outputs.start_logits.numpy()
   end = outputs.end_logits.numpy()
-  out, export_dir = tmp_path / "eval", tmp_path / "export"
-  common = [f"--init_checkpoint={folder}", f"--predict_file={squad}",
-            *kit.SQUAD_FLAGS]
-  assert kit.run_tool("run_squad", *common, f"--output_dir={out}",
-                      "--do_eval", f"--export_dir={export_dir}") == 0
-  assert json.loads((out / "predictions.json").read_text()) == (
-      kit.squad_predictions(examples, features, arrays, start, end))
-  served = kit.serving_token_ids(export_dir, inputs)
-  np.testing.assert_allclose(served["start_logits"], start, atol=1e-5)
-  np.testing.assert_allclose(served["end_logits"], end, atol=1e-5)
+  common = kit.squad_tool_equals(folder, squad, tmp_path, examples,
+                                 features, arrays, inputs, start, end)
   _train("run_squad", *common, f"--train_file={squad}", out=tmp_path / "t")
 
 
@@ -104,7 +88,7 @@ def test_hf_token_classification_through_run_ner(tmp_path, spm_model):
                         spm_model, seq=kit.SEQ * 2)
   inputs["input_type_ids"][:, 5:] = 1  # the token type embedding too
   served = kit.serving_token_ids(export_dir, inputs)
-  want = _torch(torch_model, inputs).logits.numpy()
+  want = torch_outputs(torch_model, inputs).logits.numpy()
   valid = inputs["input_mask"].astype(bool)
   np.testing.assert_allclose(served["tag_logits"][valid], want[valid],
                              atol=1e-5)
@@ -128,7 +112,7 @@ def test_hf_masked_lm_through_run_pretraining(tmp_path, pretraining_records,
   total_ce = total_correct = total_weight = 0.0
   for batch in batches:
     batch = {k: v.numpy() for k, v in batch.items()}
-    logits = _torch(torch_model, batch).logits.numpy()
+    logits = torch_outputs(torch_model, batch).logits.numpy()
     logits = np.take_along_axis(
         logits, batch["masked_lm_positions"][..., None], axis=1)
     log_probs = logits - np.log(np.exp(

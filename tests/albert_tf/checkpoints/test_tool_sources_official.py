@@ -88,16 +88,8 @@ def test_official_squad_v1_through_run_squad(setup, spm_model, tmp_path):
   logits = (sequence @ values["cls/squad/output_weights"].T +
             values["cls/squad/output_bias"])
   start, end = logits[..., 0], logits[..., 1]
-  out, export_dir = tmp_path / "eval", tmp_path / "export"
-  common = [f"--init_checkpoint={folder}", f"--predict_file={setup['v1']}",
-            *kit.SQUAD_FLAGS]
-  assert kit.run_tool("run_squad", *common, f"--output_dir={out}",
-                      "--do_eval", f"--export_dir={export_dir}") == 0
-  assert json.loads((out / "predictions.json").read_text()) == (
-      kit.squad_predictions(examples, features, arrays, start, end))
-  served = kit.serving_token_ids(export_dir, inputs)
-  np.testing.assert_allclose(served["start_logits"], start, atol=1e-5)
-  np.testing.assert_allclose(served["end_logits"], end, atol=1e-5)
+  common = kit.squad_tool_equals(folder, setup["v1"], tmp_path, examples,
+                                 features, arrays, inputs, start, end)
   _train(tmp_path, "run_squad", *common, f"--train_file={setup['v1']}")
 
 

@@ -126,3 +126,22 @@ def squad_predictions(examples, features, arrays, start, end):
              for u, s, e in zip(arrays["unique_ids"], start, end)}
   return dict(postprocess.postprocess_v1(examples, features,
                                          results).predictions)
+
+
+def squad_tool_equals(folder, predict_file, tmp_path, examples, features,
+                      arrays, inputs, start, end):
+  """run_squad --do_eval --export_dir from `folder`: predictions.json is the
+  post-processing of the source's start / end logits [n, seq], and the
+  export's token_ids outputs equal them to 1e-5. Returns the flags common
+  to a further run (source, predict file, sizes)."""
+  common = [f"--init_checkpoint={folder}", f"--predict_file={predict_file}",
+            *SQUAD_FLAGS]
+  out, export_dir = tmp_path / "eval", tmp_path / "export"
+  assert run_tool("run_squad", *common, f"--output_dir={out}",
+                  "--do_eval", f"--export_dir={export_dir}") == 0
+  assert json.loads((out / "predictions.json").read_text()) == (
+      squad_predictions(examples, features, arrays, start, end))
+  served = serving_token_ids(export_dir, inputs)
+  np.testing.assert_allclose(served["start_logits"], start, atol=1e-5)
+  np.testing.assert_allclose(served["end_logits"], end, atol=1e-5)
+  return common
