@@ -88,6 +88,7 @@ from albert_tf.checkpoints.readers import read_weights
 from albert_tf.checkpoints.task_models import source_paths
 from albert_tf.checkpoints.task_models import task_sources
 from albert_tf.checkpoints.task_models import task_writers
+from albert_tf.checkpoints.task_models.folder_vocabulary import vocabulary_in
 from albert_tf.checkpoints.weight_loading import LoadReport
 from albert_tf.checkpoints.weight_loading import load_weights_into
 from albert_tf.checkpoints.writers import write_huggingface
@@ -312,7 +313,6 @@ def _own_vocabulary(input_checkpoint: str, config: AlbertConfig):
   task model's input folder (a Hugging Face folder's spiece.model or
   vocab.txt), written with it in our task layout; ("", "", None) if none."""
   # The lookup the fine-tuning settings make in --init_checkpoint.
-  from albert_tf.training.encoder_files import vocabulary_in
   found = vocabulary_in(input_checkpoint, "input_checkpoint")
   vocab_file = found.get("vocab_file", "")
   tokens = (wordpiece_files.check_vocab_file(config, vocab_file)

@@ -20,43 +20,12 @@ from typing import Dict
 from absl import logging
 
 from albert_common import file_io
+from albert_tf.checkpoints.task_models.folder_vocabulary import vocabulary_in
 
 CONFIG_NAME = "albert_config.json"
 # The config of a Hugging Face folder or a keras-hub preset (both read by
 # albert_tf.checkpoints.configs.load_albert_config).
 OTHER_CONFIG_NAME = "config.json"
-# A tokenizer file's suffix, and the flag that names it.
-_VOCABULARY_FLAGS = ((".model", "spm_model_file"), (".txt", "vocab_file"))
-# A keras-hub preset's tokenizer files (assets/tokenizer/).
-_KERAS_HUB_VOCABULARIES = (("vocabulary.spm", "spm_model_file"),
-                           ("vocabulary.txt", "vocab_file"))
-# Text files beside a task model that are no vocabulary: its label names.
-_NOT_VOCABULARIES = ("labels.txt",)
-
-
-def vocabulary_in(folder: str, flag: str) -> Dict[str, str]:
-  """{"spm_model_file" or "vocab_file": the one tokenizer file in
-  `folder`}, or {} (none, or more than one of a kind). `flag` names where
-  the folder came from, for the log line. A keras-hub preset's is
-  assets/tokenizer/vocabulary.spm (or .txt); a task model's labels.txt is
-  no vocabulary."""
-  names = file_io.listdir(folder) if file_io.isdir(folder) else []
-  if "assets" in [n.rstrip("/") for n in names]:
-    for file_name, name in _KERAS_HUB_VOCABULARIES:
-      path = file_io.join(folder, "assets", "tokenizer", file_name)
-      if file_io.exists(path):
-        logging.info("--%s=%s (from --%s)", name, path, flag)
-        return {name: path}
-  for suffix, name in _VOCABULARY_FLAGS:
-    found = sorted(n for n in names
-                   if n.endswith(suffix) and n not in _NOT_VOCABULARIES)
-    if len(found) == 1:
-      path = file_io.join(folder, found[0])
-      logging.info("--%s=%s (from --%s)", name, path, flag)
-      return {name: path}
-  return {}
-
-
 def config_in(folder: str, flag: str) -> Dict[str, str]:
   """{"albert_config_file": folder's albert_config.json}, or {}."""
   path = file_io.join(folder, CONFIG_NAME)
