@@ -33,7 +33,7 @@ import zlib
 from albert_common import file_io
 from albert_common.errors import UserInputError
 from data_pipeline.corpora import record_files
-from data_pipeline.tasks.multiple_choice.examples import SWAG_COLUMNS
+from data_pipeline.tasks.multiple_choice import examples as choice_examples
 from data_pipeline.tasks.own_data.examples import TEXT_FALLBACKS
 
 TEXT_COLUMN = "text"  # plain text's one column
@@ -116,14 +116,6 @@ def _text_value(value) -> Optional[str]:
   return value if isinstance(value, str) else str(value)
 
 
-def _numbered(prefix: str, available) -> List[str]:
-  """<prefix>0, <prefix>1, ... as far as `available` has them."""
-  names: List[str] = []
-  while f"{prefix}{len(names)}" in available:
-    names.append(f"{prefix}{len(names)}")
-  return names
-
-
 def _choice_texts(values: Dict[str, Any], chosen, num_choices: int
                  ) -> Tuple[Optional[Tuple[str, ...]], str]:
   """(the choices' texts, "") or (None, the problem) of a record."""
@@ -189,32 +181,15 @@ class InputFile:
     return chosen
 
   def _choose_choices(self, available, where: str) -> Dict[str, Any]:
-    """_choose for multiple choice (module docstring)."""
-    chosen: Dict[str, Any] = {}
-    for role, name, flag, default, swag in (
-        ("text_a", self.columns.text, self.columns.flags[0], "context",
-         SWAG_COLUMNS["context"]),
-        ("text_b", self.columns.text_b, self.columns.flags[1], "question",
-         SWAG_COLUMNS["question"])):
-      if name in available:
-        chosen[role] = name
-      elif name == default and swag in available:
-        chosen[role] = swag
-      elif name != default:
-        raise record_files.missing_column_error(where, name, flag,
-                                                list(available))
-    name = self.columns.choices
-    numbered = _numbered(name, available) or (
-        _numbered(SWAG_COLUMNS["choices"], available) if name == "choices"
-        else [])
-    if name in available:
-      chosen["choices"] = name
-    elif len(numbered) >= 2:
-      chosen["choices"] = numbered
-    else:
-      raise record_files.missing_column_error(
-          where, name, "--choices_column (or numbered columns "
-          f"{name}0, {name}1, ...)", list(available))
+    """_choose for multiple choice: the fine-tuning tool's choice of
+    columns (choice_examples.choice_columns), context as text_a and the
+    question as text_b."""
+    roles = choice_examples.choice_columns(
+        list(available), where, self.columns.text, self.columns.text_b,
+        self.columns.choices)
+    as_row = {"context": "text_a", "question": "text_b", "choices": "choices"}
+    chosen: Dict[str, Any] = {as_row[role]: column
+                              for role, column in roles.items()}
     if self.columns.id:
       if self.columns.id not in available:
         raise record_files.missing_column_error(

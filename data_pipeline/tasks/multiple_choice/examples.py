@@ -90,12 +90,27 @@ def _numbered(prefix: str, available: Sequence[str]) -> List[str]:
   return names
 
 
-def _resolve(available: Sequence[str], where: str, files: RecordFileOptions,
-             columns: ChoiceColumns, labels: str) -> Dict[str, object]:
-  """role -> column name (choices: a name or a list of numbered names)."""
+def choice_columns(available: Sequence[str], where: str, context: str,
+                   question: str, choices: str) -> Dict[str, object]:
+  """The columns of a multiple-choice file's roles, as the column flags
+  ask for them (the module docstring's fallbacks).
+
+  Args:
+    available: the file's columns (a header, a schema, a first record's
+      keys).
+    where: the file (and line) the error names.
+    context, question, choices: --context_column, --question_column and
+      --choices_column.
+
+  Returns:
+    role -> column: "context" and "question" where there is one,
+    "choices" always (a name, or a list of numbered names).
+
+  Raises:
+    UserInputError: a column asked for that is not there.
+  """
   chosen: Dict[str, object] = {}
-  for role, name in (("context", columns.context_column),
-                     ("question", columns.question_column)):
+  for role, name in (("context", context), ("question", question)):
     if name in available:
       chosen[role] = name
     elif name == role and SWAG_COLUMNS[role] in available:
@@ -103,18 +118,25 @@ def _resolve(available: Sequence[str], where: str, files: RecordFileOptions,
     elif name != role:
       raise record_files.missing_column_error(
           where, name, f"--{role}_column", available)
-  name = columns.choices_column
-  numbered = _numbered(name, available) or (
-      _numbered(SWAG_COLUMNS["choices"], available) if name == "choices"
+  numbered = _numbered(choices, available) or (
+      _numbered(SWAG_COLUMNS["choices"], available) if choices == "choices"
       else [])
-  if name in available:
-    chosen["choices"] = name
+  if choices in available:
+    chosen["choices"] = choices
   elif len(numbered) >= 2:
     chosen["choices"] = numbered
   else:
     raise record_files.missing_column_error(
-        where, name, "--choices_column (or numbered columns "
-        f"{name}0, {name}1, ...)", available)
+        where, choices, "--choices_column (or numbered columns "
+        f"{choices}0, {choices}1, ...)", available)
+  return chosen
+
+
+def _resolve(available: Sequence[str], where: str, files: RecordFileOptions,
+             columns: ChoiceColumns, labels: str) -> Dict[str, object]:
+  """role -> column name (choices: a name or a list of numbered names)."""
+  chosen = choice_columns(available, where, columns.context_column,
+                          columns.question_column, columns.choices_column)
   if labels != "no":
     if files.label_column in available:
       chosen["label"] = files.label_column
