@@ -99,18 +99,12 @@ def build_hf(config, spm_model: str, folder: str, seq: int) -> str:
   import torch
   import transformers
 
+  from albert_tf.checkpoints import configs
   from albert_tf.checkpoints import sentencepiece_files
   hf_config = transformers.AlbertConfig(
-      vocab_size=config.vocab_size, embedding_size=config.embedding_size,
-      hidden_size=config.hidden_size,
-      num_hidden_layers=config.num_hidden_layers,
-      num_hidden_groups=config.num_hidden_groups,
-      num_attention_heads=config.num_attention_heads,
-      intermediate_size=config.intermediate_size,
-      hidden_act="gelu_new",  # the tanh GELU, as ours
-      max_position_embeddings=config.max_position_embeddings,
-      type_vocab_size=config.type_vocab_size, num_labels=len(LABELS),
-      id2label=dict(enumerate(LABELS)), pad_token_id=0)
+      **configs.config_to_huggingface(config,
+                                      ("AlbertForSequenceClassification",)),
+      num_labels=len(LABELS), id2label=dict(enumerate(LABELS)))
   torch.manual_seed(0)
   model = transformers.AlbertForSequenceClassification._from_config(
       hf_config, attn_implementation="sdpa")

@@ -29,6 +29,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import converter
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
@@ -110,14 +111,9 @@ def huggingface_folder(folder, config, spm_model, model_class, seed=0,
   import torch  # noqa: PLC0415 (only the tests that write one need it)
   import transformers  # noqa: PLC0415
   torch.manual_seed(seed)
-  hf_config = transformers.AlbertConfig(
-      vocab_size=config.vocab_size, embedding_size=config.embedding_size,
-      hidden_size=config.hidden_size,
-      num_hidden_layers=config.num_hidden_layers,
-      num_attention_heads=config.num_attention_heads,
-      intermediate_size=config.intermediate_size,
-      max_position_embeddings=config.max_position_embeddings,
-      hidden_act="gelu_new", **config_kwargs)
+  hf_config = transformers.AlbertConfig(**{
+      **configs.config_to_huggingface(config, (model_class,)),
+      **config_kwargs})
   model = getattr(transformers, model_class)(hf_config).eval()
   with torch.no_grad():  # non-zero biases, so that a lost bias shows
     for name, p in model.named_parameters():
