@@ -1,19 +1,16 @@
-"""Every user path on a non-local TensorFlow filesystem, and output modes.
+"""Every user path on a non-local TensorFlow filesystem.
 
 `ram://` (TensorFlow's in-memory filesystem) stands for Cloud Storage: no
 local file API works on it. The whole pipeline runs in one process with
 every input and output under `ram://`, and nothing may appear on the local
-disk; checkpoint conversion reads and writes `ram://` in every layout; and
-what exports, conversions and fine-tuning write locally has the modes of
-ordinary files and folders (0644 / 0755 under umask 022).
+disk; and checkpoint conversion reads and writes `ram://` in every layout.
+The modes of what is written locally: test_output_modes.py.
 """
 
 import json
 import os
 import random
 import re
-import subprocess
-import sys
 import tempfile
 import uuid
 
@@ -26,13 +23,9 @@ from albert_common.errors import UserInputError
 from albert_tf import exports
 from albert_tf import saved_model_inspection as inspection
 from albert_tf.checkpoints import converter
-from albert_tf.config import AlbertConfig
-from albert_tf.models.albert_pretrainer import AlbertPretrainer
-from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training.finetuning import classifier as classifier_finetuning
 from albert_tf.training.finetuning import race as race_finetuning
 from albert_tf.training.finetuning import squad as squad_finetuning
-from albert_tf.training.finetuning.params import FinetuningParams
 from albert_tf.training.finetuning.task_settings import GlueOptions
 from albert_tf.training.pretraining import driver as pretraining_driver
 from data_pipeline.corpora import stdlib_corpus
@@ -41,22 +34,10 @@ from data_pipeline.pretraining import writer as pretraining_writer
 from data_pipeline.tasks.race import examples as race_examples
 from data_pipeline.tokenization import sentencepiece_tokenizer as tokenization
 from data_pipeline.tokenization import sentencepiece_trainer
+from tests.project import filesystem_kit as kit
 
 # Minutes of multi-process or whole-pipeline runs: `make test-all` only.
 pytestmark = pytest.mark.slow
-
-VOCAB = 400
-SEQ = 32
-KEYWORD = "banana"
-
-
-def _config(**kwargs):
-  values = dict(vocab_size=VOCAB, embedding_size=16, hidden_size=32,
-                num_hidden_layers=2, num_attention_heads=4,
-                intermediate_size=64, max_position_embeddings=64)
-  values.update(kwargs)
-  return AlbertConfig(**values)
-
 
 def _local_tree(root):
   """Relative paths of everything under a local folder, except Python's
@@ -69,35 +50,6 @@ def _local_tree(root):
       if not name.startswith("__autograph_generated_file"):
         found.add(os.path.relpath(os.path.join(folder, name), root))
   return found
-
-
-def _finetuning_params(output_dir, **kwargs):
-  values = dict(output_dir=output_dir, do_train=True, do_eval=True,
-                max_seq_length=SEQ, train_batch_size=8, eval_batch_size=8,
-                learning_rate=1e-3, train_step=4, warmup_step=1,
-                save_checkpoints_steps=2, iterations_per_loop=2, seed=1)
-  values.update(kwargs)
-  return FinetuningParams.from_flat(**values)
-
-
-def _write_sst2(data_dir, words, rng):
-  """SST-2 TSVs: label 1 iff the keyword is in the sentence."""
-  def rows(n):
-    out = []
-    for _ in range(n):
-      sentence = [rng.choice(words) for _ in range(8)]
-      label = rng.randint(0, 1)
-      if label:
-        sentence.insert(rng.randint(0, 8), KEYWORD)
-      out.append((" ".join(sentence), label))
-    return out
-  for split, n in (("train", 48), ("dev", 16)):
-    file_io.write_atomic(file_io.join(data_dir, f"{split}.tsv"),
-                         "sentence\tlabel\n" + "".join(
-                             f"{s}\t{line}\n" for s, line in rows(n)))
-  file_io.write_atomic(file_io.join(data_dir, "test.tsv"),
-                       "index\tsentence\n" + "".join(
-                           f"{i}\t{s}\n" for i, (s, _) in enumerate(rows(8))))
 
 
 def _write_squad(path, words, n, rng):
@@ -168,12 +120,12 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
   assert stats["documents"] > 50
   spm_prefix = top("spm")
   sentencepiece_trainer.train_sentencepiece(
-      join(root, "corpus", "*.txt"), spm_prefix, vocab_size=VOCAB,
+      join(root, "corpus", "*.txt"), spm_prefix, vocab_size=kit.VOCAB,
       num_threads=2)
   spm = spm_prefix + ".model"
-  assert tokenization.SentencePieceTokenizer(spm).vocab_size == VOCAB
+  assert tokenization.SentencePieceTokenizer(spm).vocab_size == kit.VOCAB
   records = top("train") + ".tfrecord"
-  options = instance_options.InstanceOptions(max_seq_length=SEQ,
+  options = instance_options.InstanceOptions(max_seq_length=kit.SEQ,
                                              max_predictions_per_seq=5)
   made = pretraining_writer.create_pretraining_data(
       join(root, "corpus", "*.txt"), records, spm, options, dupe_factor=1,
@@ -194,13 +146,13 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
 
   # Pretraining: checkpoints at steps 0, 2, 4 and TensorBoard events.
   config_file = join(root, "albert_config.json")
-  _config().to_json_file(config_file)
+  kit.config().to_json_file(config_file)
   run = top("pretraining")
   results = pretraining_driver.run_pretraining(
       pretraining_driver.PretrainingParams.from_flat(
       input_file=records + "-*", eval_file=records + "-*", output_dir=run,
       albert_config_file=config_file, train_batch_size=8, eval_batch_size=8,
-      max_seq_length=SEQ, max_predictions_per_seq=5, num_train_steps=4,
+      max_seq_length=kit.SEQ, max_predictions_per_seq=5, num_train_steps=4,
       num_warmup_steps=1, save_checkpoints_steps=2, iterations_per_loop=2,
       max_eval_steps=2, seed=1))
   # The returned metrics are the ones published on ram:// (4 steps learn
@@ -212,11 +164,11 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
 
   # Export, then fine-tuning from it (GLUE) and from the checkpoint.
   export_dir = top("export")
-  exports.export_savedmodel(_config(), join(run, "ckpt-4"), spm, export_dir,
-                            seq_length=SEQ)
+  exports.export_savedmodel(kit.config(), join(run, "ckpt-4"), spm, export_dir,
+                            seq_length=kit.SEQ)
   preprocessor = exports.load_saved_model(join(export_dir, "preprocessor"))
   packed = preprocessor(tf.constant(["a few words", "more"]))
-  assert packed["input_word_ids"].shape == (2, SEQ)
+  assert packed["input_word_ids"].shape == (2, kit.SEQ)
   # --init_savedmodel takes the encoder and names the wrong half.
   inspection.check_encoder_savedmodel(join(export_dir, "encoder"))
   with pytest.raises(UserInputError, match=re.escape(
@@ -232,12 +184,12 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
   words = [w for w in file_io.read_text(corpus).split()
            if w.isalpha() and 3 <= len(w) <= 8][:2000]
   glue_dir = join(root, "glue", "SST-2")
-  _write_sst2(glue_dir, words, rng)
+  kit.write_sst2(glue_dir, words, rng)
   classifier_export = top("sst2_export")
   glue = classifier_finetuning.run_classifier(
-      _finetuning_params(top("sst2"), spm_model_file=spm,
-                         init_savedmodel=join(export_dir, "encoder"),
-                         do_predict=True),
+      kit.finetuning_params(top("sst2"), spm_model_file=spm,
+                            init_savedmodel=join(export_dir, "encoder"),
+                            do_predict=True),
       GlueOptions(task_name="sst-2", data_dir=glue_dir,
                   export_dir=classifier_export))
   assert json.loads(file_io.read_text(join(top("sst2"),
@@ -261,11 +213,11 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
   _write_squad(join(squad_dir, "dev.json"), words, 8, rng)
   squad_export = top("squad_export")
   squad = squad_finetuning.run_squad(
-      _finetuning_params(top("squad_run"), spm_model_file=spm,
-                         albert_config_file=config_file,
-                         init_checkpoint=join(run, "ckpt-4"),
-                         init_head=False,  # a classifier's run: its encoder
-                         max_seq_length=48),
+      kit.finetuning_params(top("squad_run"), spm_model_file=spm,
+                            albert_config_file=config_file,
+                            init_checkpoint=join(run, "ckpt-4"),
+                            init_head=False,  # a classifier's run: its encoder
+                            max_seq_length=48),
       squad_finetuning.SquadOptions(
           train_file=join(squad_dir, "train.json"),
           predict_file=join(squad_dir, "dev.json"), doc_stride=16,
@@ -290,9 +242,9 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
   _write_race(race_dir, words, {"train": 8, "dev": 2, "test": 2}, rng)
   race_export = top("race_export")
   race_results = race_finetuning.run_race(
-      _finetuning_params(top("race_run"), spm_model_file=spm,
-                         albert_config_file=config_file, do_predict=True,
-                         max_seq_length=48),
+      kit.finetuning_params(top("race_run"), spm_model_file=spm,
+                            albert_config_file=config_file, do_predict=True,
+                            max_seq_length=48),
       race_finetuning.RaceOptions(data_dir=race_dir, max_qa_length=16,
                                   export_dir=race_export))
   assert race_results["num_examples"] == 4
@@ -350,27 +302,16 @@ def test_whole_pipeline_on_ram_filesystem(tmp_path, monkeypatch):
   assert not leftovers
 
 
-def _random_pretrainer(config, seed=0):
-  model = AlbertPretrainer(AlbertEncoder(config))
-  rng = np.random.default_rng(seed)
-  for v in model.weights:
-    v.assign(rng.normal(0.0, 0.1, v.shape).astype(np.float32))
-  return model
-
-
-WRITERS = ("ours", "official", "huggingface")
-
-
 @pytest.mark.parametrize("depth", ["folder", "top"])
-@pytest.mark.parametrize("output_format", WRITERS)
+@pytest.mark.parametrize("output_format", kit.WRITERS)
 def test_checkpoint_conversion_on_ram_filesystem(output_format, depth):
   """In a folder (ram://convert-<id>/<format>/...) and directly under the
   scheme (ram://<format>-<id>: the prefix, or the Hugging Face folder)."""
-  config = _config()
+  config = kit.config()
   uid = uuid.uuid4().hex[:8]
   root = f"ram://convert-{uid}"
   source = file_io.join(root, "ours", "ckpt")
-  tf.train.Checkpoint(model=_random_pretrainer(config)).write(source)
+  tf.train.Checkpoint(model=kit.random_pretrainer(config)).write(source)
   expected = converter.read_weights(source, config).arrays
   if depth == "top":
     out = back_from = f"ram://{output_format}-{uid}"
@@ -397,90 +338,3 @@ def test_checkpoint_conversion_on_ram_filesystem(output_format, depth):
   if depth == "top" and output_format != "huggingface":
     assert f"{output_format}-{uid}.index" in written
     assert "checkpoint" in file_io.listdir("ram://")
-
-
-def _modes(root):
-  """{relative path: mode} of every file and folder under `root`."""
-  found = {".": os.stat(root).st_mode & 0o777}
-  for folder, dirs, files in os.walk(root):
-    for name in dirs + files:
-      path = os.path.join(folder, name)
-      found[os.path.relpath(path, root)] = os.stat(path).st_mode & 0o777
-  return found
-
-
-def _make_local_outputs(folder, spm_model):
-  """Under umask 022, writes into the local `folder` what exports,
-  conversions and fine-tuning write; returns {name: output folder}."""
-  old = os.umask(0o022)
-  try:
-    config = _config(vocab_size=2000)
-    source = os.path.join(folder, "pretrained", "ckpt")
-    tf.train.Checkpoint(model=_random_pretrainer(config)).write(source)
-    outputs = {"export": os.path.join(folder, "export")}
-    exports.export_savedmodel(config, source, spm_model, outputs["export"],
-                              seq_length=SEQ)
-    for output_format in WRITERS:
-      outputs[output_format] = os.path.join(folder, output_format)
-      converter.convert_checkpoint(
-          config, source, outputs[output_format] + (
-              "" if output_format == "huggingface" else "/model.ckpt"),
-          output_format)
-    single = os.path.join(folder, "single", "weights.safetensors")
-    converter.convert_checkpoint(config, source, single, "huggingface")
-    outputs["single"] = os.path.dirname(single)
-
-    data_dir = os.path.join(folder, "SST-2")
-    _write_sst2(data_dir, [f"w{i}" for i in range(50)], random.Random(0))
-    config_file = os.path.join(folder, "albert_config.json")
-    config.to_json_file(config_file)
-    outputs["finetuning"] = os.path.join(folder, "sst2")
-    outputs["classifier_export"] = os.path.join(folder, "sst2_export")
-    classifier_finetuning.run_classifier(
-        _finetuning_params(outputs["finetuning"], spm_model_file=spm_model,
-                           albert_config_file=config_file,
-                           init_checkpoint=source, do_predict=True),
-        GlueOptions(task_name="sst-2", data_dir=data_dir,
-                    export_dir=outputs["classifier_export"]))
-  finally:
-    os.umask(old)
-  return outputs
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_outputs(tmp_path_factory, spm_model):
-  """`_make_local_outputs` in a process of its own (this file run as a
-  script), started before the in-process pipeline test so that both use a
-  core; the modes test reads its result."""
-  folder = str(tmp_path_factory.mktemp("local_outputs"))
-  root = os.path.abspath(os.path.join(__file__, "../../.."))
-  process = subprocess.Popen(
-      [sys.executable, os.path.abspath(__file__), folder, spm_model],
-      cwd=root, env=dict(os.environ, PYTHONPATH=root,
-                         TF_CPP_MIN_LOG_LEVEL="3"),
-      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-  yield process
-  if process.poll() is None:
-    process.kill()
-  process.communicate()
-
-
-def test_outputs_have_ordinary_modes(local_outputs):
-  stdout, stderr = local_outputs.communicate(timeout=900)
-  assert local_outputs.returncode == 0, stderr[-3000:]
-  outputs = json.loads(stdout.strip().splitlines()[-1])
-  wrong = {}
-  for name, root in outputs.items():
-    modes = _modes(root)
-    assert len(modes) >= 2, name
-    for path, mode in modes.items():
-      want = 0o755 if os.path.isdir(os.path.join(root, path)) else 0o644
-      if mode != want:
-        wrong[f"{name}/{path}"] = oct(mode)
-  assert not wrong
-
-
-if __name__ == "__main__":
-  # python tests/project/test_any_filesystem.py FOLDER SPM_MODEL (see
-  # local_outputs)
-  print(json.dumps(_make_local_outputs(sys.argv[1], sys.argv[2])))
