@@ -151,6 +151,6 @@ def _our_task_model(path: str, config: AlbertConfig) -> Optional[Weights]:
       arrays={n: a for n, a in source.arrays.items()
               if head_tables.is_task_head(n)},
       labels=list(source.labels) if source.labels else None,
-      problem_type=source.problem_type)
+      problem_type=source.problem_type, threshold=source.threshold)
   # read_task_source checked the run's config against `config`.
   return Weights(arrays=arrays, format="ours", path=paths.prefix, head=head)

@@ -20,6 +20,8 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 
 FILE_NAME = "labels.json"
+# multi_label's decision threshold when neither the user nor a source sets one.
+DEFAULT_THRESHOLD = 0.5
 TASK_TYPES = ("classification", "multi_label", "regression",
               "token_classification")
 

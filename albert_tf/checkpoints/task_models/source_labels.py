@@ -9,16 +9,37 @@ one's own files takes them instead of the training file's sorted names,
 and a file label the head does not know stops the run in one line.
 """
 
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Tuple
 
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints.task_models import head_tables
 from albert_tf.checkpoints.task_models import task_heads
+from data_pipeline.tasks.label_list import DEFAULT_THRESHOLD
 from data_pipeline.tasks.label_list import LabelList
 
 _HF_TASK_TYPES = {"regression": "regression",
                   "multi_label_classification": "multi_label",
                   "single_label_classification": "classification"}
+
+
+def multi_label_threshold(given: Optional[float],
+                          source) -> Tuple[float, str]:
+  """(the decision threshold of a multi-label run, where it comes from in
+  words): --threshold when given (`given`), else the one the source's run
+  or export recorded (its labels.json), else DEFAULT_THRESHOLD.
+
+  Args:
+    given: --threshold, or None when unset.
+    source: checkpoints.readers.Weights of --init_checkpoint, or None.
+  """
+  if given is not None:
+    return given, "--threshold"
+  head = None if source is None else source.head
+  if head is not None and head.threshold is not None:
+    return head.threshold, f"recorded with --init_checkpoint={head.where}"
+  return DEFAULT_THRESHOLD, "the default" + (
+      f"; --init_checkpoint={head.where} records none"
+      if head is not None else "")
 
 
 def classifier_labels(source, label_names: str = "",
@@ -33,7 +54,8 @@ def classifier_labels(source, label_names: str = "",
       already checked to be a classifier: source_model), or None.
     label_names: --label_names ("" if unset), the head's names in order.
     task_type: --task_type ("auto": the source's).
-    threshold: multi-label's decision threshold.
+    threshold: multi-label's decision threshold (None: the source's, else
+      the default; multi_label_threshold).
 
   Raises:
     UserInputError: a head whose names nothing gives, or as many names as
@@ -62,8 +84,8 @@ def classifier_labels(source, label_names: str = "",
         f"--init_checkpoint={head.where}: its head has {stored} labels, its "
         f"label names are {len(names)}: {', '.join(names)}")
   return LabelList(source_type, tuple(names),
-                   threshold=threshold if source_type == "multi_label"
-                   else None)
+                   threshold=multi_label_threshold(threshold, source)[0]
+                   if source_type == "multi_label" else None)
 
 
 def check_known(label_list: LabelList, names: Iterable[str], path: str,

@@ -44,6 +44,8 @@ class SourceHead:
     problem_type: Hugging Face's ("regression",
       "single_label_classification", "multi_label_classification"), or None.
     where: the source, for messages.
+    threshold: a multi-label head's decision threshold, as our run or
+      export recorded it (labels.json), else None (transformers keeps none).
   """
   layout: str
   arrays: Dict[str, np.ndarray]
@@ -51,6 +53,7 @@ class SourceHead:
   architecture: Optional[str] = None
   labels: Optional[List[str]] = None
   problem_type: Optional[str] = None
+  threshold: Optional[float] = None
 
   @property
   def kinds(self) -> List[str]:

@@ -79,6 +79,8 @@ class TaskSource:
     problem_type: a classifier's, as Hugging Face names it (PROBLEM_TYPES);
       None for the other heads.
     paths: where it was read from.
+    threshold: a multi-label classifier's decision threshold, as its
+      labels.json recorded it, else None.
     note: what of the source the task model leaves out, in words ("" for
       nothing): an early-exit classifier (run_classifier --early_exit) is
       written at full depth, its last application's classifier (which
@@ -90,6 +92,7 @@ class TaskSource:
   labels: Optional[Tuple[str, ...]]
   problem_type: Optional[str]
   paths: SourcePaths
+  threshold: Optional[float] = None
   note: str = ""
 
 
@@ -276,6 +279,8 @@ def read_task_source(paths: SourcePaths,
     arrays["classifier/dense/bias"] = model.head_bias.numpy()[-1]
   labels, problem_type = _labels_and_problem(kind, num_labels, saved, names,
                                              paths)
+  threshold = (saved.threshold if saved is not None and
+               problem_type == PROBLEM_TYPES["multi_label"] else None)
   return TaskSource(arrays=arrays, head=kind, num_labels=num_labels,
                     labels=labels, problem_type=problem_type, paths=paths,
-                    note=note)
+                    threshold=threshold, note=note)

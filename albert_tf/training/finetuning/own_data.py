@@ -118,6 +118,20 @@ class OwnData:
     return [e.record_id for e in self.files[split].examples]
 
 
+def _threshold_note(labels, options: OwnDataOptions, weights,
+                    saved_path: Optional[str]) -> str:
+  """"; threshold T (where it comes from)" for a multi-label list, else
+  "". `weights`: the --init_checkpoint whose head gave the labels, else
+  None; `saved_path`: the run's labels.json the labels were read from."""
+  if labels.task_type != "multi_label":
+    return ""
+  if saved_path is not None:
+    why = f"recorded in {saved_path}"
+  else:
+    why = source_labels.multi_label_threshold(options.threshold, weights)[1]
+  return f"; threshold {labels.threshold:g} ({why})"
+
+
 def read_own_data(options: OwnDataOptions,
                   params: finetuning_params.FinetuningParams, tokenizer,
                   train: Optional[own_examples.TextFile] = None,
@@ -150,6 +164,7 @@ def read_own_data(options: OwnDataOptions,
     saved = label_list_lib.read(chief_dir)
   files = {}
   # A fine-tuned classifier to continue or score: its labels, in its order.
+  weights = source
   if params.init_head and saved is None:
     source = source_labels.classifier_labels(
         source, params.label_names, options.task_type, options.threshold)
@@ -194,8 +209,11 @@ def read_own_data(options: OwnDataOptions,
                  len(data.examples), split, data.columns,
                  f", {data.skipped_labels} skipped for their label "
                  "(--skip_labels)" if data.skipped_labels else "")
-  logging.info("%s task, %d labels: %s", labels.task_type,
-               len(labels.labels), ", ".join(labels.labels[:20]))
+  logging.info("%s task, %d labels: %s%s", labels.task_type,
+               len(labels.labels), ", ".join(labels.labels[:20]),
+               _threshold_note(labels, options,
+                               weights if source is not None else None,
+                               saved_path if labels is saved else None))
   data = OwnData(files, labels, pair, tokenizer, params.max_seq_length,
                  pack_examples=params.pack_examples)
   for split in files:

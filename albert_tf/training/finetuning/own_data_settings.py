@@ -68,9 +68,10 @@ class OwnDataOptions(FlatConstructible):
       "sigmoid, binary cross-entropy). auto: multi_label for list labels, "
       "regression for numbers that are not all whole, else classification.",
       choices=TASK_TYPES)
-  threshold: float = setting(
-      0.5, "multi_label: a label is predicted when its probability is above "
-      "this (kept in labels.json and the export).")
+  threshold: Optional[float] = setting(
+      None, "multi_label: a label is predicted when its probability is "
+      "above this (kept in labels.json and the export). Unset: the one the "
+      "--init_checkpoint run or export recorded, else 0.5.")
   skip_labels: Tuple[str, ...] = setting(
       (), "Label values whose records are skipped and counted, e.g. `-` "
       "for OCNLI's records without a majority label.")
@@ -131,7 +132,7 @@ def check_own_data(params, options: OwnDataOptions) -> None:
   if options.task_type not in TASK_TYPES:
     raise UserInputError(f"--task_type must be one of {TASK_TYPES}, got "
                          f"{options.task_type!r}")
-  if not 0.0 < options.threshold < 1.0:
+  if options.threshold is not None and not 0.0 < options.threshold < 1.0:
     raise UserInputError(f"--threshold must be in (0, 1), got "
                          f"{options.threshold}")
 

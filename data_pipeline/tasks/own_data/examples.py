@@ -38,6 +38,7 @@ from albert_common.settings_fields import setting
 from data_pipeline.corpora import record_files
 from data_pipeline.corpora.record_files import BadRecords
 from data_pipeline.corpora.record_files import RecordFileOptions
+from data_pipeline.tasks.label_list import DEFAULT_THRESHOLD
 from data_pipeline.tasks.label_list import LabelList
 
 TASK_TYPES = ("auto", "classification", "regression", "multi_label")
@@ -303,15 +304,16 @@ def read_text_file(path: str, files: RecordFileOptions,
                   skipped_labels)
 
 
-def training_label_list(train: TextFile, threshold: float = 0.5
-                       ) -> LabelList:
-  """The label list of a training file: its distinct names, sorted."""
+def training_label_list(train: TextFile,
+                        threshold: Optional[float] = None) -> LabelList:
+  """The label list of a training file: its distinct names, sorted; a
+  multi-label list's `threshold` (None: label_list.DEFAULT_THRESHOLD)."""
   if train.task_type == "regression":
     return LabelList("regression")
   if train.task_type == "multi_label":
     return LabelList.from_training(
         "multi_label", [n for e in train.examples for n in e.label],
-        threshold=threshold)
+        threshold=DEFAULT_THRESHOLD if threshold is None else threshold)
   return LabelList.from_training("classification",
                                  [e.label for e in train.examples])
 

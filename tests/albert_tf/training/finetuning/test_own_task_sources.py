@@ -13,6 +13,7 @@ import shutil
 import numpy as np
 import pytest
 
+from data_pipeline.tasks.label_list import LabelList
 from tests.albert_tf.checkpoints.test_task_models_in import save_hf
 from tests.albert_tf.training.finetuning import own_data_kit as kit
 from tests.albert_tf.training.finetuning.test_own_data_finetuning import (
@@ -148,8 +149,10 @@ def test_our_run_and_export_are_scored_as_they_are(runs, caplog):
                              answers[0]["probabilities"].numpy(), atol=1e-6)
 
 
-def _save_token_classifier_run(run_dir, tags):
-  """A NER run dir of ours (its best checkpoint, config and labels.json)."""
+def _save_run(run_dir, labels):
+  """A run dir of ours (its checkpoint, config and labels.json) of a token
+  classifier or a classifier (`labels`: a label_list.LabelList), its
+  weights random (seeded)."""
   import tensorflow as tf
 
   from albert_tf import AlbertConfig
@@ -159,16 +162,20 @@ def _save_token_classifier_run(run_dir, tags):
   config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
                         num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=64, max_position_embeddings=SEQ)
-  model = models.AlbertTokenClassifier(AlbertEncoder(config, name="encoder"),
-                                       len(tags))
+  head = (models.AlbertTokenClassifier
+          if labels.task_type == "token_classification"
+          else models.AlbertClassifier)
+  model = head(AlbertEncoder(config, name="encoder"), len(labels.labels))
   model(dict(input_word_ids=np.ones((1, 4), np.int32),
              input_mask=np.ones((1, 4), np.int32),
              input_type_ids=np.zeros((1, 4), np.int32)))
+  rng = np.random.default_rng(0)
+  for v in model.weights:
+    v.assign(v + rng.normal(0.0, 0.5, v.shape).astype(np.float32))
   tf.train.CheckpointManager(tf.train.Checkpoint(model=model), str(run_dir),
                              1).save(1)
   config.to_json_file(os.path.join(run_dir, "albert_config.json"))
-  label_list.write(str(run_dir), label_list.LabelList(
-      "token_classification", tuple(tags), "IOB2"))
+  label_list.write(str(run_dir), labels)
 
 
 def test_sources_that_do_not_fit_are_one_line(runs, tmp_path, capsys,
@@ -178,7 +185,8 @@ def test_sources_that_do_not_fit_are_one_line(runs, tmp_path, capsys,
   --init_head=false: a fresh head on the run's encoder, said in one line."""
   root = runs["root"]
   ner_run = tmp_path / "ner_run"
-  _save_token_classifier_run(ner_run, ["B-LOC", "I-LOC", "O"])
+  _save_run(ner_run, LabelList("token_classification",
+                               ("B-LOC", "I-LOC", "O"), "IOB2"))
   bad_dev = kit.write_csv(tmp_path / "bad.csv", [
       dict(r, label="bird") if i == 0 else r
       for i, r in enumerate(runs["rows"])], ("id", "text", "label"))
@@ -334,3 +342,38 @@ def test_regression_and_multi_label_runs_are_scored_as_they_are(
     assert sorted(got) == sorted(want) and want, name
     for key in want:
       assert got[key] == pytest.approx(want[key], abs=1e-6), (name, key)
+
+
+def test_a_multi_label_runs_threshold_carries_over(tmp_path, english_corpus,
+                                                   spm_model, caplog):
+  """A multi-label run of ours that recorded threshold 0.7, given as
+  --init_checkpoint: the new run keeps 0.7 (its labels.json, its dev
+  predictions: the labels whose probability is above it) unless
+  --threshold is given; the log line says which."""
+  names = ("fruit", "music", "volcano")
+  run = tmp_path / "run"
+  _save_run(run, LabelList("multi_label", names, threshold=0.7))
+  rows = kit.multi_label_rows(kit.corpus_lines(english_corpus, 24), 2)
+  kit.write_csv(tmp_path / "data.csv", rows, ("id", "text", "label"),
+                lambda r: dict(r, label="|".join(r["label"]) or "[]"))
+  caplog.set_level(logging.INFO, logger="absl")
+  for given, want, why in ((None, 0.7, "recorded with --init_checkpoint="),
+                           (0.3, 0.3, "--threshold")):
+    out = tmp_path / f"out_{given}"
+    caplog.clear()
+    assert _run_tool("run_classifier", *_common(tmp_path, out),
+                     f"--init_checkpoint={run}", "--do_eval",
+                     f"--spm_model_file={spm_model}",
+                     *([f"--threshold={given}"] if given else [])) == 0
+    assert json.loads((out / "labels.json").read_text()) == {
+        "task_type": "multi_label", "labels": list(names),
+        "threshold": want}
+    assert f"threshold {want:g} ({why}" in caplog.text
+    records = [json.loads(line) for line in
+               (out / "dev_predictions.jsonl").read_text().splitlines()]
+    probabilities = np.array([[r["probabilities"][n] for n in names]
+                              for r in records])
+    # Probabilities on both sides of either threshold: the cut shows.
+    assert ((probabilities > 0.3) & (probabilities <= 0.7)).any()
+    assert [r["labels"] for r in records] == [
+        [n for n, p in zip(names, row) if p > want] for row in probabilities]
