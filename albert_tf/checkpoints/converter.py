@@ -182,6 +182,7 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
       weights.preset is None and not (spm_model_file or vocab_file)):
     spm_model_file, vocab_file, tokens = _own_vocabulary(input_checkpoint,
                                                          config)
+  source_head = weights.head
   where = _write_weights(weights, config, output_checkpoint, output_format,
                          spm_model_file, do_lower_case, keras_hub_tokenizer,
                          tokens, labels)
@@ -189,14 +190,24 @@ def convert_checkpoint(config: AlbertConfig, input_checkpoint: str,
     where += _write_tokenizer(tokens, spm_model_file, vocab_file,
                               output_format, output_checkpoint,
                               do_lower_case, config)
-  return _summary(weights, where, output_format)
+  # A task head written in our task layout (write_ours_task_model).
+  written = source_head if weights.head is None else None
+  return _summary(weights, where, output_format, written)
 
 
-def _summary(weights: Weights, where: str, output_format: str) -> str:
+def _summary(weights: Weights, where: str, output_format: str,
+             written_head=None) -> str:
   """The conversion's line (logged as a warning when a task head is left
-  out)."""
-  heads = sorted(name_tables.heads_in(weights.arrays))
-  summary = (f"converted {len(weights.arrays)} variables "
+  out): the variables and heads written, pretraining and task heads
+  (`written_head`: the source's task head, written with the rest)."""
+  from albert_tf.checkpoints.task_models import head_tables
+  heads = sorted(name_tables.heads_in(weights.arrays) |
+                 {head_tables.kind_of(n) for n in weights.arrays} - {None})
+  count = len(weights.arrays)
+  if written_head is not None:
+    heads.append(written_head.kinds[0])
+    count += len(written_head.arrays)
+  summary = (f"converted {count} variables "
              f"(heads: {', '.join(heads) or 'none'}) from {weights.path} "
              f"({weights.format}) to {where} ({output_format})")
   if weights.head is not None:

@@ -144,8 +144,11 @@ def _our_task_model(path: str, config: AlbertConfig) -> Optional[Weights]:
     return None
   if source.note:
     logging.warning("%s: %s", path, source.note)
+  # A part the conversion made new is not the source's: read as absent
+  # (a fresh pooler, said by weight_loading).
+  new = tuple(f"{part}/" for part in source.new_parts)
   arrays = {n: a for n, a in source.arrays.items()
-            if not head_tables.is_task_head(n)}
+            if not head_tables.is_task_head(n) and not n.startswith(new)}
   head = task_heads.SourceHead(
       layout="ours", where=path,
       arrays={n: a for n, a in source.arrays.items()

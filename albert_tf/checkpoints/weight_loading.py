@@ -149,10 +149,11 @@ def assign_and_log(model, weights: readers.Weights,
   else:
     logging.info("%s", report.summary())
   if report.fresh_pooler and report.head_kind in _POOLED_HEADS:
-    logging.warning("%s has no pooler (transformers' AlbertForMaskedLM, "
-                    "AlbertForQuestionAnswering and AlbertForToken"
-                    "Classification have none): the %s head starts on a "
-                    "fresh pooler", path, report.head_kind)
+    logging.warning("%s has no trained pooler (transformers' AlbertForMasked"
+                    "LM, AlbertForQuestionAnswering and AlbertForToken"
+                    "Classification have none; a conversion of one to ours "
+                    "records it in conversion.json): the %s head starts on "
+                    "a fresh pooler", path, report.head_kind)
   return report
 
 

@@ -75,10 +75,7 @@ def classifier_labels(source, label_names: str = "",
   names = [n.strip() for n in label_names.split(",") if n.strip()] or (
       head.labels)
   if not names:
-    raise UserInputError(
-        f"--init_checkpoint={head.where} names none of its head's {stored} "
-        "labels: give --label_names in the head's order (comma-separated), "
-        "or put a labels.txt beside the checkpoint (one name a line)")
+    raise UserInputError(head.no_names(stored, "--init_checkpoint="))
   if len(names) != stored:
     raise UserInputError(
         f"--init_checkpoint={head.where}: its head has {stored} labels, its "

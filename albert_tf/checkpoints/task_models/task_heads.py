@@ -29,6 +29,11 @@ from albert_tf.checkpoints.task_models import head_tables
 
 LABELS_FILE = "labels.txt"
 _DEFAULT_HF_LABEL = re.compile(r"LABEL_\d+")
+# transformers fills id2label with LABEL_<i> when nobody names the labels
+# (PretrainedConfig): placeholders, read as no names.
+HF_DEFAULT_NAMES = ("the Hugging Face config.json's id2label holds only "
+                    "transformers' default names LABEL_0, LABEL_1, ..., "
+                    "which stand for none")
 
 
 @dataclasses.dataclass
@@ -63,6 +68,17 @@ class SourceHead:
     if hinted in kinds:
       return [hinted]
     return kinds
+
+  def no_names(self, count: int = 0, flag: str = "") -> str:
+    """One line: the head names none of its (`count`) labels, and what
+    gives them (`flag`: "--init_checkpoint=" before the source)."""
+    line = (f"{flag}{self.where} names none of its head's "
+            f"{f'{count} ' if count else ''}labels: give --label_names in "
+            "the head's order (comma-separated)")
+    if self.layout == "huggingface":
+      return f"{line}; {HF_DEFAULT_NAMES}"
+    return line + (", or put a labels.txt beside the checkpoint (one name "
+                   "a line)")
 
   def describe(self) -> str:
     kinds = self.kinds
@@ -215,10 +231,7 @@ def _in_label_order(arrays, kind, head: SourceHead, request: HeadRequest):
   """The head's output rows permuted to request.labels' order, by name."""
   names = source_labels(head, request)
   if names is None:
-    raise UserInputError(
-        f"{head.where} names none of its head's labels: give --label_names "
-        "in the head's order (comma-separated), or put a labels.txt beside "
-        "the checkpoint (one name a line)")
+    raise UserInputError(head.no_names())
   wanted = list(request.labels)
   if len(names) != len(wanted) or len(set(names)) != len(names):
     raise UserInputError(

@@ -28,10 +28,19 @@ The label names and problem type: labels.json (the run's, else the
 export's), else the export's labels.txt ("<regression>": none), else those
 of the export the run recorded in export.json. Without names a classifier of
 one output is a regression head; of C outputs, unnamed labels.
+
+Another layout's task model converted to ours (convert_checkpoint
+--output_format=ours, task_writers.write_ours_task_model) has
+`conversion.json` beside its checkpoint: its source, the source's layout
+and the parts the source lacked and the conversion made new ("pooler": a
+transformers class built without one). A new part is read as absent
+(TaskSource.new_parts): a model started from the folder says it starts on
+a fresh pooler, as from the source itself.
 """
 
 import collections
 import dataclasses
+import json
 from typing import Dict, Optional, Set, Tuple
 
 import numpy as np
@@ -59,6 +68,8 @@ _ALIASES = ("variables", "trainable_variables", "non_trainable_variables",
 _FUNCTIONAL_HEAD = "model/layer_with_weights-1/dense/kernel" + _KEY
 # AlbertEarlyExitClassifier's L classifiers, [L, H, C] ("/" saved as ".S").
 _EARLY_EXIT_KERNEL = "model/exit_heads.Skernel" + _KEY
+# Beside a task model converted to ours from another layout (module doc).
+CONVERSION_FILE = "conversion.json"
 # labels.json task types -> Hugging Face problem_type.
 PROBLEM_TYPES = {"classification": "single_label_classification",
                  "multi_label": "multi_label_classification",
@@ -81,6 +92,8 @@ class TaskSource:
     paths: where it was read from.
     threshold: a multi-label classifier's decision threshold, as its
       labels.json recorded it, else None.
+    new_parts: what a conversion to ours made new, the source having none
+      (conversion.json: "pooler"), else ().
     note: what of the source the task model leaves out, in words ("" for
       nothing): an early-exit classifier (run_classifier --early_exit) is
       written at full depth, its last application's classifier (which
@@ -93,6 +106,7 @@ class TaskSource:
   problem_type: Optional[str]
   paths: SourcePaths
   threshold: Optional[float] = None
+  new_parts: Tuple[str, ...] = ()
   note: str = ""
 
 
@@ -193,24 +207,29 @@ def build_task_model(kind: str, config: AlbertConfig, num_labels: int):
 
 
 def _label_list(paths: SourcePaths):
-  """(labels.json's LabelList or None, labels.txt's names or None)."""
+  """(labels.json's LabelList or None, labels.txt's names or None; a
+  labels.txt is read when no labels.json names the labels: a conversion
+  from a source without names writes one with none)."""
+  saved = None
   for folder in paths.label_dirs:
     saved = label_list_lib.read(folder)
     if saved is not None:
-      return saved, None
+      break
+  if saved is not None and (saved.labels or saved.task_type == "regression"):
+    return saved, None
   for folder in paths.label_dirs:
     text_file = file_io.join(folder, "labels.txt")
     if file_io.exists(text_file):
       names = file_io.read_text(text_file).splitlines()
-      return None, (None if names == [_REGRESSION_MARK] else tuple(names))
-  return None, None
+      return saved, (None if names == [_REGRESSION_MARK] else tuple(names))
+  return saved, None
 
 
 def _labels_and_problem(kind: str, num_labels: int, saved, names,
                         paths: SourcePaths):
   """(label names or None, problem_type or None) of the head."""
   if saved is not None:
-    names = saved.labels or None
+    names = saved.labels or names
   if kind not in ("classifier", "token_classifier"):
     return None, None
   if names is not None and len(names) != num_labels:
@@ -224,6 +243,23 @@ def _labels_and_problem(kind: str, num_labels: int, saved, names,
     return names, PROBLEM_TYPES.get(saved.task_type)
   return names, ("regression" if num_labels == 1 and names is None
                  else "single_label_classification")
+
+
+def conversion_path(prefix: str) -> str:
+  """conversion.json beside a checkpoint `prefix`."""
+  return file_io.join(file_io.dirname(prefix) or ".", CONVERSION_FILE)
+
+
+def _new_parts(prefix: str) -> Tuple[str, ...]:
+  """The parts conversion.json beside `prefix` says are new, else ()."""
+  path = conversion_path(prefix)
+  if not file_io.exists(path):
+    return ()
+  try:
+    return tuple(json.loads(file_io.read_text(path)).get("new", ()))
+  except (ValueError, AttributeError):
+    raise UserInputError(f"{path} is not a conversion record (a JSON "
+                         "object with a 'new' list)") from None
 
 
 def _check_config(paths: SourcePaths, config: AlbertConfig) -> None:
@@ -283,4 +319,5 @@ def read_task_source(paths: SourcePaths,
                problem_type == PROBLEM_TYPES["multi_label"] else None)
   return TaskSource(arrays=arrays, head=kind, num_labels=num_labels,
                     labels=labels, problem_type=problem_type, paths=paths,
-                    threshold=threshold, note=note)
+                    threshold=threshold, new_parts=_new_parts(paths.prefix),
+                    note=note)

@@ -155,6 +155,19 @@ def write_ours_task_model(weights, config: AlbertConfig,
     labels = tuple(head.labels or ()) if task_type != "regression" else ()
     where += "; " + label_list_lib.write(
         folder, label_list_lib.LabelList(task_type, labels))
+    if task_type != "regression" and not labels:
+      hf = (f"; {task_heads.HF_DEFAULT_NAMES}" if head.layout == "huggingface"
+            else "")
+      where += (f" ({num_labels} labels without names{hf}: a fine-tuning "
+                "tool started from the folder needs --label_names in the "
+                "head's order, or a labels.txt beside the checkpoint)")
+  file_io.write_json_atomic(
+      task_sources.conversion_path(output_prefix),
+      {"source": weights.path, "layout": weights.format, "head": kind,
+       "new": ["pooler"] if fresh else []})
+  where += f"; {task_sources.conversion_path(output_prefix)}"
   if fresh:
-    where += "; the source has no pooler: a new one"
+    where += ("; the source has no pooler: a new one, recorded there (a "
+              "classifier or multiple-choice head started from the folder "
+              "says so)")
   return where

@@ -93,9 +93,10 @@ def test_hf_classifier_converted_to_ours_is_scored_as_it_is(
     source, tmp_path, caplog, capsys):
   """convert_checkpoint --output_format=ours writes the task model in our
   task layout (checkpoint, albert_config.json, labels.json in the head's
-  order, spiece.model): that folder alone, given to --do_eval, scores
-  PyTorch's probabilities, its head restored from our layout. A head our
-  layout cannot tell apart (an official [1, H] head) is one line."""
+  order, conversion.json, spiece.model): that folder alone, given to
+  --do_eval, scores PyTorch's probabilities, its head restored from our
+  layout. A head our layout cannot tell apart (an official [1, H] head) is
+  one line."""
   import logging
   caplog.set_level(logging.INFO, logger="absl")
   ours = tmp_path / "ours"
@@ -105,7 +106,7 @@ def test_hf_classifier_converted_to_ours_is_scored_as_it_is(
                    "--output_format=ours") == 0
   assert sorted(os.listdir(ours)) == [
       "albert_config.json", "checkpoint", "ckpt.data-00000-of-00001",
-      "ckpt.index", "labels.json", "spiece.model"]
+      "ckpt.index", "conversion.json", "labels.json", "spiece.model"]
   assert json.loads((ours / "labels.json").read_text()) == {
       "task_type": "classification", "labels": HEAD_ORDER}
   out = tmp_path / "eval"
