@@ -18,14 +18,12 @@ import json
 import logging
 import math
 import os
-import shutil
 
 import numpy as np
 import pytest
 
 from tests.albert_tf.checkpoints import tool_sources_kit as kit
 from tests.albert_tf.checkpoints.task_model_kit import torch_outputs
-from tests.albert_tf.checkpoints.test_task_models_in import save_hf
 
 torch = pytest.importorskip("torch")
 
@@ -37,10 +35,8 @@ TAGS = ["I-PER", "O", "B-LOC", "B-PER", "I-LOC", "B-ORG", "I-ORG"]
 
 def _folder(root, model_class, spm_model, seed, **kwargs):
   folder = root / model_class
-  torch_model = save_hf(model_class, folder, seed=seed, vocab_size=2000,
-                        **kwargs)
-  shutil.copy(spm_model, folder / "spiece.model")
-  return folder, torch_model
+  return folder, kit.hf_folder(folder, model_class, spm_model, seed,
+                               **kwargs)
 
 
 def _train(tool, *args, out):

@@ -1,8 +1,12 @@
 """Shared pieces of the tests that give the fine-tuning tools task models
-of other layouts (test_tool_sources_*.py): a tiny config, the ids the
-tools feed a model for a text, dev files, and the tool run in-process."""
+of other layouts (test_tool_sources_*.py, finetuning/test_task_model_
+sources*.py, test_own_task_sources*.py): a tiny config, a transformers
+folder as a user holds one, the ids the tools feed a model for a text, dev
+files, the tool run in-process and its one-line refusals."""
 
 import json
+import os
+import shutil
 
 import numpy as np
 import tensorflow as tf
@@ -24,6 +28,36 @@ def run_tool(tool, *args):
     _run_tool,
   )
   return _run_tool(tool, *args)
+
+
+def hf_folder(folder, model_class, spm_model, seed=0, **kwargs):
+  """transformers' `model_class` (vocab 2000, `kwargs` for its config)
+  saved at `folder` by save_pretrained, with `spm_model` as its
+  spiece.model; returns the torch model in eval mode."""
+  from tests.albert_tf.checkpoints.test_task_models_in import save_hf
+  torch_model = save_hf(model_class, folder, seed=seed, vocab_size=2000,
+                        **kwargs)
+  shutil.copy(spm_model, folder / "spiece.model")
+  return torch_model
+
+
+def error_line(capsys, code, out):
+  """The one "error:" line of a tool's refusal (`code`, its exit status,
+  must be 1): the last line of stderr, nothing written under `out`."""
+  err = capsys.readouterr().err
+  lines = [line for line in err.splitlines() if line.startswith("error:")]
+  assert code == 1, err
+  assert len(lines) == 1 and err.strip().splitlines()[-1] == lines[0], err
+  assert not out.exists() or not any(
+      files for _, _, files in os.walk(out)), list(os.walk(out))
+  return lines[0]
+
+
+def eval_metrics(folder):
+  """The numbers of a run's eval_results.json, its step aside."""
+  results = json.loads((folder / "eval_results.json").read_text())
+  return {k: v for k, v in results.items()
+          if k != "step" and isinstance(v, (int, float))}
 
 
 def randomized(model, seed):

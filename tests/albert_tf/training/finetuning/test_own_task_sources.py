@@ -8,37 +8,28 @@ updates continued from our own export of it, dropout on."""
 import json
 import logging
 import os
-import shutil
 
 import numpy as np
 import pytest
 
 from data_pipeline.tasks.label_list import LabelList
-from tests.albert_tf.checkpoints.test_task_models_in import save_hf
+from tests.albert_tf.checkpoints import tool_sources_kit as sources
 from tests.albert_tf.training.finetuning import own_data_kit as kit
-from tests.albert_tf.training.finetuning.test_own_data_finetuning import (
-  _run_tool,
-)
 
 torch = pytest.importorskip("torch")
 
-SEQ = 32
-HEAD_ORDER = ["volcano", "fruit", "music"]  # not sorted
+SEQ = sources.SEQ
+HEAD_ORDER = list(sources.LABELS)  # not sorted
+_run_tool = sources.run_tool
+_metrics = sources.eval_metrics
 # Three updates at a rate that moves every weight, dropout on.
 TRAIN = ["--do_train", "--train_step=3", "--warmup_step=0",
          "--learning_rate=1e-3", "--save_checkpoints_steps=3",
          "--train_batch_size=8", "--seed=0"]
 
 
-def _common(root, out):
-  return [f"--dev_file={root / 'data.csv'}", "--text_a_column=text",
-          "--label_column=label", f"--output_dir={out}",
-          f"--max_seq_length={SEQ}", "--length_buckets=none"]
-
-
-def _metrics(folder):
-  results = json.loads((folder / "eval_results.json").read_text())
-  return {k: v for k, v in results.items() if k != "step"}
+def _common(root, out, init):
+  return sources.classifier_args(init, root / "data.csv", out)
 
 
 def _model_weights(run_dir):
@@ -57,29 +48,27 @@ def runs(tmp_path_factory, english_corpus, spm_model):
   export; `from_converted`: from the folder converted to our layout."""
   root = tmp_path_factory.mktemp("own_sources")
   folder = root / "hf_classifier"
-  save_hf("AlbertForSequenceClassification", folder, seed=3, vocab_size=2000,
-          max_position_embeddings=SEQ, num_labels=3,
-          id2label=dict(enumerate(HEAD_ORDER)), hidden_dropout_prob=0.1,
-          attention_probs_dropout_prob=0.1)
-  shutil.copy(spm_model, folder / "spiece.model")
+  sources.hf_folder(folder, "AlbertForSequenceClassification", spm_model,
+                    seed=3, max_position_embeddings=SEQ, num_labels=3,
+                    id2label=dict(enumerate(HEAD_ORDER)),
+                    hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
   rows = kit.classification_rows(kit.corpus_lines(english_corpus, 40), 2)
   kit.write_csv(root / "data.csv", rows, ("id", "text", "label"))
   data = [f"--train_file={root / 'data.csv'}"]
-  assert _run_tool("run_classifier", *_common(root, root / "from_hf"),
-                   f"--init_checkpoint={folder}", *data, *TRAIN, "--do_eval",
+  assert _run_tool("run_classifier", *_common(root, root / "from_hf", folder),
+                   *data, *TRAIN, "--do_eval",
                    f"--export_dir={root / 'from_hf_export'}") == 0
-  assert _run_tool("run_classifier", *_common(root, root / "eval0"),
-                   f"--init_checkpoint={folder}", "--do_eval",
-                   f"--export_dir={root / 'export0'}") == 0
-  assert _run_tool("run_classifier", *_common(root, root / "from_ours"),
-                   f"--init_checkpoint={root / 'export0'}", *data,
-                   *TRAIN) == 0
+  assert _run_tool("run_classifier", *_common(root, root / "eval0", folder),
+                   "--do_eval", f"--export_dir={root / 'export0'}") == 0
+  assert _run_tool("run_classifier", *_common(root, root / "from_ours",
+                                              root / "export0"),
+                   *data, *TRAIN) == 0
   assert _run_tool("convert_checkpoint", f"--input_checkpoint={folder}",
                    f"--output_checkpoint={root / 'converted' / 'ckpt'}",
                    "--output_format=ours") == 0
-  assert _run_tool("run_classifier", *_common(root, root / "from_converted"),
-                   f"--init_checkpoint={root / 'converted'}", *data,
-                   *TRAIN) == 0
+  assert _run_tool("run_classifier", *_common(root, root / "from_converted",
+                                              root / "converted"),
+                   *data, *TRAIN) == 0
   return dict(root=root, rows=rows)
 
 
@@ -128,8 +117,8 @@ def test_our_run_and_export_are_scored_as_they_are(runs, caplog):
                        ("export", root / "from_hf_export")):
     out = root / f"scored_{name}"
     args = [f"--export_dir={root / 're_export'}"] if name == "run" else []
-    assert _run_tool("run_classifier", *_common(root, out),
-                     f"--init_checkpoint={source}", "--do_eval", *args) == 0
+    assert _run_tool("run_classifier", *_common(root, out, source),
+                     "--do_eval", *args) == 0
     got = _metrics(out)
     assert sorted(got) == sorted(want)
     for key in want:
@@ -191,29 +180,21 @@ def test_sources_that_do_not_fit_are_one_line(runs, tmp_path, capsys,
       dict(r, label="bird") if i == 0 else r
       for i, r in enumerate(runs["rows"])], ("id", "text", "label"))
   cases = {
-      "ner": ([f"--init_checkpoint={ner_run}",
-               f"--spm_model_file={spm_model}"],
+      "ner": (ner_run, [f"--spm_model_file={spm_model}"],
               "holds a token classifier (run_ner), not a sequence "
               "classifier"),
-      "labels": ([f"--init_checkpoint={root / 'from_hf'}",
-                  f"--dev_file={bad_dev}"], "does not know: bird"),
+      "labels": (root / "from_hf", [f"--dev_file={bad_dev}"],
+                 "does not know: bird"),
   }
-  for name, (args, message) in cases.items():
+  for name, (init, args, message) in cases.items():
     out = tmp_path / f"out_{name}"
     capsys.readouterr()
-    code = _run_tool("run_classifier", *_common(root, out), *args,
+    code = _run_tool("run_classifier", *_common(root, out, init), *args,
                      "--do_eval")
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.startswith("error:")]
-    assert code == 1, name
-    assert len(lines) == 1 and message in lines[0], (name, err)
-    assert err.strip().splitlines()[-1] == lines[0], (name, err)
-    assert not out.exists() or not any(
-        files for _, _, files in os.walk(out)), (name, list(os.walk(out)))
+    assert message in sources.error_line(capsys, code, out), name
   caplog.set_level(logging.INFO, logger="absl")
   out = tmp_path / "fresh"
-  assert _run_tool("run_classifier", *_common(root, out),
-                   f"--init_checkpoint={root / 'from_hf'}",
+  assert _run_tool("run_classifier", *_common(root, out, root / "from_hf"),
                    f"--train_file={root / 'data.csv'}", "--do_train",
                    "--train_step=1", "--warmup_step=0",
                    "--init_head=false") == 0
@@ -318,10 +299,9 @@ def test_regression_and_multi_label_runs_are_scored_as_they_are(
   }
   for name, (rows, convert) in cases.items():
     folder = tmp_path / f"hf_{name}"
-    save_hf("AlbertForSequenceClassification", folder, seed=6,
-            vocab_size=2000, max_position_embeddings=SEQ,
-            num_labels=1 if name == "regression" else 3)
-    shutil.copy(spm_model, folder / "spiece.model")
+    sources.hf_folder(folder, "AlbertForSequenceClassification", spm_model,
+                      seed=6, max_position_embeddings=SEQ,
+                      num_labels=1 if name == "regression" else 3)
     rows = [dict(r, id=f"r{i}") for i, r in enumerate(rows)]
     data = kit.write_csv(tmp_path / f"{name}.csv", rows,
                          ("id", "text", "label"), convert)
@@ -361,9 +341,8 @@ def test_a_multi_label_runs_threshold_carries_over(tmp_path, english_corpus,
                            (0.3, 0.3, "--threshold")):
     out = tmp_path / f"out_{given}"
     caplog.clear()
-    assert _run_tool("run_classifier", *_common(tmp_path, out),
-                     f"--init_checkpoint={run}", "--do_eval",
-                     f"--spm_model_file={spm_model}",
+    assert _run_tool("run_classifier", *_common(tmp_path, out, run),
+                     "--do_eval", f"--spm_model_file={spm_model}",
                      *([f"--threshold={given}"] if given else [])) == 0
     assert json.loads((out / "labels.json").read_text()) == {
         "task_type": "multi_label", "labels": list(names),

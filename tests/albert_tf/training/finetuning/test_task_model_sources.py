@@ -12,57 +12,40 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.albert_tf.checkpoints.test_task_models_in import save_hf
+from tests.albert_tf.checkpoints import tool_sources_kit as sources
+from tests.albert_tf.checkpoints.task_model_kit import torch_outputs
 from tests.albert_tf.training.finetuning import own_data_kit as kit
-from tests.albert_tf.training.finetuning.test_own_data_finetuning import (
-  _run_tool,
-)
 
 torch = pytest.importorskip("torch")
 
-SEQ = 32
-HEAD_ORDER = ["volcano", "fruit", "music"]  # not sorted
+SEQ = sources.SEQ
+HEAD_ORDER = list(sources.LABELS)  # not sorted
+_run_tool = sources.run_tool
 
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory, english_corpus, spm_model):
   """An HF classifier folder (unsorted id2label) + a dev file and its ids."""
-  from data_pipeline.tokenization.factory import make_tokenizer
   root = tmp_path_factory.mktemp("hf_sources")
   folder = root / "hf_classifier"
-  torch_model = save_hf(
-      "AlbertForSequenceClassification", folder, seed=3, vocab_size=2000,
+  torch_model = sources.hf_folder(
+      folder, "AlbertForSequenceClassification", spm_model, seed=3,
       max_position_embeddings=SEQ, num_labels=3,
       id2label=dict(enumerate(HEAD_ORDER)))
-  shutil.copy(spm_model, folder / "spiece.model")
   rows = kit.classification_rows(kit.corpus_lines(english_corpus, 40), 2)
   dev = kit.write_csv(root / "dev.csv", rows, ("id", "text", "label"))
-  tokenizer = make_tokenizer(spm_model)
-  word = np.zeros((len(rows), SEQ), np.int32)
-  for i, pieces in enumerate(tokenizer.encode_batch(
-      [r["text"] for r in rows])):
-    ids = [tokenizer.cls_id] + pieces[:SEQ - 2] + [tokenizer.sep_id]
-    word[i, :len(ids)] = ids
-  mask = (word > 0).astype(np.int32)
-  with torch.no_grad():
-    logits = torch_model(input_ids=torch.tensor(word, dtype=torch.long),
-                         attention_mask=torch.tensor(mask, dtype=torch.long),
-                         token_type_ids=torch.zeros(word.shape,
-                                                    dtype=torch.long)).logits
-  probs = torch.softmax(logits, -1).numpy()
+  logits = _torch_logits(torch_model, [r["text"] for r in rows], spm_model)
+  probs = torch.softmax(torch.tensor(logits), -1).numpy()
   return dict(root=root, folder=folder, dev=dev, rows=rows, probs=probs)
 
 
-def _read_jsonl(path):
-  with open(path, encoding="utf-8") as f:
-    return [json.loads(line) for line in f]
+def _torch_logits(torch_model, texts, spm_model):
+  return torch_outputs(torch_model,
+                       sources.text_ids(texts, spm_model)).logits.numpy()
 
 
 def _common(source, out):
-  return [f"--init_checkpoint={source['folder']}",
-          f"--dev_file={source['dev']}", "--text_a_column=text",
-          "--label_column=label", f"--output_dir={out}",
-          f"--max_seq_length={SEQ}", "--length_buckets=none"]
+  return sources.classifier_args(source["folder"], source["dev"], out)
 
 
 def test_hf_classifier_is_scored_as_it_is(source, tmp_path, caplog):
@@ -74,10 +57,8 @@ def test_hf_classifier_is_scored_as_it_is(source, tmp_path, caplog):
   out = tmp_path / "eval"
   assert _run_tool("run_classifier", *_common(source, out),
                    "--do_eval") == 0
-  records = _read_jsonl(out / "dev_predictions.jsonl")
-  got = np.array([[r["probabilities"][n] for n in HEAD_ORDER]
-                  for r in records])
-  np.testing.assert_allclose(got, source["probs"], atol=1e-5)
+  np.testing.assert_allclose(sources.probabilities(out, HEAD_ORDER),
+                             source["probs"], atol=1e-5)
   truth = [r["label"] for r in source["rows"]]
   torch_accuracy = np.mean([HEAD_ORDER[i] == t for i, t in
                             zip(source["probs"].argmax(-1), truth)])
@@ -113,10 +94,8 @@ def test_hf_classifier_converted_to_ours_is_scored_as_it_is(
   args = _common(source, out)
   args[0] = f"--init_checkpoint={ours}"
   assert _run_tool("run_classifier", *args, "--do_eval") == 0
-  records = _read_jsonl(out / "dev_predictions.jsonl")
-  got = np.array([[r["probabilities"][n] for n in HEAD_ORDER]
-                  for r in records])
-  np.testing.assert_allclose(got, source["probs"], atol=1e-5)
+  np.testing.assert_allclose(sources.probabilities(out, HEAD_ORDER),
+                             source["probs"], atol=1e-5)
   assert ("classifier head from classifier/dense/bias, "
           "classifier/dense/kernel") in caplog.text
   # run_race's head and an STS-B regression head share the official names.
@@ -156,9 +135,7 @@ def test_training_continues_from_the_hf_head(source, tmp_path, caplog):
                      "--learning_rate=1e-12", "--save_checkpoints_steps=1",
                      "--train_batch_size=8", "--seed=0",
                      f"--init_head={init_head}") == 0
-    records = _read_jsonl(out / "dev_predictions.jsonl")
-    runs[init_head] = np.array([[r["probabilities"][n] for n in HEAD_ORDER]
-                                for r in records])
+    runs[init_head] = sources.probabilities(out, HEAD_ORDER)
   np.testing.assert_allclose(runs["true"], source["probs"], atol=1e-5)
   assert np.abs(runs["false"] - source["probs"]).max() > 1e-2
   assert "--init_head=false: a fresh classifier head on the encoder of" in (
@@ -171,9 +148,9 @@ def test_sources_that_do_not_fit_are_one_line(source, tmp_path, capsys):
   root = source["root"]
   qa = root / "qa"
   if not qa.exists():
-    save_hf("AlbertForQuestionAnswering", qa, vocab_size=2000,
-            max_position_embeddings=SEQ)
-    shutil.copy(source["folder"] / "spiece.model", qa / "spiece.model")
+    sources.hf_folder(qa, "AlbertForQuestionAnswering",
+                      source["folder"] / "spiece.model",
+                      max_position_embeddings=SEQ)
   bad_dev = tmp_path / "bad.csv"
   kit.write_csv(bad_dev, [dict(r, label="bird") if i == 0 else r
                           for i, r in enumerate(source["rows"])],
@@ -204,13 +181,7 @@ def test_sources_that_do_not_fit_are_one_line(source, tmp_path, capsys):
     capsys.readouterr()
     code = _run_tool("run_classifier", *_common(source, out), *args,
                      "--do_eval")
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.startswith("error:")]
-    assert code == 1, name
-    assert len(lines) == 1 and message in lines[0], (name, err)
-    assert err.strip().splitlines()[-1] == lines[0], (name, err)  # 1 line
-    assert not out.exists() or not any(
-        files for _, _, files in os.walk(out)), (name, list(os.walk(out)))
+    assert message in sources.error_line(capsys, code, out), name
 
 
 @pytest.mark.slow
@@ -247,20 +218,12 @@ def test_official_classifier_folder_is_scored_and_exported(source, tmp_path,
   model = models.AlbertClassifier(AlbertEncoder(config), 3)
   weight_loading.load_weights_into(model, str(folder),
                                    head=HeadRequest(labels=HEAD_ORDER))
-  from data_pipeline.tokenization.factory import make_tokenizer
-  tokenizer = make_tokenizer(spm_model)
   texts = [r["text"] for r in source["rows"]]
-  word = np.zeros((len(texts), SEQ), np.int32)
-  for i, pieces in enumerate(tokenizer.encode_batch(texts)):
-    ids = [tokenizer.cls_id] + pieces[:SEQ - 2] + [tokenizer.sep_id]
-    word[i, :len(ids)] = ids
-  logits = model(dict(input_word_ids=word, input_mask=(word > 0).astype(
-      np.int32), input_type_ids=np.zeros_like(word)))["logits"].numpy()
+  logits = model(sources.text_ids(texts, spm_model))["logits"].numpy()
   want = tf.nn.softmax(logits).numpy()
-  records = _read_jsonl(out / "dev_predictions.jsonl")
-  got = np.array([[r["probabilities"][n] for n in HEAD_ORDER]
-                  for r in records])
-  np.testing.assert_allclose(got, want, atol=1e-5)
+  np.testing.assert_allclose(sources.probabilities(out, HEAD_ORDER), want,
+                             atol=1e-5)
+  records = sources.read_jsonl(out / "dev_predictions.jsonl")
   serving = exports.load_saved_model(str(export_dir)).signatures[
       "serving_default"]
   labels = serving(sentences=tf.constant(texts[:6]))["label"].numpy()
@@ -272,21 +235,6 @@ def test_official_classifier_folder_is_scored_and_exported(source, tmp_path,
   assert _run_tool("run_classifier", *_common(source, tmp_path / "named"),
                    f"--init_checkpoint={folder}", "--do_eval",
                    "--label_names=" + ",".join(HEAD_ORDER)) == 0
-
-
-def _torch_logits(torch_model, texts, spm_model):
-  from data_pipeline.tokenization.factory import make_tokenizer
-  tokenizer = make_tokenizer(spm_model)
-  word = np.zeros((len(texts), SEQ), np.int32)
-  for i, pieces in enumerate(tokenizer.encode_batch(texts)):
-    ids = [tokenizer.cls_id] + pieces[:SEQ - 2] + [tokenizer.sep_id]
-    word[i, :len(ids)] = ids
-  with torch.no_grad():
-    return torch_model(
-        input_ids=torch.tensor(word, dtype=torch.long),
-        attention_mask=torch.tensor((word > 0).astype(np.int64)),
-        token_type_ids=torch.zeros(word.shape, dtype=torch.long)
-    ).logits.numpy()
 
 
 def test_hf_regression_and_multi_label_heads_by_problem_type(
@@ -305,26 +253,21 @@ def test_hf_regression_and_multi_label_heads_by_problem_type(
   }
   for name, (kwargs, rows, convert) in cases.items():
     folder = tmp_path / name
-    torch_model = save_hf("AlbertForSequenceClassification", folder, seed=6,
-                          vocab_size=2000, max_position_embeddings=SEQ,
-                          **kwargs)
-    shutil.copy(spm_model, folder / "spiece.model")
+    torch_model = sources.hf_folder(
+        folder, "AlbertForSequenceClassification", spm_model, seed=6,
+        max_position_embeddings=SEQ, **kwargs)
     rows = [dict(r, id=f"r{i}") for i, r in enumerate(rows)]
     dev = kit.write_csv(tmp_path / f"{name}.csv", rows, ("id", "text",
                                                          "label"), convert)
     out = tmp_path / f"out_{name}"
-    assert _run_tool("run_classifier", f"--init_checkpoint={folder}",
-                     f"--dev_file={dev}", "--text_a_column=text",
-                     "--label_column=label", f"--output_dir={out}",
-                     f"--max_seq_length={SEQ}", "--length_buckets=none",
-                     "--do_eval") == 0
-    records = _read_jsonl(out / "dev_predictions.jsonl")
+    assert _run_tool("run_classifier", *sources.classifier_args(
+        folder, dev, out, "--do_eval")) == 0
     logits = _torch_logits(torch_model, [r["text"] for r in rows], spm_model)
     if name == "regression":
-      got = np.array([r["score"] for r in records])
+      got = np.array([r["score"] for r in sources.read_jsonl(
+          out / "dev_predictions.jsonl")])
       np.testing.assert_allclose(got, logits[:, 0], atol=1e-5)
     else:
-      got = np.array([[r["probabilities"][n] for n in HEAD_ORDER]
-                      for r in records])
-      np.testing.assert_allclose(got, 1 / (1 + np.exp(-logits)), atol=1e-5)
+      np.testing.assert_allclose(sources.probabilities(out, HEAD_ORDER),
+                                 1 / (1 + np.exp(-logits)), atol=1e-5)
     assert json.loads((out / "labels.json").read_text())["task_type"] == name

@@ -4,15 +4,11 @@ tool is given; each word's predicted tag is PyTorch's argmax at the word's
 first piece."""
 
 import json
-import shutil
 
 import numpy as np
 import pytest
 
-from tests.albert_tf.checkpoints.test_task_models_in import save_hf
-from tests.albert_tf.training.finetuning.test_own_data_finetuning import (
-  _run_tool,
-)
+from tests.albert_tf.checkpoints import tool_sources_kit as sources
 from tests.scripts import ner_data
 
 torch = pytest.importorskip("torch")
@@ -33,14 +29,14 @@ def test_hf_token_classifier_is_scored_as_it_is(tmp_path, spm_model):
   from data_pipeline.tasks.ner.features import word_piece_ids
   from data_pipeline.tokenization.factory import make_tokenizer
   folder = tmp_path / "hf_ner"
-  torch_model = save_hf("AlbertForTokenClassification", folder, seed=5,
-                        vocab_size=2000, max_position_embeddings=SEQ,
-                        num_labels=len(TAGS), id2label=dict(enumerate(TAGS)))
-  shutil.copy(spm_model, folder / "spiece.model")
+  torch_model = sources.hf_folder(
+      folder, "AlbertForTokenClassification", spm_model, seed=5,
+      max_position_embeddings=SEQ, num_labels=len(TAGS),
+      id2label=dict(enumerate(TAGS)))
   sentences = _sentences()
   dev = ner_data.write_conll(tmp_path / "dev.txt", sentences)
   out = tmp_path / "out"
-  assert _run_tool("run_ner", f"--init_checkpoint={folder}",
+  assert sources.run_tool("run_ner", f"--init_checkpoint={folder}",
                    f"--dev_file={dev}", f"--output_dir={out}", "--do_eval",
                    f"--max_seq_length={SEQ}", "--length_buckets=none") == 0
   labels = json.loads((out / "labels.json").read_text())

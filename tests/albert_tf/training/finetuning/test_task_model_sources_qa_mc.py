@@ -5,15 +5,11 @@ PyTorch's), SQuAD v2.0 takes BERT's null score for a span head, and the
 other task's head is one line."""
 
 import json
-import shutil
 
 import pytest
 
-from tests.albert_tf.checkpoints.test_task_models_in import save_hf
+from tests.albert_tf.checkpoints import tool_sources_kit as sources
 from tests.albert_tf.training.finetuning import own_data_kit as kit
-from tests.albert_tf.training.finetuning.test_own_data_finetuning import (
-  _run_tool,
-)
 from tests.albert_tf.training.finetuning.test_squad_finetuning import _filler
 from tests.albert_tf.training.finetuning.test_squad_finetuning import (
   _squad_json,
@@ -22,6 +18,7 @@ from tests.albert_tf.training.finetuning.test_squad_finetuning import (
 pytest.importorskip("torch")
 
 SEQ = 64
+_run_tool = sources.run_tool
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +27,8 @@ def folders(tmp_path_factory, english_corpus, spm_model):
   out = {"root": root}
   for name, cls in (("qa", "AlbertForQuestionAnswering"),
                     ("mc", "AlbertForMultipleChoice")):
-    save_hf(cls, root / name, vocab_size=2000, max_position_embeddings=SEQ)
-    shutil.copy(spm_model, root / name / "spiece.model")
+    sources.hf_folder(root / name, cls, spm_model,
+                      max_position_embeddings=SEQ)
   words = _filler(english_corpus)
   for v2 in (False, True):
     path = root / f"dev-v{2 if v2 else 1}.json"
@@ -79,10 +76,7 @@ def test_multiple_choice_from_a_hf_folder_and_wrong_heads(folders, tmp_path,
       ("run_squad", "mc", [f"--predict_file={folders[False]}"])):
     bad_out = tmp_path / f"bad_{tool}"
     capsys.readouterr()
-    assert _run_tool(tool, f"--init_checkpoint={folders['root'] / folder}",
+    code = _run_tool(tool, f"--init_checkpoint={folders['root'] / folder}",
                      f"--output_dir={bad_out}", "--do_eval",
-                     "--max_seq_length=32", *args) == 1
-    errors = [line for line in capsys.readouterr().err.splitlines()
-              if line.startswith("error:")]
-    assert len(errors) == 1 and "--init_head=false" in errors[0], errors
-    assert not bad_out.exists() or not any(bad_out.iterdir())
+                     "--max_seq_length=32", *args)
+    assert "--init_head=false" in sources.error_line(capsys, code, bad_out)
