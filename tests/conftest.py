@@ -365,34 +365,52 @@ def _keyword_texts(words, n, seed):
   return texts, np.array(labels)
 
 
+_KEYWORD_SEQ = 32
+
+
+def _keyword_config():
+  from albert_tf.config import AlbertConfig
+  return AlbertConfig(vocab_size=2000, embedding_size=32, hidden_size=64,
+                      num_hidden_layers=2, num_attention_heads=4,
+                      intermediate_size=128,
+                      max_position_embeddings=_KEYWORD_SEQ,
+                      hidden_dropout_prob=0.0,
+                      attention_probs_dropout_prob=0.0,
+                      initializer_range=0.05)
+
+
 @pytest.fixture(scope="session")
 def keyword_classifier(tmp_path_factory, spm_model, english_corpus):
   """A tiny classifier (H=64, 2 layers, seq 32) fine-tuned 250 steps on the
-  keyword task and exported with export_classifier, once per session:
-  dict(export, config, words, seq_length, texts(n, seed) -> (texts,
-  labels))."""
+  keyword task and exported with export_classifier, once a run for all
+  xdist workers (tests/built_once.py): dict(export, config, words,
+  seq_length, texts(n, seed) -> (texts, labels))."""
   import functools
 
+  from tests.built_once import built_once
+  words = _filler_words(english_corpus)
+  export = built_once(
+      tmp_path_factory, "keywords",
+      lambda folder: _train_keyword_classifier(folder, spm_model, words))
+  return dict(export=export, config=_keyword_config(), words=words,
+              seq_length=_KEYWORD_SEQ,
+              texts=functools.partial(_keyword_texts, words))
+
+
+def _train_keyword_classifier(folder, spm_model, words):
+  """The export of `keyword_classifier` (its path), in `folder`."""
   import tensorflow as tf
   import tf_keras
 
   from albert_tf import exports
-  from albert_tf.config import AlbertConfig
   from albert_tf.exports.litert.runner import TextRunner
   from albert_tf.models.albert_classifier import AlbertClassifier
   from albert_tf.networks.albert_encoder import AlbertEncoder
   from data_pipeline.tokenization.sentencepiece_tokenizer import (
     SentencePieceTokenizer,
   )
-  seq = 32
-  config = AlbertConfig(vocab_size=2000, embedding_size=32, hidden_size=64,
-                        num_hidden_layers=2, num_attention_heads=4,
-                        intermediate_size=128, max_position_embeddings=seq,
-                        hidden_dropout_prob=0.0,
-                        attention_probs_dropout_prob=0.0,
-                        initializer_range=0.05)
+  seq, config = _KEYWORD_SEQ, _keyword_config()
   tf_keras.utils.set_random_seed(0)
-  words = _filler_words(english_corpus)
   classifier = AlbertClassifier(AlbertEncoder(config), len(KEYWORDS),
                                 dropout_rate=0.0)
   packer = TextRunner.__new__(TextRunner)  # its packing, no model
@@ -407,11 +425,8 @@ def keyword_classifier(tmp_path_factory, spm_model, english_corpus):
       (packer.classify_inputs(texts), {"logits": labels})).shuffle(
           1000, seed=0).repeat().batch(32)
   classifier.fit(data, steps_per_epoch=250, epochs=1, verbose=0)
-  export = exports.export_classifier(
-      classifier, str(tmp_path_factory.mktemp("keywords") / "glue"),
-      spm_model, packer.labels, 1, seq)
-  return dict(export=export, config=config, words=words, seq_length=seq,
-              texts=functools.partial(_keyword_texts, words))
+  return exports.export_classifier(classifier, str(folder / "glue"),
+                                   spm_model, packer.labels, 1, seq)
 
 
 @pytest.fixture(autouse=True)

@@ -19,11 +19,13 @@ process (devices must be set before TensorFlow initialises).
       weights (a config without dropout); their largest weight differences
       from the one-device run, in OUT_JSON.
 
-  python tests/scripts/distributed_script.py finetuning_accumulated
+  python tests/scripts/distributed_script.py finetuning_accumulated ONE_NPZ
       On 2 logical devices: fine-tuning cases of
       tests/albert_tf/training/finetuning/test_accumulation_finetuning.py
       (dropout on) under mirrored with K=2 against K=1, and mirrored K=1
-      against one device; prints their largest weight differences as JSON.
+      against one device (the weights "<case>.<i>" of ONE_NPZ, from the
+      calling test's process); prints their largest weight differences as
+      JSON.
 """
 
 import json
@@ -124,7 +126,7 @@ def accumulated_runs(params_json, out_json):
     json.dump(result, f)
 
 
-def finetuning_accumulated():
+def finetuning_accumulated(one_device_npz):
   _two_logical_cpus()
   from tests.albert_tf.training.finetuning import (
     test_accumulation_finetuning as cases,
@@ -132,13 +134,16 @@ def finetuning_accumulated():
   strategy = tf.distribute.MirroredStrategy(
       [d.name for d in tf.config.list_logical_devices("CPU")])
   result = {"replicas": strategy.num_replicas_in_sync}
+  saved = np.load(one_device_npz)
 
   def largest(a, b):
+    assert len(a) == len(b), (len(a), len(b))
     return max(float(np.abs(x - y).max()) for x, y in zip(a, b))
 
-  for case in ("packed_classifier", "ner", "squad_v2", "multiple_choice",
-               "early_exit", "classifier_recomputed"):
-    one_device = cases._train(case, 1)[0]  # noqa: SLF001
+  for case in cases.MIRRORED_CASES:
+    one_device = [saved[name] for name in sorted(
+        (n for n in saved.files if n.rsplit(".", 1)[0] == case),
+        key=lambda n: int(n.rsplit(".", 1)[1]))]
     whole = cases._train(case, 1, strategy)[0]  # noqa: SLF001
     accumulated = cases._train(case, 2, strategy)[0]  # noqa: SLF001
     result[case] = dict(k2_vs_k1=largest(accumulated, whole),

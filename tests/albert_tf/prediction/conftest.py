@@ -4,13 +4,22 @@ serving_default, not with labels)."""
 
 import pytest
 
+from tests.built_once import built_once
+
 
 @pytest.fixture(scope="session")
 def prediction_exports(tmp_path_factory, spm_model):
   """{kind: export path}: classifier (one text, length buckets 16,32,64),
   regression (a text pair), multi_label, ner, squad (v1.1),
   multiple_choice (3 choices, buckets 32,64), race (4 options), encoder
-  (export_savedmodel's folder)."""
+  (export_savedmodel's folder); built once a run for all xdist workers
+  (tests only read or copy them)."""
+  return built_once(tmp_path_factory, "prediction_exports",
+                    lambda root: _build_exports(root, spm_model))
+
+
+def _build_exports(root, spm_model):
+  """The exports of `prediction_exports`, in the pathlib.Path `root`."""
   import tensorflow as tf
   import tf_keras
 
@@ -23,7 +32,6 @@ def prediction_exports(tmp_path_factory, spm_model):
   from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
   from albert_tf.networks.albert_encoder import AlbertEncoder
   from data_pipeline.tasks.label_list import LabelList
-  root = tmp_path_factory.mktemp("prediction_exports")
   seq = 64
   config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
                         num_hidden_layers=2, num_attention_heads=4,

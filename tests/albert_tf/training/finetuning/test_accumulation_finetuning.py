@@ -226,6 +226,19 @@ def _train(case, steps, strategy=None, dropout=True):
           history.history["gradient_norm"][-1])
 
 
+# _train(case, 1) of each case already run in this process: the K=1 runs
+# of the tests below are also the mirrored test's one-device reference.
+_WHOLE = {}
+
+
+def _whole(case):
+  """_train(case, 1), once a process (the runs are seeded: a rerun gives
+  the same weights)."""
+  if case not in _WHOLE:
+    _WHOLE[case] = _train(case, 1)
+  return _WHOLE[case]
+
+
 def _largest_difference(a, b):
   return max(float(np.abs(x - y).max()) for x, y in zip(a, b))
 
@@ -235,7 +248,7 @@ def _largest_difference(a, b):
     "ner", "squad", "squad_v2", "multiple_choice", "early_exit",
     "classifier_recomputed", "early_exit_recomputed"])
 def test_four_micro_batches_equal_the_whole_batch(case):
-  whole, iterations, norm = _train(case, 1)
+  whole, iterations, norm = _whole(case)
   accumulated, accumulated_iterations, accumulated_norm = _train(case, K)
   assert iterations == accumulated_iterations == 3
   assert norm > CLIP  # clipping is active
@@ -252,7 +265,7 @@ def test_four_micro_batches_equal_the_whole_batch(case):
 def test_ner_micro_batch_token_means_are_not_the_whole_batch_mean():
   """Without the whole batch's tagged-piece count, the same check fails:
   the micro-batches weigh equally whatever their tagged pieces."""
-  whole, _, _ = _train("ner", 1)
+  whole, _, _ = _whole("ner")
   naive, _, _ = _train("ner_mean_of_means", K)
   gap = max(float(np.abs(a - w).max()) for a, w in zip(naive, whole))
   assert gap > 1e-3
@@ -276,30 +289,38 @@ def test_run_classifier_packed_with_accumulation(glue_setup):  # noqa: F811
   assert int(reader.get_tensor(names[0])) == 10
 
 
+MIRRORED_CASES = ("packed_classifier", "ner", "squad_v2", "multiple_choice",
+                  "early_exit", "classifier_recomputed")
+
+
 @pytest.mark.slow
-def test_mirrored_two_replicas_equal_one_device_and_accumulate_exactly():
+def test_mirrored_two_replicas_equal_one_device_and_accumulate_exactly(
+    tmp_path):
   """2 logical CPUs (tests/scripts/distributed_script.py
   finetuning_accumulated), dropout on: 2 replicas give the one-device
   weights (each example's masks from its position in the update; NER's
   mean over the tagged pieces of both replicas), and each replica's 4
   rows in 2 slices give those of K=1; also for early exit and for a
-  recomputed classifier."""
+  recomputed classifier. The one-device weights are this process's K=1
+  runs (those of the tests above when they ran here), handed over in a
+  .npz file."""
   import json
   import os
   import subprocess
   import sys
+  one_device = str(tmp_path / "one_device.npz")
+  np.savez(one_device, **{f"{case}.{i}": w for case in MIRRORED_CASES
+                          for i, w in enumerate(_whole(case)[0])})
   root = os.path.abspath(os.path.join(__file__, "../../../../.."))
   process = subprocess.run(
       [sys.executable, os.path.join(root, "tests", "scripts",
                                     "distributed_script.py"),
-       "finetuning_accumulated"], cwd=root, capture_output=True, text=True,
-      timeout=900, check=False)
+       "finetuning_accumulated", one_device], cwd=root,
+      capture_output=True, text=True, timeout=900, check=False)
   assert process.returncode == 0, process.stderr[-3000:]
   result = json.loads(process.stdout.strip().splitlines()[-1])
   assert result.pop("replicas") == 2
-  assert set(result) == {"packed_classifier", "ner", "squad_v2",
-                         "multiple_choice", "early_exit",
-                         "classifier_recomputed"}
+  assert set(result) == set(MIRRORED_CASES)
   for case, worst in result.items():
     assert worst["k2_vs_k1"] < 1e-5, (case, worst)
     assert worst["mirrored_vs_one_device"] < 1e-5, (case, worst)
