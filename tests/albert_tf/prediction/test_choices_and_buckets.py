@@ -183,12 +183,12 @@ def _words_texts(english_corpus, n, seed=3):
       rng.integers(0, 2000, n), rng.integers(1, 45, n))]
 
 
-def test_padded_length_is_the_longest_row_rounded_up_to_8():
-  assert [own_length.padded_length(n, 64) for n in (1, 3, 8, 9, 30, 57,
-                                                    63, 64)] == [
-      8, 8, 8, 16, 32, 64, 64, 64]
+def test_padded_length_is_the_longest_row_within_its_bucket():
+  assert [own_length.padded_length(n, 64) for n in (1, 3, 9, 57, 64)] == [
+      1, 3, 9, 57, 64]
   assert own_length.padded_length(20, 16) == 16  # never past the bucket
-  assert own_length.padded_length(20, 128, multiple=1) == 20
+  assert [own_length.padded_length(n, 64, multiple=8) for n in (
+      1, 8, 9, 30, 57, 63)] == [8, 8, 16, 32, 64, 64]
 
 
 def test_rows_are_sorted_by_tokens_with_one_bucket_too():
@@ -212,8 +212,8 @@ def test_rows_are_sorted_by_tokens_with_one_bucket_too():
 def test_each_batch_runs_at_its_own_longest_row(
     prediction_exports, english_corpus, tmp_path):
   """Through the runner, counted at the model call: every batch of the
-  classifier export (buckets 16, 32, 64) is fed at its longest row
-  rounded up to 8, within its bucket (own_length.padded_length), rows
+  classifier export (buckets 16, 32, 64) is fed at its longest row,
+  within its bucket (own_length.padded_length), rows
   sorted by tokens and never two buckets in a batch (batching.batches);
   fewer tokens than at the buckets; the rows are the export's own
   serving_default outputs."""
@@ -262,7 +262,7 @@ def test_each_batch_runs_at_its_own_longest_row(
 @pytest.mark.parametrize("kind", ["classifier", "regression", "encoder"])
 def test_a_rows_outputs_do_not_depend_on_its_batch(
     kind, prediction_exports, english_corpus):
-  """A short row alone (fed at 8 or 16 tokens) and beside a 64-token row
+  """A short row alone (fed at its own length) and beside a 64-token row
   (fed at 64): the same outputs to float rounding (the attention mask
   keeps the padding out)."""
   path = prediction_exports[kind]
