@@ -9,12 +9,13 @@ ModelHandler (beam_handler.py) runs `predictions` on each batch Beam
 makes. The order of the sort is fixed (length, then position), so the
 same rows give the same batches and the same numbers in every run.
 
-An export that records its length buckets (exported_model.length_buckets)
-is batched at them: rows are sorted by their length in tokens
-(lengths.TokenCounter) and a batch never mixes two buckets, so none runs
-at a larger bucket than its rows need (`batches`). An export without the
-record is batched as before: sorted by characters, cut every batch_size
-rows.
+Rows are sorted by their length in tokens (lengths.TokenCounter, when
+the export records its seq_length and has its vocabulary in its assets;
+else by characters) and cut every batch_size rows; with the export's
+length buckets (exported_model.length_buckets) a batch never mixes two,
+so none runs at a larger bucket than its rows need (`batches`). Where the
+export allows it, a batch then runs at its own longest row, within its
+bucket (own_length.py).
 """
 
 from typing import Any, Callable, Dict, List, Optional, Sequence
@@ -90,11 +91,11 @@ def predictions(rows: Sequence[InputRow], predict: PredictFn,
     batch_size: rows per call.
     buckets: the export's length buckets (exported_model.length_buckets).
     count_tokens: rows -> their lengths in tokens
-      (lengths.TokenCounter.lengths); with buckets, batches stay within
-      one bucket (batches). None: rows are sorted by characters and cut
-      every batch_size rows.
+      (lengths.TokenCounter.lengths): rows are sorted by them (with
+      buckets, batches stay within one bucket: batches). None: rows are
+      sorted by characters and cut every batch_size rows.
   """
-  if count_tokens is not None and len(buckets) > 1:
+  if count_tokens is not None:
     groups = batches(count_tokens(rows), batch_size, buckets)
   else:
     groups = batches([text_length(row) for row in rows], batch_size)

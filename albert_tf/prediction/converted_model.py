@@ -18,8 +18,9 @@ are tokenized and packed in Python as fine-tuning packs them
 file), the file runs (onnx.runtime.OnnxModel, litert.LiteRTModel), and the
 outputs get the SavedModel's serving_default names, so the rows are the
 SavedModel runtime's (exported_model.Predictor.named) to the file's
-precision. ONNX batches run at the export's length bucket that holds them,
-as the SavedModel's; a LiteRT file at its own buckets.
+precision. ONNX batches run at their own longest row (own_length.py), as
+the SavedModel's classifier and encoder exports; a LiteRT file (fixed
+shapes) at its own buckets.
 
 Served: every kind. NER's and SQuAD's raw-text steps (words, windows,
 entities, answer spans and their character offsets), in-graph in the
@@ -43,6 +44,7 @@ from albert_common.encoder_inputs import INPUT_MASK
 from albert_common.errors import UserInputError
 from albert_tf.prediction import converted_spans
 from albert_tf.prediction import exported_model
+from albert_tf.prediction import own_length
 from albert_tf.prediction.batching import bucket_of
 from albert_tf.prediction.exported_model import ExportDescription
 from data_pipeline.tasks import label_list as label_list_lib
@@ -196,11 +198,13 @@ class ConvertedPredictor(exported_model.Predictor):
                        if description.kind == "ner" else None)
 
   def _run(self, inputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
-    """The file on packed inputs ([n, (C,) seq_length]); ONNX at the
-    export's smallest bucket holding the batch (as its SavedModel)."""
+    """The file on packed inputs ([n, (C,) seq_length]); ONNX cut to the
+    batch's longest row, at most its bucket (own_length.padded_length:
+    the file takes any length), LiteRT at its own buckets."""
     if self.runtime == "onnx":
       longest = int(np.max(np.sum(inputs[INPUT_MASK], -1), initial=1))
-      length = bucket_of(longest, self.description.length_buckets)
+      length = own_length.padded_length(
+          longest, bucket_of(longest, self.description.length_buckets))
       inputs = {k: v[..., :length] for k, v in inputs.items()}
     with self._lock:
       outputs = dict(self.model(inputs))

@@ -28,7 +28,10 @@ label name, `value`, `labels`, `entities`, `answer` with `start` and `end`,
 the letter). It calls the
 export's own `serving_default` (the encoder: its preprocessor, then the
 encoder), so what it returns is what the export serves; the export's
-length buckets apply inside it.
+length buckets apply inside it. Classifier, regression, multi-label and
+encoder exports are fed token ids instead, each batch padded to its own
+longest row rather than to its bucket (own_length.py: the same packing,
+model and outputs, to float rounding).
 """
 
 import dataclasses
@@ -38,6 +41,7 @@ from albert_common import file_io
 from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
 from albert_common.errors import UserInputError
 from albert_tf import saved_model_inspection as inspection
+from albert_tf.prediction import own_length
 from data_pipeline.tasks import label_list as label_list_lib
 from data_pipeline.tasks import length_buckets as length_buckets_lib
 
@@ -176,14 +180,24 @@ class Predictor:
     from albert_tf.exports.saved_model_loading import load_saved_model
     self.description = description
     self.embeddings = embeddings
+    # The function fed token ids ([batch, length] int32 encoder inputs,
+    # cut to the batch's longest row), when the export allows it
+    # (own_length.py); None: serving_default on the texts.
+    self.model_call = None
     if description.kind == "encoder":
       self._preprocessor = load_saved_model(file_io.join(path,
                                                          "preprocessor"))
       self._encoder = load_saved_model(file_io.join(path, "encoder"))
-      self._encode = self._encoder.signatures["serving_default"]
+      self.model_call = self._encoder.signatures["serving_default"]
     else:
       self._loaded = load_saved_model(path)
       self._serve = self._loaded.signatures["serving_default"]
+      if own_length.can_feed_token_ids(self._loaded, description.kind):
+        self.model_call = self._loaded.signatures[own_length.TOKEN_IDS]
+        self._pack = own_length.packer(self._loaded, description.pair,
+                                       description.length_buckets)
+        saved = label_list_lib.read(file_io.join(path, "assets"))
+        self._threshold = saved.threshold if saved is not None else None
 
   @property
   def kind(self) -> str:
@@ -209,10 +223,18 @@ class Predictor:
       else:
         inputs = self._preprocessor.signatures["two_segments"](
             text_a=a, text_b=tf.constant(list(texts_b), tf.string))
-      outputs = self._encode(**inputs)
+      inputs = own_length.cut_to_longest(inputs)
+      outputs = self.model_call(**inputs)
       outputs = {k: outputs[k] for k in ("pooled_output",
                                          "sequence_output")}
       outputs["input_mask"] = inputs["input_mask"]
+    elif self.model_call is not None:  # own_length.py
+      texts = (a,) if texts_b is None else (
+          a, tf.constant(list(texts_b), tf.string))
+      outputs = self.model_call(**self._pack(*texts))
+      return own_length.serving_outputs(
+          self.kind, {k: v.numpy() for k, v in outputs.items()},
+          self.description.labels, self._threshold)
     elif self.kind == "ner":
       outputs = self._serve(text=a)
     elif self.kind == "squad":

@@ -1,10 +1,12 @@
-"""A row's length in tokens, for batching at the export's length buckets.
+"""A row's length in tokens, for batching rows of alike lengths.
 
 An export's raw-text signature cuts each batch to the smallest of its
 length buckets (exported_model.length_buckets) that holds the batch's
 longest row. A batch whose rows fall in one bucket runs at that bucket; a
-batch that straddles two runs every row at the larger. So the batching
-(batching.py) needs each row's packed length in tokens, counted here with
+batch that straddles two runs every row at the larger. Where tools.predict
+feeds token ids (own_length.py), a batch runs at its own longest row. So
+the batching (batching.py) sorts rows by their packed length in tokens
+(and at buckets cuts batches there), counted here with
 the export's own vocabulary (the SentencePiece model or WordPiece
 vocabulary in its assets):
 
@@ -16,7 +18,7 @@ vocabulary in its assets):
 
 each capped at the export's seq_length (longer texts are truncated, or
 windowed by NER and SQuAD, to it). Lowercasing is assumed (the tools'
-default): only which bucket a row falls in depends on the count, and the
+default): only the batching depends on the count, and the
 model's outputs do not depend on the batching at all.
 
 Imports no TensorFlow.
@@ -90,14 +92,14 @@ class TokenCounter:
 def token_counter(path: str, buckets: Sequence[int],
                   encoder: bool = False) -> Optional[TokenCounter]:
   """The TokenCounter of the export at `path` (--model), None when it
-  has no buckets to batch at (one, or none recorded) or no vocabulary.
+  records no buckets (no seq_length to cap at) or has no vocabulary.
 
   Args:
     path: the export.
     buckets: exported_model.length_buckets(path).
     encoder: an export_savedmodel folder (its preprocessor's assets).
   """
-  if len(buckets) < 2:
+  if not buckets:
     return None
   assets = file_io.join(file_io.join(path, "preprocessor") if encoder
                         else path, "assets")
