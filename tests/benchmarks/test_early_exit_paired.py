@@ -1,0 +1,47 @@
+"""benchmarks.finetuning.early_exit_paired's statistics and section on
+crafted figures (the runs themselves are the harness's)."""
+
+import math
+
+import pytest
+
+from benchmarks.finetuning import early_exit_paired as paired
+
+
+def test_paired_statistics_on_crafted_differences():
+  old = [0.50, 0.40, 0.45, 0.60]
+  new = [0.52, 0.39, 0.48, 0.61]  # differences +2, -1, +3, +1 points
+  stats = paired.paired_stats(new, old)
+  differences = [0.02, -0.01, 0.03, 0.01]
+  assert stats["differences"] == pytest.approx(differences)
+  assert stats["mean"] == pytest.approx(0.0125)
+  sd = math.sqrt(sum((d - 0.0125) ** 2 for d in differences) / 3)
+  assert stats["sd"] == pytest.approx(sd)
+  assert stats["t"] == pytest.approx(0.0125 / (sd / 2))
+  assert stats["signs"] == "+-++"
+  one = paired.paired_stats([0.5], [0.4])
+  assert one["sd"] == 0.0 and math.isnan(one["t"])
+
+
+def _scores(full, p1):
+  row = dict(full=full, p1=p1, p2=p1, p3=p1)
+  return dict(test=row, dev=row)
+
+
+def test_the_table_gives_each_measure_per_seed_and_paired():
+  result = {"exit": {1: dict(old=_scores(0.50, 0.40), new=_scores(0.47,
+                                                                  0.41)),
+                     2: dict(old=_scores(0.44, 0.40), new=_scores(0.42,
+                                                                  0.38))},
+            "plain": {}}
+  text = paired.table(result, "test")
+  lines = text.splitlines()
+  full = next(line for line in lines if "full depth" in line)
+  # Differences -3 and -2 points: mean -2.50, sd 0.71, t -5.00, 0 +, 2 -.
+  cells = [c.strip() for c in full.strip("|").split("|")]
+  assert cells[1:10] == ["2", "0.4700", "0.4450", "-2.50", "0.71", "-5.00",
+                         "0", "2", "no"]
+  assert cells[10] == "-3.0 -2.0"
+  p1 = next(line for line in lines if "patience 1" in line)
+  assert "+1.0 -2.0" in p1 and "| yes |" in p1
+  assert not any("plain" in line for line in lines)
