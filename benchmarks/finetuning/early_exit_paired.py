@@ -197,6 +197,22 @@ def run(args) -> Dict:
               majority=accuracy.majority_rate(labels))
 
 
+def at_chance(result: Dict) -> List[str]:
+  """One line (accuracy.ChanceError's) per run whose full-depth test
+  accuracy is within noise of the majority-class rate."""
+  lines = []
+  for kind, by_seed in result.items():
+    for seed, pair in sorted(by_seed.items()):
+      for name, scored in sorted(pair.items()):
+        try:
+          accuracy.check_above_chance(
+              f"{kind} seed {seed} {name}", scored["test"]["full"],
+              scored["labels"]["test"])
+        except accuracy.ChanceError as e:
+          lines.append(str(e))
+  return lines
+
+
 def table(result: Dict, split: str) -> str:
   """Per seed old / new / difference of every measure, then the paired
   statistics."""
@@ -300,6 +316,11 @@ def main():
     parser.exit(1, f"error: {e}\n")
   text = report(out)
   print(text)
+  chance = at_chance(out["result"])
+  print("\n".join(chance))
+  if chance and args.write:
+    parser.exit(1, f"error: not written, {len(chance)} runs at chance; the "
+                f"first: {chance[0]}\n")
   if args.write:
     write_section(args, out, text)
 

@@ -45,3 +45,13 @@ def test_the_table_gives_each_measure_per_seed_and_paired():
   p1 = next(line for line in lines if "patience 1" in line)
   assert "+1.0 -2.0" in p1 and "| yes |" in p1
   assert not any("plain" in line for line in lines)
+
+
+def test_runs_at_chance_are_named():
+  labels = [0] * 50 + [1] * 30 + [2] * 20  # majority rate 0.5, 100 rows
+  learned = dict(test=dict(full=0.80), labels=dict(test=labels))
+  chance = dict(test=dict(full=0.55), labels=dict(test=labels))
+  lines = paired.at_chance({"exit": {1: dict(old=learned, new=chance)},
+                            "plain": {2: dict(old=learned, new=learned)}})
+  assert len(lines) == 1 and lines[0].startswith("exit seed 1 new: test "
+                                                 "accuracy 0.5500")
