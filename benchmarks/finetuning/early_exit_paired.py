@@ -242,6 +242,27 @@ def table(result: Dict, split: str) -> str:
        "|mean| < 2 sd/sqrt(n)", "per seed (points)"], rows)
 
 
+def verdict(result: Dict) -> str:
+  """The full-depth test difference read against its noise: "within
+  noise" when |mean| < 2 sd / sqrt(n) and neither sign has more than
+  three quarters of the seeds."""
+  seeds = sorted(result["exit"])
+  stats = paired_stats([result["exit"][s]["new"]["test"]["full"]
+                        for s in seeds],
+                       [result["exit"][s]["old"]["test"]["full"]
+                        for s in seeds])
+  bound = 2 * stats["sd"] / math.sqrt(stats["n"])
+  signs = stats["signs"]
+  lopsided = max(signs.count("+"), signs.count("-")) > 0.75 * len(signs)
+  within = abs(stats["mean"]) < bound and not lopsided
+  return (f"Full depth on test, new - old: {stats['mean'] * 100:+.2f} points "
+          f"(2 sd / sqrt(n) = {bound * 100:.2f}, signs {signs}, "
+          f"{stats['n']} seeds): "
+          + ("within noise." if within else
+             "NOT within noise: the difference is larger than its noise "
+             "or one sign dominates."))
+
+
 def report(out: Dict) -> str:
   result = out["result"]
   depth = {p: np.mean([result["exit"][s][t]["test"][f"depth_p{p}"]
@@ -253,7 +274,8 @@ def report(out: Dict) -> str:
           f"{out['majority']:.3f}. Last step of every run, no selection. "
           f"Mean exit layer on test: {depths} (of "
           f"{MODEL['num_hidden_layers']}).\n\n"
-          + table(result, "test") + "\n\nDev (for the record):\n\n"
+          + verdict(result) + "\n\n" + table(result, "test")
+          + "\n\nDev (for the record):\n\n"
           + table(result, "dev"))
 
 

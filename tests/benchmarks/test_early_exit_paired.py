@@ -55,3 +55,18 @@ def test_runs_at_chance_are_named():
                             "plain": {2: dict(old=learned, new=learned)}})
   assert len(lines) == 1 and lines[0].startswith("exit seed 1 new: test "
                                                  "accuracy 0.5500")
+
+
+def test_the_verdict_reads_the_difference_against_its_noise():
+  def result(pairs):
+    return {"exit": {i: dict(old=_scores(o, o), new=_scores(n, n))
+                     for i, (o, n) in enumerate(pairs)}, "plain": {}}
+  # -2, +1, -1, +2 points: mean 0.
+  assert paired.verdict(result([(0.5, 0.48), (0.5, 0.51), (0.5, 0.49),
+                                (0.5, 0.52)])).endswith("within noise.")
+  # -3, -2, -3, -2: mean -2.5, far beyond 2 sd / sqrt(n).
+  assert "NOT within noise" in paired.verdict(result(
+      [(0.5, 0.47), (0.5, 0.48), (0.5, 0.47), (0.5, 0.48)]))
+  # Small mean but every seed lower: lopsided.
+  assert "NOT within noise" in paired.verdict(result(
+      [(0.5, 0.49), (0.5, 0.40), (0.5, 0.49), (0.5, 0.499)]))
