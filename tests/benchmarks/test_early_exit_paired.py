@@ -70,3 +70,27 @@ def test_the_verdict_reads_the_difference_against_its_noise():
   # Small mean but every seed lower: lopsided.
   assert "NOT within noise" in paired.verdict(result(
       [(0.5, 0.49), (0.5, 0.40), (0.5, 0.49), (0.5, 0.499)]))
+
+
+def test_write_replaces_its_own_section(tmp_path, monkeypatch):
+  page = tmp_path / "early-exit.md"
+  page.write_text("# Early exit\n\ntext\n\n## Exports\n\nmore\n")
+  monkeypatch.setattr(paired, "DOCS_PAGE", str(page))
+  revision = dict(key="0" * 16, head="5f0f06f" + "0" * 33, dirty=False)
+  out = dict(trees=dict(old=dict(revision=revision),
+                        new=dict(revision=dict(revision, head="1" * 40))),
+             settings=dict(steps=200, batch=32, lr=2e-3, per_topic=400),
+             others=1.5, seconds=600)
+  args = type("Args", (), dict(pretrain_steps=300, seq_length=64))
+  paired.write_section(args, out, "TABLE 1")
+  paired.write_section(args, out, "TABLE 2")
+  text = page.read_text()
+  assert text.count(paired.SECTION) == 1 and "TABLE 1" not in text
+  assert text.startswith("# Early exit\n\ntext\n\n## Exports\n\nmore\n")
+  assert "TABLE 2" in text and "loaded: other processes 1.50 cores" in text
+  # A section before another heading keeps what follows it.
+  page.write_text(f"# E\n\n{paired.SECTION}\n\nold\n\n## Exports\n\nmore\n")
+  paired.write_section(args, out, "TABLE 3")
+  text = page.read_text()
+  assert "old" not in text.split("## Exports")[0]
+  assert text.endswith("TABLE 3\n\n## Exports\n\nmore\n")
