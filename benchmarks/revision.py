@@ -17,12 +17,14 @@ import hashlib
 import json
 import os
 import subprocess
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 from benchmarks import common
 
 CODE_DIRS = ("albert_common", "albert_tf", "data_pipeline", "tools",
              "benchmarks", "configs")
+# What a tool run imports: CODE_DIRS without the harnesses.
+TOOL_DIRS = tuple(d for d in CODE_DIRS if d != "benchmarks")
 NOT_CODE = (".md", ".png")
 STAMP = "code_revision.json"
 
@@ -45,17 +47,20 @@ def _is_code(path: str) -> bool:
   return not path.endswith(NOT_CODE)
 
 
-def code_revision(root: Optional[str] = None) -> Dict:
-  """{"key": 16 hex digits, "head": HEAD's commit, "dirty": bool}."""
+def code_revision(root: Optional[str] = None,
+                  dirs: Sequence[str] = CODE_DIRS) -> Dict:
+  """{"key": 16 hex digits, "head": HEAD's commit, "dirty": bool} of the
+  code under `dirs` (a harness running only the tools passes TOOL_DIRS,
+  so editing the harness keeps its runs)."""
   root = root or common.REPO_ROOT
   head = _git(root, "rev-parse", "HEAD").decode().strip()
   listing = [line for line in _git(
-      root, "ls-tree", "-r", "HEAD", "--", *CODE_DIRS).decode().splitlines()
+      root, "ls-tree", "-r", "HEAD", "--", *dirs).decode().splitlines()
              if _is_code(line.split("\t", 1)[-1])]
   excludes = [f":(exclude,glob)**/*{ext}" for ext in NOT_CODE]
-  diff = _git(root, "diff", "HEAD", "--binary", "--", *CODE_DIRS, *excludes)
+  diff = _git(root, "diff", "HEAD", "--binary", "--", *dirs, *excludes)
   untracked = sorted(p for p in _git(
-      root, "ls-files", "--others", "--exclude-standard", "--", *CODE_DIRS
+      root, "ls-files", "--others", "--exclude-standard", "--", *dirs
   ).decode().splitlines() if _is_code(p))
   digest = hashlib.sha256("\n".join(listing).encode() + b"\0" + diff)
   for path in untracked:

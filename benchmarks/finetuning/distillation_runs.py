@@ -48,30 +48,33 @@ def code_revision() -> Dict:
   return _REVISION[0]
 
 
-def key(settings: Dict) -> str:
+def key(settings: Dict, revision: Optional[Dict] = None) -> str:
   """A short digest of settings (a dict of JSON values) and of the code's
-  revision: a cache folder's name."""
-  text = json.dumps(dict(settings, code=code_revision()["key"]),
+  revision (default this code's): a cache folder's name."""
+  revision = revision or code_revision()
+  text = json.dumps(dict(settings, code=revision["key"]),
                     sort_keys=True)
   return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def source_model(model: Dict, steps: int, seq_length: int,
                  batch_size: int = 64, learning_rate: float = 5e-3,
-                 data_from: Optional[Dict] = None) -> Dict:
+                 data_from: Optional[Dict] = None, cache: str = CACHE,
+                 revision: Optional[Dict] = None) -> Dict:
   """The pretrained source model: {"checkpoint": pretraining run folder,
   "config": albert_config.json, "spm": SentencePiece model, "folder"}.
   model: AlbertConfig fields (vocab_size among them). data_from: another
   source model whose corpus, SentencePiece model and pretraining records
   this one copies (a narrower student needs the teacher's vocabulary
-  byte for byte)."""
+  byte for byte). cache: the folder it goes in; revision: the code
+  revision it is keyed by (default this code's)."""
   from albert_tf.config import AlbertConfig
   from tools.support import pipeline_demo
   settings = dict(model=model, steps=steps, seq_length=seq_length,
                   batch_size=batch_size, learning_rate=learning_rate)
   if data_from:
     settings["data_from"] = data_from["folder"]
-  folder = os.path.join(CACHE, "source-" + key(settings))
+  folder = os.path.join(cache, "source-" + key(settings, revision))
   if data_from:
     for part in ("corpus", "spm", "data"):
       if not os.path.exists(os.path.join(folder, part)):
@@ -92,7 +95,7 @@ def source_model(model: Dict, steps: int, seq_length: int,
               spm=os.path.join(folder, "spm", "albert_spm.model"))
 
 
-def task_files(max_per_topic: int) -> Dict[str, str]:
+def task_files(max_per_topic: int, cache: str = CACHE) -> Dict[str, str]:
   """train / dev / test / unlabeled.csv of the stdlib topics task
   (topic_splits: by file, test never selected on, unlabeled on-task text
   at least as many rows as train) and off_task.csv (column text): first
@@ -100,7 +103,7 @@ def task_files(max_per_topic: int) -> Dict[str, str]:
   the on-task unlabeled file."""
   from data_pipeline.corpora import stdlib_corpus
   from data_pipeline.corpora import stdlib_topics
-  folder = os.path.join(CACHE, f"topics-{max_per_topic}-split4")
+  folder = os.path.join(cache, f"topics-{max_per_topic}-split4")
   names = ("train", "dev", "test", "unlabeled", "off_task")
   paths = {name: os.path.join(folder, f"{name}.csv") for name in names}
   if all(os.path.exists(p) for p in paths.values()):
@@ -131,12 +134,15 @@ def task_files(max_per_topic: int) -> Dict[str, str]:
 
 
 def _tool(module: str, flags: Sequence[str], output_dir: str,
-          log_name: str) -> Dict:
+          log_name: str, root: Optional[str] = None,
+          revision: Optional[Dict] = None) -> Dict:
   """Runs `python -m module flags` unless output_dir/eval_results.json
   exists (made by this code: else StaleRunError); returns that file's
-  metrics."""
+  metrics. root: the code tree to run it from (default this one; another
+  tree comes with its `revision`)."""
   results = os.path.join(output_dir, "eval_results.json")
-  revision = code_revision()
+  root = root or common.REPO_ROOT
+  revision = revision or code_revision()
   revision_lib.check(output_dir, revision, "eval_results.json")
   if not os.path.exists(results):
     os.makedirs(os.path.dirname(output_dir), exist_ok=True)
@@ -144,10 +150,10 @@ def _tool(module: str, flags: Sequence[str], output_dir: str,
     command = [sys.executable, "-m", module, *flags,
                f"--output_dir={output_dir}"]
     started = time.time()
-    env = dict(os.environ, PYTHONPATH=common.REPO_ROOT)
+    env = dict(os.environ, PYTHONPATH=root)
     with open(log, "w") as out:
       done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT,
-                            cwd=common.REPO_ROOT, env=env)
+                            cwd=root, env=env)
     if done.returncode:
       tail = open(log).read().strip().splitlines()[-3:]
       raise RuntimeError(f"{log_name}: {module} failed (log {log}): "

@@ -71,3 +71,19 @@ def test_a_cached_run_of_other_code_is_refused(checkout, tmp_path):
 def test_not_a_checkout_is_one_line(tmp_path):
   with pytest.raises(revision.StaleRunError, match="not a git checkout"):
     revision.code_revision(str(tmp_path))
+
+
+def test_the_tools_key_ignores_the_harnesses(checkout):
+  """TOOL_DIRS: a harness edit keeps the key of the tools it runs; a tool
+  edit does not."""
+  (checkout / "tools").mkdir()
+  (checkout / "tools" / "tool.py").write_text("RATE = 1\n")
+  _git(checkout, "add", ".")
+  _git(checkout, "commit", "-qm", "tool")
+  clean = revision.code_revision(str(checkout), revision.TOOL_DIRS)
+  (checkout / "benchmarks" / "harness.py").write_text("STEPS = 4\n")
+  assert revision.code_revision(str(checkout), revision.TOOL_DIRS) == clean
+  assert revision.code_revision(str(checkout))["key"] != clean["key"]
+  (checkout / "tools" / "tool.py").write_text("RATE = 2\n")
+  edited = revision.code_revision(str(checkout), revision.TOOL_DIRS)
+  assert edited["dirty"] and edited["key"] != clean["key"]
