@@ -133,7 +133,7 @@ def task_files(max_per_topic: int, cache: str = CACHE) -> Dict[str, str]:
   return paths
 
 
-def _tool(module: str, flags: Sequence[str], output_dir: str,
+def run_tool(module: str, flags: Sequence[str], output_dir: str,
           log_name: str, root: Optional[str] = None,
           revision: Optional[Dict] = None) -> Dict:
   """Runs `python -m module flags` unless output_dir/eval_results.json
@@ -201,7 +201,7 @@ def finetune(output_dir: str, source: Dict, flags: List[str],
     extra.append("--early_exit")
   if export:
     extra.append(f"--export_dir={output_dir}-export")
-  return _tool("tools.run_classifier", flags + extra, output_dir,
+  return run_tool("tools.run_classifier", flags + extra, output_dir,
                os.path.basename(output_dir))
 
 
@@ -226,7 +226,7 @@ def distill(output_dir: str, teacher: str, flags: List[str],
     extra.append(f"--unlabeled_file={unlabeled}")
   if export:
     extra.append(f"--export_dir={output_dir}-export")
-  return _tool("tools.distill", flags + extra, output_dir,
+  return run_tool("tools.distill", flags + extra, output_dir,
                os.path.basename(output_dir))
 
 

@@ -96,7 +96,7 @@ def run_one(tree: Dict, early: bool, seed: int, flags: List[str],
            f"--init_checkpoint={source['checkpoint']}"]
   if early:
     extra.append("--early_exit")
-  runs._tool("tools.run_classifier", flags + extra, folder,
+  runs.run_tool("tools.run_classifier", flags + extra, folder,
              f"{name} ({tree['revision']['head'][:7]})", root=tree["root"],
              revision=tree["revision"])
   return folder
