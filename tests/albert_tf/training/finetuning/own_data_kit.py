@@ -117,10 +117,11 @@ def write_parquet(path, rows, columns):
   return str(path)
 
 
-def tiny_config(path, vocab_size=2000, dropout=0.1, hidden_size=32):
+def tiny_config(path, vocab_size=2000, dropout=0.1, hidden_size=32,
+                num_hidden_layers=2):
   """A tiny ALBERT (H=32, 2 layers, 64 positions) written to `path`."""
   AlbertConfig(vocab_size=vocab_size, embedding_size=16,
-               hidden_size=hidden_size, num_hidden_layers=2,
+               hidden_size=hidden_size, num_hidden_layers=num_hidden_layers,
                num_attention_heads=4, intermediate_size=2 * hidden_size,
                max_position_embeddings=64,
                hidden_dropout_prob=dropout,

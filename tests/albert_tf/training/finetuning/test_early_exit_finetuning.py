@@ -183,12 +183,8 @@ def files(tmp_path_factory, english_corpus, spm_model):
                                kit.classification_rows(part, seed), columns)
   out["scores"] = kit.write_jsonl(root / "scores.jsonl",
                                   kit.regression_rows(lines[:40], 4))
-  config = root / "albert_config.json"
-  kit.tiny_config(config)
-  values = json.loads(config.read_text())
-  values["num_hidden_layers"] = 4
-  config.write_text(json.dumps(values))
-  out["config"] = str(config)
+  out["config"] = kit.tiny_config(root / "albert_config.json",
+                                  num_hidden_layers=4)
   return out
 
 

@@ -45,12 +45,8 @@ def task(tmp_path_factory, english_corpus, spm_model):
     out[split] = kit.write_csv(root / f"{split}.csv",
                                kit.classification_rows(part, seed),
                                ("text", "label"))
-  config = root / "albert_config.json"
-  kit.tiny_config(config)
-  values = json.loads(config.read_text())
-  values["num_hidden_layers"] = 4
-  config.write_text(json.dumps(values))
-  out["config"] = str(config)
+  out["config"] = kit.tiny_config(root / "albert_config.json",
+                                  num_hidden_layers=4)
   return out
 
 
