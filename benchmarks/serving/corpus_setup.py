@@ -1,7 +1,8 @@
 """What benchmarks.serving.corpus's contenders share: the corpus, the
-SentencePiece model, the classifier export, the Hugging Face model, and
-the ceiling (the corpus's real tokens' forward FLOPs at the matmul peak at
-the export's bucket shapes).
+SentencePiece model, the classifier export, the Hugging Face model, the
+FLOPs ceiling (the corpus's real tokens' forward FLOPs at the matmul peak
+at the export's bucket shapes) and the positions a contender's batches
+compute.
 
 The corpus: the standard library's docstring paragraphs
 (data_pipeline.corpora.stdlib_corpus's prose filter applied to each
@@ -148,24 +149,38 @@ def bucket_peaks(config, batch: int, buckets: Sequence[int],
           for b in buckets}
 
 
-def ceiling(config, tokens: np.ndarray, peaks: Dict[int, Dict[str, float]],
-            buckets: Sequence[int] = ()) -> Dict:
+def ceiling(config, tokens: np.ndarray, peaks: Dict[int, Dict[str, float]]
+           ) -> Dict:
   """The rows/s of the corpus's real tokens' forward FLOPs at the best
   peak of any bucket and framework (a ceiling every contender stays
   under: each computes at least the real tokens, at one of those shapes
-  or smaller ones).
-
-  With the export's `buckets`, also `bucketed_share`: the real tokens'
-  FLOPs over those of every row padded to its bucket (the smallest
-  holding it), the share of the ceiling a contender that computes at the
-  buckets can reach at most (1.0 without buckets), and `bucket_tokens`,
-  the padded tokens a row."""
+  or smaller ones)."""
   flops = forward_flops(config, tokens)
   peak = max(max(by.values()) for by in peaks.values())
-  padded = (np.array([next((b for b in buckets if b >= n), buckets[-1])
-                      for n in tokens]) if len(buckets) else tokens)
   return dict(peak=peak, flops_per_row=flops / len(tokens),
               rows_per_s=peak * len(tokens) / flops,
-              mean_tokens=float(np.mean(tokens)),
-              bucket_tokens=float(np.mean(padded)),
-              bucketed_share=flops / forward_flops(config, padded))
+              mean_tokens=float(np.mean(tokens)))
+
+
+def computed_positions(tokens: Sequence[int], batch_size: int,
+                       buckets: Sequence[int] = (),
+                       shard: Optional[int] = None) -> Dict[str, int]:
+  """{tokens, positions}: the rows' real tokens and the positions their
+  batches compute under tools.predict's rule: rows sorted by length
+  within each shard of `shard` rows (None: the whole input), cut every
+  batch_size rows and never across two of `buckets`
+  (batching.batches), each batch at its own longest row
+  (own_length.padded_length, within its bucket). Without buckets and
+  shards: the direct ceiling's batches (corpus_worker.run_direct)."""
+  from albert_tf.prediction import batching
+  from albert_tf.prediction import own_length
+  tokens = [int(n) for n in tokens]
+  shard = shard or max(len(tokens), 1)
+  positions = 0
+  for start in range(0, len(tokens), shard):
+    part = tokens[start:start + shard]
+    for batch in batching.batches(part, batch_size, buckets):
+      longest = max(part[i] for i in batch)
+      width = batching.bucket_of(longest, buckets) if buckets else longest
+      positions += len(batch) * own_length.padded_length(longest, width)
+  return dict(tokens=sum(tokens), positions=positions)

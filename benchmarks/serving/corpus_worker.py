@@ -4,8 +4,10 @@
 
 prints one JSON line, {"rows", "seconds", "rss_mb"}: the rows it wrote,
 the wall seconds of its whole run over the input file after its imports
-(loading the model, reading, predicting, writing its outputs) and the
-process's peak resident memory (VmHWM, common.peak_rss_mb). The spec
+(loading the model, reading, predicting, writing its outputs; `direct`:
+its predict calls only) and the process's peak resident memory (VmHWM,
+common.peak_rss_mb); `direct` adds "tokens" and "positions", the real
+tokens of its rows and the positions its batches computed. The spec
 (JSON): contender (CONTENDERS), input (a text file, one row a line),
 output (a folder), export, spm_model, hf_model (folders), seq_length,
 batch_size, rows_per_shard, workers, threads, buckets (stock_beam: rows
@@ -21,17 +23,21 @@ padded to seq_length).
               batch_size in input order, WriteToText); with buckets, its
               batch_bucket_boundaries
   hf          Hugging Face's pipeline("text-classification") over the lines
+  direct      the ceiling: the export called directly in length-sorted
+              batches (run_direct), no I/O and no framework in the timing
 """
 
 import json
 import os
 import sys
 import time
-from typing import Dict, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-CONTENDERS = ("ours", "ours_beam", "stock_beam", "hf")
+CONTENDERS = ("ours", "ours_beam", "stock_beam", "hf", "direct")
+# Rows the export's preprocessor packs at a time (direct, untimed).
+PACK_ROWS = 1024
 
 
 def _tf_threads(threads: int) -> None:
@@ -188,6 +194,85 @@ def run_hf(spec: Dict) -> Tuple[int, float]:
   return _lines(spec["output"]), seconds
 
 
+def pack_rows(export: str, lines: Sequence[str]
+             ) -> Tuple[object, List[np.ndarray]]:
+  """The loaded export and each line's token ids and type ids (int32
+  [2, n], n its real tokens), packed by the export's own preprocessor as
+  tools.predict packs them (own_length.packer: its tokenize and
+  bert_pack_inputs, what serving_default calls), PACK_ROWS at a time."""
+  import tensorflow as tf
+
+  from albert_common.encoder_inputs import INPUT_MASK
+  from albert_common.encoder_inputs import INPUT_TYPE_IDS
+  from albert_common.encoder_inputs import INPUT_WORD_IDS
+  from albert_tf.exports import load_saved_model
+  from albert_tf.prediction import own_length
+  loaded = load_saved_model(export)
+  pack = own_length.packer(loaded, pair=False)
+  rows = []
+  for start in range(0, len(lines), PACK_ROWS):
+    inputs = {k: v.numpy() for k, v in pack(tf.constant(
+        lines[start:start + PACK_ROWS], tf.string)).items()}
+    for ids, mask, types in zip(inputs[INPUT_WORD_IDS], inputs[INPUT_MASK],
+                                inputs[INPUT_TYPE_IDS]):
+      n = int(mask.sum())
+      rows.append(np.stack([ids[:n], types[:n]]))
+  return loaded, rows
+
+
+def direct_batches(rows: Sequence[np.ndarray], batch_size: int
+                  ) -> Tuple[List[List[int]], List[Dict]]:
+  """Rows sorted by length over the whole input (then position), cut every
+  batch_size rows (batching.batches without buckets), each batch's
+  encoder inputs (int32 tf tensors [batch, its longest row]) and the row
+  indices of each."""
+  import tensorflow as tf
+
+  from albert_common.encoder_inputs import ENCODER_INPUT_NAMES
+  from albert_tf.prediction import batching
+  groups = batching.batches([r.shape[1] for r in rows], batch_size)
+  inputs = []
+  for group in groups:
+    longest = max(rows[i].shape[1] for i in group)
+    packed = np.zeros([3, len(group), longest], np.int32)
+    for j, i in enumerate(group):
+      n = rows[i].shape[1]
+      packed[0, j, :n], packed[1, j, :n], packed[2, j, :n] = (
+          rows[i][0], 1, rows[i][1])
+    inputs.append({name: tf.constant(x)
+                   for name, x in zip(ENCODER_INPUT_NAMES, packed)})
+  return groups, inputs
+
+
+def run_direct(spec: Dict) -> Tuple[int, float, Dict]:
+  """The export's `token_ids` signature over pre-packed, length-sorted
+  batches (direct_batches), timed over its calls only; the first label's
+  probability of each row written afterwards (part.jsonl, input order)."""
+  from albert_tf.prediction import own_length
+  _tf_threads(spec["threads"])
+  with open(spec["input"], encoding="utf-8") as f:
+    lines = f.read().splitlines()
+  loaded, rows = pack_rows(spec["export"], lines)
+  groups, inputs = direct_batches(rows, spec["batch_size"])
+  model = loaded.signatures[own_length.TOKEN_IDS]
+  outputs = []
+  start = time.perf_counter()
+  for batch in inputs:
+    outputs.append(model(**batch)["probabilities"])
+  seconds = time.perf_counter() - start
+  first = np.zeros(len(rows))
+  for group, probabilities in zip(groups, outputs):
+    first[group] = probabilities.numpy()[:, 0]
+  os.makedirs(spec["output"], exist_ok=True)
+  with open(os.path.join(spec["output"], "part.jsonl"), "w") as f:
+    f.writelines(json.dumps({"probabilities": [float(p)]}) + "\n"
+                 for p in first)
+  return _lines(spec["output"]), seconds, dict(
+      tokens=sum(r.shape[1] for r in rows),
+      positions=sum(len(g) * max(rows[i].shape[1] for i in g)
+                    for g in groups))
+
+
 def _lines(folder: str) -> int:
   """Lines of the .jsonl files a contender wrote."""
   total = 0
@@ -202,10 +287,12 @@ def main(argv) -> None:
   from benchmarks import common
   spec = json.loads(argv[1])
   run = {"ours": run_ours, "ours_beam": run_ours_beam,
-         "stock_beam": run_stock_beam, "hf": run_hf}[spec["contender"]]
-  rows, seconds = run(spec)
-  print(json.dumps({"rows": rows, "seconds": seconds,
-                    "rss_mb": common.peak_rss_mb()}))
+         "stock_beam": run_stock_beam, "hf": run_hf,
+         "direct": run_direct}[spec["contender"]]
+  rows, seconds, *extra = run(spec)
+  print(json.dumps(dict({"rows": rows, "seconds": seconds,
+                         "rss_mb": common.peak_rss_mb()}, **(
+                             extra[0] if extra else {}))))
 
 
 if __name__ == "__main__":

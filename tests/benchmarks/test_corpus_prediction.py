@@ -1,8 +1,11 @@
 """benchmarks.serving.corpus: its first-table row from given figures (no
-timing): the fields, ours against the faster peer, the ceiling every
-contender stays under; a loaded run, or one whose ceiling a contender
-passed, writes no row; the ceiling at the export's bucket shapes, the
-faster framework's; the corpus's paragraphs; and (slow) the tiny run."""
+timing): the fields, ours against the faster peer, the direct ceiling
+(the export called directly) as the row's, the FLOPs ceiling every
+contender stays under; a loaded run, one whose FLOPs ceiling a contender
+passed, or one where ours passed the direct ceiling, writes no row; the
+FLOPs ceiling at the export's bucket shapes, the faster framework's; the
+positions computed under tools.predict's rule and the direct ceiling's;
+the corpus's paragraphs; and (slow) the tiny run."""
 
 import argparse
 import datetime
@@ -40,9 +43,10 @@ def _rows(path, order):
   return [row for _, row in found]
 
 
-def _measured(others=0.0, hf=12.0, ceiling=80.0):
+def _measured(others=0.0, hf=12.0, ceiling=80.0, direct=75.0):
   """A run's figures: ours 50 rows/s, Beam 40 and 70, the stock handler
-  10 (30 with its buckets), Hugging Face `hf`."""
+  10 (30 with its buckets), Hugging Face `hf`, the direct ceiling
+  `direct`, the FLOPs ceiling `ceiling`."""
   from benchmarks.serving import corpus
 
   def result(rate, contender, workers=1, rss=900.0):
@@ -59,13 +63,18 @@ def _measured(others=0.0, hf=12.0, ceiling=80.0):
                                                             2),
                stock: result(10.0, "stock_beam", 2),
                bucketed: dict(result(30.0, "stock_beam"), buckets=True),
-               hf_name: result(hf, "hf", rss=500.0)},
+               hf_name: result(hf, "hf", rss=500.0),
+               corpus.DIRECT: dict(result(direct, "direct"), tokens=27500,
+                                   positions=28000)},
       peers=[stock, bucketed, hf_name], rss={500: 880.0, 2000: 890.0},
       ceiling=dict(peak=400e9, flops_per_row=400e9 / ceiling,
                    rows_per_s=ceiling, mean_tokens=27.5),
       peaks={32: {"TensorFlow": 300e9, "PyTorch": 350e9},
              128: {"TensorFlow": 400e9, "PyTorch": 380e9}},
-      buckets=[32, 64, 128], rows=1000, others=others)
+      padding=dict(ours=dict(tokens=27500, positions=33000),
+                   direct=dict(tokens=27500, positions=28000)),
+      buckets=[32, 64, 128], batch_size=32, rows_per_shard=250, rows=1000,
+      others=others)
 
 
 def _write(measured):
@@ -91,22 +100,31 @@ def test_the_row_is_ours_against_the_faster_peer_under_its_ceiling(md):
       "Beam TFModelHandlerTensor with batch_bucket_boundaries (stock, one "
       "thread)")
   assert summary.short(row["ours"]["label"]) == "tools.predict in-process"
-  assert row["ceiling"]["value"] == 80.0
+  # The row's ceiling: the direct one (75), the FLOPs one in its label.
+  assert row["ceiling"]["value"] == 75.0
   assert row["ceiling"]["unit"] == row["ours"]["unit"] == "rows/s"
+  assert row["ceiling"]["label"].startswith(
+      "the export called directly in length-sorted batches of 32")
+  assert "FLOPs ceiling 80.0 rows/s" in row["ceiling"]["label"]
   assert "400 GFLOP/s" in row["ceiling"]["label"]
-  assert "32, 64, 128" in row["ceiling"]["label"]
   assert "880 MB at 500 rows, 890 MB at 2,000" in row["ours"]["label"]
   assert row["conditions"] == "quiet: other processes 0.00 cores over the run"
   assert "1,000 stdlib paragraphs" in row["job"]
-  assert summary.share(row) == pytest.approx(50 / 80)
+  assert summary.share(row) == pytest.approx(50 / 75)
   assert summary.ratio(row) == pytest.approx(50 / 30)
   text = open(md, encoding="utf-8").read()
   section = text[text.index(f"### {corpus.SECTION}"):]
-  assert "| ours, in-process | 50.0 | 20.0 | 900 | 1.00 | 62% |" in section
+  # Shares of the direct ceiling (75) and of the FLOPs ceiling (80).
+  assert ("| contender | rows/s | seconds | peak RSS MB | / in-process | "
+          "% of direct ceiling | % of FLOPs ceiling |") in section
+  assert "| ours, in-process | 50.0 | 20.0 | 900 | 1.00 | 67% | 62% |" in (
+      section)
+  assert f"| {corpus.DIRECT} | 75.0 | 13.3 | 900 | 1.50 | 100% | 94% |" in (
+      section)
   assert "Beam 2 workers >= 1.6x 1 worker: met" in section
   # The goal is against the stock handler without buckets (10 rows/s).
   assert "in-process >= 2x the stock handler (no buckets): met" in section
-  assert "in-process >= 90% of the ceiling: NOT met" in section
+  assert "in-process >= 90% of the direct ceiling: NOT met" in section
   assert "peak RSS at 4x the rows within 10%: met" in section
 
 
@@ -123,8 +141,23 @@ def test_a_loaded_run_or_a_passed_ceiling_writes_no_row(md):
           "row from this run)") in text
   _write(_measured(hf=90.0))
   assert _rows(md, corpus.ORDER) == []
-  assert ("Hugging Face pipeline (PyTorch) passed the ceiling, which is then "
-          "no limit") in open(md, encoding="utf-8").read()
+  assert ("Hugging Face pipeline (PyTorch) passed the FLOPs ceiling, which "
+          "is then no limit") in open(md, encoding="utf-8").read()
+  # The direct ceiling above the FLOPs one: refused as any contender.
+  _write(_measured(direct=85.0))
+  assert _rows(md, corpus.ORDER) == []
+  # Ours (50) past the direct ceiling (45): said, and no row.
+  _write(_measured(direct=45.0))
+  assert _rows(md, corpus.ORDER) == []
+  text = open(md, encoding="utf-8").read()
+  assert ("ours, in-process, ours, Beam DirectRunner, 2 workers passed the "
+          "direct ceiling") in text
+  assert "in-process >= 90% of the direct ceiling: met" in text
+  # A peer past the direct ceiling (not ours): said, the row written.
+  _write(_measured(hf=78.0))
+  assert len(_rows(md, corpus.ORDER)) == 1
+  assert ("Hugging Face pipeline (PyTorch) passed the direct ceiling"
+          ) in open(md, encoding="utf-8").read()
 
 
 def test_the_ceiling_is_the_fastest_peak_at_the_bucket_shapes(monkeypatch):
@@ -155,32 +188,37 @@ def test_the_ceiling_is_the_fastest_peak_at_the_bucket_shapes(monkeypatch):
   assert roof["mean_tokens"] == 44.5
 
 
-def test_the_ceiling_tells_what_the_buckets_leave_of_it():
-  """bucketed_share: the real tokens' FLOPs over those at each row's
-  bucket (1.0 without buckets), and the report's line from it."""
-  from benchmarks import ceilings
+def test_positions_under_the_tools_rule_and_the_direct_ceilings():
+  """computed_positions: rows sorted within each shard, batches never
+  across two buckets, each at its longest row (ours); sorted over the
+  whole input, no buckets (the direct ceiling); and the report's padding
+  line from them."""
   from benchmarks.serving import corpus
   from benchmarks.serving import corpus_setup
-  config = corpus_setup.model_config("tiny", 128)
-  tokens = np.array([10, 10, 30, 128])
-  peaks = {32: {"TensorFlow": 1e12}}
-  roof = corpus_setup.ceiling(config, tokens, peaks, (32, 64, 128))
-  real = (2 * ceilings.encoder_flops(config, 10) +
-          ceilings.encoder_flops(config, 30) +
-          ceilings.encoder_flops(config, 128))
-  padded = (3 * ceilings.encoder_flops(config, 32) +
-            ceilings.encoder_flops(config, 128))
-  assert roof["bucketed_share"] == pytest.approx(real / padded)
-  assert 0.3 < roof["bucketed_share"] < 0.9
-  assert roof["bucket_tokens"] == 56.0
-  assert corpus_setup.ceiling(config, tokens, peaks)["bucketed_share"] == 1.0
-  measured = _measured()
-  measured["ceiling"].update(bucket_tokens=56.0, bucketed_share=0.59)
-  text = corpus.report(measured)
-  assert ("At the export's buckets (32, 64, 128) a row runs at 56.0 tokens "
-          "on average: 1.69x the real tokens' FLOPs, so a contender "
-          "computing at the buckets reaches at most 59% of the ceiling."
-          ) in " ".join(text.split())
+  tokens = np.array([10, 40, 12, 33, 70, 5])
+  # Shards [10, 40, 12] and [33, 70, 5], batches of 2: [10, 12] at 12,
+  # [40] (bucket 64) at 40; [5], [33], [70] each its own bucket.
+  assert corpus_setup.computed_positions(tokens, 2, (32, 64, 128), 3) == (
+      dict(tokens=170, positions=2 * 12 + 40 + 5 + 33 + 70))
+  # One shard: [5, 10] at 10, [12] (the last of bucket 32), [33, 40] at
+  # 40, [70].
+  assert corpus_setup.computed_positions(tokens, 2, (32, 64, 128)) == dict(
+      tokens=170, positions=2 * 10 + 12 + 2 * 40 + 70)
+  # The direct ceiling's: [5, 10], [12, 33], [40, 70].
+  assert corpus_setup.computed_positions(tokens, 2) == dict(
+      tokens=170, positions=2 * 10 + 2 * 33 + 2 * 70)
+  text = " ".join(corpus.report(_measured()).split())
+  assert ("Padding (real tokens over the positions computed): ours "
+          "in-process 83.3% (33.0 positions a row for 27.5 real tokens: "
+          "rows sorted by length within each shard of 250 rows, batches of "
+          "32 never across two of the export's buckets (32, 64, 128), each "
+          "cut to its longest row); the direct ceiling 98.2% (28.0 "
+          "positions a row: sorted over the whole input, no buckets)."
+          ) in text
+  assert "Direct ceiling (\"% of direct ceiling\", the issue's ceiling): " \
+      "75.0 rows/s" in text
+  assert "FLOPs ceiling (\"% of FLOPs ceiling\", which every contender, " \
+      "the direct one included, stays under): 80.0 rows/s" in text
 
 
 def test_paragraphs_rows_and_real_tokens(tmp_path, spm_model):
@@ -218,22 +256,39 @@ def test_registered_with_a_short_mode_that_writes():
 
 @pytest.mark.slow
 def test_the_tiny_run(tmp_path):
-  """Every contender predicts every row of the same file; the ceiling
-  (this run's) bounds each; the row when quiet, none when loaded."""
+  """Every contender predicts every row of the same file; the FLOPs
+  ceiling (this run's) bounds each; the direct ceiling runs the same rows
+  (their real tokens) in the batches computed_positions says; the row
+  when quiet, none when loaded."""
   from benchmarks.serving import corpus
+  from benchmarks.serving import corpus_setup
+  # RSS at 30 rows and 4x: 120, the timed run's (no process of its own).
   args = argparse.Namespace(
-      size="tiny", rows=120, rss_rows=60, rows_per_shard=40, batch_size=32,
+      size="tiny", rows=120, rss_rows=30, rows_per_shard=40, batch_size=32,
       seq_length=128, buckets="32,64,128", threads=2, beam_workers="1,2",
       stock_workers="2")
   measured = corpus.measure(args, str(tmp_path))
   results = measured["results"]
   assert [r["contender"] for r in results.values()] == [
-      "ours", "ours_beam", "ours_beam", "stock_beam", "stock_beam", "hf"]
+      "ours", "ours_beam", "ours_beam", "stock_beam", "stock_beam", "hf",
+      "direct"]
   assert all(r["rows"] == 120 and r["rows_per_s"] > 0 and r["rss_mb"] > 100
              for r in results.values()), results
   assert corpus.passed_ceiling(measured) == []
-  assert sorted(measured["rss"]) == [60, 240]
+  assert sorted(measured["rss"]) == [30, 120]
   assert 0 < measured["ceiling"]["mean_tokens"] <= 128
+  # The direct ceiling: the export's own preprocessor packed the same rows
+  # (their real tokens, counted apart by corpus_setup.real_tokens), in
+  # batches sorted over the whole input; ours under the tool's rule.
+  tokens = measured["tokens"]
+  assert len(tokens) == 120
+  assert measured["padding"]["direct"] == corpus_setup.computed_positions(
+      tokens, 32)
+  assert measured["padding"]["ours"] == corpus_setup.computed_positions(
+      tokens, 32, [32, 64, 128], 40)
+  assert (measured["padding"]["direct"]["positions"] <=
+          measured["padding"]["ours"]["positions"])
+  assert measured["padding"]["direct"]["tokens"] == int(tokens.sum())
   rows = corpus.figures(dict(measured, others=0.0), "tiny", "2-core CPU",
                         "python -m benchmarks.serving.corpus --size=tiny")
   assert rows[0]["ours"]["value"] == round(
@@ -242,13 +297,15 @@ def test_the_tiny_run(tmp_path):
   loaded = corpus.figures(dict(measured, others=1.0), "tiny", "2-core CPU",
                           "python -m benchmarks.serving.corpus --size=tiny")
   assert loaded == []
-  assert "| ours, in-process |" in corpus.report(measured)
+  text = corpus.report(measured)
+  assert "| ours, in-process |" in text and "% of direct ceiling" in text
   # The stock handler (padded to 128) computes what ours (cut to buckets)
   # does, row for row (its outputs come unordered: compared sorted).
   ours = sorted(_probabilities(tmp_path / "out0"))
   assert ours[-1] - ours[0] > 0.05  # rows differ
-  for stock in ("out3", "out4"):  # without and with its buckets
-    assert sorted(_probabilities(tmp_path / stock)) == pytest.approx(
+  # out3, out4: without and with its buckets; out6: the direct ceiling.
+  for other in ("out3", "out4", "out6"):
+    assert sorted(_probabilities(tmp_path / other)) == pytest.approx(
         ours, abs=1e-5)
 
 
