@@ -33,7 +33,8 @@ another, with --threads intra-op threads, and is timed over its whole run
                             sorted by length over the whole input, cut
                             every --batch_size rows, each batch at its
                             longest row, its `token_ids` signature timed
-                            over its calls only (no I/O, no framework)
+                            over its calls only, after one untimed call
+                            (no I/O, no framework)
 
 Peak RSS: each contender's process (VmHWM); ours in-process also over
 --rss_rows and 4x as many rows (memory flat in the input's size; a count
@@ -79,11 +80,11 @@ OURS = "ours, in-process"
 DIRECT = "the export called directly (the direct ceiling)"
 # `python -m benchmarks.summary --run`'s short mode: 1,000 rows in 4
 # shards (RSS at 250 rows and at the timed run's 1,000), 8 fresh processes;
-# about 8 minutes on 2 cores at ALBERT-base: an estimate (never run at
-# base yet): the tiny run's fixed costs (setup 80-120 s, about 25 s a
-# process at load average 7; the base export adds about a minute) plus
-# each contender's 1,000 rows at rates derived from the serving section's
-# batch-32 time (about 20 s in-process, 60 s padded to 128).
+# about 9 minutes on 2 cores at ALBERT-base: an estimate: the tiny run's
+# fixed costs (setup 80-120 s, about 25 s a process at load average 7;
+# the base export adds about a minute) plus each contender's 1,000 rows at
+# rates derived from the serving section's batch-32 time (about 20 s
+# in-process, 60 s padded to 128; the direct ceiling's calls fewer).
 SHORT_ARGS = ["--size=base", "--rows=1000", "--rss_rows=250",
               "--rows_per_shard=250", "--write"]
 
@@ -241,7 +242,8 @@ def report(measured: Dict) -> str:
       "the rows packed once by its own preprocessor (not timed), sorted "
       "by length over the whole input, batches of "
       f"{measured['batch_size']} each cut to its longest row, its "
-      f"`token_ids` signature timed over its calls only "
+      f"`token_ids` signature timed over its calls only, after one "
+      "untimed call "
       f"({direct['seconds']:,.1f} s; its peak RSS includes the packed "
       "rows).",
       f"FLOPs ceiling (\"% of FLOPs ceiling\", which every contender, the "

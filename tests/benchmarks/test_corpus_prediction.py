@@ -286,9 +286,9 @@ def test_the_tiny_run(tmp_path):
       tokens, 32)
   assert measured["padding"]["ours"] == corpus_setup.computed_positions(
       tokens, 32, [32, 64, 128], 40)
-  assert (measured["padding"]["direct"]["positions"] <=
-          measured["padding"]["ours"]["positions"])
   assert measured["padding"]["direct"]["tokens"] == int(tokens.sum())
+  assert all(int(tokens.sum()) <= p["positions"] < 128 * 120
+             for p in measured["padding"].values())
   rows = corpus.figures(dict(measured, others=0.0), "tiny", "2-core CPU",
                         "python -m benchmarks.serving.corpus --size=tiny")
   assert rows[0]["ours"]["value"] == round(
