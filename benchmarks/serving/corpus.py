@@ -237,16 +237,16 @@ def report(measured: Dict) -> str:
                              "% of FLOPs ceiling"], rows),
       f"Peak RSS of ours in-process: {a:,.0f} MB at {small:,} rows, "
       f"{b:,.0f} MB at {large:,} rows ({b / a - 1:+.1%}).",
-      f"Direct ceiling (\"% of direct ceiling\", the issue's ceiling): "
+      "Direct ceiling (\"% of direct ceiling\", the issue's ceiling): "
       f"{direct['rows_per_s']:,.1f} rows/s, the export called directly: "
       "the rows packed once by its own preprocessor (not timed), sorted "
       "by length over the whole input, batches of "
       f"{measured['batch_size']} each cut to its longest row, its "
-      f"`token_ids` signature timed over its calls only, after one "
+      "`token_ids` signature timed over its calls only, after one "
       "untimed call "
       f"({direct['seconds']:,.1f} s; its peak RSS includes the packed "
       "rows).",
-      f"FLOPs ceiling (\"% of FLOPs ceiling\", which every contender, the "
+      "FLOPs ceiling (\"% of FLOPs ceiling\", which every contender, the "
       f"direct one included, stays under): {roof['rows_per_s']:,.1f} "
       "rows/s: the input's real tokens "
       f"({roof['mean_tokens']:.1f} a row, [CLS] and [SEP] included; "
