@@ -21,7 +21,6 @@ from albert_tf.training.finetuning.model import FinetuningTrainer
 from data_pipeline.tasks import packing
 from data_pipeline.tasks.glue import examples as glue_examples
 from data_pipeline.tasks.glue import metrics as glue_metrics
-from tests.albert_tf.training.finetuning.test_own_data_finetuning import data  # noqa: F401,E501 (fixture: the crafted own-data files)
 from tests.data_pipeline.tasks.test_length_buckets import SEQ
 from tests.data_pipeline.tasks.test_length_buckets import _glue_data
 from tests.data_pipeline.tasks.test_length_buckets import _model_weights
@@ -220,7 +219,7 @@ def test_resume_of_a_packed_bucketed_run_equals_the_uninterrupted(
 
 @pytest.mark.slow
 def test_own_data_packed_run_and_auto_buckets_equal_none(
-    data, tmp_path):  # noqa: F811
+    data, tmp_path):
   """One's own classification files: a packed run learns; its evaluation
   and predictions at the recorded auto buckets equal those of unbucketed
   batches (the same run directory evaluated again with none)."""
