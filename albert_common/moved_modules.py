@@ -10,6 +10,8 @@ import importlib.abc
 import sys
 
 MOVED = {
+    "albert_tf.checkpoints.huggingface_reader":
+        "albert_tf.checkpoints.reading.huggingface_reader",
     "albert_tf.checkpoints.keras_hub_preset":
         "albert_tf.checkpoints.keras_hub_presets.preset",
     "albert_tf.checkpoints.keras_hub_preset_writer":
@@ -18,6 +20,13 @@ MOVED = {
         "data_pipeline.tokenization.keras_hub_vocabulary",
     "albert_tf.checkpoints.keras_hub_wordpiece":
         "albert_tf.checkpoints.keras_hub_presets.wordpiece",
+    "albert_tf.checkpoints.object_readers":
+        "albert_tf.checkpoints.reading.object_readers",
+    "albert_tf.checkpoints.official_reader":
+        "albert_tf.checkpoints.reading.official_reader",
+    "albert_tf.checkpoints.readers": "albert_tf.checkpoints.reading.readers",
+    "albert_tf.checkpoints.torch_pickle":
+        "albert_tf.checkpoints.reading.torch_pickle",
     "albert_tf.exports.classifier": "albert_tf.exports.serving.classifier",
     "albert_tf.exports.inspection": "albert_tf.saved_model_inspection",
     "albert_tf.exports.race_serving": "albert_tf.exports.serving.race",

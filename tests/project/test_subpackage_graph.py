@@ -47,8 +47,14 @@ ALLOWED = {
     # converter and readers dispatch to the keras-hub preset format, which
     # builds on the package's configs, name tables and mapping.
     f"{_TF}.checkpoints": _MODEL | {f"{_TF}.checkpoints.keras_hub_presets",
+                                    f"{_TF}.checkpoints.reading",
                                     f"{_TF}.checkpoints.task_models",
                                     f"{_DP}.tokenization"},
+    # Readers of every layout: the package's locate, name tables and
+    # mapping; the task-model and keras-hub preset readers they dispatch to.
+    f"{_TF}.checkpoints.reading": _MODEL | {
+        f"{_TF}.checkpoints", f"{_TF}.checkpoints.keras_hub_presets",
+        f"{_TF}.checkpoints.task_models"},
     f"{_TF}.checkpoints.keras_hub_presets": _MODEL | {
         f"{_TF}.checkpoints", f"{_TF}.checkpoints.task_models",
         f"{_TF}.keras3", f"{_DP}.tokenization"},
@@ -56,6 +62,7 @@ ALLOWED = {
     # package's mapping and object readers, the label lists a source's
     # head gives (data_pipeline.tasks' LabelList).
     f"{_TF}.checkpoints.task_models": _MODEL | {f"{_TF}.checkpoints",
+                                                f"{_TF}.checkpoints.reading",
                                                 f"{_DP}.tasks"},
     f"{_TF}.exports": _MODEL | {f"{_TF}.checkpoints"} | _DATA,
     f"{_TF}.exports.serving": _MODEL | {f"{_TF}.exports"} | _DATA,
@@ -72,8 +79,8 @@ ALLOWED = {
     f"{_TF}.training": _MODEL | {f"{_TF}.checkpoints",
                                  f"{_TF}.checkpoints.task_models"},
     f"{_TF}.training.pretraining": _MODEL | {
-        f"{_TF}.training", f"{_TF}.checkpoints", f"{_DP}.pretraining",
-        f"{_DP}.tasks", f"{_DP}.tokenization"},
+        f"{_TF}.training", f"{_TF}.checkpoints", f"{_TF}.checkpoints.reading",
+        f"{_DP}.pretraining", f"{_DP}.tasks", f"{_DP}.tokenization"},
     f"{_TF}.training.finetuning": _MODEL | {
         f"{_TF}.training", f"{_TF}.checkpoints",
         f"{_TF}.checkpoints.task_models", f"{_TF}.exports",
@@ -133,7 +140,7 @@ def test_folders_import_one_way():
 
 # Subfolders of checkpoints that are part of it (module cycles through them
 # are checked by tests/project/test_import_graph.py).
-_CHECKPOINT_PARTS = (".keras_hub_presets", ".task_models")
+_CHECKPOINT_PARTS = (".keras_hub_presets", ".reading", ".task_models")
 
 
 def _as_checkpoints(folder: str) -> str:

@@ -391,7 +391,7 @@ def extend_vocabulary(params: VocabularyExtensionParams) -> dict:
   config = configs.load_albert_config(params.albert_config_file)
   vocabulary = read_vocabulary(params, config)
   sentences = read_domain(params)
-  from albert_tf.checkpoints.readers import read_weights
+  from albert_tf.checkpoints.reading.readers import read_weights
   weights = read_weights(params.init_checkpoint, config)
   weights.check_config(config)
   chosen = choose_pieces(params, vocabulary, sentences, params.ranking)
