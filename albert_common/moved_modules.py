@@ -46,7 +46,19 @@ MOVED = {
     "albert_tf.training.bucketed_steps":
         "albert_tf.training.finetuning.bucketed_steps",
     "albert_tf.training.classifier_finetuning":
-        "albert_tf.training.finetuning.classifier",
+        "albert_tf.training.finetuning.tasks.classifier",
+    "albert_tf.training.finetuning.classifier":
+        "albert_tf.training.finetuning.tasks.classifier",
+    "albert_tf.training.finetuning.multiple_choice":
+        "albert_tf.training.finetuning.tasks.multiple_choice",
+    "albert_tf.training.finetuning.ner":
+        "albert_tf.training.finetuning.tasks.ner",
+    "albert_tf.training.finetuning.own_data":
+        "albert_tf.training.finetuning.tasks.own_data",
+    "albert_tf.training.finetuning.race":
+        "albert_tf.training.finetuning.tasks.race",
+    "albert_tf.training.finetuning.squad":
+        "albert_tf.training.finetuning.tasks.squad",
     "albert_tf.training.finetuning_model":
         "albert_tf.training.finetuning.model",
     "albert_tf.training.finetuning_params":
@@ -66,9 +78,9 @@ MOVED = {
     "albert_tf.training.pretraining_runner":
         "albert_tf.training.pretraining.runner",
     "albert_tf.training.race_finetuning":
-        "albert_tf.training.finetuning.race",
+        "albert_tf.training.finetuning.tasks.race",
     "albert_tf.training.squad_finetuning":
-        "albert_tf.training.finetuning.squad",
+        "albert_tf.training.finetuning.tasks.squad",
     "albert_tf.training.task_settings":
         "albert_tf.training.finetuning.task_settings",
     "data_pipeline.beam_file_io":

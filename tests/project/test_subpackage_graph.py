@@ -83,10 +83,15 @@ ALLOWED = {
         f"{_DP}.pretraining", f"{_DP}.tasks", f"{_DP}.tokenization"},
     f"{_TF}.training.finetuning": _MODEL | {
         f"{_TF}.training", f"{_TF}.checkpoints",
-        f"{_TF}.checkpoints.task_models", f"{_TF}.exports",
-        f"{_TF}.exports.serving"} | _DATA,
+        f"{_TF}.checkpoints.task_models", f"{_TF}.exports"} | _DATA,
+    # The tasks, one module each, on the runner, params and settings; each
+    # exports its serving model.
+    f"{_TF}.training.finetuning.tasks": _MODEL | {
+        f"{_TF}.training", f"{_TF}.training.finetuning",
+        f"{_TF}.checkpoints.task_models", f"{_TF}.exports.serving"} | _DATA,
     f"{_TF}.training.distillation": _MODEL | {
         f"{_TF}.training", f"{_TF}.training.finetuning",
+        f"{_TF}.training.finetuning.tasks",
         f"{_TF}.checkpoints", f"{_TF}.exports",
         f"{_TF}.exports.serving"} | _DATA,
 }
@@ -177,7 +182,8 @@ def test_the_rule_has_no_cycle_but_checkpoints_and_its_presets():
 def test_the_edges_are_read():
   edges = {(folder, target) for _, folder, target in _edges()}
   assert (f"{_DP}.tasks.squad", f"{_DP}.tokenization") in edges
-  assert (f"{_TF}.training.finetuning", f"{_TF}.exports.serving") in edges
+  assert (f"{_TF}.training.finetuning.tasks",
+          f"{_TF}.exports.serving") in edges
   assert (f"{_TF}.checkpoints.keras_hub_presets", f"{_TF}.keras3") in edges
 
 

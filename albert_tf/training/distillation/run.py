@@ -33,11 +33,11 @@ from albert_tf.training.distillation import teacher as teacher_lib
 from albert_tf.training.distillation import teacher_cache
 from albert_tf.training.distillation.settings import DistillationOptions
 from albert_tf.training.finetuning import export_once
-from albert_tf.training.finetuning import own_data
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
 from albert_tf.training.finetuning.own_data_settings import check_own_data
+from albert_tf.training.finetuning.tasks import own_data
 from data_pipeline.tasks import packing
 from data_pipeline.tasks import text_pair_inputs
 from data_pipeline.tasks.own_data import examples as own_examples

@@ -12,10 +12,10 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import exports
-from albert_tf.training.finetuning import multiple_choice
 from albert_tf.training.finetuning.own_data_settings import (
   MultipleChoiceOptions,
 )
+from albert_tf.training.finetuning.tasks import multiple_choice
 from tests.albert_tf.training.finetuning import own_data_kit as kit
 
 

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import exports
-from albert_tf.training.finetuning import own_data
+from albert_tf.training.finetuning.tasks import own_data
 from tests.albert_tf.training.finetuning import own_data_kit as kit
 
 

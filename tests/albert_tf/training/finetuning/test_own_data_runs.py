@@ -13,8 +13,8 @@ import tensorflow as tf
 
 from albert_common.errors import UserInputError
 from albert_tf import exports
-from albert_tf.training.finetuning import own_data
 from albert_tf.training.finetuning import runner as finetuning_runner
+from albert_tf.training.finetuning.tasks import own_data
 from tests.albert_tf.training.finetuning import own_data_kit as kit
 
 

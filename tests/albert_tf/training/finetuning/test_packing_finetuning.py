@@ -14,10 +14,12 @@ from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from albert_tf.training.finetuning import classifier as classifier_finetuning
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning.model import FinetuningTrainer
+from albert_tf.training.finetuning.tasks import (
+  classifier as classifier_finetuning,
+)
 from data_pipeline.tasks import packing
 from data_pipeline.tasks.glue import examples as glue_examples
 from data_pipeline.tasks.glue import metrics as glue_metrics
@@ -224,8 +226,8 @@ def test_own_data_packed_run_and_auto_buckets_equal_none(
   and predictions at the recorded auto buckets equal those of unbucketed
   batches (the same run directory evaluated again with none)."""
   own_files = data
-  from albert_tf.training.finetuning import own_data
   from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
+  from albert_tf.training.finetuning.tasks import own_data
   from tests.albert_tf.training.finetuning import own_data_kit as kit
   out = tmp_path / "own_packed"
   options = OwnDataOptions.from_flat(

@@ -32,7 +32,7 @@ from albert_tf.training.finetuning.own_data_settings import (
 from albert_tf.training.finetuning.own_data_settings import (
   check_multiple_choice,
 )
-from albert_tf.training.finetuning.race import multiple_choice_loss
+from albert_tf.training.finetuning.tasks.race import multiple_choice_loss
 from data_pipeline.tasks import length_buckets
 from data_pipeline.tasks.multiple_choice import examples as choice_examples
 from data_pipeline.tasks.multiple_choice import features as choice_features
