@@ -10,6 +10,8 @@ import importlib.abc
 import sys
 
 MOVED = {
+    "albert_tf.checkpoints.huggingface_reader":
+        "albert_tf.checkpoints.reading.huggingface_reader",
     "albert_tf.checkpoints.keras_hub_preset":
         "albert_tf.checkpoints.keras_hub_presets.preset",
     "albert_tf.checkpoints.keras_hub_preset_writer":
@@ -18,6 +20,13 @@ MOVED = {
         "data_pipeline.tokenization.keras_hub_vocabulary",
     "albert_tf.checkpoints.keras_hub_wordpiece":
         "albert_tf.checkpoints.keras_hub_presets.wordpiece",
+    "albert_tf.checkpoints.object_readers":
+        "albert_tf.checkpoints.reading.object_readers",
+    "albert_tf.checkpoints.official_reader":
+        "albert_tf.checkpoints.reading.official_reader",
+    "albert_tf.checkpoints.readers": "albert_tf.checkpoints.reading.readers",
+    "albert_tf.checkpoints.torch_pickle":
+        "albert_tf.checkpoints.reading.torch_pickle",
     "albert_tf.exports.classifier": "albert_tf.exports.serving.classifier",
     "albert_tf.exports.inspection": "albert_tf.saved_model_inspection",
     "albert_tf.exports.race_serving": "albert_tf.exports.serving.race",
@@ -37,7 +46,19 @@ MOVED = {
     "albert_tf.training.bucketed_steps":
         "albert_tf.training.finetuning.bucketed_steps",
     "albert_tf.training.classifier_finetuning":
-        "albert_tf.training.finetuning.classifier",
+        "albert_tf.training.finetuning.tasks.classifier",
+    "albert_tf.training.finetuning.classifier":
+        "albert_tf.training.finetuning.tasks.classifier",
+    "albert_tf.training.finetuning.multiple_choice":
+        "albert_tf.training.finetuning.tasks.multiple_choice",
+    "albert_tf.training.finetuning.ner":
+        "albert_tf.training.finetuning.tasks.ner",
+    "albert_tf.training.finetuning.own_data":
+        "albert_tf.training.finetuning.tasks.own_data",
+    "albert_tf.training.finetuning.race":
+        "albert_tf.training.finetuning.tasks.race",
+    "albert_tf.training.finetuning.squad":
+        "albert_tf.training.finetuning.tasks.squad",
     "albert_tf.training.finetuning_model":
         "albert_tf.training.finetuning.model",
     "albert_tf.training.finetuning_params":
@@ -57,9 +78,9 @@ MOVED = {
     "albert_tf.training.pretraining_runner":
         "albert_tf.training.pretraining.runner",
     "albert_tf.training.race_finetuning":
-        "albert_tf.training.finetuning.race",
+        "albert_tf.training.finetuning.tasks.race",
     "albert_tf.training.squad_finetuning":
-        "albert_tf.training.finetuning.squad",
+        "albert_tf.training.finetuning.tasks.squad",
     "albert_tf.training.task_settings":
         "albert_tf.training.finetuning.task_settings",
     "data_pipeline.beam_file_io":

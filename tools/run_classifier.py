@@ -75,7 +75,7 @@ def main(argv):
                                        require_vocabulary=True,
                                        head_kind="classifier")
   early_exit.check_model(early, params.init_savedmodel, prepared.config)
-  from albert_tf.training.finetuning import (
+  from albert_tf.training.finetuning.tasks import (
     classifier as classifier_finetuning,  # TensorFlow
   )
   result = classifier_finetuning.run_classifier(prepared, options, early)
@@ -93,7 +93,7 @@ def _run_own_data(options, early):
                                        require_vocabulary=True,
                                        head_kind="classifier")
   early_exit.check_model(early, params.init_savedmodel, prepared.config)
-  from albert_tf.training.finetuning import own_data  # TensorFlow
+  from albert_tf.training.finetuning.tasks import own_data  # TensorFlow
   result = own_data.run_own_data(prepared, options, train, early)
   settings_flags.print_results(result["eval"])
 

@@ -51,7 +51,7 @@ def main(argv):
   options = own_data_settings.derive_multiple_choice(prepared.params,
                                                      options, user_set)
   own_data_settings.check_multiple_choice(prepared.params, options)
-  from albert_tf.training.finetuning import (
+  from albert_tf.training.finetuning.tasks import (
     multiple_choice as multiple_choice_finetuning,  # TensorFlow
   )
   result = multiple_choice_finetuning.run_multiple_choice(prepared, options,

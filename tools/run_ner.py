@@ -59,7 +59,7 @@ def main(argv):
                                        head_kind="token_classifier")
   options = ner_settings.derive_ner(prepared.params, options, user_set)
   ner_settings.check_ner(prepared.params, options)
-  from albert_tf.training.finetuning import ner as ner_finetuning  # TF
+  from albert_tf.training.finetuning.tasks import ner as ner_finetuning  # TF
   results = ner_finetuning.run_ner(prepared, options, files)
   settings_flags.print_results(results)
 

@@ -41,7 +41,7 @@ def main(argv):
                                        head_kind="multiple_choice")
   options = task_settings.derive_race(prepared.params, options, user_set)
   task_settings.check_race(prepared.params, options)
-  from albert_tf.training.finetuning import (
+  from albert_tf.training.finetuning.tasks import (
     race as race_finetuning,  # TensorFlow
   )
   results = race_finetuning.run_race(prepared, options)

@@ -51,7 +51,7 @@ def main(argv):
   options = task_settings.derive_squad(prepared.params, options, user_set)
   options = _head_of_source(prepared, options, user_set)
   task_settings.check_squad(prepared.params, options)
-  from albert_tf.training.finetuning import (
+  from albert_tf.training.finetuning.tasks import (
     squad as squad_finetuning,  # TensorFlow
   )
   results = squad_finetuning.run_squad(prepared, options)

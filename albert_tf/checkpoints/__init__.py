@@ -2,7 +2,7 @@
 
 `converter` is the public face: `convert_checkpoint`, `read_weights`,
 `load_weights_into`, `detect_format`. Behind it, one module per stage:
-`locate` (path and layout), `readers` (with `official_reader`,
+`locate` (path and layout), `reading/` (`readers` with `official_reader`,
 `huggingface_reader`, `object_readers`), `name_tables` + `mapping` (the
 declarative name tables and their strict use), `model_variables`, `writers`,
 `weight_loading`; `configs` converts configs (albert_config.json, Hugging Face

@@ -48,7 +48,7 @@ source or absent; an absent head is reported, never filled in silently.
 
 This module is the public face of the stages, one module each:
   locate           path resolution and layout detection
-  readers          `read_weights`: dispatch to official_reader,
+  reading/         `readers.read_weights`: dispatch to official_reader,
                    huggingface_reader, object_readers (ours, garden),
                    keras_hub_preset
   name_tables, mapping   the declarative name tables and their strict use
@@ -82,9 +82,9 @@ from albert_tf.checkpoints.locate import resolve_path
 from albert_tf.checkpoints.mapping import map_from_ours
 from albert_tf.checkpoints.mapping import map_to_ours
 from albert_tf.checkpoints.model_variables import canonical_variables
-from albert_tf.checkpoints.object_readers import build_garden_encoder
-from albert_tf.checkpoints.readers import Weights
-from albert_tf.checkpoints.readers import read_weights
+from albert_tf.checkpoints.reading.object_readers import build_garden_encoder
+from albert_tf.checkpoints.reading.readers import Weights
+from albert_tf.checkpoints.reading.readers import read_weights
 from albert_tf.checkpoints.task_models import source_paths
 from albert_tf.checkpoints.task_models import task_sources
 from albert_tf.checkpoints.task_models import task_writers

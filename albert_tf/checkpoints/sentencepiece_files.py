@@ -13,7 +13,7 @@ transformers' AlbertTokenizer normalises as the official tokenizer does
 official digit-comma rule ("1,000," -> "1", ",", ...) and treats some
 punctuation and control characters differently: on this project's
 multilingual test text its ids differ from ours on 5 of 28 lines
-(tests/albert_tf/checkpoints/test_checkpoint_conversion.py), as those of
+(tests/albert_tf/checkpoints/test_checkpoint_round_trips.py), as those of
 Hugging Face's own albert-base-v2 differ from google-research/albert's.
 Imports no TensorFlow.
 """

@@ -12,7 +12,7 @@ from absl import logging
 
 from albert_tf.checkpoints import model_variables
 from albert_tf.checkpoints import name_tables
-from albert_tf.checkpoints import readers
+from albert_tf.checkpoints.reading import readers
 from albert_tf.checkpoints.task_models import head_tables
 from albert_tf.checkpoints.task_models import task_heads
 from albert_tf.checkpoints.task_models.task_heads import HeadRequest

@@ -20,6 +20,8 @@ from typing import Dict
 from absl import logging
 
 from albert_common import file_io
+from albert_common import settings_fields
+from albert_common.errors import UserInputError
 from albert_tf.checkpoints.task_models.folder_vocabulary import vocabulary_in
 
 CONFIG_NAME = "albert_config.json"
@@ -46,6 +48,27 @@ def checkpoint_config(folder: str, flag: str) -> Dict[str, str]:
     return found
   logging.info("--albert_config_file=%s (from --%s)", path, flag)
   return {"albert_config_file": path}
+
+
+def with_config_file(params):
+  """`params` (settings with `albert_config_file` and `init_checkpoint`)
+  with --albert_config_file, taken from the --init_checkpoint folder when
+  left out (`checkpoint_config`, logged), as run_pretraining and
+  extend_vocabulary take it.
+
+  Raises:
+    UserInputError: neither gives one.
+  """
+  if params.albert_config_file:
+    return params
+  found = (checkpoint_config(params.init_checkpoint, "init_checkpoint")
+           if params.init_checkpoint else {})
+  if not found:
+    raise UserInputError(
+        "--albert_config_file is required unless --init_checkpoint is a "
+        "folder holding albert_config.json or a Hugging Face / keras-hub "
+        f"config.json (--init_checkpoint={params.init_checkpoint!r})")
+  return settings_fields.replace(params, **found)
 
 
 def _own_folder_files(params, own, user_set) -> Dict[str, object]:

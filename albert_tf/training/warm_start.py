@@ -27,8 +27,8 @@ def warm_start(model, init_checkpoint: str, head=None, source=None) -> str:
   Args:
     head: a checkpoints.task_heads.HeadRequest for a fine-tuning model (the
       source's task head restored or not, labels by name).
-    source: `init_checkpoint` already read (checkpoints.readers.Weights),
-      else it is read here.
+    source: `init_checkpoint` already read
+      (checkpoints.reading.readers.Weights), else it is read here.
 
   Returns:
     A one-line summary of what was loaded and what was left initialised.

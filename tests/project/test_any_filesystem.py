@@ -23,10 +23,12 @@ from albert_common.errors import UserInputError
 from albert_tf import exports
 from albert_tf import saved_model_inspection as inspection
 from albert_tf.checkpoints import converter
-from albert_tf.training.finetuning import classifier as classifier_finetuning
-from albert_tf.training.finetuning import race as race_finetuning
-from albert_tf.training.finetuning import squad as squad_finetuning
 from albert_tf.training.finetuning.task_settings import GlueOptions
+from albert_tf.training.finetuning.tasks import (
+  classifier as classifier_finetuning,
+)
+from albert_tf.training.finetuning.tasks import race as race_finetuning
+from albert_tf.training.finetuning.tasks import squad as squad_finetuning
 from albert_tf.training.pretraining import driver as pretraining_driver
 from data_pipeline.corpora import stdlib_corpus
 from data_pipeline.pretraining import instance_options

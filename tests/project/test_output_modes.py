@@ -12,8 +12,10 @@ import tensorflow as tf
 
 from albert_tf import exports
 from albert_tf.checkpoints import converter
-from albert_tf.training.finetuning import classifier as classifier_finetuning
 from albert_tf.training.finetuning.task_settings import GlueOptions
+from albert_tf.training.finetuning.tasks import (
+  classifier as classifier_finetuning,
+)
 from tests.project import filesystem_kit as kit
 
 # A subprocess exporting, converting and fine-tuning: `make test-all` only.

@@ -47,8 +47,14 @@ ALLOWED = {
     # converter and readers dispatch to the keras-hub preset format, which
     # builds on the package's configs, name tables and mapping.
     f"{_TF}.checkpoints": _MODEL | {f"{_TF}.checkpoints.keras_hub_presets",
+                                    f"{_TF}.checkpoints.reading",
                                     f"{_TF}.checkpoints.task_models",
                                     f"{_DP}.tokenization"},
+    # Readers of every layout: the package's locate, name tables and
+    # mapping; the task-model and keras-hub preset readers they dispatch to.
+    f"{_TF}.checkpoints.reading": _MODEL | {
+        f"{_TF}.checkpoints", f"{_TF}.checkpoints.keras_hub_presets",
+        f"{_TF}.checkpoints.task_models"},
     f"{_TF}.checkpoints.keras_hub_presets": _MODEL | {
         f"{_TF}.checkpoints", f"{_TF}.checkpoints.task_models",
         f"{_TF}.keras3", f"{_DP}.tokenization"},
@@ -56,6 +62,7 @@ ALLOWED = {
     # package's mapping and object readers, the label lists a source's
     # head gives (data_pipeline.tasks' LabelList).
     f"{_TF}.checkpoints.task_models": _MODEL | {f"{_TF}.checkpoints",
+                                                f"{_TF}.checkpoints.reading",
                                                 f"{_DP}.tasks"},
     f"{_TF}.exports": _MODEL | {f"{_TF}.checkpoints"} | _DATA,
     f"{_TF}.exports.serving": _MODEL | {f"{_TF}.exports"} | _DATA,
@@ -72,14 +79,19 @@ ALLOWED = {
     f"{_TF}.training": _MODEL | {f"{_TF}.checkpoints",
                                  f"{_TF}.checkpoints.task_models"},
     f"{_TF}.training.pretraining": _MODEL | {
-        f"{_TF}.training", f"{_TF}.checkpoints", f"{_DP}.pretraining",
-        f"{_DP}.tasks", f"{_DP}.tokenization"},
+        f"{_TF}.training", f"{_TF}.checkpoints", f"{_TF}.checkpoints.reading",
+        f"{_DP}.pretraining", f"{_DP}.tasks", f"{_DP}.tokenization"},
     f"{_TF}.training.finetuning": _MODEL | {
         f"{_TF}.training", f"{_TF}.checkpoints",
-        f"{_TF}.checkpoints.task_models", f"{_TF}.exports",
-        f"{_TF}.exports.serving"} | _DATA,
+        f"{_TF}.checkpoints.task_models", f"{_TF}.exports"} | _DATA,
+    # The tasks, one module each, on the runner, params and settings; each
+    # exports its serving model.
+    f"{_TF}.training.finetuning.tasks": _MODEL | {
+        f"{_TF}.training", f"{_TF}.training.finetuning",
+        f"{_TF}.checkpoints.task_models", f"{_TF}.exports.serving"} | _DATA,
     f"{_TF}.training.distillation": _MODEL | {
         f"{_TF}.training", f"{_TF}.training.finetuning",
+        f"{_TF}.training.finetuning.tasks",
         f"{_TF}.checkpoints", f"{_TF}.exports",
         f"{_TF}.exports.serving"} | _DATA,
 }
@@ -133,7 +145,7 @@ def test_folders_import_one_way():
 
 # Subfolders of checkpoints that are part of it (module cycles through them
 # are checked by tests/project/test_import_graph.py).
-_CHECKPOINT_PARTS = (".keras_hub_presets", ".task_models")
+_CHECKPOINT_PARTS = (".keras_hub_presets", ".reading", ".task_models")
 
 
 def _as_checkpoints(folder: str) -> str:
@@ -170,7 +182,8 @@ def test_the_rule_has_no_cycle_but_checkpoints_and_its_presets():
 def test_the_edges_are_read():
   edges = {(folder, target) for _, folder, target in _edges()}
   assert (f"{_DP}.tasks.squad", f"{_DP}.tokenization") in edges
-  assert (f"{_TF}.training.finetuning", f"{_TF}.exports.serving") in edges
+  assert (f"{_TF}.training.finetuning.tasks",
+          f"{_TF}.exports.serving") in edges
   assert (f"{_TF}.checkpoints.keras_hub_presets", f"{_TF}.keras3") in edges
 
 

@@ -31,7 +31,7 @@ import tensorflow as tf
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import name_tables
-from albert_tf.checkpoints import object_readers
+from albert_tf.checkpoints.reading import object_readers
 from albert_tf.checkpoints.task_models import head_tables
 from albert_tf.checkpoints.task_models import keras_tables
 from albert_tf.config import AlbertConfig

@@ -30,7 +30,7 @@ def multi_label_threshold(given: Optional[float],
 
   Args:
     given: --threshold, or None when unset.
-    source: checkpoints.readers.Weights of --init_checkpoint, or None.
+    source: reading.readers.Weights of --init_checkpoint, or None.
   """
   if given is not None:
     return given, "--threshold"
@@ -50,7 +50,7 @@ def classifier_labels(source, label_names: str = "",
   holds none (an encoder).
 
   Args:
-    source: checkpoints.readers.Weights of --init_checkpoint (its head
+    source: reading.readers.Weights of --init_checkpoint (its head
       already checked to be a classifier: source_model), or None.
     label_names: --label_names ("" if unset), the head's names in order.
     task_type: --task_type ("auto": the source's).

@@ -27,7 +27,7 @@ def has_checkpoint(output_dir: str) -> bool:
 
 def read_source(params, config: AlbertConfig,
                 head_kind: Optional[str] = None):
-  """The checkpoints.readers.Weights of --init_checkpoint, checked, or None
+  """The reading.readers.Weights of --init_checkpoint, checked, or None
   (no --init_checkpoint, --output_dir resumes a run, or no `head_kind`:
   a library caller's runner reads the source itself).
 
@@ -44,7 +44,7 @@ def read_source(params, config: AlbertConfig,
   if (not head_kind or not params.init_checkpoint or
       has_checkpoint(params.runtime.output_dir)):
     return None
-  from albert_tf.checkpoints import readers  # TensorFlow
+  from albert_tf.checkpoints.reading import readers  # TensorFlow
   from albert_tf.checkpoints.task_models import task_heads
   try:
     weights = readers.read_weights(params.init_checkpoint, config)

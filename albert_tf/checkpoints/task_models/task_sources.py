@@ -52,7 +52,7 @@ from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import mapping
 from albert_tf.checkpoints import model_variables
-from albert_tf.checkpoints import object_readers
+from albert_tf.checkpoints.reading import object_readers
 from albert_tf.checkpoints.task_models import source_paths
 from albert_tf.checkpoints.task_models.source_paths import SourcePaths
 from albert_tf.config import AlbertConfig

@@ -113,7 +113,7 @@ _TASK_TYPES = {v: k for k, v in task_sources.PROBLEM_TYPES.items()}
 
 def write_ours_task_model(weights, config: AlbertConfig,
                           output_prefix: str) -> str:
-  """Writes another layout's task model (checkpoints.readers.Weights with a
+  """Writes another layout's task model (reading.readers.Weights with a
   `head`) in our task layout: the checkpoint a fine-tuning run writes
   (writers.write_ours_task_model), albert_config.json and, for a
   classifier or token classifier, labels.json (the names in the head's

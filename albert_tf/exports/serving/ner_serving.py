@@ -2,7 +2,7 @@
 
 A tf.Module around a fine-tuned AlbertTokenClassifier that does, in-graph,
 what fine-tuning does in Python for a raw text
-(albert_tf.training.finetuning.ner.predict_entities):
+(albert_tf.training.finetuning.tasks.ner.predict_entities):
 
   1. words and their character offsets (data_pipeline.tasks.ner.
      word_splitting's rule, as RE2 classes built from its predicates);

@@ -33,11 +33,11 @@ from albert_tf.training.distillation import teacher as teacher_lib
 from albert_tf.training.distillation import teacher_cache
 from albert_tf.training.distillation.settings import DistillationOptions
 from albert_tf.training.finetuning import export_once
-from albert_tf.training.finetuning import own_data
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
 from albert_tf.training.finetuning.own_data_settings import check_own_data
+from albert_tf.training.finetuning.tasks import own_data
 from data_pipeline.tasks import packing
 from data_pipeline.tasks import text_pair_inputs
 from data_pipeline.tasks.own_data import examples as own_examples
@@ -287,14 +287,7 @@ def _metadata(teacher, distill, config) -> Dict:
 def _export(runner, params, data, export_dir: str, metadata: Dict) -> None:
   """The student's restored (best) weights as run_classifier's raw-text
   SavedModel, with distillation.json among its assets."""
-  from albert_tf.exports.serving import classifier as classifier_export
-  classifier_export.export_classifier(
-      student_of(runner.model), export_dir, params.spm_model_file,
-      list(data.label_list.labels) or None, 2 if data.pair else 1,
-      params.max_seq_length, params.do_lower_case,
-      file_io.join(params.runtime.output_dir, "albert_config.json"),
-      vocab_file=params.vocab_file, length_buckets=data.buckets,
-      label_list=data.label_list,
+  own_data.export_model(
+      student_of(runner.model), params, data, export_dir,
       extra_text_assets=[("distillation_file", METADATA,
                           json.dumps(metadata, indent=2) + "\n")])
-  logging.info("exported %s", export_dir)

@@ -7,11 +7,10 @@
   bucketed_steps        steps for length-bucketed batches
   multi_worker          --strategy=multi_worker: only the chief writes
   export_once           --export_dir checked before training, written once
-  classifier, squad, race, ner  the tasks (tools.run_classifier,
-                        run_squad, run_race, run_ner)
-  own_data, multiple_choice  one's own files (run_classifier --train_file,
-                        run_multiple_choice); own_data_settings their
-                        options and recipes
+  own_data_settings     the options and recipes of one's own files
+                        (run_classifier --train_file, run_multiple_choice)
+  tasks/                the tasks, one module each: classifier, squad, race,
+                        ner, own_data, multiple_choice
 
 May import: albert_tf.training's runtime modules, albert_tf.exports (a run's
 --export_dir), albert_tf, data_pipeline, albert_common.

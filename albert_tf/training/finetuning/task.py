@@ -14,6 +14,7 @@ import tensorflow as tf
 import tf_keras
 
 from albert_tf.config import AlbertConfig
+from data_pipeline.tasks import length_buckets
 
 # (features, labels) -> model outputs dict -> per-example loss [batch].
 LossFn = Callable[[Any, Dict[str, tf.Tensor]], tf.Tensor]
@@ -72,3 +73,18 @@ class FinetuningTask:
   packed_training: bool = False
   initialises_encoder: bool = False
   head_labels: Optional[Sequence[str]] = None
+
+
+def training_batches(inputs, labels, num_examples: int,
+                     buckets: Sequence[int], global_batch_size: int, seed,
+                     sequence_labels: bool = False) -> tf.data.Dataset:
+  """A task's `train_dataset` over in-memory arrays: (inputs, labels)
+  repeated, shuffled in a buffer of up to 10,000 examples (`seed`), in full
+  batches of `global_batch_size` by length bucket
+  (data_pipeline.tasks.length_buckets; `sequence_labels`: one label per
+  piece, cut to the bucket with the inputs), prefetched."""
+  dataset = tf.data.Dataset.from_tensor_slices((inputs, labels))
+  dataset = dataset.repeat().shuffle(min(num_examples, 10000), seed=seed)
+  return length_buckets.batch(dataset, buckets, global_batch_size,
+                              drop_remainder=True,
+                              sequence_labels=sequence_labels).prefetch(2)

@@ -35,9 +35,9 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import name_tables
-from albert_tf.checkpoints import object_readers
-from albert_tf.checkpoints import readers
 from albert_tf.checkpoints import weight_loading
+from albert_tf.checkpoints.reading import object_readers
+from albert_tf.checkpoints.reading import readers
 from albert_tf.config import AlbertConfig
 from albert_tf.training.pretraining.params import PretrainingParams
 from data_pipeline.pretraining import reader as pretraining_input

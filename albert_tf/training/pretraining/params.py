@@ -180,7 +180,7 @@ def prepare(params: PretrainingParams,
   Raises:
     UserInputError: the first problem found.
   """
-  params = with_config_file(params)
+  params = encoder_files.with_config_file(params)
   if not file_io.exists(params.albert_config_file):
     raise UserInputError(
         f"--albert_config_file={params.albert_config_file} does not exist")
@@ -192,26 +192,6 @@ def prepare(params: PretrainingParams,
         f"--num_warmup_steps ({params.num_warmup_steps}) must be in "
         f"[0, num_train_steps={params.num_train_steps})")
   return PreparedPretraining(params, config)
-
-
-def with_config_file(params: PretrainingParams) -> PretrainingParams:
-  """`params` with --albert_config_file, taken from the --init_checkpoint
-  folder when left out (encoder_files.checkpoint_config, logged).
-
-  Raises:
-    UserInputError: neither gives one.
-  """
-  if params.albert_config_file:
-    return params
-  found = (encoder_files.checkpoint_config(params.init_checkpoint,
-                                           "init_checkpoint")
-           if params.init_checkpoint else {})
-  if not found:
-    raise UserInputError(
-        "--albert_config_file is required unless --init_checkpoint is a "
-        "folder holding albert_config.json or a Hugging Face / keras-hub "
-        f"config.json (--init_checkpoint={params.init_checkpoint!r})")
-  return settings_fields.replace(params, **found)
 
 
 def prepared(run: Union[PretrainingParams, PreparedPretraining]

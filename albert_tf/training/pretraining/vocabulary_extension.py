@@ -39,7 +39,6 @@ from absl import logging
 import numpy as np
 
 from albert_common import file_io
-from albert_common import settings_fields
 from albert_common.errors import UserInputError
 from albert_common.settings_fields import FlatConstructible
 from albert_common.settings_fields import setting
@@ -122,23 +121,6 @@ class VocabularyExtensionParams(FlatConstructible):
     if file_io.exists(self.output_dir):
       raise UserInputError(f"--output_dir={self.output_dir} exists; give a "
                            "new folder (nothing was written)")
-
-
-def with_config_file(params: VocabularyExtensionParams
-                     ) -> VocabularyExtensionParams:
-  """`params` with --albert_config_file, from the --init_checkpoint folder
-  when left out (as run_pretraining takes it); UserInputError if neither
-  gives one."""
-  if params.albert_config_file:
-    return params
-  found = encoder_files.checkpoint_config(params.init_checkpoint,
-                                          "init_checkpoint")
-  if not found:
-    raise UserInputError(
-        "--albert_config_file is required unless --init_checkpoint is a "
-        "folder holding albert_config.json or a Hugging Face / keras-hub "
-        f"config.json (--init_checkpoint={params.init_checkpoint})")
-  return settings_fields.replace(params, **found)
 
 
 @dataclasses.dataclass
@@ -387,11 +369,11 @@ def extend_vocabulary(params: VocabularyExtensionParams) -> dict:
       written then).
   """
   params.check()
-  params = with_config_file(params)
+  params = encoder_files.with_config_file(params)
   config = configs.load_albert_config(params.albert_config_file)
   vocabulary = read_vocabulary(params, config)
   sentences = read_domain(params)
-  from albert_tf.checkpoints.readers import read_weights
+  from albert_tf.checkpoints.reading.readers import read_weights
   weights = read_weights(params.init_checkpoint, config)
   weights.check_config(config)
   chosen = choose_pieces(params, vocabulary, sentences, params.ranking)

@@ -22,7 +22,7 @@ from albert_tf.networks.albert_encoder import AlbertEncoder
 _REPO = os.path.abspath(os.path.join(__file__, "../../../.."))
 
 # Seven tool processes (about 3 minutes on 2 cores); make test converts
-# in-process (test_checkpoint_conversion.py) and runs every tool's --help.
+# in-process (test_checkpoint_round_trips.py) and runs every tool's --help.
 pytestmark = pytest.mark.slow
 
 

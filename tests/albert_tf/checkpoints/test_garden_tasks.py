@@ -17,7 +17,7 @@ import tf_keras
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import locate
 from albert_tf.checkpoints import weight_loading
-from albert_tf.checkpoints.object_readers import build_garden_encoder
+from albert_tf.checkpoints.reading.object_readers import build_garden_encoder
 from albert_tf.checkpoints.task_models.task_heads import HeadRequest
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier

@@ -17,8 +17,8 @@ import tensorflow as tf
 
 from albert_common.errors import UserInputError
 from albert_tf.checkpoints import converter
-from albert_tf.checkpoints import readers
 from albert_tf.checkpoints import weight_loading
+from albert_tf.checkpoints.reading import readers
 from albert_tf.checkpoints.task_models.task_heads import HeadRequest
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier
@@ -296,7 +296,7 @@ def test_a_model_garden_classifier_becomes_a_preset(tmp_path, spm_model):
   """Model Garden BertClassifier (labels.txt beside it) -> keras-hub preset
   -> ours: Model Garden's logits, labels carried by name."""
   models = pytest.importorskip("official.nlp.modeling.models")
-  from albert_tf.checkpoints.object_readers import build_garden_encoder
+  from albert_tf.checkpoints.reading.object_readers import build_garden_encoder
   garden = models.BertClassifier(build_garden_encoder(CONFIG),
                                  num_classes=NUM_CLASSES,
                                  use_encoder_pooler=False)

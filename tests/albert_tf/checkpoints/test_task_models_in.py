@@ -19,7 +19,7 @@ from albert_common.errors import UserInputError
 from albert_tf.checkpoints import configs
 from albert_tf.checkpoints import weight_loading
 from albert_tf.checkpoints.task_models.task_heads import HeadRequest
-from tests.albert_tf.checkpoints.test_checkpoint_conversion import (
+from tests.albert_tf.checkpoints.checkpoint_conversion_kit import (
   official_shapes,
 )
 

@@ -78,8 +78,8 @@ def test_a_real_run_and_its_export_to_huggingface_and_official(
   the export's token_ids logits; the export converts to official with
   labels.txt."""
   from albert_tf.exports import load_saved_model
-  from albert_tf.training.finetuning import own_data
   from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
+  from albert_tf.training.finetuning.tasks import own_data
   from tests.albert_tf.training.finetuning import own_data_kit as kit
   lines = kit.corpus_lines(english_corpus, 80)
   train = kit.write_csv(tmp_path / "train.csv",
@@ -153,9 +153,9 @@ def test_a_real_ner_run_to_huggingface(tmp_path, spm_model):
   of the training file) is a token classifier; AutoModelForTokenClassification
   loads it with the tags in id2label and gives our logits."""
   from albert_tf.checkpoints.task_models import task_sources
-  from albert_tf.training.finetuning import ner as ner_finetuning
   from albert_tf.training.finetuning.ner_settings import NerOptions
   from albert_tf.training.finetuning.params import FinetuningParams
+  from albert_tf.training.finetuning.tasks import ner as ner_finetuning
   from tests.scripts import ner_data
   config_file = str(tmp_path / "albert_config.json")
   config = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,

@@ -34,7 +34,7 @@ def _save(model, folder):
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory, english_corpus, spm_model):
-  from albert_tf.checkpoints.object_readers import build_garden_encoder
+  from albert_tf.checkpoints.reading.object_readers import build_garden_encoder
   root = tmp_path_factory.mktemp("garden_tools")
   config_file = str(root / "albert_config.json")
   kit.CONFIG.to_json_file(config_file)
@@ -84,7 +84,7 @@ def test_bert_classifier_through_run_classifier(setup, spm_model, tmp_path):
 
 def test_bert_classifier_on_the_encoders_pooler(setup, spm_model, tmp_path):
   """use_encoder_pooler=True: the encoder's pooler feeds the head."""
-  from albert_tf.checkpoints.object_readers import build_garden_encoder
+  from albert_tf.checkpoints.reading.object_readers import build_garden_encoder
   garden = kit.randomized(models.BertClassifier(
       build_garden_encoder(kit.CONFIG), num_classes=3,
       use_encoder_pooler=True), 3)

@@ -24,10 +24,8 @@ CONFIG = AlbertConfig(vocab_size=2000, embedding_size=16, hidden_size=32,
 
 def run_tool(tool, *args):
   """tools.<tool>'s main in this process; its exit status."""
-  from tests.albert_tf.training.finetuning.test_own_data_finetuning import (
-    _run_tool,
-  )
-  return _run_tool(tool, *args)
+  from tests.albert_tf.training.finetuning import own_data_kit
+  return own_data_kit.run_tool(tool, *args)
 
 
 def hf_folder(folder, model_class, spm_model, seed=0, **kwargs):

@@ -216,8 +216,8 @@ def test_fine_tunes_from_the_extended_folder(extended, tmp_path):
   albert_config.json and its tokenizer: two steps train from the grown
   table (a shape mismatch would fail the load) and the dev set is
   evaluated."""
-  from albert_tf.training.finetuning import own_data
   from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
+  from albert_tf.training.finetuning.tasks import own_data
   from tests.albert_tf.training.finetuning import own_data_kit as kit
   rows = [{"id": f"r{i}", "text": s,
            "label": "cardiac" if "cardi" in s else "other"}

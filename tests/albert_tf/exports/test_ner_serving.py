@@ -13,7 +13,7 @@ from albert_tf.exports.serving import ner_serving
 from albert_tf.exports.serving.ner_decoding import EntityDecoder
 from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from albert_tf.training.finetuning import ner as ner_finetuning
+from albert_tf.training.finetuning.tasks import ner as ner_finetuning
 from data_pipeline.tasks.label_list import LabelList
 from data_pipeline.tasks.ner import entity_spans
 from data_pipeline.tasks.ner import tag_schemes

@@ -12,10 +12,10 @@ import tensorflow as tf
 
 from albert_tf import exports
 from albert_tf.config import AlbertConfig
-from albert_tf.training.finetuning import race as race_finetuning
-from albert_tf.training.finetuning import squad as squad_finetuning
 from albert_tf.training.finetuning.params import FinetuningParams
 from albert_tf.training.finetuning.task_settings import SquadOptions
+from albert_tf.training.finetuning.tasks import race as race_finetuning
+from albert_tf.training.finetuning.tasks import squad as squad_finetuning
 from data_pipeline.tasks.race import examples as race_examples
 
 ANSWERS = ["alpha", "beta", "gamma", "delta", "theta", "kappa"]

@@ -8,7 +8,7 @@ from albert_tf.models.albert_multiple_choice import AlbertMultipleChoice
 from albert_tf.models.albert_span_labeler import AlbertSpanLabeler
 from albert_tf.models.albert_squad_v2 import AlbertSquadV2
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from albert_tf.training.finetuning import squad as squad_finetuning
+from albert_tf.training.finetuning.tasks import squad as squad_finetuning
 
 
 def test_span_labeler_shapes_and_config(tiny_config, make_inputs):

@@ -12,10 +12,12 @@ import tensorflow as tf
 from albert_common import settings_fields
 from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
-from albert_tf.training.finetuning import classifier as classifier_finetuning
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning.task_settings import GlueOptions
+from albert_tf.training.finetuning.tasks import (
+  classifier as classifier_finetuning,
+)
 from data_pipeline.tasks import length_buckets
 from data_pipeline.tasks.glue import examples as glue_examples
 from data_pipeline.tasks.glue import metrics as glue_metrics

@@ -9,8 +9,8 @@ import pytest
 
 from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
-from albert_tf.training.finetuning import race as race_finetuning
 from albert_tf.training.finetuning.params import FinetuningParams
+from albert_tf.training.finetuning.tasks import race as race_finetuning
 from data_pipeline.tasks.race import examples as race_examples
 from data_pipeline.tasks.race import features as race_features
 from data_pipeline.tokenization.sentencepiece_tokenizer import (

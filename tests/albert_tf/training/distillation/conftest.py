@@ -6,8 +6,8 @@ import pathlib
 
 import pytest
 
-from albert_tf.training.finetuning import own_data
 from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
+from albert_tf.training.finetuning.tasks import own_data
 from tests.albert_tf.training.finetuning import own_data_kit as kit
 from tests.built_once import built_once
 

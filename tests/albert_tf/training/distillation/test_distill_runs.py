@@ -16,8 +16,8 @@ from albert_tf import exports
 from albert_tf.training.distillation import teacher as teacher_lib
 from albert_tf.training.distillation import teacher_cache
 from albert_tf.training.distillation.settings import DistillationOptions
-from albert_tf.training.finetuning import own_data
 from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
+from albert_tf.training.finetuning.tasks import own_data
 from tests.albert_tf.training.distillation.distill_kit import distil
 from tests.albert_tf.training.distillation.distill_kit import student_weights
 from tests.albert_tf.training.finetuning import own_data_kit as kit

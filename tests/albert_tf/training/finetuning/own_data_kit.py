@@ -14,7 +14,11 @@ import csv
 import json
 import random
 
+from absl import flags
+from absl import logging as absl_logging
+
 from albert_tf.config import AlbertConfig
+from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
 
 KEYWORDS = {"fruit": "banana", "music": "guitar", "volcano": "lava"}
 SEQ = 32
@@ -143,3 +147,38 @@ def run_settings(output_dir, config_file, spm_model="", vocab_file="",
   values.update(kwargs)
   return finetuning_params.prepare(
       finetuning_params.FinetuningParams.from_flat(**values))
+
+
+def options(**values):
+  """OwnDataOptions from flat flag values."""
+  return OwnDataOptions.from_flat(**values)
+
+
+def read_jsonl(path):
+  """The records of a JSON lines file."""
+  with open(path, encoding="utf-8") as f:
+    return [json.loads(line) for line in f]
+
+
+def read_json(path):
+  """The value of a JSON file."""
+  with open(path, encoding="utf-8") as f:
+    return json.load(f)
+
+
+def run_tool(tool, *args):
+  """tools.<tool>'s main in this process, as `python -m` would run it;
+  returns its exit status (0, or 1 with one "error:" line on stderr)."""
+  import importlib
+  module = importlib.import_module(f"tools.{tool}")
+  from tools.support import cli
+  flags.FLAGS.unparse_flags()
+  try:
+    flags.FLAGS([tool, *args])
+    absl_logging.set_verbosity(absl_logging.INFO)
+    cli._main_with_clean_errors(module.main)([tool])  # noqa: SLF001
+    return 0
+  except SystemExit as e:
+    return e.code
+  finally:
+    flags.FLAGS.unparse_flags()

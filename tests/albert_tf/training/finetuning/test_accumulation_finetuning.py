@@ -30,11 +30,13 @@ from albert_tf.models.albert_squad_v2 import AlbertSquadV2
 from albert_tf.models.albert_token_classifier import AlbertTokenClassifier
 from albert_tf.networks.albert_encoder import AlbertEncoder
 from albert_tf.training.finetuning.model import FinetuningTrainer
-from albert_tf.training.finetuning.ner import token_loss
-from albert_tf.training.finetuning.own_data import loss_fn as own_data_loss
-from albert_tf.training.finetuning.race import multiple_choice_loss
-from albert_tf.training.finetuning.squad import span_loss
-from albert_tf.training.finetuning.squad import squad_v2_loss
+from albert_tf.training.finetuning.tasks.ner import token_loss
+from albert_tf.training.finetuning.tasks.own_data import (
+  loss_fn as own_data_loss,
+)
+from albert_tf.training.finetuning.tasks.race import multiple_choice_loss
+from albert_tf.training.finetuning.tasks.squad import span_loss
+from albert_tf.training.finetuning.tasks.squad import squad_v2_loss
 from data_pipeline.tasks import packing
 from tests.data_pipeline.tasks.test_length_buckets import _run
 from tests.data_pipeline.tasks.test_length_buckets import glue_setup  # noqa: F401 (fixture)

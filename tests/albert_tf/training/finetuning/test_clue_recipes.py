@@ -10,9 +10,6 @@ import pathlib
 import pytest
 
 from tests.albert_tf.training.finetuning import own_data_kit as kit
-from tests.albert_tf.training.finetuning.test_own_data_finetuning import (
-  _run_tool,
-)
 
 TNEWS = {
     "train": [
@@ -214,10 +211,10 @@ def test_classification_recipe_runs(clue, task, tmp_path, capsys, caplog):
   folder = clue["folders"][task]
   out = tmp_path / task
   flags, labels = RECIPES[task]
-  status = _run_tool("run_classifier", f"--train_file={folder}/train.json",
-                     f"--dev_file={folder}/dev.json",
-                     f"--test_file={folder}/test.json", *flags,
-                     *_common(clue, out))
+  status = kit.run_tool("run_classifier", f"--train_file={folder}/train.json",
+                        f"--dev_file={folder}/dev.json",
+                        f"--test_file={folder}/test.json", *flags,
+                        *_common(clue, out))
   assert status == 0, capsys.readouterr().err[-3000:]
   with open(out / "labels.json", encoding="utf-8") as f:
     assert json.load(f)["labels"] == labels
@@ -256,11 +253,11 @@ def test_c3_recipe_runs_on_the_converted_files(clue, tmp_path, capsys):
   assert train[1]["choices"] == ["很热", "很舒服", "无效答案", "无效答案"]
   assert [r["label"] for r in train] == [1, 1, 1]
   out = tmp_path / "run"
-  status = _run_tool("run_multiple_choice",
-                     f"--train_file={tmp_path}/train.jsonl",
-                     f"--dev_file={tmp_path}/dev.jsonl",
-                     f"--test_file={tmp_path}/test.jsonl",
-                     "--max_qa_length=16", *_common(clue, out))
+  status = kit.run_tool("run_multiple_choice",
+                        f"--train_file={tmp_path}/train.jsonl",
+                        f"--dev_file={tmp_path}/dev.jsonl",
+                        f"--test_file={tmp_path}/test.jsonl",
+                        "--max_qa_length=16", *_common(clue, out))
   assert status == 0, capsys.readouterr().err[-3000:]
   predictions = _read_jsonl(out / "test_predictions.jsonl")
   assert [p["id"] for p in predictions] == ["t1-0"]

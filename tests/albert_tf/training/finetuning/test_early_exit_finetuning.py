@@ -15,9 +15,9 @@ from albert_common.errors import UserInputError
 from albert_tf import exports
 from albert_tf.training import early_exit
 from albert_tf.training.early_exit import EarlyExitOptions
-from albert_tf.training.finetuning import own_data
 from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
+from albert_tf.training.finetuning.tasks import own_data
 from tests.albert_tf.models.test_early_exit import reference_exit
 from tests.albert_tf.training.finetuning import own_data_kit as kit
 from tests.data_pipeline.tasks.test_length_buckets import glue_setup  # noqa: F401 (fixture)
@@ -339,8 +339,8 @@ def test_glue_early_exit_run_packed(glue_setup, tmp_path):  # noqa: F811
   the table in eval_results.json, the test split's exit layers beside its
   submission file."""
   from albert_common import settings_fields
-  from albert_tf.training.finetuning import classifier
   from albert_tf.training.finetuning.task_settings import GlueOptions
+  from albert_tf.training.finetuning.tasks import classifier
   out = tmp_path / "glue"
   params = settings_fields.replace(
       glue_setup["params"], output_dir=str(out), train_step=20,

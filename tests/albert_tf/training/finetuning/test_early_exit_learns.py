@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from albert_tf.training.early_exit import EarlyExitOptions
-from albert_tf.training.finetuning import own_data
 from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
+from albert_tf.training.finetuning.tasks import own_data
 from tests.albert_tf.training.finetuning import own_data_kit as kit
 
 SEEDS = (1, 2, 3)

@@ -12,9 +12,9 @@ import pytest
 from albert_common import settings_fields
 from albert_tf.config import AlbertConfig
 from albert_tf.training.finetuning import params as finetuning_params
-from albert_tf.training.finetuning import race as race_finetuning
 from albert_tf.training.finetuning import runner as finetuning_runner
-from albert_tf.training.finetuning import squad as squad_finetuning
+from albert_tf.training.finetuning.tasks import race as race_finetuning
+from albert_tf.training.finetuning.tasks import squad as squad_finetuning
 from data_pipeline.tasks.race import examples as race_examples
 from data_pipeline.tasks.race import features as race_features
 from data_pipeline.tasks.squad import examples as squad_examples

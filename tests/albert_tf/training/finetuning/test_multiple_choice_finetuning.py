@@ -12,14 +12,11 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import exports
-from albert_tf.training.finetuning import multiple_choice
 from albert_tf.training.finetuning.own_data_settings import (
   MultipleChoiceOptions,
 )
+from albert_tf.training.finetuning.tasks import multiple_choice
 from tests.albert_tf.training.finetuning import own_data_kit as kit
-from tests.albert_tf.training.finetuning.test_own_data_finetuning import (
-  _run_tool,
-)
 
 
 def _read_jsonl(path):
@@ -138,7 +135,7 @@ def test_five_choices_in_swag_layout_learn_through_the_command_line(
   import logging
   caplog.set_level(logging.INFO, logger="absl")
   out = tmp_path / "run5"
-  status = _run_tool(
+  status = kit.run_tool(
       "run_multiple_choice", f"--train_file={data['5_train']}",
       f"--dev_file={data['5_dev']}", f"--albert_config_file={data['config']}",
       f"--spm_model_file={data['spm']}", f"--output_dir={out}", "--do_train",
@@ -162,7 +159,7 @@ def test_wrong_number_of_choices_is_one_line_and_writes_nothing(
   rows[2] = dict(rows[2], choices=rows[2]["choices"] + ["one more"])
   kit.write_jsonl(bad, rows)
   out = tmp_path / "run"
-  status = _run_tool(
+  status = kit.run_tool(
       "run_multiple_choice", f"--train_file={data['3_train']}",
       f"--dev_file={bad}", f"--albert_config_file={data['config']}",
       f"--spm_model_file={data['spm']}", f"--output_dir={out}", "--do_train",

@@ -18,11 +18,11 @@ from albert_common.errors import UserInputError
 from albert_tf import exports
 from albert_tf import saved_model_inspection as inspection
 from albert_tf.config import AlbertConfig
-from albert_tf.training.finetuning import ner as ner_finetuning
 from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning.ner_settings import NerOptions
 from albert_tf.training.finetuning.params import FinetuningParams
 from albert_tf.training.finetuning.params import prepare
+from albert_tf.training.finetuning.tasks import ner as ner_finetuning
 from data_pipeline.tasks import label_list
 from data_pipeline.tasks.ner import ner_files
 from data_pipeline.tasks.ner import tag_schemes

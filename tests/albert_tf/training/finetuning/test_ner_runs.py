@@ -20,11 +20,11 @@ import tensorflow as tf
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_pretrainer import AlbertPretrainer
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from albert_tf.training.finetuning import ner as ner_finetuning
 from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning.ner_settings import NerOptions
 from albert_tf.training.finetuning.params import FinetuningParams
 from albert_tf.training.finetuning.params import prepare
+from albert_tf.training.finetuning.tasks import ner as ner_finetuning
 from data_pipeline.tasks.label_list import LabelList
 from tests.scripts import ner_data
 

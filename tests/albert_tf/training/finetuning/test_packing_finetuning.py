@@ -14,14 +14,15 @@ from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
 from albert_tf.models.albert_classifier import AlbertClassifier
 from albert_tf.networks.albert_encoder import AlbertEncoder
-from albert_tf.training.finetuning import classifier as classifier_finetuning
 from albert_tf.training.finetuning import params as finetuning_params
 from albert_tf.training.finetuning import runner as finetuning_runner
 from albert_tf.training.finetuning.model import FinetuningTrainer
+from albert_tf.training.finetuning.tasks import (
+  classifier as classifier_finetuning,
+)
 from data_pipeline.tasks import packing
 from data_pipeline.tasks.glue import examples as glue_examples
 from data_pipeline.tasks.glue import metrics as glue_metrics
-from tests.albert_tf.training.finetuning.test_own_data_finetuning import data  # noqa: F401,E501 (fixture: the crafted own-data files)
 from tests.data_pipeline.tasks.test_length_buckets import SEQ
 from tests.data_pipeline.tasks.test_length_buckets import _glue_data
 from tests.data_pipeline.tasks.test_length_buckets import _model_weights
@@ -220,13 +221,13 @@ def test_resume_of_a_packed_bucketed_run_equals_the_uninterrupted(
 
 @pytest.mark.slow
 def test_own_data_packed_run_and_auto_buckets_equal_none(
-    data, tmp_path):  # noqa: F811
+    data, tmp_path):
   """One's own classification files: a packed run learns; its evaluation
   and predictions at the recorded auto buckets equal those of unbucketed
   batches (the same run directory evaluated again with none)."""
   own_files = data
-  from albert_tf.training.finetuning import own_data
   from albert_tf.training.finetuning.own_data_settings import OwnDataOptions
+  from albert_tf.training.finetuning.tasks import own_data
   from tests.albert_tf.training.finetuning import own_data_kit as kit
   out = tmp_path / "own_packed"
   options = OwnDataOptions.from_flat(

@@ -144,8 +144,10 @@ def test_serving_signature_equals_python_path(sst2_run):
 
 
 def test_eval_only_run_uses_the_best_checkpoint(sst2_run):
-  from albert_tf.training.finetuning import classifier as classifier_finetuning
   from albert_tf.training.finetuning import params as finetuning_params
+  from albert_tf.training.finetuning.tasks import (
+    classifier as classifier_finetuning,
+  )
   out = sst2_run["output_dir"]
   with open(os.path.join(out, "best", "best_eval_results.json")) as f:
     best = json.load(f)

@@ -10,8 +10,8 @@ import pytest
 
 from albert_common.errors import UserInputError
 from albert_tf.config import AlbertConfig
-from albert_tf.training.finetuning import squad as squad_finetuning
 from albert_tf.training.finetuning.params import FinetuningParams
+from albert_tf.training.finetuning.tasks import squad as squad_finetuning
 
 # The answer is the word after "marker"; filler words come from the corpus.
 ANSWER_WORDS = ["alpha", "beta", "gamma", "delta", "theta", "kappa", "sigma",

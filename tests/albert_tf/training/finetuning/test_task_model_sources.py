@@ -100,8 +100,8 @@ def test_hf_classifier_converted_to_ours_is_scored_as_it_is(
           "classifier/dense/kernel") in caplog.text
   # run_race's head and an STS-B regression head share the official names.
   from albert_tf.checkpoints import configs
-  from albert_tf.checkpoints import readers
   from albert_tf.checkpoints import writers
+  from albert_tf.checkpoints.reading import readers
   config = configs.load_albert_config(str(ours / "albert_config.json"))
   arrays = dict(readers.read_weights(str(ours), config).arrays)
   arrays.update({"multiple_choice/dense/kernel": np.ones((32, 1), np.float32),

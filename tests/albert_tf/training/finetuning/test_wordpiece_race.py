@@ -12,8 +12,8 @@ import tensorflow as tf
 
 from albert_tf import exports
 from albert_tf.config import AlbertConfig
-from albert_tf.training.finetuning import race as race_finetuning
 from albert_tf.training.finetuning.params import FinetuningParams
+from albert_tf.training.finetuning.tasks import race as race_finetuning
 from data_pipeline.tasks.race import examples as race_examples
 
 WORDS = ["苹果", "西瓜", "葡萄", "橘子", "草莓", "桃子", "梨", "芒果", "樱桃"]

@@ -11,8 +11,8 @@ import tensorflow as tf
 
 from albert_tf import exports
 from albert_tf.config import AlbertConfig
-from albert_tf.training.finetuning import squad as squad_finetuning
 from albert_tf.training.finetuning.params import FinetuningParams
+from albert_tf.training.finetuning.tasks import squad as squad_finetuning
 from data_pipeline.tasks.squad import examples as squad_examples
 from data_pipeline.tasks.squad import features as squad_features
 from data_pipeline.tokenization import wordpiece_tokenizer as wp

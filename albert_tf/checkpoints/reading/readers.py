@@ -19,11 +19,11 @@ from albert_common import file_io
 from albert_common.errors import UserInputError
 from albert_common.run_constants import INPUT_FORMATS
 from albert_tf.checkpoints import configs
-from albert_tf.checkpoints import huggingface_reader
 from albert_tf.checkpoints import locate
-from albert_tf.checkpoints import object_readers
-from albert_tf.checkpoints import official_reader
 from albert_tf.checkpoints.keras_hub_presets import preset as keras_hub_preset
+from albert_tf.checkpoints.reading import huggingface_reader
+from albert_tf.checkpoints.reading import object_readers
+from albert_tf.checkpoints.reading import official_reader
 from albert_tf.checkpoints.task_models import garden as garden_tasks
 from albert_tf.checkpoints.task_models import head_tables
 from albert_tf.checkpoints.task_models import task_heads

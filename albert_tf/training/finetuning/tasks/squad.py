@@ -107,11 +107,9 @@ def _train_dataset(data: SquadData, options: SquadOptions, buckets=()):
             ("start_positions", "end_positions", "is_impossible")}
 
   def make(global_batch_size, seed):
-    dataset = tf.data.Dataset.from_tensor_slices((features, labels))
-    dataset = dataset.repeat().shuffle(min(len(data.features), 10000),
-                                       seed=seed)
-    return length_buckets.batch(dataset, buckets, global_batch_size,
-                                drop_remainder=True).prefetch(2)
+    return finetuning_task.training_batches(
+        features, labels, len(data.features), buckets, global_batch_size,
+        seed)
   return make
 
 

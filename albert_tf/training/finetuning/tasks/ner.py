@@ -163,13 +163,10 @@ def _train_dataset(data: NerData):
             data.features.arrays[ner_features.LABEL_IDS]}
 
   def make(global_batch_size, seed):
-    dataset = tf.data.Dataset.from_tensor_slices((data.inputs, labels))
-    dataset = dataset.repeat().shuffle(
-        min(data.features.num_windows, 10000), seed=seed)
     # One label per piece: the labels are cut to the bucket with the inputs.
-    return length_buckets.batch(dataset, data.buckets, global_batch_size,
-                                drop_remainder=True,
-                                sequence_labels=True).prefetch(2)
+    return finetuning_task.training_batches(
+        data.inputs, labels, data.features.num_windows, data.buckets,
+        global_batch_size, seed, sequence_labels=True)
   return make
 
 

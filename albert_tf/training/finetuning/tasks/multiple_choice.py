@@ -32,7 +32,7 @@ from albert_tf.training.finetuning.own_data_settings import (
 from albert_tf.training.finetuning.own_data_settings import (
   check_multiple_choice,
 )
-from albert_tf.training.finetuning.race import multiple_choice_loss
+from albert_tf.training.finetuning.tasks.race import multiple_choice_loss
 from data_pipeline.tasks import length_buckets
 from data_pipeline.tasks.multiple_choice import examples as choice_examples
 from data_pipeline.tasks.multiple_choice import features as choice_features
@@ -114,13 +114,10 @@ def build_multiple_choice_task(options: MultipleChoiceOptions,
   last = {}
 
   def train_dataset(global_batch_size, seed):
-    labels = {"label_ids": train.arrays["label_ids"]}
-    dataset = tf.data.Dataset.from_tensor_slices(
-        (choice_features.model_inputs(train.arrays), labels))
-    dataset = dataset.repeat().shuffle(min(len(train.file.examples), 10000),
-                                       seed=seed)
-    return length_buckets.batch(dataset, train.buckets, global_batch_size,
-                                drop_remainder=True).prefetch(2)
+    return finetuning_task.training_batches(
+        choice_features.model_inputs(train.arrays),
+        {"label_ids": train.arrays["label_ids"]}, len(train.file.examples),
+        train.buckets, global_batch_size, seed)
 
   def evaluate(predict):
     logits = last["logits"] = dev.logits(predict, eval_batch_size)

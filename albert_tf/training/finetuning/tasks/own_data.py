@@ -362,23 +362,25 @@ def run_own_data(run: finetuning_params.PreparedOrParams,
   if options.export_dir and multi_worker.writes_shared_outputs(params):
     export_once.export_restored(
         options.export_dir, params.runtime.output_dir, restored,
-        lambda folder: _export(runner, params, data, folder,
-                               early_exit.export_settings(early, patience)))
+        lambda folder: export_model(
+            runner.model, params, data, folder,
+            **early_exit.export_settings(early, patience)))
   return {"eval": results, "predictions": predictions,
           "export_dir": options.export_dir, "labels": data.label_list}
 
 
-def _export(runner: finetuning_runner.FinetuningRunner,
-            params: finetuning_params.FinetuningParams, data: OwnData,
-            export_dir: str, exit_settings=None) -> None:
-  """The restored (best) weights as a raw-text SavedModel returning label
-  names (albert_tf.exports.serving.classifier)."""
+def export_model(model, params: finetuning_params.FinetuningParams,
+                 data: OwnData, export_dir: str, **extra) -> None:
+  """`model` (the run's restored, best weights) as a raw-text SavedModel
+  returning label names (albert_tf.exports.serving.classifier), at the
+  run's length buckets; `extra`: more export_classifier arguments (the
+  early-exit settings, a distilled student's assets)."""
   from albert_tf.exports.serving import classifier as classifier_export
   classifier_export.export_classifier(
-      runner.model, export_dir, params.spm_model_file,
+      model, export_dir, params.spm_model_file,
       list(data.label_list.labels) or None, 2 if data.pair else 1,
       params.max_seq_length, params.do_lower_case,
       file_io.join(params.runtime.output_dir, "albert_config.json"),
       vocab_file=params.vocab_file, length_buckets=data.buckets,
-      label_list=data.label_list, **(exit_settings or {}))
+      label_list=data.label_list, **extra)
   logging.info("exported %s", export_dir)

@@ -120,12 +120,9 @@ def build_race_task(options: RaceOptions, train: Optional[RaceData],
   last_evaluation = {}
 
   def train_dataset(global_batch_size, seed):
-    labels = {"label_ids": train.arrays["label_ids"]}
-    dataset = tf.data.Dataset.from_tensor_slices((train.inputs, labels))
-    dataset = dataset.repeat().shuffle(min(len(train.examples), 10000),
-                                       seed=seed)
-    return length_buckets.batch(dataset, train.buckets, global_batch_size,
-                                drop_remainder=True).prefetch(2)
+    return finetuning_task.training_batches(
+        train.inputs, {"label_ids": train.arrays["label_ids"]},
+        len(train.examples), train.buckets, global_batch_size, seed)
 
   def evaluate(predict):
     logits = last_evaluation["logits"] = dev.logits(predict, eval_batch_size)

@@ -46,7 +46,7 @@ def load_safetensors(path: str) -> Dict[str, np.ndarray]:
   tensors = {}
   for file in files:
     if file.endswith(".bin"):
-      from albert_tf.checkpoints import torch_pickle
+      from albert_tf.checkpoints.reading import torch_pickle
       tensors.update(torch_pickle.load_torch_state_dict(file))
       continue
     try:
