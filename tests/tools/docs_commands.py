@@ -62,6 +62,17 @@ def script(block, variables, sizes):
                    [body])
 
 
+def up_to(block, command):
+  """`block`'s lines before the first that runs `python -m <command>`
+  (which must be in it): for a variant of a test that shares everything
+  from that command on with another variant."""
+  lines = block.splitlines()
+  starts = [i for i, line in enumerate(lines)
+            if line.startswith(f"python -m {command} ")]
+  assert starts, f"no `python -m {command}` in the block"
+  return "\n".join(lines[:starts[0]])
+
+
 def run(script_text, folder):
   """Runs `script_text` in bash in `folder`; returns its stderr (the
   tools' logs)."""

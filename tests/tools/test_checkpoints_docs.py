@@ -3,9 +3,11 @@ read from the page and run by bash as written (tests/tools/
 docs_commands.py), from the folders a user holds:
 
 - a pretrained model: a released TF1 download (no `checkpoint` state file)
-  and a Hugging Face AlbertForMaskedLM folder written by transformers,
-  each through continued pretraining, fine-tuning with evaluation, export,
-  LiteRT and ONNX files, and predictions (ONNX Runtime) over a CSV;
+  through continued pretraining, fine-tuning with evaluation, export,
+  LiteRT and ONNX files, and predictions (ONNX Runtime) over a CSV; a
+  Hugging Face AlbertForMaskedLM folder written by transformers through
+  continued pretraining (from there on the flow reads only the run
+  directory, the same from either folder);
 - a Hugging Face AlbertForSequenceClassification folder written by
   transformers (id2label not in sorted order): scored as it is on a CSV of
   its label names (PyTorch's probabilities and accuracy), exported,
@@ -25,6 +27,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.config import AlbertConfig
 from tests.tools import docs_commands
 
 torch = pytest.importorskip("torch")
@@ -124,9 +127,10 @@ def test_the_page_marks_the_flows_and_every_size_is_on_it():
 @pytest.mark.parametrize("layout", ["released", "huggingface"])
 def test_a_pretrained_model_from_download_to_predictions(
     layout, tmp_path, spm_model):
-  """Continued pretraining restores what the folder has; the fine-tuned
-  run evaluates on dev; predictions from the ONNX file over new.csv (dev's
-  texts) are the run's dev probabilities."""
+  """Continued pretraining restores what the folder has and writes the
+  folder's config; (released) the fine-tuned run evaluates on dev;
+  predictions from the ONNX file over new.csv (dev's texts) are the run's
+  dev probabilities."""
   source = tmp_path / "albert_tiny"
   if layout == "released":
     docs_commands.released_folder(source, CONFIG, spm_model)
@@ -139,12 +143,22 @@ def test_a_pretrained_model_from_download_to_predictions(
         "huggingface layout): restored encoder, a fresh pooler (the source "
         "has none: the SOP head reads it), MLM head;")
   dev = _inputs(tmp_path)
+  block = _block(PRETRAINED)
+  if layout == "huggingface":
+    # The layouts differ up to run_pretraining, which reads the folder.
+    # From run_classifier on the block reads runs/domain, a run directory
+    # of ours from either: the released variant runs that part.
+    block = docs_commands.up_to(block, "tools.run_classifier")
   log = docs_commands.run(docs_commands.script(
-      _block(PRETRAINED), {"SOURCE": source, "SPM": f"$SOURCE/{spm}"},
-      SIZES), tmp_path)
+      block, {"SOURCE": source, "SPM": f"$SOURCE/{spm}"}, SIZES), tmp_path)
 
   assert f"--init_checkpoint={source} ({restored}" in log, log[-3000:]
-  assert tf.train.latest_checkpoint(str(tmp_path / "runs" / "domain"))
+  domain = tmp_path / "runs" / "domain"
+  assert tf.train.latest_checkpoint(str(domain))
+  assert AlbertConfig.from_json_file(
+      str(domain / "albert_config.json")) == CONFIG
+  if layout == "huggingface":
+    return
   run = tmp_path / "runs" / "tickets"
   labels = json.loads((run / "labels.json").read_text())["labels"]
   assert sorted(labels) == ["cardio", "other"]

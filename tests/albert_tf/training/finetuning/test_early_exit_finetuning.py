@@ -170,9 +170,10 @@ def _run_tool(tool, *args):
     flags.FLAGS.unparse_flags()
 
 
-@pytest.fixture(scope="module")
-def files(tmp_path_factory, english_corpus, spm_model):
-  root = tmp_path_factory.mktemp("early_exit")
+def write_files(root, english_corpus, spm_model, num_hidden_layers=4):
+  """{"train" | "dev" | "test": a CSV (id, text, label), "scores": a JSONL
+  of regression rows, "config": a tiny config of `num_hidden_layers`} in
+  `root` (a pathlib.Path), with "root" and "spm"."""
   lines = kit.corpus_lines(english_corpus, 400)
   columns = ("id", "text", "label")
   out = {"root": root, "spm": spm_model}
@@ -184,8 +185,14 @@ def files(tmp_path_factory, english_corpus, spm_model):
   out["scores"] = kit.write_jsonl(root / "scores.jsonl",
                                   kit.regression_rows(lines[:40], 4))
   out["config"] = kit.tiny_config(root / "albert_config.json",
-                                  num_hidden_layers=4)
+                                  num_hidden_layers=num_hidden_layers)
   return out
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, english_corpus, spm_model):
+  return write_files(tmp_path_factory.mktemp("early_exit"), english_corpus,
+                     spm_model)
 
 
 def test_command_line_bad_input_is_one_line(files, tmp_path, capsys):
