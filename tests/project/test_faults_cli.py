@@ -21,21 +21,6 @@ from tests.project.fault_kit import ROOT
 from tests.project.fault_kit import SEQ
 from tests.project.fault_kit import env
 from tests.project.fault_kit import latest_step
-from tests.project.fault_kit import write_config
-from tests.project.fault_kit import write_sst2
-
-
-@pytest.fixture(scope="module")
-def config_file(tmp_path_factory):
-  return write_config(tmp_path_factory.mktemp("config"))
-
-
-@pytest.fixture(scope="module")
-def sst2_dir(tmp_path_factory, english_corpus):
-  path = str(tmp_path_factory.mktemp("glue") / "SST-2")
-  write_sst2(path, english_corpus)
-  return path
-
 
 # --- bad input through the command-line tools --------------------------------
 #

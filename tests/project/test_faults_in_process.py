@@ -18,13 +18,6 @@ from albert_tf.config import AlbertConfig
 from tests.project.fault_kit import PREDS
 from tests.project.fault_kit import SEQ
 from tests.project.fault_kit import latest_step
-from tests.project.fault_kit import write_config
-
-
-@pytest.fixture(scope="module")
-def config_file(tmp_path_factory):
-  return write_config(tmp_path_factory.mktemp("config"))
-
 
 # --- bad input, in process --------------------------------------------
 

@@ -26,8 +26,6 @@ from tests.project.fault_kit import kill
 from tests.project.fault_kit import latest_step
 from tests.project.fault_kit import start
 from tests.project.fault_kit import wait_for
-from tests.project.fault_kit import write_config
-from tests.project.fault_kit import write_sst2
 
 
 def _model_weights(output_dir):
@@ -59,18 +57,6 @@ def _cut_short_save(output_dir, step):
       f.write(data[:len(data) // 3])
   assert tf.train.latest_checkpoint(output_dir) == done
 
-
-
-@pytest.fixture(scope="module")
-def config_file(tmp_path_factory):
-  return write_config(tmp_path_factory.mktemp("config"))
-
-
-@pytest.fixture(scope="module")
-def sst2_dir(tmp_path_factory, english_corpus):
-  path = str(tmp_path_factory.mktemp("glue") / "SST-2")
-  write_sst2(path, english_corpus)
-  return path
 
 
 # --- pretraining and fine-tuning: SIGKILL and rerun -------------------------
