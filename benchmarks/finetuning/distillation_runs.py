@@ -135,11 +135,13 @@ def task_files(max_per_topic: int, cache: str = CACHE) -> Dict[str, str]:
 
 def run_tool(module: str, flags: Sequence[str], output_dir: str,
           log_name: str, root: Optional[str] = None,
-          revision: Optional[Dict] = None) -> Dict:
+          revision: Optional[Dict] = None,
+          launcher: Sequence[str] = ("-m",)) -> Dict:
   """Runs `python -m module flags` unless output_dir/eval_results.json
   exists (made by this code: else StaleRunError); returns that file's
   metrics. root: the code tree to run it from (default this one; another
-  tree comes with its `revision`)."""
+  tree comes with its `revision`). launcher: what comes between python and
+  the module (a script that runs it, e.g. mask_stream.py STREAM)."""
   results = os.path.join(output_dir, "eval_results.json")
   root = root or common.REPO_ROOT
   revision = revision or code_revision()
@@ -147,7 +149,7 @@ def run_tool(module: str, flags: Sequence[str], output_dir: str,
   if not os.path.exists(results):
     os.makedirs(os.path.dirname(output_dir), exist_ok=True)
     log = output_dir + ".log"
-    command = [sys.executable, "-m", module, *flags,
+    command = [sys.executable, *launcher, module, *flags,
                f"--output_dir={output_dir}"]
     started = time.time()
     env = dict(os.environ, PYTHONPATH=root)

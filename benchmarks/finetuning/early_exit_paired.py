@@ -3,7 +3,7 @@ Paired seeds, two code trees, one model and data.
 
   python -m benchmarks.finetuning.early_exit_paired \\
       --old_tree=/work/wt/old-5f0f06f [--seeds=8] [--control_seeds=4] \\
-      [--write]
+      [--streams=2 --stream_seeds=4] [--write]
 
 The old tree is a git worktree of the old commit (`git worktree add
 --detach ../old-5f0f06f 5f0f06f`). Built once here (cached under
@@ -22,6 +22,12 @@ held-out test split: full depth, and PABEE at patience 1..3. The
 difference new - old is taken per seed (the same seed gives the same data
 order and initial heads); the table gives its mean, standard deviation, a
 paired t statistic (mean / (sd / sqrt n)) and the signs.
+
+The same seed does not give the two trees the same dropout masks (they
+draw them differently), so a paired difference carries the noise of one
+mask realization. `--streams=K` measures it: each tree reruns its first
+`--stream_seeds` seeds with its masks from K other streams, all else
+equal (mask_stream.py; statistics in early_exit_streams.py).
 
 A run folder is keyed by the revision of the tool code of the tree it ran
 (benchmarks.revision.TOOL_DIRS: editing this harness keeps the runs; a
@@ -43,6 +49,7 @@ from benchmarks import accuracy
 from benchmarks import common
 from benchmarks import revision as revision_lib
 from benchmarks.finetuning import distillation_runs as runs
+from benchmarks.finetuning import early_exit_streams as streams
 
 CACHE = os.path.join(common.REPO_ROOT, "build", "benchmarks",
                      "early_exit_paired")
@@ -55,6 +62,8 @@ MODEL = dict(vocab_size=5000, embedding_size=64, hidden_size=64,
 DROPOUT = dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
 PATIENCES = (1, 2, 3)
 SCORES = "scores.json"
+MASK_STREAM = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           "mask_stream.py")
 DOCS_PAGE = os.path.join(common.REPO_ROOT, "docs", "early-exit.md")
 SECTION = "## Early exit at 5f0f06f and today, paired seeds"
 
@@ -86,19 +95,22 @@ def finetune_config(source: Dict) -> str:
 
 
 def run_one(tree: Dict, early: bool, seed: int, flags: List[str],
-            source: Dict, config: str, settings_key: str) -> str:
-  """One run_classifier run from `tree` (cached); its folder."""
+            source: Dict, config: str, settings_key: str,
+            stream: int = 0) -> str:
+  """One run_classifier run from `tree` (cached); its folder. stream > 0:
+  the same run with its masks from another stream (mask_stream.py)."""
   kind = "exit" if early else "plain"
-  name = f"{kind}-s{seed}"
+  name = f"{kind}-s{seed}" + (f"-m{stream}" if stream else "")
   folder = os.path.join(CACHE, "runs", settings_key,
                         tree["revision"]["key"], name)
   extra = [f"--albert_config_file={config}",
            f"--init_checkpoint={source['checkpoint']}"]
   if early:
     extra.append("--early_exit")
+  launcher = (MASK_STREAM, str(stream)) if stream else ("-m",)
   runs.run_tool("tools.run_classifier", flags + extra, folder,
              f"{name} ({tree['revision']['head'][:7]})", root=tree["root"],
-             revision=tree["revision"])
+             revision=tree["revision"], launcher=launcher)
   return folder
 
 
@@ -173,22 +185,33 @@ def run(args) -> Dict:
         f"--save_checkpoints_steps={args.train_steps}",
         "--keep_checkpoint_max=1"]
 
-  plan = [(True, seed) for seed in range(1, args.seeds + 1)]
-  plan += [(False, seed) for seed in range(1, args.control_seeds + 1)]
-  result = {"exit": {}, "plain": {}}
+  # (early, seed, stream): the paired seeds, the mask-stream control
+  # (early exit, the first stream_seeds seeds, streams 1..streams), then
+  # plain run_classifier.
+  plan = [(True, seed, 0) for seed in range(1, args.seeds + 1)]
+  plan += [(True, seed, stream)
+           for seed in range(1, min(args.stream_seeds, args.seeds) + 1)
+           for stream in range(1, args.streams + 1)]
+  plan += [(False, seed, 0) for seed in range(1, args.control_seeds + 1)]
+  result = {"exit": {}, "plain": {}, "streams": {}}
   window = common.CpuWindow(children=True)
   window.start()
   with futures.ThreadPoolExecutor(args.parallel) as pool:
-    jobs = [(early, seed, name, pool.submit(
+    jobs = [(early, seed, stream, name, pool.submit(
         run_one, both[name], early, seed, flags(seed), source, config,
-        settings_key)) for early, seed in plan for name in ("old", "new")]
-    for early, seed, name, job in jobs:
+        settings_key, stream))
+            for early, seed, stream in plan for name in ("old", "new")]
+    for early, seed, stream, name, job in jobs:
       folder = job.result()
       scored = score(folder, early, task, source["spm"], args.seq_length)
-      result["exit" if early else "plain"].setdefault(seed, {})[name] = (
-          scored)
-      print(f"{'exit' if early else 'plain'} seed {seed} {name}: "
-            f"test {json.dumps(scored['test'])}", flush=True)
+      kind = "exit" if early else "plain"
+      if stream:
+        result["streams"].setdefault(seed, {}).setdefault(
+            name, {})[stream] = scored
+      else:
+        result[kind].setdefault(seed, {})[name] = scored
+      print(f"{kind} seed {seed}{f' stream {stream}' if stream else ''} "
+            f"{name}: test {json.dumps(scored['test'])}", flush=True)
   others = window.others()
   labels = next(iter(result["exit"].values()))["new"]["labels"]["test"]
   return dict(result=result, others=others, seconds=window.seconds,
@@ -200,16 +223,21 @@ def run(args) -> Dict:
 def at_chance(result: Dict) -> List[str]:
   """One line (accuracy.ChanceError's) per run whose full-depth test
   accuracy is within noise of the majority-class rate."""
+  runs = [(f"{kind} seed {seed} {name}", scored)
+          for kind in ("exit", "plain")
+          for seed, pair in sorted(result[kind].items())
+          for name, scored in sorted(pair.items())]
+  runs += [(f"exit seed {seed} stream {stream} {name}", scored)
+           for seed, trees_ in sorted(result.get("streams", {}).items())
+           for name, by_stream in sorted(trees_.items())
+           for stream, scored in sorted(by_stream.items())]
   lines = []
-  for kind, by_seed in result.items():
-    for seed, pair in sorted(by_seed.items()):
-      for name, scored in sorted(pair.items()):
-        try:
-          accuracy.check_above_chance(
-              f"{kind} seed {seed} {name}", scored["test"]["full"],
-              scored["labels"]["test"])
-        except accuracy.ChanceError as e:
-          lines.append(str(e))
+  for label, scored in runs:
+    try:
+      accuracy.check_above_chance(label, scored["test"]["full"],
+                                  scored["labels"]["test"])
+    except accuracy.ChanceError as e:
+      lines.append(str(e))
   return lines
 
 
@@ -275,8 +303,20 @@ def report(out: Dict) -> str:
           f"Mean exit layer on test: {depths} (of "
           f"{MODEL['num_hidden_layers']}).\n\n"
           + verdict(result) + "\n\n" + table(result, "test")
+          + control(result)
           + "\n\nDev (for the record):\n\n"
           + table(result, "dev"))
+
+
+def control(result: Dict) -> str:
+  """The mask-stream control's paragraph and table, or "" without it."""
+  seeds = sorted(result["exit"])
+  paired = paired_stats([result["exit"][s]["new"]["test"]["full"]
+                         for s in seeds],
+                        [result["exit"][s]["old"]["test"]["full"]
+                         for s in seeds])
+  text = streams.summary(result, paired)
+  return f"\n\n{text}\n\n{streams.table(result)}" if text else ""
 
 
 def write_section(args, out: Dict, text: str) -> None:
@@ -317,6 +357,10 @@ def main():
   parser.add_argument("--old_tree", required=True)
   parser.add_argument("--seeds", type=int, default=8)
   parser.add_argument("--control_seeds", type=int, default=4)
+  parser.add_argument("--streams", type=int, default=0,
+                      help="the mask-stream control: other mask streams "
+                      "each tree reruns its first --stream_seeds seeds with")
+  parser.add_argument("--stream_seeds", type=int, default=4)
   parser.add_argument("--pretrain_steps", type=int, default=1000)
   parser.add_argument("--seq_length", type=int, default=64)
   parser.add_argument("--train_steps", type=int, default=400)
