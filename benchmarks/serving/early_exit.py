@@ -7,7 +7,9 @@ One run: an AlbertEarlyExitClassifier (random initialisation, every layer
 shared) is fine-tuned with PABEE's loss (application j weighted j) on a
 crafted task of mixed difficulty: half the sentences hold one of three
 keywords (the label), half hold two different ones and the label is the
-one that comes last. Then, on 192 crafted dev sentences:
+one that comes last. auto's patience (the fastest within --exit_tolerance
+points of full depth) is chosen on 192 crafted dev sentences; every
+figure is then measured on 192 crafted test sentences nothing selects on:
 
   - every patience 1..L-1 is scored from one pass of per-application
     logits (albert_tf/training/early_exit.py): accuracy and mean exit
@@ -19,18 +21,20 @@ one that comes last. Then, on 192 crafted dev sentences:
   - for the chosen patiences and both baselines, a token-ids SavedModel is
     written and converted to LiteRT dynamic int8 (batch 1 and batch 32
     files) and ONNX (float32); each runtime is timed at batch 1 (ms per
-    example, 96 dev examples spread over the file, one at a time) and
+    example, 96 test examples spread over the file, one at a time) and
     batch 32 (examples/s), with its own accuracy and mean exit layer;
   - on the SavedModel at batch 32: the loop that compacts exited rows out
     of the batch (tf.gather) against the one that keeps and masks them.
 
-With --run_dir, a user's fine-tuned run and dev file instead
-(early_exit_models.py). The report says whether the machine was quiet
-(other processes' cores over the run). --write also writes the first
-table's row (early_exit_report.figures) from the sweep's own figures
-(auto's patience against full depth, TensorFlow in process), with the
-run's conditions; --runtimes narrows the per-runtime table (each variant
-is exported and converted once per runtime).
+With --run_dir, a user's fine-tuned run, its dev file (auto's choice) and
+--test_file (every figure; without it, dev's, and the report says the
+figures are on the set that chose) instead (early_exit_models.py). The
+report says whether the machine was quiet (other processes' cores over
+the run). --write also writes the first table's row
+(early_exit_report.figures) from the sweep's own figures (auto's patience
+against full depth, TensorFlow in process), with the run's conditions;
+--runtimes narrows the per-runtime table (each variant is exported and
+converted once per runtime).
 """
 
 import argparse
@@ -50,7 +54,7 @@ from benchmarks.serving import early_exit_models as models
 from benchmarks.serving import early_exit_report
 
 BATCH = 32
-BATCH1_EXAMPLES = 96  # default; 0: the whole dev set
+BATCH1_EXAMPLES = 96  # default; 0: the whole reported split
 RUNTIMES = ("SavedModel", "LiteRT int8", "ONNX Runtime")
 RUNTIME_FLAGS = {"savedmodel": "SavedModel", "litert": "LiteRT int8",
                  "onnx": "ONNX Runtime"}
@@ -71,10 +75,12 @@ SHORT_ARGS = ["--size=configs/demo_12_layers.json", "--seq_length=32",
 
 # run()'s answer: the markdown report, the per-runtime rows (dicts), the
 # SavedModel's compaction / masking examples/s, the accuracy-latency curve
-# (see _curve), the dev table per patience, auto's patience, the depth L.
-# labels: the dev labels (the chance check before a row is written).
+# (see _curve), the reported split's table per patience, auto's patience,
+# the depth L.
+# labels: the reported split's labels (the chance check before a row is
+# written); split: its name, "test" (or "dev" without a test file).
 Result = collections.namedtuple(
-    "Result", "report rows compaction curve table auto layers labels",
+    "Result", "report rows compaction curve table auto layers labels split",
     defaults=(None,))
 
 
@@ -180,7 +186,7 @@ def _measure(call_1, call_32, inputs, labels, repeats: int,
   return accuracy, mean_layer, 1000 * best_1, len(labels) / best_32
 
 
-def _dev_table(model, dev, dev_labels):
+def _exit_table(model, dev, dev_labels):
   """Per patience (0..L-1) accuracy and mean exit layer; per depth the
   static cut's accuracy (from one pass of per-application logits)."""
   from albert_tf.training import early_exit
@@ -201,10 +207,10 @@ def run(size: str, seq_length: int = 64, train_steps: int = 600,
         repeats: int = 3, threads: int = 2, learning_rate: float = 3e-4,
         patiences=None, run_dir=None, dev_file=None, spm_model_file=None,
         tolerance: float = 0.5, batch1_examples: int = BATCH1_EXAMPLES,
-        runtimes=RUNTIMES, max_train_steps: int = 0):
+        runtimes=RUNTIMES, max_train_steps: int = 0, test_file=None):
   """(markdown report, rows as dicts): see the module docstring. With
-  run_dir (and dev_file, spm_model_file): that fine-tuned run's model
-  and dev set instead of the crafted task."""
+  run_dir (and dev_file, spm_model_file, test_file): that fine-tuned
+  run's model, dev and test sets instead of the crafted task."""
   try:
     tf.config.threading.set_intra_op_parallelism_threads(threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
@@ -213,16 +219,20 @@ def run(size: str, seq_length: int = 64, train_steps: int = 600,
   from albert_tf.training import early_exit
   with tempfile.TemporaryDirectory() as work:
     if run_dir:
-      model, dev, dev_labels = models.finetuned_model_and_data(
-          run_dir, dev_file, spm_model_file, seq_length)
+      model, dev, dev_labels, test = models.finetuned_model_and_data(
+          run_dir, dev_file, spm_model_file, seq_length, test_file)
       loss = None
     else:
-      model, dev, dev_labels, loss = models.crafted_model_and_data(
+      model, dev, dev_labels, test, loss = models.crafted_model_and_data(
           size, seq_length, train_steps, learning_rate, work,
           max_train_steps)
     layers = model.num_layers
-    table, cuts = _dev_table(model, dev, dev_labels)
-    auto = early_exit.choose_patience(table, "accuracy", tolerance)
+    auto = early_exit.choose_patience(
+        _exit_table(model, dev, dev_labels)[0], "accuracy", tolerance)
+    # Every figure from here on is on the test split (dev chose auto).
+    split = "dev" if test is None else "test"
+    shown, labels = (dev, dev_labels) if test is None else test
+    table, cuts = _exit_table(model, shown, labels)
     if patiences is None:
       patiences = [1, 2, 3, "auto"]
     patiences = sorted({auto if p == "auto" else p for p in patiences})
@@ -245,7 +255,7 @@ def run(size: str, seq_length: int = 64, train_steps: int = 600,
       os.makedirs(folder)
       for runtime, (one, many) in _runners(saved, folder, seq_length,
                                            threads, runtimes).items():
-        accuracy, mean, ms, per_s = _measure(one, many, dev, dev_labels,
+        accuracy, mean, ms, per_s = _measure(one, many, shown, labels,
                                              repeats, batch1_examples)
         rows.append(dict(variant=name, runtime=runtime, accuracy=accuracy,
                          mean_exit_layer=(mean if mean is not None else
@@ -253,14 +263,14 @@ def run(size: str, seq_length: int = 64, train_steps: int = 600,
                                                 .num_hidden_layers)),
                          ms_batch_1=ms, examples_per_s_32=per_s))
         print(rows[-1], flush=True)
-    compaction = _compaction_rows(model, (patiences or [1])[0], dev,
-                                  dev_labels, work, repeats)
-    curve = _curve(model, dev, dev_labels, table, cuts, repeats,
+    compaction = _compaction_rows(model, (patiences or [1])[0], shown,
+                                  labels, work, repeats)
+    curve = _curve(model, shown, labels, table, cuts, repeats,
                    batch1_examples)
   report = early_exit_report.report(depth_rows, rows, compaction, layers,
-                                    loss, auto, curve, batch1_examples)
+                                    loss, auto, curve, batch1_examples, split)
   return Result(report, rows, compaction, curve, table, auto, layers,
-                dev_labels)
+                labels, split)
 
 
 def _batch1_ms(function, singles, repeats: int) -> float:
@@ -347,14 +357,19 @@ def main():
                       "output_dir: its best checkpoint instead of a model "
                       "trained here (with --dev_file, --spm_model_file)")
   parser.add_argument("--dev_file", default="",
-                      help="--run_dir's dev CSV (columns text, label)")
+                      help="--run_dir's dev CSV (columns text, label): "
+                      "chooses auto's patience")
+  parser.add_argument("--test_file", default="",
+                      help="--run_dir's test CSV: every figure (without "
+                      "it, dev's)")
   parser.add_argument("--spm_model_file", default="")
   parser.add_argument("--task", default="",
                       help="--run_dir's task and model, for the report")
   parser.add_argument("--exit_tolerance", type=float, default=0.5)
   parser.add_argument("--batch1_examples", type=int,
                       default=BATCH1_EXAMPLES,
-                      help="dev examples timed at batch 1 (0: all)")
+                      help="examples of the reported split timed at batch 1 "
+                      "(0: all)")
   parser.add_argument("--quiet_cores", type=float, default=0.1,
                       help="the run counts as quiet when other processes "
                       "used fewer cores than this on average")
@@ -369,6 +384,9 @@ def main():
                 f"{','.join(RUNTIME_FLAGS)}\n")
   if args.run_dir and not (args.dev_file and args.spm_model_file):
     parser.error("--run_dir needs --dev_file and --spm_model_file")
+  if args.test_file and not args.run_dir:
+    parser.error("--test_file goes with --run_dir (the crafted task makes "
+                 "its own test sentences)")
   try:
     patiences = ([p if p == "auto" else int(p)
                   for p in args.patiences.split(",")]
@@ -382,7 +400,8 @@ def main():
       args.size, args.seq_length, args.train_steps, args.repeats,
       args.threads, args.learning_rate, patiences, args.run_dir or None,
       args.dev_file, args.spm_model_file, args.exit_tolerance,
-      args.batch1_examples, runtimes, args.max_train_steps)
+      args.batch1_examples, runtimes, args.max_train_steps,
+      args.test_file or None)
   others = window.others()
   quiet = others < args.quiet_cores
   conditions = (f"quiet: other processes {others:.2f} cores on average"
@@ -399,13 +418,13 @@ def main():
 def _write(args, result, conditions) -> None:
   """BENCHMARKS.md's section, the chart and the first table's row (its
   conditions say whether the run was quiet). A model within noise of
-  chance on dev (full depth or auto's patience) writes nothing
-  (benchmarks.accuracy.ChanceError)."""
+  chance on the reported split (full depth or auto's patience) writes
+  nothing (benchmarks.accuracy.ChanceError)."""
   if result.labels is not None:
     for name, patience in (("full depth", 0), (f"patience {result.auto}",
                                                result.auto)):
       chance.check_above_chance(name, result.table[patience]["accuracy"],
-                                  result.labels, "dev")
+                                  result.labels, result.split)
   command = common.command_line("benchmarks.serving.early_exit",
                                 sys.argv[1:])
   if args.run_dir:
@@ -417,7 +436,8 @@ def _write(args, result, conditions) -> None:
     title = (f"crafted task, {result.layers}-layer "
              f"ALBERT-{common.size_label(args.size)} trained here")
   charts.from_spec(early_exit_report.chart_spec(result.curve,
-                                                f"Early exit: {what}"))
+                                                f"Early exit: {what}",
+                                                result.split))
   body = (f"`{command}`; {what}; {common.machine_line()}; {conditions}."
           "\n\n![accuracy against latency](benchmarks/charts/"
           "early_exit.png)\n\n" + result.report)

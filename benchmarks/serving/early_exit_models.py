@@ -1,10 +1,10 @@
-"""The models and dev sets `benchmarks.serving.early_exit` times.
+"""The models, dev and test sets `benchmarks.serving.early_exit` times.
 
   crafted_model_and_data: an AlbertEarlyExitClassifier from random
     initialisation, fine-tuned here with PABEE's loss on a crafted task of
     mixed difficulty (crafted_task);
   finetuned_model_and_data: a user's `run_classifier --early_exit` run
-    (its best checkpoint) and dev file;
+    (its best checkpoint), dev and test files;
   cut_classifier: the static-depth baseline on the same weights.
 """
 
@@ -81,7 +81,8 @@ def cut_classifier(model, depth: int):
 
 def crafted_model_and_data(size, seq_length, train_steps, learning_rate, work,
                            max_train_steps=0):
-  """The fine-tuned early-exit model, the dev inputs / labels and the
+  """The fine-tuned early-exit model, the dev inputs / labels, the test
+  split's (inputs, labels) (crafted sentences of a third seed) and the
   final training loss. Trained `train_steps`, then, up to
   `max_train_steps` in all, `train_steps` more at a time until it learns:
   its full depth's accuracy on a check set (crafted sentences of another
@@ -131,26 +132,22 @@ def crafted_model_and_data(size, seq_length, train_steps, learning_rate, work,
       print(f"not learned after {trained} steps (loss {loss:.3f}): "
             "training on", flush=True)
   dev_texts, dev_labels = crafted_task(words, DEV_SIZE, seed=1)
-  return model, packer.classify_inputs(dev_texts), dev_labels, loss
+  test_texts, test_labels = crafted_task(words, DEV_SIZE, seed=3)
+  return (model, packer.classify_inputs(dev_texts), dev_labels,
+          (packer.classify_inputs(test_texts), test_labels), loss)
 
 
 def finetuned_model_and_data(run_dir, dev_file, spm_model_file,
-                              seq_length):
+                              seq_length, test_file=None):
   """The best checkpoint of a `run_classifier --early_exit` run (its
-  albert_config.json, labels.json and best/) and the dev file's inputs and
-  label indices (columns text, label), packed as fine-tuning packs them."""
-  import csv
-  import io
-
+  albert_config.json, labels.json and best/), the dev file's inputs and
+  label indices (columns text, label), packed as fine-tuning packs them,
+  and the test file's (None without test_file)."""
   from albert_common import file_io
   from albert_tf.config import AlbertConfig
-  from albert_tf.exports.text_runner import TextRunner
   from albert_tf.models import AlbertEarlyExitClassifier
   from albert_tf.networks.albert_encoder import AlbertEncoder
   from data_pipeline.tasks import label_list
-  from data_pipeline.tokenization.sentencepiece_tokenizer import (
-    SentencePieceTokenizer,
-  )
   config = AlbertConfig.from_json_file(
       file_io.join(run_dir, "albert_config.json"))
   labels = list(label_list.read(run_dir).labels)
@@ -162,10 +159,27 @@ def finetuned_model_and_data(run_dir, dev_file, spm_model_file,
                      "with --do_eval?)")
   tf.train.Checkpoint(model=model).restore(best).expect_partial(
       ).assert_existing_objects_matched()
-  rows = list(csv.DictReader(io.StringIO(file_io.read_text(dev_file))))
+  dev, dev_labels = labeled_inputs(dev_file, spm_model_file, seq_length,
+                                   labels)
+  test = (labeled_inputs(test_file, spm_model_file, seq_length, labels)
+          if test_file else None)
+  return model, dev, dev_labels, test
+
+
+def labeled_inputs(path, spm_model_file, seq_length, labels):
+  """A CSV's (columns text, label) encoder inputs ([rows, seq_length]
+  each), packed as fine-tuning packs them, and its label indices [rows]."""
+  import csv
+  import io
+
+  from albert_common import file_io
+  from albert_tf.exports.text_runner import TextRunner
+  from data_pipeline.tokenization.sentencepiece_tokenizer import (
+    SentencePieceTokenizer,
+  )
+  rows = list(csv.DictReader(io.StringIO(file_io.read_text(path))))
   packer = TextRunner.__new__(TextRunner)  # its packing, no model
   packer.tokenizer = SentencePieceTokenizer(spm_model_file)
   packer.seq_length, packer.labels = seq_length, labels
-  dev = packer.classify_inputs([row["text"] for row in rows])
-  dev_labels = np.array([labels.index(row["label"]) for row in rows])
-  return model, dev, dev_labels
+  inputs = packer.classify_inputs([row["text"] for row in rows])
+  return inputs, np.array([labels.index(row["label"]) for row in rows])

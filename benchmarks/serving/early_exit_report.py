@@ -16,24 +16,28 @@ def table_row(table, cuts, patience, auto):
 
 
 def report(depth_rows, rows, compaction, layers, loss, auto, curve,
-            batch1_examples) -> str:
+           batch1_examples, split="test") -> str:
+  """The section's text; every figure is on `split` ("test": auto's
+  patience was chosen on dev; "dev": on the same set, said so)."""
   trained = ("" if loss is None else
              f"final training loss {loss:.3f}; ")
-  parts = [f"Dev accuracy per patience ({layers} applications; "
-           f"{trained}auto = patience {auto}):",
+  chosen = ("chosen on dev" if split == "test" else
+            "chosen on this same dev set: no test split was given")
+  parts = [f"{split.capitalize()} accuracy per patience ({layers} "
+           f"applications; {trained}auto = patience {auto}, {chosen}):",
            common.markdown_table(
-               ["patience", "dev accuracy", "mean exit layer",
+               ["patience", f"{split} accuracy", "mean exit layer",
                 "static cut at that depth"], depth_rows)]
-  examples = ("the whole dev set" if batch1_examples <= 0 else
-              f"{batch1_examples} dev examples spread over the file")
+  examples = (f"the whole {split} set" if batch1_examples <= 0 else
+              f"{batch1_examples} {split} examples spread over the file")
   table_rows = [[r["variant"], r["runtime"], f"{r['accuracy']:.3f}",
                  f"{r['mean_exit_layer']:.2f}", f"{r['ms_batch_1']:.2f}",
                  f"{r['examples_per_s_32']:.0f}"] for r in rows]
   parts += [f"Per runtime (ms per example at batch 1, {examples}, one at "
-            "a time; examples/s at batch 32 over the whole dev set; the "
+            f"a time; examples/s at batch 32 over the whole {split} set; the "
             "best of the repeats):",
             common.markdown_table(
-                ["variant", "runtime", "dev accuracy", "mean exit layer",
+                ["variant", "runtime", f"{split} accuracy", "mean exit layer",
                  "ms at batch 1", "examples/s at batch 32"], table_rows),
             "SavedModel at batch 32, the exit loop: compaction "
             f"{compaction['compaction']:.0f} examples/s, masking "
@@ -45,16 +49,16 @@ def report(depth_rows, rows, compaction, layers, loss, auto, curve,
         f"{acc:.3f}", f"{ms:.2f}"] for ms, acc, d in curve["static cut"]])
   parts += [f"Accuracy against batch-1 latency, every patience and every "
             f"static depth (TensorFlow, in process, {examples}):",
-            common.markdown_table(["variant", "dev accuracy",
+            common.markdown_table(["variant", f"{split} accuracy",
                                    "ms at batch 1"], curve_rows)]
   return "\n\n".join(parts)
 
 
-def chart_spec(curve, title: str) -> Dict:
+def chart_spec(curve, title: str, split: str = "test") -> Dict:
   """The accuracy-against-latency chart (benchmarks.charts "lines")."""
   full = curve["static cut"][-1]
   return dict(name="early_exit", kind="lines", title=title,
-              x_label="ms per example at batch 1", unit="dev accuracy",
+              x_label="ms per example at batch 1", unit=f"{split} accuracy",
               series={"early exit (patience 1..L-1)":
                       [[round(ms, 3), acc] for ms, acc, _ in
                        curve["early exit"]],

@@ -205,7 +205,8 @@ def test_early_exit_benchmark(tmp_path):
   assert exits["ONNX Runtime"] == exits["SavedModel"]
   assert all(1 <= r["mean_exit_layer"] <= 4 for r in rows)
   assert set(compaction) == {"compaction", "masking"}
-  assert "| patience | dev accuracy |" in report
+  assert "| patience | test accuracy |" in report
+  assert "auto = patience" in report and "chosen on dev" in report
   # The curve: every patience 1..3 and every static depth 1..4, each at
   # its dev table's accuracy; the chart and the first table's row.
   assert [p for _, _, p in result.curve["early exit"]] == [1, 2, 3]
@@ -264,9 +265,14 @@ def test_early_exit_benchmark_loads_a_finetuned_run(tmp_path, spm_model):
   dev.write_text("text,label\nClose the mailbox.,email\n"
                  '"Return the widget, then draw it.",gui\n'
                  "Remove the file.,files\n")
-  model, inputs, labels = early_exit_models.finetuned_model_and_data(
-      str(run), str(dev), spm_model, 32)
+  test = tmp_path / "test.csv"
+  test.write_text("text,label\nOpen the file.,files\nSend the mail.,email\n")
+  model, inputs, labels, (test_inputs, test_labels) = (
+      early_exit_models.finetuned_model_and_data(
+          str(run), str(dev), spm_model, 32, str(test)))
   np.testing.assert_array_equal(labels, [1, 0, 2])
+  np.testing.assert_array_equal(test_labels, [2, 1])
+  assert test_inputs["input_word_ids"].shape == (2, 32)
   assert inputs["input_word_ids"].shape == (3, 32)
   want = trained(inputs, training=False)["all_logits"].numpy()
   got = model(inputs, training=False)["all_logits"].numpy()

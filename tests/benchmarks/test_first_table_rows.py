@@ -340,7 +340,8 @@ def test_early_exit_row_comes_from_the_sweeps_figures(md, monkeypatch):
   curve["static cut"][-1] = (11.809, 0.4782, 12)
   table = {p: dict(accuracy=0.47, mean_exit_layer=10.0)
            for p in range(layers)}
-  result = early_exit.Result("report", [], {}, curve, table, 8, layers)
+  result = early_exit.Result("report", [], {}, curve, table, 8, layers,
+                             None, "test")
   args = argparse.Namespace(run_dir="", task="", size=early_exit.SHORT_ARGS[
       0].split("=", 1)[1], seq_length=64)
   early_exit._write(args, result, "quiet: other processes 0.02 cores")
@@ -356,7 +357,7 @@ def test_early_exit_row_comes_from_the_sweeps_figures(md, monkeypatch):
 
 def test_early_exit_at_chance_writes_no_row(md, monkeypatch):
   """The short run the review found: final loss ln 3, 0.318 at every
-  patience on 192 balanced 3-class dev rows: refused in one line, nothing
+  patience on 192 balanced 3-class test rows: refused in one line, nothing
   written; the same figures at 0.45 are written."""
   import numpy as np
 
@@ -375,8 +376,8 @@ def test_early_exit_at_chance_writes_no_row(md, monkeypatch):
       0].split("=", 1)[1], seq_length=32)
   before = open(md, encoding="utf-8").read()
   result = early_exit.Result("report", [], {}, curve, table, 1, layers,
-                             labels)
-  with pytest.raises(accuracy.ChanceError, match="full depth: dev accuracy "
+                             labels, "test")
+  with pytest.raises(accuracy.ChanceError, match="full depth: test accuracy "
                      "0.3180 is within 2 binomial"):
     early_exit._write(args, result, "quiet: other processes 0.02 cores")
   assert open(md, encoding="utf-8").read() == before
