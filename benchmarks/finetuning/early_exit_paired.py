@@ -100,7 +100,9 @@ def run_one(tree: Dict, early: bool, seed: int, flags: List[str],
   """One run_classifier run from `tree` (cached); its folder. stream > 0:
   the same run with its masks from another stream (mask_stream.py)."""
   kind = "exit" if early else "plain"
-  name = f"{kind}-s{seed}" + (f"-m{stream}" if stream else "")
+  # A stream's runs are keyed by the script that drew its masks too.
+  name = f"{kind}-s{seed}" + (f"-m{stream}-{_digest(MASK_STREAM)}"
+                              if stream else "")
   folder = os.path.join(CACHE, "runs", settings_key,
                         tree["revision"]["key"], name)
   extra = [f"--albert_config_file={config}",
@@ -112,6 +114,11 @@ def run_one(tree: Dict, early: bool, seed: int, flags: List[str],
              f"{name} ({tree['revision']['head'][:7]})", root=tree["root"],
              revision=tree["revision"], launcher=launcher)
   return folder
+
+
+def _digest(path: str) -> str:
+  with open(path, "rb") as f:
+    return hashlib.sha256(f.read()).hexdigest()[:8]
 
 
 def score(folder: str, early: bool, task: Dict, spm: str,

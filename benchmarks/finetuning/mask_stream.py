@@ -2,15 +2,18 @@
 
   python benchmarks/finetuning/mask_stream.py STREAM MODULE [FLAGS...]
 
-is `python -m MODULE FLAGS...` in which every stateless dropout seed the
-code tree draws (layers.checkpointed_dropout's next seed: `next_seed`
-today, `_next_seed` at 5f0f06f) is folded with STREAM first. Data order,
+is `python -m MODULE FLAGS...` in which every dropout mask is drawn from
+another stream: every stateless seed the code tree draws
+(layers.checkpointed_dropout's next seed: `next_seed` today, `_next_seed`
+at 5f0f06f) is folded with STREAM first. Today every training mask is
+drawn under a seeded scope (one per update); at 5f0f06f only the encoder
+blocks' are, and the embedding and head dropouts draw from their layers'
+generators, so a training call outside any scope is put under a scope of
+a seed drawn from its layer's generator (`make_seeds`: the generator
+advances once a call, as a draw would), and so folded too. Data order,
 initial weights, the optimizer and everything else stay those of the
-plain run; only the masks drawn under a seeded scope change: every mask
-of today's code (one scope per update), the encoder blocks' masks at
-5f0f06f (its embedding and head dropouts draw from their own generators
-and keep their masks). So runs that differ only by STREAM measure how far
-one mask realization moves a result.
+plain run. So runs that differ only by STREAM measure how far one mask
+realization moves a result.
 
 Run as a script (not `-m`), with PYTHONPATH at the code tree whose tool
 it runs: the tree may predate this file.
@@ -42,6 +45,26 @@ def shift_seeds(stream: int) -> None:
   for module in list(sys.modules.values()):
     if getattr(module, name, None) is original:
       setattr(module, name, shifted)
+  _scope_unscoped_calls(dropout)
+
+
+def _scope_unscoped_calls(dropout) -> None:
+  """A training call (rate > 0) outside any seeded scope runs under a scope
+  of a seed from the layer's own generator, so its mask is a stateless
+  one of the shifted seeds."""
+  from tf_keras.src.saving.legacy.saved_model import save_impl
+  layer = dropout.CheckpointedDropout
+  original = layer.call
+
+  def call(self, inputs, training=None):
+    if (self.rate > 0 and training is not False
+        and getattr(dropout._scope, "state", None) is None
+        and not save_impl.tracing_enabled()):
+      with dropout.seeded(self.rng.make_seeds(1)[:, 0]):
+        return original(self, inputs, training=training)
+    return original(self, inputs, training=training)
+
+  layer.call = call
 
 
 def main(argv):

@@ -105,6 +105,14 @@ with cd.seeded(seed):
       tf.random.experimental.stateless_fold_in(seed, 0),
       mask_stream.STREAM_BASE + 7)
   assert np.array_equal(cd.next_seed().numpy(), expected.numpy())
+# A training call outside any scope (5f0f06f's embeddings and heads) is
+# put under a scope of a seed from the layer's generator: shifted too.
+state = layer.rng.state.numpy()
+unscoped = layer(x, training=True).numpy()
+layer.rng.state.assign(state)
+with cd.seeded(layer.rng.make_seeds(1)[:, 0]):
+  assert np.array_equal(unscoped, layer(x, training=True).numpy())
+assert np.array_equal(layer(x, training=False).numpy(), x.numpy())
 print((before != after).mean(), (after == 0).mean())
 """
 
