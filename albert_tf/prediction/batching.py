@@ -11,11 +11,15 @@ same rows give the same batches and the same numbers in every run.
 
 Rows are sorted by their length in tokens (lengths.TokenCounter, when
 the export records its seq_length and has its vocabulary in its assets;
-else by characters) and cut every batch_size rows; with the export's
-length buckets (exported_model.length_buckets) a batch never mixes two,
-so none runs at a larger bucket than its rows need (`batches`). Where the
-export allows it, a batch then runs at its own longest row, within its
-bucket (own_length.py).
+else by characters) and cut every batch_size rows (`batches`). Where the
+predictor runs each batch at its own longest row (its `own_length`:
+classifier, regression, multi-label and encoder exports fed token ids,
+ONNX files; own_length.py) that is all: a batch across one of the
+export's length buckets (exported_model.length_buckets) is cut to its
+longest row anyway, so breaking batches there would only add partial
+ones. Where the export pads a batch to its bucket (serving_default: NER,
+SQuAD, multiple choice; LiteRT files) a batch never mixes two buckets, so
+none runs at a larger bucket than its rows need.
 """
 
 from typing import Any, Callable, Dict, List, Optional, Sequence
@@ -49,19 +53,31 @@ def bucket_of(length: int, buckets: Sequence[int]) -> int:
   return next((b for b in buckets if b >= length), buckets[-1])
 
 
+def own_length(predictor: Any) -> bool:
+  """Whether `predictor` runs each batch at its own longest row (its
+  `own_length`: exported_model.Predictor's, converted_model's; a stand-in
+  without one: False, batches kept within a bucket)."""
+  return bool(getattr(predictor, "own_length", False))
+
+
 def batches(lengths: Sequence[int], batch_size: int,
-            buckets: Sequence[int] = ()) -> List[List[int]]:
+            buckets: Sequence[int] = (),
+            at_own_length: bool = False) -> List[List[int]]:
   """Row indices in batches of at most batch_size, sorted by length (then
-  position); with buckets (more than one, `lengths` in tokens) a batch
-  never mixes two buckets, so each runs at its rows' own bucket.
+  position). Batches run at their own longest row (`at_own_length`), or
+  no buckets: cut every batch_size rows, ceil(rows / batch_size) batches.
+  Else, with buckets (more than one, `lengths` in tokens), a batch never
+  mixes two buckets, so each runs at its rows' own bucket.
 
   Args:
     lengths: one per row.
     batch_size: rows per batch.
     buckets: the export's (exported_model.length_buckets), or ().
+    at_own_length: the predictor cuts each batch to its longest row
+      (own_length), so a batch may cross a bucket.
   """
   order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-  if len(buckets) < 2:
+  if at_own_length or len(buckets) < 2:
     return [order[i:i + batch_size] for i in range(0, len(order),
                                                    batch_size)]
   out: List[List[int]] = []
@@ -80,8 +96,8 @@ CountTokens = Callable[[Sequence[InputRow]], List[int]]
 
 def predictions(rows: Sequence[InputRow], predict: PredictFn,
                 batch_size: int, buckets: Sequence[int] = (),
-                count_tokens: Optional[CountTokens] = None
-               ) -> List[Dict[str, Any]]:
+                count_tokens: Optional[CountTokens] = None,
+                at_own_length: bool = False) -> List[Dict[str, Any]]:
   """The predictions (no key columns) of good rows, in their order.
 
   Args:
@@ -92,11 +108,14 @@ def predictions(rows: Sequence[InputRow], predict: PredictFn,
     buckets: the export's length buckets (exported_model.length_buckets).
     count_tokens: rows -> their lengths in tokens
       (lengths.TokenCounter.lengths): rows are sorted by them (with
-      buckets, batches stay within one bucket: batches). None: rows are
-      sorted by characters and cut every batch_size rows.
+      buckets and not at_own_length, batches stay within one bucket:
+      batches). None: rows are sorted by characters and cut every
+      batch_size rows.
+    at_own_length: the predictor runs each batch at its own longest row
+      (own_length(predictor)): batches may cross buckets.
   """
   if count_tokens is not None:
-    groups = batches(count_tokens(rows), batch_size, buckets)
+    groups = batches(count_tokens(rows), batch_size, buckets, at_own_length)
   else:
     groups = batches([text_length(row) for row in rows], batch_size)
   outputs: List[Optional[Dict[str, Any]]] = [None] * len(rows)
@@ -117,11 +136,12 @@ def predictions(rows: Sequence[InputRow], predict: PredictFn,
 def predict_rows(rows: Sequence[InputRow], predict: PredictFn,
                  batch_size: int, path: str = "", id_column: str = "",
                  buckets: Sequence[int] = (),
-                 count_tokens: Optional[CountTokens] = None
-                ) -> List[Dict[str, Any]]:
+                 count_tokens: Optional[CountTokens] = None,
+                 at_own_length: bool = False) -> List[Dict[str, Any]]:
   """One output row (key columns, then the predictions) per input row:
   `predictions`' arguments, and path and id_column for the key columns
   (row_key)."""
   return [dict(row_key(row, path, id_column), **prediction)
           for row, prediction in zip(rows, predictions(
-              rows, predict, batch_size, buckets, count_tokens))]
+              rows, predict, batch_size, buckets, count_tokens,
+              at_own_length))]

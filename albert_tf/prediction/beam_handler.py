@@ -16,9 +16,13 @@ alike lengths computes little padding. The buckets are the export's record
 (exported_model.length_buckets); for an export made before it recorded
 them, `export_buckets` reads them from the serving graph (the int32
 boundary constant that `albert_tf.exports.bucketing.cut_to_bucket` gathers
-from). Each batch Beam hands `run_inference` is cut at the buckets by the
-rows' token counts (lengths.TokenCounter), as in-process, so no model call
-mixes two buckets. Rows reach RunInference sorted by length within their
+from). Each batch Beam hands `run_inference` is sorted by the rows' token
+counts (lengths.TokenCounter) and batched as in-process
+(batching.predictions): where the predictor runs each batch at its own
+longest row (its `own_length`: classifier, regression, multi-label and
+encoder exports, ONNX files) in batch_size rows, a batch across buckets
+costing nothing; else cut at the buckets, so no model call mixes two.
+Rows reach RunInference sorted by length within their
 shard (beam_pipeline.py), so Beam's plain BatchElements, which batches
 consecutive rows, already makes batches of alike lengths, as the
 in-process path does. With `length_aware` (the runners with native stateful
@@ -216,11 +220,13 @@ class ExportModelHandler(ModelHandler[InputRow, Dict[str, Any], Any]):
                     inference_args: Optional[Dict[str, Any]] = None
                    ) -> Iterable[Dict[str, Any]]:
     del inference_args  # our exports take none
-    # A batch Beam made of rows of several buckets is cut at them, as
-    # in-process (batching.predictions).
+    # As in-process (batching.predictions): a predictor at its own
+    # longest row runs Beam's batch sorted, in batch_size rows; else a
+    # batch Beam made of rows of several buckets is cut at them.
     return batching.predictions(
         list(batch), model.predictor.predict, self._batch_size,
-        self._buckets, model.counter.lengths if model.counter else None)
+        self._buckets, model.counter.lengths if model.counter else None,
+        batching.own_length(model.predictor))
 
   def get_num_bytes(self, batch: Sequence[InputRow]) -> int:
     """Characters of the batch's texts (RunInference's byte metric)."""

@@ -197,11 +197,17 @@ class ConvertedPredictor(exported_model.Predictor):
     self.ner_labels = (label_list_lib.read(asset_dir)
                        if description.kind == "ner" else None)
 
+  @property
+  def own_length(self) -> bool:
+    """ONNX runs each batch at its longest row (_run; the batching may cross
+    buckets), LiteRT at its buckets."""
+    return self.runtime == "onnx"
+
   def _run(self, inputs: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
     """The file on packed inputs ([n, (C,) seq_length]); ONNX cut to the
     batch's longest row, at most its bucket (own_length.padded_length:
     the file takes any length), LiteRT at its own buckets."""
-    if self.runtime == "onnx":
+    if self.own_length:
       longest = int(np.max(np.sum(inputs[INPUT_MASK], -1), initial=1))
       length = own_length.padded_length(
           longest, bucket_of(longest, self.description.length_buckets))

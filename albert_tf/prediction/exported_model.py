@@ -31,7 +31,8 @@ encoder), so what it returns is what the export serves; the export's
 length buckets apply inside it. Classifier, regression, multi-label and
 encoder exports are fed token ids instead, each batch padded to its own
 longest row rather than to its bucket (own_length.py: the same packing,
-model and outputs, to float rounding).
+model and outputs, to float rounding); `Predictor.own_length` says so to
+the batching, whose batches then may cross a bucket.
 """
 
 import dataclasses
@@ -202,6 +203,13 @@ class Predictor:
   @property
   def kind(self) -> str:
     return self.description.kind
+
+  @property
+  def own_length(self) -> bool:
+    """Each batch runs at its own longest row (fed token ids, own_length.py),
+    not at its bucket: the batching may cross buckets
+    (batching.batches)."""
+    return self.model_call is not None
 
   def raw_outputs(self, texts_a: Sequence[str],
                   texts_b: Optional[Sequence[str]] = None,

@@ -6,7 +6,8 @@ longest row. A batch whose rows fall in one bucket runs at that bucket; a
 batch that straddles two runs every row at the larger. Where tools.predict
 feeds token ids (own_length.py), a batch runs at its own longest row. So
 the batching (batching.py) sorts rows by their packed length in tokens
-(and at buckets cuts batches there), counted here with
+(and, for a predictor that runs at the buckets, cuts batches there),
+counted here with
 the export's own vocabulary (the SentencePiece model or WordPiece
 vocabulary in its assets):
 

@@ -68,7 +68,8 @@ class PredictOptions:
       choices=EMBEDDINGS)
   batch_size: int = setting(
       32, "Rows per model call; rows of similar length are batched "
-      "together, within one of the export's length buckets.")
+      "together (within one of the export's length buckets for the kinds "
+      "that run at them: NER, SQuAD, multiple choice, LiteRT).")
   rows_per_shard: int = setting(
       10000, "Input records per output shard (a shard is a fixed range of "
       "one input file's records, so a rerun redoes only missing ones).")

@@ -21,9 +21,12 @@ span decoding run in that graph), at the export's buckets.
 
 The cut is the batch's longest row (input_mask), rounded up to a
 multiple of PAD_MULTIPLE, never past the bucket serving_default would run
-the batch at: rows sorted by length, never two buckets in a batch
-(batching.py), then run at about their own length and never at more than
-before. A run sees at most seq_length / PAD_MULTIPLE shapes; the
+the batch at (the smallest holding its longest row). So the batching
+(batching.py) sorts rows by length and cuts them every batch_size rows,
+a batch across a bucket boundary included (the predictor's `own_length`):
+breaking batches at the buckets would only add partial batches. Each
+batch runs at about its own length and never at more than
+serving_default would. A run sees at most seq_length / PAD_MULTIPLE shapes; the
 signature's sequence axis is dynamic, so none is traced again. The
 attention mask keeps padding out, so a row's outputs depend neither on
 the cut nor on the other rows of its batch, to float rounding.

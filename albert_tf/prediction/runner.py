@@ -4,8 +4,9 @@ For each input file (in the order the globs list them) its records are
 read as a stream and cut into shards of --rows_per_shard records
 (manifest.py's plan). A shard already under its final name is skipped
 (its records are read, not predicted, to count them); a missing one is
-predicted (batching.predict_rows: batches within the export's length
-buckets) and published atomically (writers.py).
+predicted (batching.predict_rows: rows sorted by length, batches at
+their own longest row where the predictor allows it, else within the
+export's length buckets) and published atomically (writers.py).
 Memory holds one shard's rows and outputs, whatever the inputs' size.
 
 Bad rows: without --skip_bad_rows the first one stops the run with one
@@ -252,7 +253,8 @@ def predict_files(options: PredictOptions,
       outputs = batching.predict_rows(
           good, predictor.predict, options.batch_size, path,
           options.id_column, description.length_buckets,
-          counter.lengths if counter else None)
+          counter.lengths if counter else None,
+          batching.own_length(predictor))
       if bad:
         writers.write_rejects(
             file_io.join(options.output_dir, file_counts.rejects[-1]),

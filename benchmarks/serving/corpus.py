@@ -36,9 +36,14 @@ another, with --threads intra-op threads, and is timed over its whole run
                             over its calls only, after one untimed call
                             (no I/O, no framework)
 
+Ours (in-process and on Beam) runs with tools.predict's default
+--rows_per_shard (10,000), as a user's run would: a timed run of fewer
+rows is one shard, its rows sorted by length over the whole input.
+
 Peak RSS: each contender's process (VmHWM); ours in-process also over
---rss_rows and 4x as many rows (memory flat in the input's size; a count
-equal to --rows is the timed run's).
+--rss_rows and 4x as many rows in shards of --rss_rows_per_shard, two
+runs of their own, so both stream through several shards (memory flat
+in the input's size).
 
 Two ceilings. The direct ceiling (the issue's: the export called
 directly in length-sorted batches) is measured as a contender; the goal
@@ -50,9 +55,10 @@ length) would run at the float32 matmul peak at the export's bucket
 shapes ([batch x bucket, H] x [H, I]), the fastest of TensorFlow's and
 PyTorch's, measured in this process before the contenders. The padding
 line: the share of the positions computed that are real tokens, under
-tools.predict's rule (rows sorted within each shard, batches never across
-two buckets, each at its longest row: corpus_setup.computed_positions)
-and in the direct ceiling's batches (as its process counted them). The
+tools.predict's rule for this classifier export (rows sorted within each
+shard, cut every --batch_size rows, each batch at its longest row:
+corpus_setup.computed_positions) and in the direct ceiling's batches (as
+its process counted them). The
 load: the CPU other processes used over the whole run (common.CpuWindow;
 the children's CPU is ours).
 
@@ -78,15 +84,16 @@ ORDER = 42  # serving's rows are 40-49
 SECTION = "Predicting over a corpus"
 OURS = "ours, in-process"
 DIRECT = "the export called directly (the direct ceiling)"
-# `python -m benchmarks.summary --run`'s short mode: 1,000 rows in 4
-# shards (RSS at 250 rows and at the timed run's 1,000), 8 fresh processes;
-# about 9 minutes on 2 cores at ALBERT-base: an estimate: the tiny run's
-# fixed costs (setup 80-120 s, about 25 s a process at load average 7;
-# the base export adds about a minute) plus each contender's 1,000 rows at
-# rates derived from the serving section's batch-32 time (about 20 s
-# in-process, 60 s padded to 128; the direct ceiling's calls fewer).
+# `python -m benchmarks.summary --run`'s short mode: 1,000 rows timed in
+# one shard (the tool's default --rows_per_shard), RSS at 250 and 1,000
+# rows in shards of 100, 9 fresh processes; about 10 minutes on 2 cores at
+# ALBERT-base: an estimate: the tiny run's fixed costs (setup 80-120 s,
+# about 25 s a process at load average 7; the base export adds about a
+# minute) plus each contender's 1,000 rows at rates derived from the
+# serving section's batch-32 time (about 20 s in-process, 60 s padded to
+# 128; the direct ceiling's calls fewer) and the RSS runs' 1,250 rows.
 SHORT_ARGS = ["--size=base", "--rows=1000", "--rss_rows=250",
-              "--rows_per_shard=250", "--write"]
+              "--rss_rows_per_shard=100", "--write"]
 
 
 def contenders(args) -> List[Dict]:
@@ -130,7 +137,8 @@ def measure(args, work: str) -> Dict:
   contender (the direct ceiling last): {results: {name: {rows, seconds,
   rss_mb, rows_per_s}}, peers, rss, ceiling (the FLOPs ceiling), peaks,
   padding ({ours, direct}: {tokens, positions}), tokens (each row's
-  real tokens), buckets, batch_size, rows_per_shard, rows, others}."""
+  real tokens), buckets, batch_size, rows_per_shard (the timed runs',
+  the tool's default), rss_rows_per_shard, rows, others}."""
   window = common.CpuWindow(children=True)
   window.start()
   texts = corpus_setup.paragraphs()
@@ -150,9 +158,11 @@ def measure(args, work: str) -> Dict:
   print(f"[{window_seconds(window)}] ceiling {roof['rows_per_s']:,.1f} "
         f"rows/s ({roof['mean_tokens']:.1f} real tokens a row, peak "
         f"{roof['peak'] / 1e9:.1f} GFLOP/s)", flush=True)
+  # The timed runs at the tool's own --rows_per_shard (the spec names
+  # none); the RSS runs at --rss_rows_per_shard.
   base = dict(export=export, spm_model=spm, hf_model=hf_model,
               seq_length=args.seq_length, batch_size=args.batch_size,
-              rows_per_shard=args.rows_per_shard, threads=args.threads)
+              threads=args.threads)
   results, peers = {}, []
   for i, run in enumerate(contenders(args)):
     spec = dict(base, input=corpus, output=os.path.join(work, f"out{i}"),
@@ -170,23 +180,22 @@ def measure(args, work: str) -> Dict:
           f"{result['rss_mb']:,.0f} MB", flush=True)
   rss = {}
   for rows in (args.rss_rows, 4 * args.rss_rows):
-    if rows == args.rows:  # the timed run's
-      rss[rows] = results[OURS]["rss_mb"]
-      continue
     path = os.path.join(work, f"corpus_{rows}.txt")
     corpus_setup.write_corpus(path, texts, rows)
-    rss[rows] = run_worker(dict(base, input=path, contender="ours",
-                                workers=1, output=os.path.join(
-                                    work, f"rss{rows}")))["rss_mb"]
+    rss[rows] = run_worker(dict(
+        base, input=path, contender="ours", workers=1,
+        rows_per_shard=args.rss_rows_per_shard,
+        output=os.path.join(work, f"rss{rows}")))["rss_mb"]
   direct = results[DIRECT]
+  shard = corpus_setup.tool_rows_per_shard()
   padding = dict(
       ours=corpus_setup.computed_positions(tokens, args.batch_size, buckets,
-                                           args.rows_per_shard),
+                                           shard),
       direct=dict(tokens=direct["tokens"], positions=direct["positions"]))
   return dict(results=results, peers=peers, rss=rss, ceiling=roof,
               peaks=peaks, padding=padding, tokens=tokens, buckets=buckets,
-              batch_size=args.batch_size,
-              rows_per_shard=args.rows_per_shard, rows=args.rows,
+              batch_size=args.batch_size, rows_per_shard=shard,
+              rss_rows_per_shard=args.rss_rows_per_shard, rows=args.rows,
               others=window.others())
 
 
@@ -236,7 +245,11 @@ def report(measured: Dict) -> str:
                              "% of direct ceiling",
                              "% of FLOPs ceiling"], rows),
       f"Peak RSS of ours in-process: {a:,.0f} MB at {small:,} rows, "
-      f"{b:,.0f} MB at {large:,} rows ({b / a - 1:+.1%}).",
+      f"{b:,.0f} MB at {large:,} rows ({b / a - 1:+.1%}), two runs of "
+      "their own in shards of "
+      f"{measured['rss_rows_per_shard']:,} rows (the timed runs: "
+      "tools.predict's default shards of "
+      f"{measured['rows_per_shard']:,}).",
       "Direct ceiling (\"% of direct ceiling\", the issue's ceiling): "
       f"{direct['rows_per_s']:,.1f} rows/s, the export called directly: "
       "the rows packed once by its own preprocessor (not timed), sorted "
@@ -254,28 +267,8 @@ def report(measured: Dict) -> str:
       f"{roof['peak'] / 1e9:.1f} GFLOP/s, the best float32 matmul peak at "
       f"the export's bucket shapes ([batch x bucket, H] x [H, I], GFLOP/s: "
       f"{peaks}).",
-      _padding(measured),
+      corpus_setup.padding_line(measured),
       "Goals (#58): " + goals(measured)])
-
-
-def _padding(measured: Dict) -> str:
-  """The share of computed positions that are real tokens, ours (under
-  tools.predict's rule) and the direct ceiling's."""
-  rows, padding = measured["rows"], measured["padding"]
-  ours, direct = padding["ours"], padding["direct"]
-  buckets = ", ".join(str(b) for b in measured["buckets"])
-  return (
-      "Padding (real tokens over the positions computed): ours in-process "
-      f"{ours['tokens'] / ours['positions']:.1%} "
-      f"({ours['positions'] / rows:.1f} positions a row for "
-      f"{ours['tokens'] / rows:.1f} real tokens: rows sorted by length "
-      f"within each shard of {measured['rows_per_shard']:,} rows, "
-      f"batches of {measured['batch_size']} "
-      f"never across two of the export's buckets ({buckets}), each cut to "
-      "its longest row); the direct ceiling "
-      f"{direct['tokens'] / direct['positions']:.1%} "
-      f"({direct['positions'] / rows:.1f} positions a row: sorted over the "
-      "whole input, no buckets).")
 
 
 def goals(measured: Dict) -> str:
@@ -393,7 +386,9 @@ def main(argv: Optional[List[str]] = None):
   parser.add_argument("--rss_rows", type=int, default=5000,
                       help="peak RSS of ours in-process at this many rows "
                       "and 4x as many")
-  parser.add_argument("--rows_per_shard", type=int, default=1000)
+  parser.add_argument("--rss_rows_per_shard", type=int, default=1000,
+                      help="the RSS runs' --rows_per_shard (the timed runs "
+                      "use tools.predict's default)")
   parser.add_argument("--batch_size", type=int, default=32)
   parser.add_argument("--seq_length", type=int, default=128)
   parser.add_argument("--buckets", default="32,64,128",

@@ -1,8 +1,8 @@
 """What benchmarks.serving.corpus's contenders share: the corpus, the
 SentencePiece model, the classifier export, the Hugging Face model, the
 FLOPs ceiling (the corpus's real tokens' forward FLOPs at the matmul peak
-at the export's bucket shapes) and the positions a contender's batches
-compute.
+at the export's bucket shapes), the positions a contender's batches
+compute and the report's line on them.
 
 The corpus: the standard library's docstring paragraphs
 (data_pipeline.corpora.stdlib_corpus's prose filter applied to each
@@ -166,12 +166,13 @@ def computed_positions(tokens: Sequence[int], batch_size: int,
                        buckets: Sequence[int] = (),
                        shard: Optional[int] = None) -> Dict[str, int]:
   """{tokens, positions}: the rows' real tokens and the positions their
-  batches compute under tools.predict's rule: rows sorted by length
-  within each shard of `shard` rows (None: the whole input), cut every
-  batch_size rows and never across two of `buckets`
-  (batching.batches), each batch at its own longest row
-  (own_length.padded_length, within its bucket). Without buckets and
-  shards: the direct ceiling's batches (corpus_worker.run_direct)."""
+  batches compute under tools.predict's rule for a classifier export
+  (its predictor runs at each batch's own longest row): rows sorted by
+  length within each shard of `shard` rows (None: the whole input), cut
+  every batch_size rows, across `buckets` (batching.batches at own
+  length), each batch at its own longest row (own_length.padded_length,
+  never past the bucket holding it). Without shards: the direct
+  ceiling's batches (corpus_worker.run_direct)."""
   from albert_tf.prediction import batching
   from albert_tf.prediction import own_length
   tokens = [int(n) for n in tokens]
@@ -179,8 +180,42 @@ def computed_positions(tokens: Sequence[int], batch_size: int,
   positions = 0
   for start in range(0, len(tokens), shard):
     part = tokens[start:start + shard]
-    for batch in batching.batches(part, batch_size, buckets):
+    for batch in batching.batches(part, batch_size, buckets,
+                                  at_own_length=True):
       longest = max(part[i] for i in batch)
       width = batching.bucket_of(longest, buckets) if buckets else longest
       positions += len(batch) * own_length.padded_length(longest, width)
   return dict(tokens=sum(tokens), positions=positions)
+
+
+def tool_rows_per_shard() -> int:
+  """tools.predict's default --rows_per_shard: the timed runs' shards."""
+  from albert_tf.prediction.options import PredictOptions
+  return next(f.default for f in dataclasses.fields(PredictOptions)
+              if f.name == "rows_per_shard")
+
+
+def padding_line(measured: Dict) -> str:
+  """The report's padding line (benchmarks.serving.corpus.measure's
+  figures): the share of computed positions that are real tokens, ours
+  (computed_positions) and the direct ceiling's."""
+  rows, padding = measured["rows"], measured["padding"]
+  ours, direct = padding["ours"], padding["direct"]
+  buckets = ", ".join(str(b) for b in measured["buckets"])
+  shard = measured["rows_per_shard"]
+  sorted_over = ("the whole input (one shard: tools.predict's default "
+                 f"--rows_per_shard, {shard:,} rows)" if rows <= shard else
+                 f"each shard of {shard:,} rows (tools.predict's default "
+                 "--rows_per_shard)")
+  return (
+      "Padding (real tokens over the positions computed): ours in-process "
+      f"{ours['tokens'] / ours['positions']:.1%} "
+      f"({ours['positions'] / rows:.1f} positions a row for "
+      f"{ours['tokens'] / rows:.1f} real tokens: rows sorted by length "
+      f"over {sorted_over}, cut every {measured['batch_size']} rows, "
+      "across the export's buckets "
+      f"({buckets}), each batch at its longest row, as tools.predict runs "
+      "a classifier export); the direct ceiling "
+      f"{direct['tokens'] / direct['positions']:.1%} "
+      f"({direct['positions'] / rows:.1f} positions a row: sorted over the "
+      "whole input, no buckets).")

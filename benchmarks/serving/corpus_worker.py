@@ -10,7 +10,8 @@ common.peak_rss_mb); `direct` adds "tokens" and "positions", the real
 tokens of its rows and the positions its batches computed. The spec
 (JSON): contender (CONTENDERS), input (a text file, one row a line),
 output (a folder), export, spm_model, hf_model (folders), seq_length,
-batch_size, rows_per_shard, workers, threads, buckets (stock_beam: rows
+batch_size, rows_per_shard (ours; absent: tools.predict's default),
+workers, threads, buckets (stock_beam: rows
 padded to their bucket and Beam's length-aware batching at these; empty:
 padded to seq_length).
 
@@ -46,11 +47,15 @@ def _tf_threads(threads: int) -> None:
 
 
 def _options(spec: Dict, runner: str = ""):
+  """tools.predict's settings; --rows_per_shard the tool's default unless
+  the spec gives one (the RSS runs)."""
   from albert_tf.prediction.options import PredictOptions
+  shards = ({"rows_per_shard": spec["rows_per_shard"]}
+            if spec.get("rows_per_shard") else {})
   return PredictOptions(model=spec["export"], input_file=spec["input"],
                         output_dir=spec["output"], input_format="text",
-                        batch_size=spec["batch_size"],
-                        rows_per_shard=spec["rows_per_shard"], runner=runner)
+                        batch_size=spec["batch_size"], runner=runner,
+                        **shards)
 
 
 def run_ours(spec: Dict) -> Tuple[int, float]:

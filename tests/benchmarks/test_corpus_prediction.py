@@ -4,7 +4,8 @@ timing): the fields, ours against the faster peer, the direct ceiling
 contender stays under; a loaded run, one whose FLOPs ceiling a contender
 passed, or one where ours passed the direct ceiling, writes no row; the
 FLOPs ceiling at the export's bucket shapes, the faster framework's; the
-positions computed under tools.predict's rule and the direct ceiling's;
+positions computed under tools.predict's rule (the timed runs at its
+default shards, batches across buckets) and the direct ceiling's;
 the corpus's paragraphs; and (slow) the tiny run."""
 
 import argparse
@@ -73,8 +74,8 @@ def _measured(others=0.0, hf=12.0, ceiling=80.0, direct=75.0):
              128: {"TensorFlow": 400e9, "PyTorch": 380e9}},
       padding=dict(ours=dict(tokens=27500, positions=33000),
                    direct=dict(tokens=27500, positions=28000)),
-      buckets=[32, 64, 128], batch_size=32, rows_per_shard=250, rows=1000,
-      others=others)
+      buckets=[32, 64, 128], batch_size=32, rows_per_shard=10000,
+      rss_rows_per_shard=100, rows=1000, others=others)
 
 
 def _write(measured):
@@ -189,32 +190,41 @@ def test_the_ceiling_is_the_fastest_peak_at_the_bucket_shapes(monkeypatch):
 
 
 def test_positions_under_the_tools_rule_and_the_direct_ceilings():
-  """computed_positions: rows sorted within each shard, batches never
-  across two buckets, each at its longest row (ours); sorted over the
-  whole input, no buckets (the direct ceiling); and the report's padding
-  line from them."""
+  """computed_positions: rows sorted within each shard, cut every
+  batch_size rows across buckets, each batch at its longest row (ours, a
+  classifier export); sorted over the whole input (the direct ceiling's,
+  ours in one shard); and the report's padding and RSS lines."""
   from benchmarks.serving import corpus
   from benchmarks.serving import corpus_setup
   tokens = np.array([10, 40, 12, 33, 70, 5])
   # Shards [10, 40, 12] and [33, 70, 5], batches of 2: [10, 12] at 12,
-  # [40] (bucket 64) at 40; [5], [33], [70] each its own bucket.
+  # [40]; [5, 33] at 33 (across buckets 32 and 64), [70].
   assert corpus_setup.computed_positions(tokens, 2, (32, 64, 128), 3) == (
-      dict(tokens=170, positions=2 * 12 + 40 + 5 + 33 + 70))
-  # One shard: [5, 10] at 10, [12] (the last of bucket 32), [33, 40] at
-  # 40, [70].
-  assert corpus_setup.computed_positions(tokens, 2, (32, 64, 128)) == dict(
-      tokens=170, positions=2 * 10 + 12 + 2 * 40 + 70)
-  # The direct ceiling's: [5, 10], [12, 33], [40, 70].
-  assert corpus_setup.computed_positions(tokens, 2) == dict(
-      tokens=170, positions=2 * 10 + 2 * 33 + 2 * 70)
+      dict(tokens=170, positions=2 * 12 + 40 + 2 * 33 + 70))
+  # One shard: [5, 10] at 10, [12, 33] at 33, [40, 70] at 70: no partial
+  # batch at a bucket, the direct ceiling's batches.
+  one = dict(tokens=170, positions=2 * 10 + 2 * 33 + 2 * 70)
+  assert corpus_setup.computed_positions(tokens, 2, (32, 64, 128)) == one
+  assert corpus_setup.computed_positions(tokens, 2) == one
+  # The timed runs' shards: the tool's own default.
+  assert corpus_setup.tool_rows_per_shard() == 10000
   text = " ".join(corpus.report(_measured()).split())
   assert ("Padding (real tokens over the positions computed): ours "
           "in-process 83.3% (33.0 positions a row for 27.5 real tokens: "
-          "rows sorted by length within each shard of 250 rows, batches of "
-          "32 never across two of the export's buckets (32, 64, 128), each "
-          "cut to its longest row); the direct ceiling 98.2% (28.0 "
-          "positions a row: sorted over the whole input, no buckets)."
-          ) in text
+          "rows sorted by length over the whole input (one shard: "
+          "tools.predict's default --rows_per_shard, 10,000 rows), cut "
+          "every 32 rows, across the export's buckets (32, 64, 128), each "
+          "batch at its longest row, as tools.predict runs a classifier "
+          "export); the direct ceiling 98.2% (28.0 positions a row: sorted "
+          "over the whole input, no buckets).") in text
+  assert ("Peak RSS of ours in-process: 880 MB at 500 rows, 890 MB at 2,000 "
+          "rows (+1.1%), two runs of their own in shards of 100 rows (the "
+          "timed runs: tools.predict's default shards of 10,000).") in text
+  sharded = " ".join(corpus_setup.padding_line(
+      dict(_measured(), rows=25000)).split())
+  assert ("rows sorted by length over each shard of 10,000 rows "
+          "(tools.predict's default --rows_per_shard), cut every 32 rows"
+          ) in sharded
   assert "Direct ceiling (\"% of direct ceiling\", the issue's ceiling): " \
       "75.0 rows/s" in text
   assert "FLOPs ceiling (\"% of FLOPs ceiling\", which every contender, " \
@@ -262,9 +272,11 @@ def test_the_tiny_run(tmp_path):
   when quiet, none when loaded."""
   from benchmarks.serving import corpus
   from benchmarks.serving import corpus_setup
-  # RSS at 30 rows and 4x: 120, the timed run's (no process of its own).
+  # RSS at 30 rows and 4x (120, as the timed run, in a run of its own),
+  # in shards of 10; the timed runs at the tool's default shards.
   args = argparse.Namespace(
-      size="tiny", rows=120, rss_rows=30, rows_per_shard=40, batch_size=32,
+      size="tiny", rows=120, rss_rows=30, rss_rows_per_shard=10,
+      batch_size=32,
       seq_length=128, buckets="32,64,128", threads=2, beam_workers="1,2",
       stock_workers="2")
   measured = corpus.measure(args, str(tmp_path))
@@ -276,6 +288,11 @@ def test_the_tiny_run(tmp_path):
              for r in results.values()), results
   assert corpus.passed_ceiling(measured) == []
   assert sorted(measured["rss"]) == [30, 120]
+  assert measured["rows_per_shard"] == 10000
+  assert measured["rss_rows_per_shard"] == 10
+  # The RSS runs streamed through 3 and 12 shards, the timed one in one.
+  for name, shards in (("rss30", 3), ("rss120", 12), ("out0", 1)):
+    assert len(list((tmp_path / name).glob("part-*.jsonl"))) == shards
   assert 0 < measured["ceiling"]["mean_tokens"] <= 128
   # The direct ceiling: the export's own preprocessor packed the same rows
   # (their real tokens, counted apart by corpus_setup.real_tokens), in
@@ -285,7 +302,9 @@ def test_the_tiny_run(tmp_path):
   assert measured["padding"]["direct"] == corpus_setup.computed_positions(
       tokens, 32)
   assert measured["padding"]["ours"] == corpus_setup.computed_positions(
-      tokens, 32, [32, 64, 128], 40)
+      tokens, 32, [32, 64, 128], 10000)
+  # One shard of 120 rows, batches across buckets: the direct ceiling's.
+  assert measured["padding"]["ours"] == measured["padding"]["direct"]
   assert measured["padding"]["direct"]["tokens"] == int(tokens.sum())
   assert all(int(tokens.sum()) <= p["positions"] < 128 * 120
              for p in measured["padding"].values())

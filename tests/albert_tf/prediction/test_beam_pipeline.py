@@ -130,6 +130,37 @@ def test_without_buckets_batches_are_plain(tmp_path):
                                              "max_batch_size": 4}
 
 
+class _WordCounter:
+  """A TokenCounter stand-in: a row's tokens are its words."""
+
+  @staticmethod
+  def lengths(rows):
+    return [len(row.text_a.split()) for row in rows]
+
+
+@pytest.mark.parametrize("own", [True, False])
+def test_run_inference_batches_as_in_process(own):
+  """Beam's batch of 8 rows (lengths across buckets 8, 16, 32): a
+  predictor at its own longest row gets it sorted in batches of 4 rows;
+  one at the buckets gets it cut at them (batching.predictions)."""
+  model = LengthModel()
+  model.own_length = own
+  LengthModel.calls = []
+  handler = beam_handler.ExportModelHandler(
+      "stand-in", DESCRIPTION, "pooled", 4, (8, 16, 32), length_aware=False)
+  words = [20, 3, 9, 17, 5, 12, 30, 7]
+  batch = [InputRow(i, "", "w " * n) for i, n in enumerate(words)]
+  out = handler.run_inference(
+      batch, beam_handler._Loaded(model, _WordCounter()))
+  assert [o["probabilities"]["long"] for o in out] == [
+      len("w " * n) / 100 for n in words]
+  seen = [[len(t.split()) for t in call] for call in LengthModel.calls]
+  if own:
+    assert seen == [[3, 5, 7, 9], [12, 17, 20, 30]]
+  else:
+    assert seen == [[3, 5, 7], [9, 12], [17, 20, 30]]
+
+
 def test_beam_finishes_an_in_process_folder(tmp_path):
   # The same plan and shard names: a rerun on Beam (after a crash of the
   # in-process run) computes only the missing shard.

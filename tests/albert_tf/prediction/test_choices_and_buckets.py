@@ -1,6 +1,8 @@
 """tools.predict on multiple-choice exports (own and RACE): rows equal the
-export's serving_default; exports record their length buckets and the
-batching keeps each batch within one of them."""
+export's serving_default; exports record their length buckets; the
+batching keeps each batch within one of them where the export pads to
+them, and cuts sorted rows every batch_size rows where it runs at each
+batch's own longest row."""
 
 import csv
 import json
@@ -145,6 +147,60 @@ def test_batches_never_mix_two_buckets():
   assert [len(g) for g in batching.batches(lengths_, 5)] == [5, 5, 2]
 
 
+def test_batches_at_own_length_cross_buckets():
+  """A predictor at its own longest row: sorted rows cut every batch_size
+  rows, ceil(n / batch_size) batches, across the buckets (where the
+  bucket rule above makes 6 batches of these 12 rows, 4 of them short)."""
+  lengths_ = [5, 40, 17, 16, 64, 33, 3, 15, 30, 31, 32, 50]
+  groups = batching.batches(lengths_, 3, (16, 32, 64), at_own_length=True)
+  assert [[lengths_[i] for i in g] for g in groups] == [
+      [3, 5, 15], [16, 17, 30], [31, 32, 33], [40, 50, 64]]
+  assert len(groups) == -(-len(lengths_) // 3)
+  # Two buckets only (16 | 32): 10 rows across them, batches of 4.
+  crafted = [20, 9, 31, 12, 16, 25, 17, 2, 30, 14]
+  groups = batching.batches(crafted, 4, (16, 32), at_own_length=True)
+  assert [len(g) for g in groups] == [4, 4, 2]
+  flat = [crafted[i] for g in groups for i in g]
+  assert flat == sorted(crafted)
+  assert any(len({batching.bucket_of(crafted[i], (16, 32)) for i in g}) == 2
+             for g in groups)
+  # At the buckets (serving_default) the same rows never mix two.
+  at_buckets = batching.batches(crafted, 4, (16, 32))
+  assert [[crafted[i] for i in g] for g in at_buckets] == [
+      [2, 9, 12, 14], [16], [17, 20, 25, 30], [31]]
+  # Ties keep the rows' order.
+  assert batching.batches([7, 7, 7], 2, (8, 16), at_own_length=True) == [
+      [0, 1], [2]]
+
+
+def test_predictions_ask_the_predictor_whether_it_runs_at_own_length():
+  """batching.own_length reads the predictor's flag (a stand-in without
+  one: at the buckets); predictions batch accordingly."""
+  tokens = {"a": 5, "b": 40, "c": 17, "d": 16, "e": 64, "f": 33}
+  rows = [InputRow(i, "x", t) for i, t in enumerate(tokens)]
+
+  class Stand:
+    def __init__(self, own):
+      if own is not None:
+        self.own_length = own
+      self.seen = []
+
+    def predict(self, texts_a, texts_b=None):
+      self.seen.append([tokens[t] for t in texts_a])
+      return [{"text": t} for t in texts_a]
+
+  count = lambda rs: [tokens[r.text_a] for r in rs]  # noqa: E731
+  seen = {}
+  for own in (True, False, None):
+    stand = Stand(own)
+    out = batching.predictions(rows, stand.predict, 3, (16, 32, 64), count,
+                               batching.own_length(stand))
+    assert [o["text"] for o in out] == list(tokens)
+    seen[own] = stand.seen
+  assert seen[True] == [[5, 16, 17], [33, 40, 64]]
+  assert seen[False] == seen[None] == [[5, 16], [17], [33, 40, 64]]
+
+
 @pytest.mark.slow  # the session's exports
 def test_token_counts_equal_the_preprocessors_input_mask(
     prediction_exports, english_corpus):
@@ -214,7 +270,7 @@ def test_each_batch_runs_at_its_own_longest_row(
   """Through the runner, counted at the model call: every batch of the
   classifier export (buckets 16, 32, 64) is fed at its longest row,
   within its bucket (own_length.padded_length), rows
-  sorted by tokens and never two buckets in a batch (batching.batches);
+  sorted by tokens and cut every 8 rows across buckets (batching.batches);
   fewer tokens than at the buckets; the rows are the export's own
   serving_default outputs."""
   path = prediction_exports["classifier"]
@@ -232,6 +288,7 @@ def test_each_batch_runs_at_its_own_longest_row(
     return call(**inputs)
 
   predictor.model_call = counting
+  assert predictor.own_length
   runner.predict_files(PredictOptions(
       model=path, input_file=name, output_dir=str(tmp_path / "out"),
       rows_per_shard=30, batch_size=8), lambda *_: predictor, description)
@@ -239,7 +296,9 @@ def test_each_batch_runs_at_its_own_longest_row(
   want, at_buckets = [], 0
   for shard in (texts[:30], texts[30:]):
     counts = sorted(counter.lengths([InputRow(0, "x", t) for t in shard]))
-    for group in batching.batches(counts, 8, (16, 32, 64)):
+    groups = batching.batches(counts, 8, (16, 32, 64), at_own_length=True)
+    assert len(groups) == 4  # 30 rows: no partial batch at a bucket
+    for group in groups:
       longest = max(counts[i] for i in group)
       bucket = batching.bucket_of(longest, (16, 32, 64))
       want.append((len(group), own_length.padded_length(longest, bucket)))
