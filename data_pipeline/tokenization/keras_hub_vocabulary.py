@@ -108,8 +108,9 @@ def _preprocess_char(c: str, do_lower_case: bool, keep_accents: bool) -> str:
   if c.isspace():
     return " "
   if not keep_accents:
-    c = "".join(x for x in unicodedata.normalize("NFKD", c)
-                if not unicodedata.combining(x))
+    decomposed = unicodedata.normalize("NFKD", c)
+    if decomposed != c or unicodedata.combining(c):  # (most are neither)
+      c = "".join(x for x in decomposed if not unicodedata.combining(x))
   return c.lower() if do_lower_case else c
 
 
@@ -129,22 +130,35 @@ def _model_normalizer(model_proto: bytes) -> spm.SentencePieceProcessor:
   return sp
 
 
+@functools.lru_cache(maxsize=2)
+def _preprocessed(do_lower_case: bool,
+                  keep_accents: bool) -> Tuple[List[str], List[str]]:
+  """(sources, targets): every code point but the surrogates, then `` and
+  '', and what preprocess_text makes of each (the part of `_char_map` that
+  does not depend on the model: computed once for all models)."""
+  sources = [chr(cp) for cp in range(1, 0x110000)
+             if not 0xD800 <= cp <= 0xDFFF] + ["``", "''"]
+  targets = [_preprocess_char(c, do_lower_case, keep_accents)
+             for c in sources[:-2]] + ['"', '"']
+  return sources, targets
+
+
 @functools.lru_cache(maxsize=8)
 def _char_map(do_lower_case: bool, keep_accents: bool,
               model_proto: bytes) -> Tuple[Tuple[str, str], ...]:
   """Sorted (source, target) rules: preprocess_text, then the model's own
   normalisation (`model_proto`: the whole model, b"" for identity)."""
-  inner = _model_normalizer(model_proto) if model_proto else None
-  rules: Dict[str, str] = {}
-  sources = [chr(cp) for cp in range(1, 0x110000)
-             if not 0xD800 <= cp <= 0xDFFF] + ["``", "''"]
-  for source in sources:
-    target = ('"' if len(source) == 2 else
-              _preprocess_char(source, do_lower_case, keep_accents))
-    if inner is not None and target:
-      target = inner.normalize(target)
-    if target != source:
-      rules[source] = target
+  sources, targets = _preprocessed(do_lower_case, keep_accents)
+  if model_proto:
+    inner = _model_normalizer(model_proto)
+    nonempty = [i for i, target in enumerate(targets) if target]
+    targets = list(targets)
+    # One call for all (a list: the sentencepiece package's loop).
+    for i, target in zip(nonempty, inner.normalize([targets[i]
+                                                   for i in nonempty])):
+      targets[i] = target
+  rules: Dict[str, str] = {source: target for source, target
+                           in zip(sources, targets) if target != source}
   return tuple(sorted(rules.items()))
 
 

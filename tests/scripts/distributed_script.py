@@ -1,23 +1,22 @@
 """Run by tests/albert_tf/training/pretraining/test_distributed.py in a fresh
 process (devices must be set before TensorFlow initialises).
 
-  python tests/scripts/distributed_script.py mirrored_runs PARAMS_JSON OUT_JSON
+  python tests/scripts/distributed_script.py pretraining_runs PARAMS_JSON \
+      OUT_JSON
       Splits the CPU into 2 logical devices, then in one process (one
-      TensorFlow start-up for both checks):
+      TensorFlow start-up and one one-device run for every check):
       - trains the same run under one_device and mirrored (2 replicas, same
         global batch, the mirrored run warm-started from the one-device
         run's initial checkpoint): their largest weight difference;
       - a mirrored run from the same start stopped after one loop and
         resumed (a new model, the same output_dir): its largest weight
-        difference from the uninterrupted mirrored run above.
-      Writes both, with sanity numbers, to OUT_JSON.
-
-  python tests/scripts/distributed_script.py accumulated_runs PARAMS OUT_JSON
-      On 2 logical devices: the run under one_device with
-      --gradient_accumulation_steps=1 and under mirrored with 2 and 4 (each
-      replica's 8 sequences in slices of 4 and 2), from the same initial
-      weights (a config without dropout); their largest weight differences
-      from the one-device run, in OUT_JSON.
+        difference from the uninterrupted mirrored run above;
+      - mirrored runs from the same start with
+        --gradient_accumulation_steps 2 and 4 (each replica's 8 sequences
+        in slices of 4 and 2): their largest weight differences from the
+        one-device run (--gradient_accumulation_steps=1).
+      Writes them, with sanity numbers, to OUT_JSON: {"mirrored": ...,
+      "accumulated": ...}.
 
   python tests/scripts/distributed_script.py finetuning_accumulated ONE_NPZ
       On 2 logical devices: fine-tuning cases of
@@ -59,7 +58,7 @@ def _largest_difference(a, b):
   return max(float(np.abs(a[k] - b[k]).max()) for k in a)
 
 
-def mirrored_runs(params_json, out_json):
+def pretraining_runs(params_json, out_json):
   _two_logical_cpus()
   from absl import logging
   import tf_keras
@@ -67,15 +66,16 @@ def mirrored_runs(params_json, out_json):
   from albert_tf.training.pretraining import driver as lib
   logging.set_verbosity(logging.INFO)  # the resume line is an INFO line
   params = lib.PretrainingParams.from_flat(**json.loads(params_json))
+  root = params.runtime.output_dir
   one_device = settings_fields.replace(
       params, strategy="one_device",
-      output_dir=os.path.join(params.runtime.output_dir, "one_device"))
+      output_dir=os.path.join(root, "one_device"))
   start = os.path.join(one_device.runtime.output_dir, "ckpt-0")
   mirrored = settings_fields.replace(  # start from the very same weights
       params, strategy="mirrored", init_checkpoint=start,
-      output_dir=os.path.join(params.runtime.output_dir, "mirrored"))
+      output_dir=os.path.join(root, "mirrored"))
   resumed = settings_fields.replace(
-      mirrored, output_dir=os.path.join(params.runtime.output_dir, "resumed"))
+      mirrored, output_dir=os.path.join(root, "resumed"))
   lib.run_pretraining(one_device)
   lib.run_pretraining(mirrored)
   # Stopped after one loop, then a new model resumes from output_dir.
@@ -86,44 +86,33 @@ def mirrored_runs(params_json, out_json):
   weights = {name: _weights(run.runtime.output_dir) for name, run in (
       ("one_device", one_device), ("mirrored", mirrored),
       ("resumed", resumed))}
+  whole = weights["one_device"]
+  logical_cpus = len(tf.config.list_logical_devices("CPU"))
+  largest_weight = max(float(np.abs(v).max()) for v in whole.values())
+  accumulated = dict(largest_weight=largest_weight, num_weights=len(whole),
+                     logical_cpus=logical_cpus)
+  for steps in (2, 4):
+    # Every MirroredStrategy of a process numbers its collectives from the
+    # same keys (flag_combinations_script.py): after the K=1 runs above,
+    # without keys of its own, this process failed in graph execution.
+    tf.distribute.MirroredStrategy._collective_key_base += 100000
+    run = settings_fields.replace(
+        mirrored, gradient_accumulation_steps=steps,
+        output_dir=os.path.join(root, f"mirrored_k{steps}"))
+    lib.run_pretraining(run)
+    accumulated[f"mirrored_k{steps}_vs_one_device"] = _largest_difference(
+        whole, _weights(run.runtime.output_dir))
   with open(out_json, "w") as f:
-    json.dump(dict(
-        mirrored_vs_one_device=_largest_difference(weights["one_device"],
+    json.dump(dict(mirrored=dict(
+        mirrored_vs_one_device=_largest_difference(whole,
                                                    weights["mirrored"]),
         resumed_vs_straight=_largest_difference(weights["mirrored"],
                                                 weights["resumed"]),
-        largest_weight=max(float(np.abs(v).max())
-                           for v in weights["one_device"].values()),
+        largest_weight=largest_weight,
         largest_mirrored_weight=max(float(np.abs(v).max())
                                     for v in weights["mirrored"].values()),
         num_weights=len(weights["mirrored"]),
-        logical_cpus=len(tf.config.list_logical_devices("CPU"))), f)
-
-
-def accumulated_runs(params_json, out_json):
-  _two_logical_cpus()
-  from albert_tf.training.pretraining import driver as lib
-  params = lib.PretrainingParams.from_flat(**json.loads(params_json))
-  root = params.runtime.output_dir
-  one_device = settings_fields.replace(
-      params, strategy="one_device", output_dir=os.path.join(root, "whole"))
-  start = os.path.join(one_device.runtime.output_dir, "ckpt-0")
-  lib.run_pretraining(one_device)
-  whole = _weights(one_device.runtime.output_dir)
-  result = dict(largest_weight=max(float(np.abs(v).max())
-                                   for v in whole.values()),
-                num_weights=len(whole),
-                logical_cpus=len(tf.config.list_logical_devices("CPU")))
-  for steps in (2, 4):
-    run = settings_fields.replace(
-        params, strategy="mirrored", init_checkpoint=start,
-        gradient_accumulation_steps=steps,
-        output_dir=os.path.join(root, f"mirrored_k{steps}"))
-    lib.run_pretraining(run)
-    result[f"mirrored_k{steps}_vs_one_device"] = _largest_difference(
-        whole, _weights(run.runtime.output_dir))
-  with open(out_json, "w") as f:
-    json.dump(result, f)
+        logical_cpus=logical_cpus), accumulated=accumulated), f)
 
 
 def finetuning_accumulated(one_device_npz):

@@ -261,9 +261,10 @@ def keras_hub_preset(settings):
         official_graph_ids=[list(map(int, row)) for batch in graph
                             for row in batch.to_list()],
         stock_eager_ids=[list(map(int, ids)) for ids in plain(lines)],
-        sequence_diff=_max_diff(
-            rule_backbone.predict(inputs, verbose=0)["sequence_output"],
-            expected["sequence_output"]))
+        # Called directly: one eager pass (predict traces a function for
+        # each new backbone: 0.5 s of CPU a rule against 0.08 s).
+        sequence_diff=_max_diff(rule_backbone(inputs)["sequence_output"],
+                                expected["sequence_output"]))
 
   # 4. AlbertTextClassifier learns a tiny separable task from raw strings.
   keras.utils.set_random_seed(1)

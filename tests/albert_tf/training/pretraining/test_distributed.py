@@ -40,25 +40,33 @@ def run_settings(tmp_path, pretraining_records):
 
 
 @pytest.fixture(scope="module")
-def mirrored_runs(tmp_path_factory, pretraining_records):
-  """One process over 2 logical CPUs: one-device vs mirrored training, and a
-  mirrored run interrupted after its first loop (step 3 of 6) and resumed
-  (tests/scripts/distributed_script.py mirrored_runs). With dropout 0.1:
-  each sequence's masks come from the update's seed and its position in
-  the global batch (albert_tf.training.update_dropout), so 2 replicas
-  equal 1 device and the resumed run the uninterrupted one."""
+def pretraining_runs(tmp_path_factory, pretraining_records):
+  """One process over 2 logical CPUs (tests/scripts/distributed_script.py
+  pretraining_runs), one one-device run for all: one-device vs mirrored
+  training; a mirrored run interrupted after its first loop (step 3 of 6)
+  and resumed; mirrored runs at K=2 and K=4. With dropout 0.1: each
+  sequence's masks come from the update's seed and its position in the
+  global batch (albert_tf.training.update_dropout), so 2 replicas equal 1
+  device, the resumed run the uninterrupted one, and K slices the whole
+  batch."""
   folder = str(tmp_path_factory.mktemp("mirrored"))
   out = os.path.join(folder, "result.json")
   process = subprocess.run(
       [sys.executable,
        os.path.join(ROOT, "tests", "scripts", "distributed_script.py"),
-       "mirrored_runs",
+       "pretraining_runs",
        json.dumps(_settings(folder, pretraining_records, dropout=0.1)),
        out], cwd=ROOT, check=False, capture_output=True, text=True,
       timeout=900)
   assert process.returncode == 0, process.stderr[-3000:]
   with open(out) as f:
     return process, json.load(f)
+
+
+@pytest.fixture(scope="module")
+def mirrored_runs(pretraining_runs):
+  process, result = pretraining_runs
+  return process, result["mirrored"]
 
 
 def test_mirrored_two_replicas_equals_one_device(mirrored_runs):
@@ -83,21 +91,8 @@ def test_mirrored_interrupted_run_resumes_the_data_stream_exactly(
 
 
 @pytest.fixture(scope="module")
-def accumulated_runs(tmp_path_factory, pretraining_records):
-  """tests/scripts/distributed_script.py accumulated_runs: one device at
-  K=1 against 2 mirrored replicas at K=2 and K=4, without dropout (a
-  micro-batch draws its own dropout masks)."""
-  folder = str(tmp_path_factory.mktemp("accumulated"))
-  out = os.path.join(folder, "result.json")
-  process = subprocess.run(
-      [sys.executable,
-       os.path.join(ROOT, "tests", "scripts", "distributed_script.py"),
-       "accumulated_runs",
-       json.dumps(_settings(folder, pretraining_records, dropout=0.1)), out],
-      cwd=ROOT, check=False, capture_output=True, text=True, timeout=900)
-  assert process.returncode == 0, process.stderr[-3000:]
-  with open(out) as f:
-    return json.load(f)
+def accumulated_runs(pretraining_runs):
+  return pretraining_runs[1]["accumulated"]
 
 
 def test_mirrored_accumulation_equals_the_one_device_whole_batch(
