@@ -19,8 +19,10 @@ Run as a script (not `-m`), with PYTHONPATH at the code tree whose tool
 it runs: the tree may predate this file.
 """
 
+import contextlib
 import runpy
 import sys
+import threading
 
 # Far from the fold indices the code itself uses (call counts).
 STREAM_BASE = 1_000_003
@@ -42,29 +44,53 @@ def shift_seeds(stream: int) -> None:
     return tf.random.experimental.stateless_fold_in(seed,
                                                     STREAM_BASE + stream)
 
-  for module in list(sys.modules.values()):
-    if getattr(module, name, None) is original:
-      setattr(module, name, shifted)
+  shifted.__name__ = name
+  _replace(original, shifted)
   _scope_unscoped_calls(dropout)
 
 
 def _scope_unscoped_calls(dropout) -> None:
   """A training call (rate > 0) outside any seeded scope runs under a scope
   of a seed from the layer's own generator, so its mask is a stateless
-  one of the shifted seeds."""
+  one of the shifted seeds. Which calls are outside a scope: `seeded` is
+  wrapped to keep a stack of whether each open scope has a seed (a scope
+  of seed None draws as no scope)."""
   from tf_keras.src.saving.legacy.saved_model import save_impl
+  original_seeded = dropout.seeded
+  scopes = threading.local()
+
+  @contextlib.contextmanager
+  def seeded(seed, *args, **kwargs):
+    stack = scopes.__dict__.setdefault("stack", [])
+    stack.append(seed is not None)
+    try:
+      with original_seeded(seed, *args, **kwargs):
+        yield
+    finally:
+      stack.pop()
+
+  _replace(original_seeded, seeded)
   layer = dropout.CheckpointedDropout
-  original = layer.call
+  original_call = layer.call
 
   def call(self, inputs, training=None):
-    if (self.rate > 0 and training is not False
-        and getattr(dropout._scope, "state", None) is None
+    stack = scopes.__dict__.get("stack")
+    if (self.rate > 0 and training is not False and not (stack and stack[-1])
         and not save_impl.tracing_enabled()):
-      with dropout.seeded(self.rng.make_seeds(1)[:, 0]):
-        return original(self, inputs, training=training)
-    return original(self, inputs, training=training)
+      with seeded(self.rng.make_seeds(1)[:, 0]):
+        return original_call(self, inputs, training=training)
+    return original_call(self, inputs, training=training)
 
   layer.call = call
+
+
+def _replace(original, replacement) -> None:
+  """`replacement` for `original` in every loaded module holding it by
+  name (its own module and those that imported it)."""
+  name = original.__name__
+  for module in list(sys.modules.values()):
+    if getattr(module, name, None) is original:
+      setattr(module, name, replacement)
 
 
 def main(argv):
