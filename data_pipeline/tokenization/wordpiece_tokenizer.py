@@ -22,6 +22,7 @@ official precedence.
 This module does not import TensorFlow.
 """
 
+import bisect
 from typing import Dict, Iterable, List, Optional, Sequence
 import unicodedata
 
@@ -51,9 +52,17 @@ CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF),
               (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 
 
+# CJK_RANGES (disjoint) by start, for is_cjk's binary search: the export's
+# character classes ask about every code point.
+_CJK_BY_START = sorted(CJK_RANGES)
+_CJK_STARTS = [lo for lo, _ in _CJK_BY_START]
+
+
 def is_cjk(char: str) -> bool:
+  """True for code points in one of CJK_RANGES."""
   cp = ord(char)
-  return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
+  i = bisect.bisect_right(_CJK_STARTS, cp) - 1
+  return i >= 0 and cp <= _CJK_BY_START[i][1]
 
 
 def is_dropped(char: str) -> bool:

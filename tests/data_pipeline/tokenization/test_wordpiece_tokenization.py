@@ -176,6 +176,34 @@ def test_official_rules_where_huggingface_differs():
 # --- in-graph twin ----------------------------------------------------------
 
 
+def test_is_cjk_at_the_edges_of_every_range():
+  for lo, hi in wp.CJK_RANGES:
+    assert wp.is_cjk(chr(lo)) and wp.is_cjk(chr(hi))
+    assert wp.is_cjk(chr(lo - 1)) == any(a <= lo - 1 <= b
+                                         for a, b in wp.CJK_RANGES)
+    assert wp.is_cjk(chr(hi + 1)) == any(a <= hi + 1 <= b
+                                         for a, b in wp.CJK_RANGES)
+  assert not wp.is_cjk("\0") and not wp.is_cjk("\U0010FFFF")
+
+
+def test_character_classes_exported_patterns():
+  from data_pipeline.tokenization.tf_sentencepiece import char_class
+  from data_pipeline.tokenization.tf_wordpiece import character_classes
+  # Runs merge, surrogates are skipped (U+D7FF and U+E000 stay apart), the
+  # last code point is reached.
+  assert char_class(lambda c: c in "abcx\U0010FFFF" or
+                    0xD7FF <= ord(c) <= 0xE000) == (
+      "[\\x{61}-\\x{63}\\x{78}\\x{d7ff}\\x{e000}\\x{10ffff}]")
+  dropped, space, cjk, mn, punctuation = character_classes()
+  assert cjk == ("[\\x{3400}-\\x{4dbf}\\x{4e00}-\\x{9fff}\\x{f900}-\\x{faff}"
+                 "\\x{20000}-\\x{2a6df}\\x{2a700}-\\x{2ceaf}"
+                 "\\x{2f800}-\\x{2fa1f}]")
+  assert space.startswith("[\\x{9}-\\x{a}\\x{d}\\x{20}\\x{a0}")
+  assert dropped.startswith("[\\x{0}-\\x{8}\\x{b}-\\x{c}\\x{e}-\\x{1f}")
+  assert punctuation.startswith("[\\x{21}-\\x{2f}\\x{3a}-\\x{40}")
+  assert mn.startswith("[\\x{300}-\\x{36f}")
+
+
 @pytest.mark.parametrize("do_lower_case", [True, False])
 @pytest.mark.parametrize("layout", ["learned", "bert"])
 def test_in_graph_ids_equal_python_on_every_line(tmp_path, multilingual_lines,
