@@ -284,7 +284,7 @@ def test_the_tiny_run(tmp_path):
   # in shards of 10; the timed runs at the tool's default shards.
   args = argparse.Namespace(
       size="tiny", rows=120, rss_rows=30, rss_rows_per_shard=10,
-      batch_size=32,
+      batch_size=32, beam_shards=4,
       seq_length=128, buckets="32,64,128", threads=2, beam_workers="1,2",
       stock_workers="2")
   measured = corpus.measure(args, str(tmp_path))
@@ -298,8 +298,10 @@ def test_the_tiny_run(tmp_path):
   assert sorted(measured["rss"]) == [30, 120]
   assert measured["rows_per_shard"] == 10000
   assert measured["rss_rows_per_shard"] == 10
-  # The RSS runs streamed through 3 and 12 shards, the timed one in one.
-  for name, shards in (("rss30", 3), ("rss120", 12), ("out0", 1)):
+  # The RSS runs streamed through 3 and 12 shards, the timed one in one,
+  # ours on Beam (out1, out2) in --beam_shards.
+  for name, shards in (("rss30", 3), ("rss120", 12), ("out0", 1),
+                       ("out1", 4), ("out2", 4)):
     assert len(list((tmp_path / name).glob("part-*.jsonl"))) == shards
   assert 0 < measured["ceiling"]["mean_tokens"] <= 128
   # Ours says how long it took to load the export, within its run.
