@@ -26,15 +26,11 @@ figure is then measured on 192 crafted test sentences nothing selects on:
   - on the SavedModel at batch 32: the loop that compacts exited rows out
     of the batch (tf.gather) against the one that keeps and masks them.
 
-With --run_dir, a user's fine-tuned run, its dev file (auto's choice) and
---test_file (every figure; without it, dev's, and the report says the
-figures are on the set that chose) instead (early_exit_models.py). The
-report says whether the machine was quiet (other processes' cores over
-the run). --write also writes the first table's row
-(early_exit_report.figures) from the sweep's own figures (auto's patience
-against full depth, TensorFlow in process), with the run's conditions;
---runtimes narrows the per-runtime table (each variant is exported and
-converted once per runtime).
+With --run_dir: a user's run, its --dev_file (auto's choice) and
+--test_file (every figure; without it, dev's, said so). The report says
+whether the machine was quiet. --write also writes the first table's row
+(early_exit_report.figures: auto's patience against full depth,
+TensorFlow in process); --runtimes narrows the per-runtime table.
 """
 
 import argparse
