@@ -83,6 +83,10 @@ def check_equal_looks(looks: Dict[str, int]) -> None:
                      f"({listed}): give each the same")
 
 
+# Seeds a "beats" verdict needs (beats).
+MIN_SEEDS = 3
+
+
 def paired(a: Sequence[float], b: Sequence[float]) -> Dict:
   """Per-seed differences a - b (the same seed at the same index):
   {"mean", "spread" (max - min; 0 for one seed), "n", "signs" ("+", "-"
@@ -101,16 +105,20 @@ def paired(a: Sequence[float], b: Sequence[float]) -> Dict:
 def beats(a: Sequence[float], b: Sequence[float],
           margin: float = 0.0) -> Dict:
   """The goal "A beats B (by more than `margin`)" on paired seeds: met when
-  there are at least 2 seeds and the mean paired difference minus
-  `margin` exceeds the differences' spread. {"met", "figures", **paired}."""
+  there are at least MIN_SEEDS seeds and the mean paired difference minus
+  `margin` exceeds the differences' spread. {"met", "figures", **paired}.
+
+  Two seeds give no verdict: their spread is one difference minus the
+  other, which two equal differences make 0, so any mean would exceed it."""
   pair = paired(a, b)
-  met = pair["n"] >= 2 and pair["mean"] - margin > pair["spread"]
+  met = pair["n"] >= MIN_SEEDS and pair["mean"] - margin > pair["spread"]
   bar = f" - {margin:.4f}" if margin else ""
   figures = (f"paired mean {pair['mean']:+.4f}{bar} against spread "
              f"{pair['spread']:.4f} ({pair['n']} seeds, signs "
              f"{pair['signs']})")
-  if pair["n"] < 2:
-    figures += "; one seed has no spread: not met"
+  if pair["n"] < MIN_SEEDS:
+    figures += (f"; fewer than {MIN_SEEDS} seeds give no verdict (read the "
+                "signs): not met")
   return dict(pair, met=met, figures=figures)
 
 

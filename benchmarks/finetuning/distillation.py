@@ -343,7 +343,8 @@ def _report(args, result) -> str:
           f"nearest {half}).\n\n"
           + report.confidence_line(result.get("confidence", ())) + "\n\n"
           "Goals (issue: distillation, section 3; \"beats\": the mean of "
-          "per-seed paired differences exceeds their spread):\n\n"
+          "per-seed paired differences exceeds their spread, 3 seeds at "
+          "least):\n\n"
           + report.goals_table(result["checks"]))
 
 

@@ -108,7 +108,7 @@ def goals(contenders: Dict[str, Dict], teacher: str, half: str,
   student; fast: the distilled students meant to be 4x cheaper (each
   checked on its own; its FLOPs ratio is checked, not assumed); beats:
   distilled student -> the alternatives it must beat, on paired seeds
-  (accuracy.beats: the mean per-seed difference exceeds its spread, 2
+  (accuracy.beats: the mean per-seed difference exceeds its spread, 3
   seeds at least); flops: name -> FLOPs per example; speed:
   {"teacher_savedmodel_ms", "litert_ms": {fast student: ms}} (batch 1)."""
   def acc(name):

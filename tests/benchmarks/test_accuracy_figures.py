@@ -43,9 +43,11 @@ def test_beats_needs_the_paired_mean_above_its_spread():
   assert "paired mean +0.0300" in check["figures"]
   # The same means, pairs that disagree: +0.10, -0.04, +0.03.
   assert not accuracy.beats([0.70, 0.76, 0.73], [0.60, 0.80, 0.70])["met"]
-  # One seed has no spread: never met.
-  one = accuracy.beats([0.9], [0.1])
-  assert not one["met"] and "one seed" in one["figures"]
+  # Fewer than 3 seeds: never met. Two equal differences have spread 0,
+  # which any positive mean would exceed.
+  for a_few, b_few in (([0.9], [0.1]), ([0.63, 0.83], [0.60, 0.80])):
+    few = accuracy.beats(a_few, b_few)
+    assert not few["met"] and "fewer than 3 seeds" in few["figures"]
   # A margin is subtracted first.
   assert not accuracy.beats(a, b, margin=0.031)["met"]
 
