@@ -4,6 +4,7 @@ reports the old code's numbers.
   code_revision()   {"key", "head", "dirty"}: key is a digest of the code
                     files' blobs at HEAD (git ls-tree) and of the working
                     tree's changes to them (git diff HEAD, untracked files)
+  code_revision_at  the same of a commit, as its clean checkout gives it
   stamp / check     a run folder records the key it was run by; a folder
                     with results and another key (or none) is refused in
                     one line (StaleRunError)
@@ -69,6 +70,23 @@ def code_revision(root: Optional[str] = None,
       digest.update(f.read())
   return dict(key=digest.hexdigest()[:16], head=head,
               dirty=bool(diff or untracked))
+
+
+def code_revision_at(commit: str, root: Optional[str] = None,
+                     dirs: Sequence[str] = CODE_DIRS) -> Dict:
+  """code_revision of a commit as a clean checkout of it would compute
+  it (its code files' blobs, no working-tree changes)."""
+  root = root or common.REPO_ROOT
+  try:
+    head = _git(root, "rev-parse", "--verify", f"{commit}^{{commit}}"
+                ).decode().strip()
+  except StaleRunError:
+    raise StaleRunError(f"{commit}: no such commit in {root}") from None
+  listing = [line for line in _git(
+      root, "ls-tree", "-r", head, "--", *dirs).decode().splitlines()
+             if _is_code(line.split("\t", 1)[-1])]
+  digest = hashlib.sha256("\n".join(listing).encode() + b"\0")
+  return dict(key=digest.hexdigest()[:16], head=head, dirty=False)
 
 
 def describe(revision: Dict) -> str:

@@ -81,6 +81,7 @@ from albert_tf.training.distillation.settings import INTERMEDIATE_LOSSES
 from benchmarks import accuracy
 from benchmarks import charts
 from benchmarks import common
+from benchmarks import roofline
 from benchmarks.finetuning import distillation_eval as evaluate
 from benchmarks.finetuning import distillation_report as report
 from benchmarks.finetuning import distillation_runs as runs
@@ -282,6 +283,11 @@ def run(args) -> Dict:
           args.batch1_examples, args.repeats, args.threads,
           labels=test_labels)
       print(name, timings[name], flush=True)
+    # The first table's ceiling: the best float32 matmul rate at the
+    # models' shapes at batch 1, measured in the same quiet window.
+    peak = roofline.serving_peak(MODEL["hidden_size"],
+                                 MODEL["intermediate_size"], args.seq_length,
+                                 batches=(1,))
   others = window.others()
   for key, same in (("teacher_more", "teacher"), ("cut", "distilled"),
                     ("pabee", "distilled"), ("alone", "distilled"),
@@ -313,7 +319,7 @@ def run(args) -> Dict:
       flops,
       dict(teacher_savedmodel_ms=timings[names["teacher"]]["savedmodel_ms"],
            litert_ms={name: timings[name]["litert_ms"] for name in fast}))
-  return dict(contenders=contenders, flops=flops, timings=timings,
+  return dict(contenders=contenders, flops=flops, timings=timings, peak=peak,
               checks=checks, names=names, loss=loss, tried=tried,
               patience=patience0, layers=layers, source=source,
               others=others, at_chance=at_chance, confidence=confidence,
@@ -375,6 +381,11 @@ def build_parser() -> argparse.ArgumentParser:
   parser.add_argument("--threads", type=int, default=2)
   parser.add_argument("--quiet_cores", type=float, default=0.1)
   parser.add_argument("--write", action="store_true")
+  parser.add_argument("--runs_from", default="", metavar="COMMIT",
+                      help="score, time and report the runs an earlier, "
+                      "committed revision of the code made (its cached "
+                      "runs), training nothing: a missing run is an error, "
+                      "and the figures name the commit")
   return parser
 
 
@@ -392,6 +403,8 @@ def main():
   from benchmarks import revision
   from benchmarks.finetuning import topic_splits
   try:
+    if args.runs_from:
+      runs.read_runs_of(args.runs_from)
     result = run(args)
   except (accuracy.ChanceError, accuracy.LooksError, revision.StaleRunError,
           topic_splits.SplitError) as e:
@@ -418,7 +431,10 @@ def write_outputs(args, result, text, conditions) -> None:
   chart = report.chart_spec(result["contenders"], result["timings"],
                             f"Distillation: {title}")
   charts.from_spec(chart, charts.CHARTS_DIR)
-  body = (f"`{command}`; {title}; {args.seeds} seeds of fine-tuning; "
+  made = (f"; the runs made by the code at {args.runs_from[:7]}, scored, "
+          "timed and written by this revision's harness"
+          if args.runs_from else "")
+  body = (f"`{command}`; {title}; {args.seeds} seeds of fine-tuning{made}; "
           f"{common.machine_line()}; {conditions}.\n\n"
           "![accuracy against latency](benchmarks/charts/distillation.png)"
           "\n\n" + text)
@@ -426,10 +442,10 @@ def write_outputs(args, result, text, conditions) -> None:
                            result["names"]["teacher"],
                            result["names"]["distilled"], result["flops"],
                            common.machine_label(), command, conditions,
-                           title, chart)
+                           title, chart, peak=result["peak"])
   common.update_benchmarks_md("Distillation", body, figures=[row],
                               stage="Fine-tuning")
-  figures = (f"`{command}`; {title}; {common.machine_label()}, "
+  figures = (f"`{command}`; {title}{made}; {common.machine_label()}, "
              f"{common.today()}; {conditions}.\n\n"
              "![accuracy against latency](benchmarks/charts/"
              "distillation.png)\n\n" + text)

@@ -42,10 +42,24 @@ _REVISION: List[Dict] = []
 
 
 def code_revision() -> Dict:
-  """This code's revision (benchmarks.revision), read once per process."""
+  """This code's revision (benchmarks.revision), read once per process;
+  after read_runs_of, that commit's."""
   if not _REVISION:
     _REVISION.append(revision_lib.code_revision())
   return _REVISION[0]
+
+
+def read_runs_of(commit: str) -> None:
+  """From now on, runs are those `commit`'s code made (keyed and checked
+  by its revision) and nothing is trained: a run or source model missing
+  from the cache is a StaleRunError. For a harness change that does not
+  touch what the runs compute (how they are scored, timed or reported)."""
+  revision = revision_lib.code_revision_at(commit)
+  _REVISION[:] = [dict(revision, read_only=True)]
+
+
+def _read_only() -> bool:
+  return bool(code_revision().get("read_only"))
 
 
 def key(settings: Dict, revision: Optional[Dict] = None) -> str:
@@ -80,6 +94,16 @@ def source_model(model: Dict, steps: int, seq_length: int,
       if not os.path.exists(os.path.join(folder, part)):
         shutil.copytree(os.path.join(data_from["folder"], part),
                         os.path.join(folder, part))
+  found = dict(folder=folder, checkpoint=os.path.join(folder, "pretraining"),
+               config=os.path.join(folder, "albert_config.json"),
+               spm=os.path.join(folder, "spm", "albert_spm.model"))
+  if _read_only() and revision is None:
+    if not os.path.exists(found["config"]):
+      raise revision_lib.StaleRunError(
+          f"{folder}: no source model of "
+          f"{revision_lib.describe(code_revision())} here (--runs_from "
+          "reads runs, it trains none)")
+    return found
   config = AlbertConfig.from_dict(dict(model,
                                        max_position_embeddings=seq_length))
   started = time.time()
@@ -90,9 +114,7 @@ def source_model(model: Dict, steps: int, seq_length: int,
       save_checkpoints_steps=max(50, steps // 4 // 50 * 50), model=config))
   print(f"source model in {folder} ({time.time() - started:.0f} s)",
         flush=True)
-  return dict(folder=folder, checkpoint=os.path.join(folder, "pretraining"),
-              config=os.path.join(folder, "albert_config.json"),
-              spm=os.path.join(folder, "spm", "albert_spm.model"))
+  return found
 
 
 def task_files(max_per_topic: int, cache: str = CACHE) -> Dict[str, str]:
@@ -146,6 +168,10 @@ def run_tool(module: str, flags: Sequence[str], output_dir: str,
   root = root or common.REPO_ROOT
   revision = revision or code_revision()
   revision_lib.check(output_dir, revision, "eval_results.json")
+  if not os.path.exists(results) and revision.get("read_only"):
+    raise revision_lib.StaleRunError(
+        f"{output_dir}: no run of {revision_lib.describe(revision)} here "
+        "(--runs_from reads runs, it trains none)")
   if not os.path.exists(results):
     os.makedirs(os.path.dirname(output_dir), exist_ok=True)
     log = output_dir + ".log"

@@ -151,11 +151,13 @@ def test_figures_row_is_in_the_first_tables_form():
   row = report.figures_row(
       contenders, timings, "teacher", "distilled", flops,
       "2-core Intel Xeon", "python -m benchmarks.finetuning.distillation "
-      "--write", "quiet", "tiny")
+      "--write", "quiet", "tiny", peak=1e5)
   row["digest"] = figures.digest(row)
   figures.check(row, "Distillation", run_all.HARNESSES)
   assert row["ours"]["value"] == 6.0 and row["peer"]["value"] == 10.0
-  assert row["ceiling"]["value"] == 5.0  # 10 ms x 400 / 800 FLOPs
+  # The student's FLOPs at the peak: 1000 ms x FLOPs / (FLOP/s).
+  assert row["ceiling"]["value"] == round(1000 * flops["distilled"] / 1e5,
+                                          3)
 
 
 def test_short_args_parse():
@@ -190,8 +192,8 @@ def test_write_puts_the_row_the_section_and_the_docs_figures(tmp_path,
              "distilled": dict(savedmodel_ms=6.0)}
   result = dict(contenders=contenders, timings=timings, flops=flops,
                 layers=8, names=dict(teacher="teacher",
-                                     distilled="distilled"))
-  args = argparse.Namespace(seq_length=64, seeds=3)
+                                     distilled="distilled"), peak=1e5)
+  args = argparse.Namespace(seq_length=64, seeds=3, runs_from="")
   distillation.write_outputs(args, result, "TABLE 0.9100", "quiet")
   (_, section, row), = figures.read(md.read_text())
   figures.check(row, section, run_all.HARNESSES)
@@ -332,3 +334,34 @@ def test_the_section_reports_the_teachers_confidence():
                 checks=[], tried={"none": 0.9}, loss="none",
                 layers=8, patience=2, confidence=per_seed)
   assert line in distillation._report(None, result)
+
+
+def test_runs_from_reads_a_commits_runs_and_trains_none(tmp_path,
+                                                        monkeypatch):
+  """--runs_from: a run that commit's code made is read; a missing run or
+  source model is one line (nothing is trained), and a run of other code
+  is still refused."""
+  from benchmarks import revision
+  from benchmarks.finetuning import distillation_runs as runs
+  made = dict(key="0123456789abcdef", head="c" * 40, dirty=False)
+  monkeypatch.setattr(revision, "code_revision_at", lambda commit: made)
+  monkeypatch.setattr(runs, "_REVISION", [])
+  runs.read_runs_of("c0ffee")
+  done = tmp_path / "done"
+  done.mkdir()
+  (done / "eval_results.json").write_text('{"eval_accuracy": 0.5}')
+  revision.stamp(str(done), made)
+  assert runs.run_tool("tools.run_classifier", [], str(done),
+                       "done") == {"eval_accuracy": 0.5}
+  with pytest.raises(revision.StaleRunError, match="trains none"):
+    runs.run_tool("tools.run_classifier", [], str(tmp_path / "missing"),
+                  "missing")
+  assert not (tmp_path / "missing.log").exists()
+  other = tmp_path / "other"
+  other.mkdir()
+  (other / "eval_results.json").write_text("{}")
+  revision.stamp(str(other), dict(made, key="f" * 16))
+  with pytest.raises(revision.StaleRunError, match="delete the folder"):
+    runs.run_tool("tools.run_classifier", [], str(other), "other")
+  with pytest.raises(revision.StaleRunError, match="no source model"):
+    runs.source_model(dict(vocab_size=100), 10, 16, cache=str(tmp_path))

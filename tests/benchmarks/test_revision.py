@@ -87,3 +87,21 @@ def test_the_tools_key_ignores_the_harnesses(checkout):
   (checkout / "tools" / "tool.py").write_text("RATE = 2\n")
   edited = revision.code_revision(str(checkout), revision.TOOL_DIRS)
   assert edited["dirty"] and edited["key"] != clean["key"]
+
+
+def test_a_commits_key_is_its_clean_checkouts(checkout):
+  """code_revision_at: the key a clean checkout of the commit computes,
+  whatever the working tree holds now; a name that is no commit is one
+  line."""
+  clean = revision.code_revision(str(checkout))
+  (checkout / "benchmarks" / "harness.py").write_text("STEPS = 5\n")
+  (checkout / "benchmarks" / "new.py").write_text("X = 1\n")
+  assert revision.code_revision(str(checkout))["key"] != clean["key"]
+  assert revision.code_revision_at("HEAD", str(checkout)) == clean
+  _git(checkout, "add", ".")
+  _git(checkout, "commit", "-qm", "code")
+  assert revision.code_revision_at("HEAD~1", str(checkout)) == clean
+  assert (revision.code_revision_at("HEAD", str(checkout))
+          == revision.code_revision(str(checkout)))
+  with pytest.raises(revision.StaleRunError, match="no such commit"):
+    revision.code_revision_at("nothere", str(checkout))
