@@ -41,6 +41,11 @@ Ours in-process runs with tools.predict's default --rows_per_shard
 sorted by length over the whole input. On Beam a shard is the unit its
 workers share, so ours on Beam gets --beam_shards (10: what the issue's
 100,000 rows make at the default) shards of the timed rows.
+Ours, in-process and on Beam, also times its fixed costs
+(corpus_setup.timed_load): the seconds before its first batch (counting
+the rows; on Beam building and starting the pipeline; loading the export
+and its tokenizer) and, among them, those loading the export; the report
+gives its rows/s after its model loaded beside them.
 
 Peak RSS: each contender's process (VmHWM); ours in-process also over
 --rss_rows and 4x as many rows in shards of --rss_rows_per_shard (both
@@ -235,6 +240,7 @@ def report(measured: Dict) -> str:
       f"bucket {bucket}: " + ", ".join(f"{f} {p / 1e9:.1f}"
                                        for f, p in by.items())
       for bucket, by in measured["peaks"].items())
+  fixed = fixed_costs_line(results)
   return "\n\n".join([
       common.markdown_table(["contender", "rows/s", "seconds",
                              "peak RSS MB", "/ in-process",
@@ -266,7 +272,30 @@ def report(measured: Dict) -> str:
       f"the export's bucket shapes ([batch x bucket, H] x [H, I], GFLOP/s: "
       f"{peaks}).",
       corpus_setup.padding_line(measured),
+      *([fixed] if fixed else []),
       "Goals (#58): " + goals(measured)])
+
+
+def fixed_costs_line(results: Dict) -> str:
+  """Ours' fixed costs, in-process and on Beam (corpus_setup.fixed_costs:
+  the seconds before the first batch, loading the export among them) and
+  the rows/s after its model loaded; "" when no run timed them."""
+  parts = []
+  for name, r in results.items():
+    if r["contender"] in ("ours", "ours_beam") and r.get(
+        "first_batch_seconds"):
+      parts.append(
+          f"{name}: {r['first_batch_seconds']:.1f} s before its first "
+          f"batch of its {r['seconds']:.1f} (loading the export "
+          f"{r['load_seconds']:.1f}), {_after_load(r):,.1f} rows/s after "
+          "its model loaded")
+  if not parts:
+    return ""
+  return ("Fixed costs (a larger input amortizes them; the direct "
+          "ceiling's are not timed): " + "; ".join(parts) + ". Before the "
+          "first batch: counting the rows, on Beam building and starting "
+          "the pipeline (the FnApiRunner's stages), loading the export and "
+          "its tokenizer, the first call's setup.")
 
 
 def goals(measured: Dict) -> str:

@@ -124,10 +124,14 @@ def test_the_worker_threads_share_one_loaded_model(tmp_path):
 
 
 def test_without_buckets_batches_are_plain(tmp_path):
+  # Beam's batches hold 8 model calls' rows (run_inference sorts them and
+  # cuts them every 4): a batch across two shards is cut as one sorted
+  # shard, not as 4 rows of the longest of one and the shortest of the
+  # next.
   handler = beam_handler.ExportModelHandler("stand-in", DESCRIPTION,
                                             "pooled", 4, buckets=(64,))
-  assert handler.batch_elements_kwargs() == {"min_batch_size": 4,
-                                             "max_batch_size": 4}
+  assert handler.batch_elements_kwargs() == {"min_batch_size": 32,
+                                             "max_batch_size": 32}
 
 
 class _WordCounter:
