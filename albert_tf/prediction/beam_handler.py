@@ -200,7 +200,8 @@ class ExportModelHandler(ModelHandler[InputRow, Dict[str, Any], Any]):
     description: exported_model.describe(model).
     embeddings: "pooled" or "mean" (encoder exports).
     batch_size: rows per model call (--batch_size); Beam's batches are
-      MODEL_CALLS_PER_BATCH times this size (the last of a bundle or a
+      MODEL_CALLS_PER_BATCH times this size (the last of a bundle
+      smaller), or with length-aware batching this size (the last of a
       bucket smaller).
     buckets: the export's length buckets (export_buckets).
     length_aware: Beam's stateful length-aware batching at `buckets`
@@ -224,7 +225,11 @@ class ExportModelHandler(ModelHandler[InputRow, Dict[str, Any], Any]):
                                model, buckets, description.kind == "encoder"),
                            batch_bucket_boundaries=beam_boundaries(buckets),
                            max_batch_duration_secs=0)
-    beam_batch = batch_size * MODEL_CALLS_PER_BATCH
+    # Beam's length-aware batches already hold rows of one bucket; kept
+    # at batch_size rows (larger ones, which fill later, failed on the
+    # DirectRunner: rows flushed at the end reached a finished
+    # GroupByKey).
+    beam_batch = batch_size * (1 if length_kwargs else MODEL_CALLS_PER_BATCH)
     super().__init__(min_batch_size=beam_batch, max_batch_size=beam_batch,
                      **length_kwargs)
     self._model = model
