@@ -266,3 +266,27 @@ def padding_line(measured: Dict) -> str:
       f"{direct['tokens'] / direct['positions']:.1%} "
       f"({direct['positions'] / rows:.1f} positions a row: sorted over the "
       "whole input, no buckets).")
+
+
+def fixed_costs_line(results: Dict) -> str:
+  """The report's line on ours' fixed costs, in-process and on Beam
+  (fixed_costs: the seconds before the first batch, loading the export
+  among them) and its rows/s after its model loaded; "" when no run
+  timed them."""
+  parts = []
+  for name, r in results.items():
+    if r["contender"] in ("ours", "ours_beam") and r.get(
+        "first_batch_seconds"):
+      after = r["rows"] / (r["seconds"] - r["load_seconds"])
+      parts.append(
+          f"{name}: {r['first_batch_seconds']:.1f} s before its first "
+          f"batch of its {r['seconds']:.1f} (loading the export "
+          f"{r['load_seconds']:.1f}), {after:,.1f} rows/s after its model "
+          "loaded")
+  if not parts:
+    return ""
+  return ("Fixed costs (a larger input amortizes them; the direct "
+          "ceiling's are not timed): " + "; ".join(parts) + ". Before the "
+          "first batch: counting the rows, on Beam building and starting "
+          "the pipeline (the FnApiRunner's stages), loading the export and "
+          "its tokenizer, the first call's setup.")

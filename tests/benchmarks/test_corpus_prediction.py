@@ -142,13 +142,14 @@ def test_the_fixed_costs_of_ours_in_process_and_on_beam():
   rows/s after loading, for ours in-process and on Beam (not for the
   others, which time neither)."""
   from benchmarks.serving import corpus
+  from benchmarks.serving import corpus_setup
   measured = _measured()
   results = measured["results"]
   results[corpus.OURS].update(load_seconds=5.0, first_batch_seconds=6.5)
   # Beam 1 worker: 1000 rows in 25 s, 4 of them loading: 47.6 rows/s.
   results["ours, Beam DirectRunner, 1 worker"].update(
       load_seconds=4.0, first_batch_seconds=9.3)
-  line = corpus.fixed_costs_line(results)
+  line = corpus_setup.fixed_costs_line(results)
   assert line.startswith("Fixed costs")
   assert ("ours, in-process: 6.5 s before its first batch of its 20.0 "
           "(loading the export 5.0), 66.7 rows/s after its model loaded; "
@@ -157,7 +158,7 @@ def test_the_fixed_costs_of_ours_in_process_and_on_beam():
           "model loaded.") in line
   assert "2 workers" not in line and "stock" not in line
   assert line in corpus.report(measured)
-  assert corpus.fixed_costs_line(_measured()["results"]) == ""
+  assert corpus_setup.fixed_costs_line(_measured()["results"]) == ""
 
 
 def test_a_loaded_run_or_a_passed_ceiling_writes_no_row(md):
