@@ -22,13 +22,16 @@ counts (lengths.TokenCounter) and batched as in-process
 longest row (its `own_length`: classifier, regression, multi-label and
 encoder exports, ONNX files) in batch_size rows, a batch across buckets
 costing nothing; else cut at the buckets, so no model call mixes two.
-Rows reach RunInference sorted by length within their
-shard (beam_pipeline.py), so Beam's plain BatchElements, which batches
-consecutive rows, already makes batches of alike lengths, as the
-in-process path does. With `length_aware` (the runners with native stateful
-processing: Dataflow, Flink) the handler also gives Beam a
-`batch_length_fn` (a row's estimated tokens) and `batch_bucket_boundaries`
-at the export's buckets, so Beam's stateful BatchElements keys rows by
+Rows reach RunInference sorted by length within their shard
+(beam_pipeline.py), and Beam's plain BatchElements batches consecutive
+rows, MODEL_CALLS_PER_BATCH model calls' worth at a time; a Beam batch
+may hold the end of one shard and the start of the next, so
+run_inference sorts it again and cuts it every batch_size rows: batches
+of alike lengths, as the in-process path makes of a shard. With
+`length_aware` (the runners with native stateful processing: Dataflow,
+Flink) the handler also gives Beam a `batch_length_fn` (a row's
+estimated tokens) and `batch_bucket_boundaries` at the export's buckets,
+so Beam's stateful BatchElements keys rows by
 bucket across bundles and workers. Not on the DirectRunner: that batching
 holds a processing-time timer, which makes the DirectRunner fall back to
 its one-thread BundleBasedDirectRunner and ignore --direct_num_workers.
@@ -69,6 +72,17 @@ CHARS_PER_TOKEN = 4
 # [CLS] and [SEP] of one text (a pair adds one more [SEP]).
 _SPECIAL_TOKENS = 2
 _INT32 = 3  # tensorflow.DataType.DT_INT32
+# Model calls (of --batch_size rows) in one batch Beam hands run_inference,
+# which sorts it by tokens and cuts it every batch_size rows. Beam's
+# BatchElements batches consecutive rows with no regard to shards, so a
+# Beam batch of batch_size rows across two shards joins the longest rows
+# of one to the shortest of the next. Positions computed a real token,
+# counted over the batches each size makes (stdlib paragraphs, batches of
+# 32, shards sorted by tokens, in a shuffled order): 1,000 rows
+# in 10 shards, 2.14 with Beam batches of 32 rows, 1.34 of 8 calls', 1.07
+# of 32 calls' (the in-process run's one sorted shard: 1.07); 100,000 rows
+# in shards of 10,000, 1.01 at any of these sizes (in-process 1.01).
+MODEL_CALLS_PER_BATCH = 32
 
 
 def estimated_tokens(row: InputRow) -> int:
@@ -108,6 +122,15 @@ class KeyedTokenCount:
     if counter is None:
       return estimated_tokens(element[1])
     return counter(element[1])
+
+  def lengths(self, rows: Sequence[InputRow]) -> List[int]:
+    """The rows' packed tokens, as the in-process run sorts a shard
+    (beam_pipeline._shard_rows); their characters for an export without
+    a vocabulary (batching.text_length, as in-process)."""
+    counter = _token_counter(self.model, self.buckets, self.encoder)
+    if counter is None:
+      return [batching.text_length(row) for row in rows]
+    return counter.lengths(rows)
 
 
 def beam_boundaries(buckets: Sequence[int]) -> List[int]:
@@ -177,7 +200,9 @@ class ExportModelHandler(ModelHandler[InputRow, Dict[str, Any], Any]):
     description: exported_model.describe(model).
     embeddings: "pooled" or "mean" (encoder exports).
     batch_size: rows per model call (--batch_size); Beam's batches are
-      this size (the last of a bucket smaller).
+      MODEL_CALLS_PER_BATCH times this size (the last of a bundle
+      smaller), or with length-aware batching this size (the last of a
+      bucket smaller).
     buckets: the export's length buckets (export_buckets).
     length_aware: Beam's stateful length-aware batching at `buckets`
       (when there are more than one; module docstring).
@@ -200,7 +225,12 @@ class ExportModelHandler(ModelHandler[InputRow, Dict[str, Any], Any]):
                                model, buckets, description.kind == "encoder"),
                            batch_bucket_boundaries=beam_boundaries(buckets),
                            max_batch_duration_secs=0)
-    super().__init__(min_batch_size=batch_size, max_batch_size=batch_size,
+    # Beam's length-aware batches already hold rows of one bucket; kept
+    # at batch_size rows (larger ones, which fill later, failed on the
+    # DirectRunner: rows flushed at the end reached a finished
+    # GroupByKey).
+    beam_batch = batch_size * (1 if length_kwargs else MODEL_CALLS_PER_BATCH)
+    super().__init__(min_batch_size=beam_batch, max_batch_size=beam_batch,
                      **length_kwargs)
     self._model = model
     self._description = description
@@ -236,6 +266,15 @@ class ExportModelHandler(ModelHandler[InputRow, Dict[str, Any], Any]):
     return "albert_predict"
 
 
+def handler_buckets(model: str,
+                    description: exported_model.ExportDescription
+                   ) -> Tuple[int, ...]:
+  """The buckets the handler batches at: the export's record; an older
+  export's, read from its graph (export_buckets)."""
+  return tuple(description.length_buckets or
+               export_buckets(model, description))
+
+
 def keyed_handler(model: str, description: exported_model.ExportDescription,
                   embeddings: str, batch_size: int,
                   load: Optional[Callable] = None,
@@ -244,9 +283,8 @@ def keyed_handler(model: str, description: exported_model.ExportDescription,
   """The handler RunInference gets: (key, InputRow) -> (key, prediction),
   with `length_aware` batching at `buckets` (default: the export's,
   export_buckets)."""
-  if buckets is None:  # recorded by the export; older ones: in its graph
-    buckets = (description.length_buckets or
-               export_buckets(model, description))
+  if buckets is None:
+    buckets = handler_buckets(model, description)
   return KeyedModelHandler(ExportModelHandler(
       model, description, embeddings, batch_size, buckets, load,
       length_aware))

@@ -18,14 +18,16 @@ The pipeline (F input files, shard = (file index, shard index)):
                 --rows_per_shard records; a shard already under its final
                 name (a rerun) gives only its counts
   Reshuffle     the shards, so one large file's shards spread over workers
-  FlatMap       a shard's good rows sorted by length, keyed by (shard, row,
-                key columns); its rejects (--skip_bad_rows) and counts
+  FlatMap       a shard's good rows sorted by tokens (as in-process), keyed
+                by (shard, row, key columns); its rejects (--skip_bad_rows)
+                and counts
   RunInference  Beam's own, with KeyedModelHandler(ExportModelHandler)
                 (beam_handler.py): the export loaded once per worker
-                process and shared by its threads, batches of
-                --batch_size rows of alike lengths (consecutive sorted
-                rows; on Dataflow and Flink also Beam's length-aware
-                batching at the export's length buckets)
+                process and shared by its threads; Beam's batches of
+                consecutive rows (on Dataflow and Flink, Beam's
+                length-aware batching at the export's length buckets)
+                sorted again by tokens and cut every --batch_size rows
+                (beam_handler.MODEL_CALLS_PER_BATCH)
   GroupByKey    per shard: its predictions, rejects and counts
   ParDo         the shard's rows in input order, written atomically
                 (writers: a hidden temporary, then a rename); its rejects
@@ -66,6 +68,7 @@ from albert_tf.prediction import runner
 from albert_tf.prediction import writers
 from albert_tf.prediction.inputs import Columns
 from albert_tf.prediction.inputs import InputFile
+from albert_tf.prediction.inputs import InputRow
 from albert_tf.prediction.options import PredictOptions
 from data_pipeline.pretraining.beam import pipeline as beam_support
 
@@ -111,9 +114,13 @@ def _split(element: Tuple[str, Any]):
   yield beam.pvalue.TaggedOutput(tag, value)
 
 
-def _shard_rows(element, id_column: str) -> Iterator[Tuple[str, Any]]:
-  """A shard's records as tagged elements, its good rows sorted by length
-  (batching.predictions' order: consecutive rows batch alike):
+def _shard_rows(element, id_column: str,
+                lengths: Callable[[Sequence[InputRow]], Sequence[int]]
+               ) -> Iterator[Tuple[str, Any]]:
+  """A shard's records as tagged elements, its good rows sorted by
+  `lengths` (beam_handler.KeyedTokenCount.lengths: tokens, as the
+  in-process run sorts a shard; then position), so consecutive rows batch
+  alike:
 
     ("row", ((shard, row number, key columns), InputRow))
     ("meta", (shard, (_REJECT, reject dict)))
@@ -121,7 +128,9 @@ def _shard_rows(element, id_column: str) -> Iterator[Tuple[str, Any]]:
   """
   key, path, chunk = element
   good = [row for row in chunk if not row.problem]
-  for row in sorted(good, key=lambda r: (batching.text_length(r), r.row)):
+  keys = lengths(good)
+  for i in sorted(range(len(good)), key=lambda i: (keys[i], good[i].row)):
+    row = good[i]
     yield beam.pvalue.TaggedOutput("row", (
         (key, row.row, batching.row_key(row, path, id_column)), row))
   for row in chunk:
@@ -195,16 +204,20 @@ def build_pipeline(pipeline: beam.Pipeline, options: PredictOptions,
   """
   if length_aware is None:
     length_aware = options.runner in LENGTH_AWARE_RUNNERS
+  if buckets is None:
+    buckets = beam_handler.handler_buckets(options.model, run.description)
   handler = beam_handler.keyed_handler(
       options.model, run.description, options.embeddings,
       options.batch_size, load, buckets, length_aware)
+  lengths = beam_handler.KeyedTokenCount(
+      options.model, buckets, run.description.kind == "encoder").lengths
   parts = (pipeline
            | "Files" >> beam.Create(list(enumerate(run.files)))
            | "Read" >> beam.FlatMap(_read_file, options, run.columns)
            | "Split" >> beam.FlatMap(_split).with_outputs("shard", "done"))
   work = (parts.shard
           | "Spread" >> beam.Reshuffle()
-          | "Rows" >> beam.FlatMap(_shard_rows, options.id_column
+          | "Rows" >> beam.FlatMap(_shard_rows, options.id_column, lengths
                                    ).with_outputs("row", "meta"))
   predicted = (work.row
                | "Predict" >> RunInference(handler)

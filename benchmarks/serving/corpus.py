@@ -41,6 +41,8 @@ Ours in-process runs with tools.predict's default --rows_per_shard
 sorted by length over the whole input. On Beam a shard is the unit its
 workers share, so ours on Beam gets --beam_shards (10: what the issue's
 100,000 rows make at the default) shards of the timed rows.
+Ours (in-process and on Beam) also times the seconds before its first
+batch and those loading the export (corpus_setup.timed_load).
 
 Peak RSS: each contender's process (VmHWM); ours in-process also over
 --rss_rows and 4x as many rows in shards of --rss_rows_per_shard (both
@@ -235,6 +237,7 @@ def report(measured: Dict) -> str:
       f"bucket {bucket}: " + ", ".join(f"{f} {p / 1e9:.1f}"
                                        for f, p in by.items())
       for bucket, by in measured["peaks"].items())
+  fixed = corpus_setup.fixed_costs_line(results)
   return "\n\n".join([
       common.markdown_table(["contender", "rows/s", "seconds",
                              "peak RSS MB", "/ in-process",
@@ -266,6 +269,7 @@ def report(measured: Dict) -> str:
       f"the export's bucket shapes ([batch x bucket, H] x [H, I], GFLOP/s: "
       f"{peaks}).",
       corpus_setup.padding_line(measured),
+      *([fixed] if fixed else []),
       "Goals (#58): " + goals(measured)])
 
 
@@ -374,6 +378,9 @@ _NOTE = (
     "Each contender runs over the same input file in a fresh process, one "
     "after another, timed over its whole run (loading, reading, "
     "predicting, writing); ALBERT classifier exports with random weights. "
+    "Ours on Beam: RunInference with our handler, a shard's rows sorted "
+    "by tokens, Beam's batches of 32 model calls' rows sorted again and "
+    "cut every --batch_size rows, one model per process. "
     "Beam's stock TFModelHandlerTensor cannot load the raw-text export "
     "(tf.keras.models.load_model reads no SavedModel under Keras 3, and "
     "with TF_USE_LEGACY_KERAS=1 none without Keras metadata), so it runs "

@@ -14,6 +14,7 @@ import dataclasses
 import os
 import re
 import sysconfig
+import time
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -27,6 +28,12 @@ TINY = dict(embedding_size=16, hidden_size=32, num_hidden_layers=2,
             initializer_range=0.2)
 VOCAB_SIZE = 5000  # the SentencePiece model trained on the corpus
 LABELS = ("negative", "positive")
+# When ours (corpus_worker's `ours` and `ours_beam`) began and ended
+# loading its export and first predicted, time.perf_counter() of this
+# process: Beam's DirectRunner in multi_threading mode runs its workers as
+# threads of the launching process, and unpickles timed_load by reference
+# to this module, so its workers write here too.
+TIMES: Dict[str, float] = {}
 
 
 def paragraphs(stdlib_dir: Optional[str] = None) -> List[str]:
@@ -41,6 +48,46 @@ def paragraphs(stdlib_dir: Optional[str] = None) -> List[str]:
         if sentences:
           rows.append(" ".join(sentences))
   return rows
+
+
+class _FirstBatchTimed:
+  """A predictor that notes its first predict call (TIMES["first_batch"])
+  and is otherwise the predictor it wraps."""
+
+  def __init__(self, predictor):
+    self._predictor = predictor
+
+  def __getattr__(self, name):
+    return getattr(self._predictor, name)
+
+  def predict(self, *args):
+    TIMES.setdefault("first_batch", time.perf_counter())
+    return self._predictor.predict(*args)
+
+
+def timed_load(*args):
+  """exported_model.Predictor(*args) (tools.predict's `load`), its loading
+  and first batch timed in TIMES (the first load's, when the workers of a
+  multi-process runner each load their own)."""
+  from albert_tf.prediction import exported_model
+  began = time.perf_counter()
+  predictor = exported_model.Predictor(*args)
+  TIMES.setdefault("load_start", began)
+  TIMES.setdefault("load_end", time.perf_counter())
+  return _FirstBatchTimed(predictor)
+
+
+def fixed_costs(start: float) -> Dict[str, float]:
+  """{load_seconds, first_batch_seconds} of a run that began at `start`
+  (time.perf_counter()): the seconds timed_load took, those before the
+  first batch (the run's fixed cost: counting rows, building and starting
+  a pipeline, loading the export and the tokenizer); empty when nothing
+  was loaded (every shard already written)."""
+  if "load_start" not in TIMES:
+    return {}
+  return dict(load_seconds=TIMES["load_end"] - TIMES["load_start"],
+              first_batch_seconds=TIMES.get("first_batch",
+                                            TIMES["load_end"]) - start)
 
 
 def write_corpus(path: str, texts: Sequence[str], rows: int) -> List[str]:
@@ -219,3 +266,27 @@ def padding_line(measured: Dict) -> str:
       f"{direct['tokens'] / direct['positions']:.1%} "
       f"({direct['positions'] / rows:.1f} positions a row: sorted over the "
       "whole input, no buckets).")
+
+
+def fixed_costs_line(results: Dict) -> str:
+  """The report's line on ours' fixed costs, in-process and on Beam
+  (fixed_costs: the seconds before the first batch, loading the export
+  among them) and its rows/s after its model loaded; "" when no run
+  timed them."""
+  parts = []
+  for name, r in results.items():
+    if r["contender"] in ("ours", "ours_beam") and r.get(
+        "first_batch_seconds"):
+      after = r["rows"] / (r["seconds"] - r["load_seconds"])
+      parts.append(
+          f"{name}: {r['first_batch_seconds']:.1f} s before its first "
+          f"batch of its {r['seconds']:.1f} (loading the export "
+          f"{r['load_seconds']:.1f}), {after:,.1f} rows/s after its model "
+          "loaded")
+  if not parts:
+    return ""
+  return ("Fixed costs (a larger input amortizes them; the direct "
+          "ceiling's are not timed): " + "; ".join(parts) + ". Before the "
+          "first batch: counting the rows, on Beam building and starting "
+          "the pipeline (the FnApiRunner's stages), loading the export and "
+          "its tokenizer, the first call's setup.")

@@ -5,8 +5,9 @@
 prints one JSON line, {"rows", "seconds", "rss_mb"}: the rows it wrote,
 the wall seconds of its whole run over the input file after its imports
 (loading the model, reading, predicting, writing its outputs; `direct`:
-its predict calls only; `ours` adds "load_seconds", those loading the
-model) and the process's peak resident memory (VmHWM,
+its predict calls only; `ours` and `ours_beam` add "load_seconds",
+those loading the model, and "first_batch_seconds", those before their
+first batch) and the process's peak resident memory (VmHWM,
 common.peak_rss_mb); `direct` adds "tokens" and "positions", the real
 tokens of its rows and the positions its batches computed. The spec
 (JSON): contender (CONTENDERS), input (a text file, one row a line),
@@ -60,35 +61,34 @@ def _options(spec: Dict, runner: str = ""):
 
 
 def run_ours(spec: Dict) -> Tuple[int, float, Dict]:
-  """Also "load_seconds": of the run's seconds, those loading the export
-  (a fixed cost a larger input amortizes; the direct ceiling's are not
-  timed)."""
-  from albert_tf.prediction import exported_model
+  """Also "load_seconds" and "first_batch_seconds": of the run's seconds,
+  those loading the export and those before its first batch (fixed costs
+  a larger input amortizes; the direct ceiling's are not timed;
+  corpus_setup.fixed_costs)."""
   from albert_tf.prediction import runner
+  from benchmarks.serving import corpus_setup
   _tf_threads(spec["threads"])
-  loading = {}
-
-  def load(*args):
-    began = time.perf_counter()
-    predictor = exported_model.Predictor(*args)
-    loading["seconds"] = time.perf_counter() - began
-    return predictor
-
   start = time.perf_counter()
-  manifest = runner.predict_files(_options(spec), load=load)
-  return manifest["rows"], time.perf_counter() - start, dict(
-      load_seconds=loading.get("seconds", 0.0))
+  manifest = runner.predict_files(_options(spec),
+                                  load=corpus_setup.timed_load)
+  return manifest["rows"], time.perf_counter() - start, (
+      corpus_setup.fixed_costs(start))
 
 
-def run_ours_beam(spec: Dict) -> Tuple[int, float]:
+def run_ours_beam(spec: Dict) -> Tuple[int, float, Dict]:
+  """As run_ours: the load and the first batch are timed by the worker
+  threads of the DirectRunner, in this process (multi_threading)."""
   from albert_tf.prediction import beam_pipeline
+  from benchmarks.serving import corpus_setup
   _tf_threads(spec["threads"])
   start = time.perf_counter()
   manifest = beam_pipeline.predict_files_beam(
       _options(spec, "DirectRunner"),
       [f"--direct_num_workers={spec['workers']}",
-       "--direct_running_mode=multi_threading"])
-  return manifest["rows"], time.perf_counter() - start
+       "--direct_running_mode=multi_threading"],
+      load=corpus_setup.timed_load)
+  return manifest["rows"], time.perf_counter() - start, (
+      corpus_setup.fixed_costs(start))
 
 
 class _Tokenize:

@@ -124,10 +124,19 @@ def test_the_worker_threads_share_one_loaded_model(tmp_path):
 
 
 def test_without_buckets_batches_are_plain(tmp_path):
+  # Beam's batches hold 32 model calls' rows (run_inference sorts them and
+  # cuts them every 4): a batch across two shards is cut as one sorted
+  # shard, not as 4 rows of the longest of one and the shortest of the
+  # next. Beam's length-aware batches (one bucket each) hold 4.
   handler = beam_handler.ExportModelHandler("stand-in", DESCRIPTION,
                                             "pooled", 4, buckets=(64,))
-  assert handler.batch_elements_kwargs() == {"min_batch_size": 4,
-                                             "max_batch_size": 4}
+  assert handler.batch_elements_kwargs() == {"min_batch_size": 128,
+                                             "max_batch_size": 128}
+  aware = beam_handler.ExportModelHandler("stand-in", DESCRIPTION, "pooled",
+                                          4, buckets=(32, 64))
+  assert {k: v for k, v in aware.batch_elements_kwargs().items()
+          if k.endswith("batch_size")} == {"min_batch_size": 4,
+                                           "max_batch_size": 4}
 
 
 class _WordCounter:
