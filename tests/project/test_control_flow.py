@@ -1,8 +1,8 @@
 """A run's control flows one way: tool -> settings -> task -> runner.
 
-Each tool runs in a subprocess under a trace hook
-(tests/scripts/control_flow_script.py) that records every call between our
-files. Asserted for run_classifier and run_pretraining:
+The tools run one after the other in one subprocess (one TensorFlow import)
+under a trace hook (tests/scripts/control_flow_script.py) that records every
+call between our files. Asserted for run_classifier and run_pretraining:
   - nothing below the tool calls back into tools/ (no round trip);
   - when the runner starts training, the stack from the tool's main() holds
     at most 8 of our files, each once: the tool's, then the library's;
@@ -22,13 +22,16 @@ ROOT = os.path.abspath(os.path.join(__file__, "../../.."))
 MAX_SPINE_FILES = 8
 
 
-def _trace(tmp_path, train_function, tool, *args):
-  out = str(tmp_path / f"{tool}.json")
+def _trace(folder, *runs):
+  """{tool: trace} of `runs` ([train function, "tools.NAME", flags...]),
+  run in that order in one process."""
+  out, runs_file = str(folder / "traces.json"), folder / "runs.json"
+  runs_file.write_text(json.dumps(runs))
   result = subprocess.run(
       [sys.executable,
        os.path.join(ROOT, "tests", "scripts", "control_flow_script.py"),
-       out, train_function, tool, *args], cwd=ROOT, capture_output=True,
-      text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=600)
+       out, str(runs_file)], cwd=ROOT, capture_output=True,
+      text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=900)
   assert result.returncode == 0, result.stderr[-3000:]
   with open(out) as f:
     return json.load(f)
@@ -53,21 +56,23 @@ def traces(tmp_path_factory, spm_model, pretraining_records):
                  for i, w in enumerate(["good", "bad"] * 20))
   for split in ("train", "dev"):
     (glue / f"{split}.tsv").write_text("sentence\tlabel\n" + rows)
-  classifier = _trace(
-      root, "train", "tools.run_classifier", "--task_name=SST-2",
-      f"--data_dir={glue}", f"--albert_config_file={config}",
-      f"--spm_model_file={spm_model}", f"--output_dir={root / 'glue_run'}",
-      "--do_train", "--do_eval", "--max_seq_length=32", "--train_step=2",
-      "--train_batch_size=4", "--eval_batch_size=8",
-      "--save_checkpoints_steps=2", "--iterations_per_loop=1")
-  pretraining = _trace(
-      root, "train_loop_begin", "tools.run_pretraining",
-      f"--input_file={pretraining_records['path']}",
-      f"--output_dir={root / 'pretraining_run'}",
-      f"--albert_config_file={config}", "--train_batch_size=4",
-      "--max_seq_length=32", "--max_predictions_per_seq=5",
-      "--num_train_steps=2", "--num_warmup_steps=1",
-      "--save_checkpoints_steps=2", "--iterations_per_loop=1")
+  runs = _trace(
+      root,
+      ["train", "tools.run_classifier", "--task_name=SST-2",
+       f"--data_dir={glue}", f"--albert_config_file={config}",
+       f"--spm_model_file={spm_model}", f"--output_dir={root / 'glue_run'}",
+       "--do_train", "--do_eval", "--max_seq_length=32", "--train_step=2",
+       "--train_batch_size=4", "--eval_batch_size=8",
+       "--save_checkpoints_steps=2", "--iterations_per_loop=1"],
+      ["train_loop_begin", "tools.run_pretraining",
+       f"--input_file={pretraining_records['path']}",
+       f"--output_dir={root / 'pretraining_run'}",
+       f"--albert_config_file={config}", "--train_batch_size=4",
+       "--max_seq_length=32", "--max_predictions_per_seq=5",
+       "--num_train_steps=2", "--num_warmup_steps=1",
+       "--save_checkpoints_steps=2", "--iterations_per_loop=1"])
+  classifier = runs["tools.run_classifier"]
+  pretraining = runs["tools.run_pretraining"]
   return dict(run_classifier=classifier, run_pretraining=pretraining,
               config=config, spm_model=spm_model)
 

@@ -1,9 +1,10 @@
-"""Runs one tool in this process and records how control flows through ours.
+"""Runs tools one after another in this process and records how control
+flows through ours in each.
 
-  python tests/scripts/control_flow_script.py OUT.json TRAIN_FUNCTION tools.NAME
-  \
-      --flag=value ...
+  python tests/scripts/control_flow_script.py OUT.json RUNS.json
 
+RUNS.json: a list of [TRAIN_FUNCTION, "tools.NAME", "--flag=value", ...];
+OUT.json: {"tools.NAME": trace} (one TensorFlow import for every run).
 A trace hook sees every Python call (sys.settrace's "call" events only: unlike
 a profile hook it is not called on every return and C function call; for a
 file not ours, TensorFlow's, it costs a dict lookup). It records:
@@ -14,6 +15,9 @@ file not ours, TensorFlow's, it costs a dict lookup). It records:
     TRAIN_FUNCTION (a function name, e.g. "train") is first entered in the
     runner;
   - `reads`: path -> how many times albert_common.file_io.read_bytes read it.
+Each run starts with no flag parsed and its own empty records; a module
+first imported by an earlier run runs no import-time code again (its calls
+are in that run's edges).
 Used by tests/project/test_control_flow.py.
 """
 
@@ -35,8 +39,9 @@ def _ours(filename):
   return relative if relative.split(os.sep)[0] in PACKAGES else None
 
 
-def main():
-  out, train_function, tool = sys.argv[1:4]
+def trace_run(train_function, tool, args):
+  """The trace of `tool` (e.g. "tools.run_classifier") run as `python -m`
+  with `args`: dict(edges, spine, reads)."""
   edges, reads, spine = set(), collections.Counter(), []
   ours_by_file = {}  # co_filename -> _ours(co_filename): the hook's hot path
 
@@ -76,13 +81,10 @@ def main():
         f = f.f_back
       spine.extend(reversed(stack))
 
+  from absl import flags  # noqa: PLC0415
+  flags.FLAGS.unparse_flags()  # as in a fresh process
   tool_file = os.path.join(*tool.split(".")) + ".py"
-  sys.argv = [tool] + sys.argv[4:]
-  # Third-party imports first: the hook then only pays for their calls, not
-  # for importing them.
-  import orbit  # noqa: F401
-  import tensorflow  # noqa: F401
-  import tf_keras  # noqa: F401
+  sys.argv = [tool] + list(args)
   sys.settrace(trace)
   try:
     runpy.run_module(tool, run_name="__main__")
@@ -91,8 +93,23 @@ def main():
       raise
   finally:
     sys.settrace(None)
-    with open(out, "w") as f:
-      json.dump(dict(edges=sorted(edges), spine=spine, reads=reads), f)
+  return dict(edges=sorted(edges), spine=spine, reads=reads)
+
+
+def main():
+  out, runs_file = sys.argv[1:3]
+  with open(runs_file) as f:
+    runs = json.load(f)
+  # Third-party imports first: the hook then only pays for their calls, not
+  # for importing them.
+  import orbit  # noqa: F401
+  import tensorflow  # noqa: F401
+  import tf_keras  # noqa: F401
+  traces = {}
+  for train_function, tool, *args in runs:
+    traces[tool] = trace_run(train_function, tool, args)
+  with open(out, "w") as f:
+    json.dump(traces, f)
 
 
 if __name__ == "__main__":

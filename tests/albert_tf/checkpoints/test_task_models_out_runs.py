@@ -22,6 +22,7 @@ from tests.albert_tf.checkpoints.task_model_kit import ids
 from tests.albert_tf.checkpoints.task_model_kit import load_hf
 from tests.albert_tf.checkpoints.task_model_kit import save_run
 from tests.albert_tf.checkpoints.task_model_kit import torch_outputs
+from tests.albert_tf.training.finetuning import own_data_kit
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -39,24 +40,26 @@ def test_the_tool_reads_the_run_dir_alone(tmp_path):
   """Only --input_checkpoint (the run dir), --output_checkpoint and
   --output_format (huggingface, official): the config and labels come from
   the run; a squad_v2 run to huggingface is one line, exit 1, nothing
-  written. (docs/checkpoints.md's commands.)"""
+  written. (docs/checkpoints.md's commands.) The two conversions run the
+  tool's main in this process (its flags, as `python -m` parses them); the
+  refusal runs the command line, whose exit status and stderr it checks."""
   labels = ("b", "a")
   model = build("classifier", 2)
   run_dir = save_run(model, str(tmp_path / "run"),
                      label_list_lib.LabelList("classification", labels))
   out = str(tmp_path / "hf")
-  done = run_tool(f"--input_checkpoint={run_dir}",
-                  f"--output_checkpoint={out}", "--output_format=huggingface")
-  assert done.returncode == 0, done.stderr
+  assert own_data_kit.run_tool(
+      "convert_checkpoint", f"--input_checkpoint={run_dir}",
+      f"--output_checkpoint={out}", "--output_format=huggingface") == 0
   with open(os.path.join(out, "config.json")) as f:
     values = json.load(f)
   assert values["architectures"] == ["AlbertForSequenceClassification"]
   assert values["id2label"] == {"0": "b", "1": "a"}
   official = tmp_path / "official"
-  done = run_tool(f"--input_checkpoint={run_dir}",
-                  f"--output_checkpoint={official / 'model.ckpt'}",
-                  "--output_format=official")
-  assert done.returncode == 0, done.stderr
+  assert own_data_kit.run_tool(
+      "convert_checkpoint", f"--input_checkpoint={run_dir}",
+      f"--output_checkpoint={official / 'model.ckpt'}",
+      "--output_format=official") == 0
   assert (official / "labels.txt").read_text() == "b\na\n"
   v2 = save_run(build("squad_v2"), str(tmp_path / "v2"))
   failed = run_tool(f"--input_checkpoint={v2}",

@@ -267,9 +267,9 @@ def test_output_directly_under_the_scheme(local_run, english_corpus,
 def test_extended_tokenizer_writes_the_local_bytes(
     kind, tmp_path, english_corpus, spm_model):
   """A tokenizer of tools.extend_vocabulary (40 clinical pieces appended to
-  the stdlib SentencePiece model or WordPiece vocab.txt) on the clinical
-  corpus: the in-process DirectRunner writes the local path's bytes, and
-  the records hold new ids."""
+  the stdlib SentencePiece model or to a WordPiece vocab.txt learned on the
+  corpus's first 60 KB) on the clinical corpus: the in-process DirectRunner
+  writes the local path's bytes, and the records hold new ids."""
   from data_pipeline.tokenization import wordpiece_trainer
   from tests.albert_tf.training.pretraining import domain_text
   (tmp_path / "vocab").mkdir()
@@ -280,8 +280,10 @@ def test_extended_tokenizer_writes_the_local_bytes(
         str(tmp_path / "vocab"), sentences, 40, spm_model_file=spm_model)
     vocab = None
   else:
-    old = str(tmp_path / "vocab.txt")
-    wordpiece_trainer.train_wordpiece(english_corpus, old, vocab_size=600)
+    old, head = str(tmp_path / "vocab.txt"), tmp_path / "head.txt"
+    text = open(english_corpus, "rb").read()[:60_000]
+    head.write_bytes(text[:text.rindex(b"\n\n") + 1])  # whole documents
+    wordpiece_trainer.train_wordpiece(str(head), old, vocab_size=600)
     vocab, size = domain_text.extended_tokenizer(
         str(tmp_path / "vocab"), sentences, 40, vocab_file=old)
     spm = None
