@@ -224,9 +224,9 @@ def figures_row(contenders: Dict[str, Dict], timings: Dict[str, Dict],
   """The first table's row: the distilled k=L/2 student's batch-1
   SavedModel time against the teacher's (same run, ours without
   distillation: the baseline); ceiling: the student's FLOPs per example
-  at `peak` FLOP/s, the best float32 matmul rate at its shapes measured
-  in the same run (the teacher's time scaled by the FLOPs ratio is not a
-  limit: a smaller graph can beat it)."""
+  at `peak` FLOP/s, the best float32 matmul rate at the model's
+  feed-forward shapes measured in the same run (the teacher's time
+  scaled by the FLOPs ratio is not a limit: a smaller graph beats it)."""
   half_acc = float(np.mean(contenders[half]["accuracy"]))
   teacher_acc = float(np.mean(contenders[teacher]["accuracy"]))
   ms = timings[half]["savedmodel_ms"]
@@ -242,7 +242,8 @@ def figures_row(contenders: Dict[str, Dict], timings: Dict[str, Dict],
       contender="baseline", higher_is_better=False,
       ceiling=dict(label=f"{half}'s {flops[half] / 1e6:.1f} MFLOPs an "
                    f"example at {peak / 1e9:.1f} GFLOP/s, the best float32 "
-                   "matmul at its shapes, same run",
+                   "matmul at the model's feed-forward shapes (batch 1 and "
+                   "32), same run",
                    value=round(ceiling, 3), unit="ms"),
       reached=round(ms, 2), machine=machine, date=common.today(),
       command=command, conditions=conditions)
