@@ -48,6 +48,14 @@ def _is_code(path: str) -> bool:
   return not path.endswith(NOT_CODE)
 
 
+def _code_listing(root: str, commit: str, dirs: Sequence[str]) -> list:
+  """git ls-tree lines (mode, blob, path) of the code files under `dirs`
+  at `commit`."""
+  return [line for line in _git(
+      root, "ls-tree", "-r", commit, "--", *dirs).decode().splitlines()
+          if _is_code(line.split("\t", 1)[-1])]
+
+
 def code_revision(root: Optional[str] = None,
                   dirs: Sequence[str] = CODE_DIRS) -> Dict:
   """{"key": 16 hex digits, "head": HEAD's commit, "dirty": bool} of the
@@ -55,9 +63,7 @@ def code_revision(root: Optional[str] = None,
   so editing the harness keeps its runs)."""
   root = root or common.REPO_ROOT
   head = _git(root, "rev-parse", "HEAD").decode().strip()
-  listing = [line for line in _git(
-      root, "ls-tree", "-r", "HEAD", "--", *dirs).decode().splitlines()
-             if _is_code(line.split("\t", 1)[-1])]
+  listing = _code_listing(root, "HEAD", dirs)
   excludes = [f":(exclude,glob)**/*{ext}" for ext in NOT_CODE]
   diff = _git(root, "diff", "HEAD", "--binary", "--", *dirs, *excludes)
   untracked = sorted(p for p in _git(
@@ -82,9 +88,7 @@ def code_revision_at(commit: str, root: Optional[str] = None,
                 ).decode().strip()
   except StaleRunError:
     raise StaleRunError(f"{commit}: no such commit in {root}") from None
-  listing = [line for line in _git(
-      root, "ls-tree", "-r", head, "--", *dirs).decode().splitlines()
-             if _is_code(line.split("\t", 1)[-1])]
+  listing = _code_listing(root, head, dirs)
   digest = hashlib.sha256("\n".join(listing).encode() + b"\0")
   return dict(key=digest.hexdigest()[:16], head=head, dirty=False)
 

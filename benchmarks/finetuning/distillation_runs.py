@@ -89,11 +89,6 @@ def source_model(model: Dict, steps: int, seq_length: int,
   if data_from:
     settings["data_from"] = data_from["folder"]
   folder = os.path.join(cache, "source-" + key(settings, revision))
-  if data_from:
-    for part in ("corpus", "spm", "data"):
-      if not os.path.exists(os.path.join(folder, part)):
-        shutil.copytree(os.path.join(data_from["folder"], part),
-                        os.path.join(folder, part))
   found = dict(folder=folder, checkpoint=os.path.join(folder, "pretraining"),
                config=os.path.join(folder, "albert_config.json"),
                spm=os.path.join(folder, "spm", "albert_spm.model"))
@@ -104,6 +99,11 @@ def source_model(model: Dict, steps: int, seq_length: int,
           f"{revision_lib.describe(code_revision())} here (--runs_from "
           "reads runs, it trains none)")
     return found
+  if data_from:
+    for part in ("corpus", "spm", "data"):
+      if not os.path.exists(os.path.join(folder, part)):
+        shutil.copytree(os.path.join(data_from["folder"], part),
+                        os.path.join(folder, part))
   config = AlbertConfig.from_dict(dict(model,
                                        max_position_embeddings=seq_length))
   started = time.time()
